@@ -1,0 +1,51 @@
+# Two commands on a fresh machine: `make demo` runs the service on a simulated cluster; `make test` passes the tests.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+deps: $(STAMP)
+
+system-deps:
+	tests/setup/system-deps.sh
+
+controlplane:
+	tests/e2e/controlplane/build.sh >/dev/null
+
+demo: deps
+	$(BIN)/watchtower demo
+
+lint: deps
+	$(BIN)/ruff check watchtower dashboards alerts tests bench
+	$(BIN)/ruff format --check watchtower dashboards alerts tests bench
+	$(BIN)/mypy watchtower/domain
+	$(BIN)/mypy watchtower
+	$(BIN)/lint-imports
+
+unit: deps
+	$(BIN)/pytest -q -m "not e2e"
+
+e2e: deps system-deps controlplane
+	$(BIN)/pytest -q -m e2e
+
+test: deps system-deps controlplane lint
+	$(BIN)/pytest -q
+
+bench: deps
+	$(BIN)/python bench/tick.py
+
+fmt: deps
+	$(BIN)/ruff format watchtower dashboards alerts tests bench
+	$(BIN)/ruff check --fix watchtower dashboards alerts tests bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

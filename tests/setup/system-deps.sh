@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests run for real: Prometheus + promtool, Alertmanager + amtool,
+# headless Chromium. Quick when they are already there. Needs root (or sudo) and the package registry.
+set -euo pipefail
+want=()
+command -v prometheus >/dev/null || want+=(prometheus)
+command -v promtool >/dev/null || want+=(prometheus)
+command -v amtool >/dev/null || want+=(prometheus-alertmanager)
+command -v chromium >/dev/null || want+=(chromium)
+if [ ${#want[@]} -eq 0 ]; then exit 0; fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing Debian packages: ${want[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+# The Debian packages start their services; the tests start their own on free ports.
+for svc in prometheus prometheus-alertmanager prometheus-node-exporter; do
+  $sudo systemctl disable --now "$svc" >/dev/null 2>&1 || true
+done

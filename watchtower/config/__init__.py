@@ -1,0 +1,18 @@
+"""Watchtower's configuration: one YAML file validated by pydantic, secrets from env or files.
+
+No instance is made at import time: `load_settings(path)` builds one for the composition root.
+"""
+
+from .durations import Duration, format_duration, parse_duration
+from .loading import ConfigError, load_settings, settings_from_mapping
+from .model import Settings
+
+__all__ = [
+    "ConfigError",
+    "Duration",
+    "Settings",
+    "format_duration",
+    "load_settings",
+    "parse_duration",
+    "settings_from_mapping",
+]

@@ -1,0 +1,48 @@
+"""Durations written the way Prometheus and Alertmanager users write them: 30s, 5m, 2h, 1h30m, 7d."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+
+
+def parse_duration(value: Any) -> float:
+    """Return seconds for "1h30m", "90s", 90 or 90.0; raise ValueError with the accepted forms."""
+    if isinstance(value, bool):
+        raise ValueError("a duration such as 30s, 5m, 2h or 1h30m")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        pos, total = 0, 0.0
+        for m in _PART.finditer(text):
+            if m.start() != pos:
+                break
+            total += float(m.group(1)) * _UNIT[m.group(2)]
+            pos = m.end()
+        if text and pos == len(text):
+            return total
+    raise ValueError(f"{value!r} is not a duration: write 30s, 5m, 2h, 1h30m or 7d")
+
+
+def format_duration(seconds: float) -> str:
+    """Return the shortest exact form: 300 → "5m", 5400 → "1h30m", 0 → "0s"."""
+    s = round(seconds)
+    if s == 0:
+        return "0s"
+    out = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if s >= size:
+            out.append(f"{s // size}{unit}")
+            s %= size
+    return "".join(out)
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]

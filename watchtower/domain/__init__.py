@@ -1,0 +1,1 @@
+"""The domain: pure decisions about the queue, preemptions, quota, alerts and fairness. No I/O, no clock."""

@@ -1,0 +1,55 @@
+"""GPU capacity per node and fragmentation of the free GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .model import Node
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCapacity:
+    name: str
+    allocatable: int
+    used: int
+    schedulable: bool
+
+    @property
+    def free(self) -> int:
+        return max(0, self.allocatable - self.used) if self.schedulable else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    nodes: tuple[NodeCapacity, ...]
+
+    @property
+    def allocatable(self) -> int:
+        return sum(n.allocatable for n in self.nodes)
+
+    @property
+    def used(self) -> int:
+        return sum(n.used for n in self.nodes)
+
+    @property
+    def free_total(self) -> int:
+        return sum(n.free for n in self.nodes)
+
+    @property
+    def largest_free(self) -> int:
+        return max((n.free for n in self.nodes), default=0)
+
+    def fragmented(self, gpus_per_pod: int) -> bool:
+        """True when the cluster has enough free GPUs in total but no single node has them."""
+        return 0 < gpus_per_pod <= self.free_total and gpus_per_pod > self.largest_free
+
+
+def capacity(nodes: Mapping[str, Node], gpus_used: Mapping[str, int]) -> Capacity:
+    """Return allocatable and used GPUs per GPU node; a cordoned node counts as having none free."""
+    out = [
+        NodeCapacity(n.name, n.gpus, gpus_used.get(n.name, 0), not n.unschedulable)
+        for n in sorted(nodes.values(), key=lambda n: n.name)
+        if n.gpus > 0 or gpus_used.get(n.name, 0) > 0
+    ]
+    return Capacity(tuple(out))

@@ -1,0 +1,163 @@
+"""Compact, immutable records of the Kubernetes objects Watchtower reads.
+
+Times are Unix epoch seconds (float). Only the fields a decision needs are kept: at 150,000 pods every
+field costs memory, so a record carries what the domain reads and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# Condition reasons written by the scheduler on a preemption victim (DESIGN §3.6).
+PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeScheduler"})
+# Other DisruptionTarget reasons: a pod that goes away for these was not preempted (DESIGN §3.7).
+OTHER_DISRUPTION_REASONS = frozenset(
+    {"EvictionByEvictionAPI", "DeletionByTaintManager", "DeletionByPodGC", "TerminationByKubelet"}
+)
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One pod condition as observed: status is "True", "False" or "Unknown"."""
+
+    status: str
+    reason: str = ""
+    message: str = ""
+    since: float | None = None  # lastTransitionTime
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    """The controller owner reference of a pod (the one with controller: true, or the only one)."""
+
+    kind: str
+    name: str
+    api_version: str = ""
+    uid: str = ""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """A reference from an event to the object it is about (involvedObject / regarding / related)."""
+
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    uid: str
+    namespace: str
+    name: str
+    created: float
+    phase: str = "Pending"
+    priority: int = 0
+    priority_class: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    gpus: int = 0
+    cpu_millis: int = 0
+    memory_bytes: int = 0
+    node: str = ""
+    nominated_node: str = ""
+    owner: OwnerRef | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    images: tuple[str, ...] = ()
+    scheduling_gated: bool = False
+    scheduled: Condition | None = None  # PodScheduled
+    disruption: Condition | None = None  # DisruptionTarget
+    start_time: float | None = None  # status.startTime: the kubelet took the pod
+    running_since: float | None = None  # first container start
+    deleted_at: float | None = None  # metadata.deletionTimestamp
+    status_reason: str = ""  # status.reason, e.g. Evicted, Preempting
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.node)
+
+    @property
+    def holds_resources(self) -> bool:
+        """Bound and not finished: a terminating pod still holds its node's resources until it is gone."""
+        return bool(self.node) and self.phase not in TERMINAL_PHASES
+
+    @property
+    def waiting(self) -> bool:
+        """In the scheduling queue: not bound, not finished, not being deleted."""
+        return not self.node and self.phase not in TERMINAL_PHASES and self.deleted_at is None
+
+    @property
+    def scheduled_at(self) -> float | None:
+        c = self.scheduled
+        if c is not None and c.status == "True":
+            return c.since
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    gpus: int = 0
+    cpu_millis: int = 0
+    memory_bytes: int = 0
+    pods: int = 0
+    unschedulable: bool = False
+    taints: tuple[str, ...] = ()  # "key=value:Effect"
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    team: str = ""  # value of the team label, "" when absent
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    preemption_policy: str = "PreemptLowerPriority"
+    global_default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceQuota:
+    namespace: str
+    name: str
+    hard_gpus: int | None = None  # requests.nvidia.com/gpu
+    used_gpus: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A core/v1 or events.k8s.io/v1 event, reduced to what attribution needs.
+
+    first/last: when it was first and last seen (eventTime or firstTimestamp; series.lastObservedTime or
+    lastTimestamp); count: occurrences (series.count or count).
+    """
+
+    uid: str
+    namespace: str
+    reason: str
+    message: str
+    regarding: ObjectRef
+    related: ObjectRef | None = None
+    first: float | None = None
+    last: float | None = None
+    count: int = 1
+    source: str = ""
+    type: str = "Normal"
+
+    @property
+    def seen(self) -> float | None:
+        return self.last if self.last is not None else self.first

@@ -1,0 +1,244 @@
+"""The cluster as Watchtower sees it, kept up to date object by object.
+
+Every change goes through `ClusterState`, which keeps the indexes an evaluation needs (waiting pods,
+GPUs held per node, pods per workload) so that a tick never walks all pods. Applying the same object
+twice changes nothing and reports nothing twice: replays after a re-list are harmless (DESIGN §3.12).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .disruptions import (
+    Disruption,
+    Preemption,
+    disruption_from_pod,
+    preemption_from_event,
+    preemption_from_pod,
+)
+from .model import Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
+from .quota import QuotaRefusal, quota_refusal
+from .workloads import WorkloadKey, workload_of
+
+
+@dataclass(frozen=True, slots=True)
+class PodScheduled:
+    """A pod left the queue: bound at `at` after waiting `wait` seconds since creation."""
+
+    pod: Pod
+    at: float
+    wait: float
+
+
+@dataclass(frozen=True, slots=True)
+class PodStarted:
+    """A bound pod's first container started, `latency` seconds after binding (image pulls)."""
+
+    pod: Pod
+    latency: float
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionSeen:
+    preemption: Preemption
+    new: bool  # False when this only completed a record seen before
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionSeen:
+    disruption: Disruption
+
+
+Happening = PodScheduled | PodStarted | PreemptionSeen | DisruptionSeen
+
+
+@dataclass(slots=True)
+class ClusterState:
+    pods: dict[str, Pod] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    quotas: dict[tuple[str, str], ResourceQuota] = field(default_factory=dict)
+    preemptions: dict[str, Preemption] = field(default_factory=dict)  # by victim uid
+    disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
+    quota_refusals: dict[WorkloadKey, QuotaRefusal] = field(default_factory=dict)
+    # indexes
+    waiting: set[str] = field(default_factory=set)
+    gpus_used: dict[str, int] = field(default_factory=dict)
+    by_workload: dict[WorkloadKey, set[str]] = field(default_factory=dict)
+    workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
+
+    # ---- pods -------------------------------------------------------------------------------------
+
+    def upsert_pod(self, pod: Pod) -> list[Happening]:
+        """Record a pod's current object (ADDED or MODIFIED) and return what newly happened."""
+        old = self.pods.get(pod.uid)
+        self.pods[pod.uid] = pod
+        self._index(old, pod)
+        return self._happenings(old, pod)
+
+    def delete_pod(self, uid: str, final: Pod | None = None) -> list[Happening]:
+        """Forget a pod; `final` is the DELETED watch object, whose conditions may show a preemption."""
+        old = self.pods.pop(uid, None)
+        last = final if final is not None else old
+        self._index(old, None)
+        if last is None:
+            return []
+        return self._happenings(old, last, deleted=True)
+
+    def _index(self, old: Pod | None, new: Pod | None) -> None:
+        if old is not None:
+            if old.holds_resources and old.gpus:
+                left = self.gpus_used.get(old.node, 0) - old.gpus
+                if left > 0:
+                    self.gpus_used[old.node] = left
+                else:
+                    self.gpus_used.pop(old.node, None)
+            self.waiting.discard(old.uid)
+            if new is None:
+                key = self.workload_of_uid.pop(old.uid, None)
+                if key is not None:
+                    members = self.by_workload.get(key)
+                    if members is not None:
+                        members.discard(old.uid)
+                        if not members:
+                            del self.by_workload[key]
+        if new is not None:
+            if new.holds_resources and new.gpus:
+                self.gpus_used[new.node] = self.gpus_used.get(new.node, 0) + new.gpus
+            if new.waiting:
+                self.waiting.add(new.uid)
+            if new.uid not in self.workload_of_uid:
+                key = workload_of(new)
+                self.workload_of_uid[new.uid] = key
+                self.by_workload.setdefault(key, set()).add(new.uid)
+
+    def _happenings(self, old: Pod | None, new: Pod, *, deleted: bool = False) -> list[Happening]:
+        out: list[Happening] = []
+        if not deleted:
+            at = new.scheduled_at
+            if at is not None and (old is None or old.scheduled_at is None):
+                out.append(PodScheduled(new, at, max(0.0, at - new.created)))
+            if (
+                at is not None
+                and new.running_since is not None
+                and (old is None or old.running_since is None)
+            ):
+                out.append(PodStarted(new, max(0.0, new.running_since - at)))
+        p = preemption_from_pod(new)
+        if p is not None:
+            out.extend(self._record_preemption(p))
+        elif new.uid not in self.disruptions:
+            d = disruption_from_pod(new)
+            if d is not None:
+                self.disruptions[d.uid] = d
+                out.append(DisruptionSeen(d))
+        return out
+
+    def _record_preemption(self, p: Preemption) -> list[Happening]:
+        known = self.preemptions.get(p.victim_uid)
+        if known is None:
+            self.preemptions[p.victim_uid] = p
+            return [PreemptionSeen(p, new=True)]
+        merged = known.merged(p)
+        if merged != known:
+            self.preemptions[p.victim_uid] = merged
+            return [PreemptionSeen(merged, new=False)]
+        return []
+
+    # ---- events -----------------------------------------------------------------------------------
+
+    def upsert_event(self, ev: Event) -> list[Happening]:
+        """Take what an event adds: the preemptor of a victim, or a quota refusal."""
+        p = preemption_from_event(ev)
+        if p is not None:
+            pod = self.pods.get(p.victim_uid)
+            if pod is not None and pod.disruption is None:
+                # The event came first: complete it from the pod we still have.
+                from_pod = Preemption(
+                    victim_uid=pod.uid,
+                    victim_namespace=pod.namespace,
+                    victim_name=pod.name,
+                    node=pod.node,
+                    victim_workload=workload_of(pod),
+                    victim_priority=pod.priority,
+                    victim_priority_class=pod.priority_class,
+                    victim_gpus=pod.gpus,
+                    victim_started=pod.start_time if pod.start_time is not None else pod.scheduled_at,
+                )
+                p = p.merged(from_pod)
+            return self._record_preemption(p)
+        q = quota_refusal(ev)
+        if q is not None:
+            prev = self.quota_refusals.get(q.workload)
+            if prev is None or (q.last or 0.0) >= (prev.last or 0.0):
+                first = q.first
+                if prev is not None and prev.first is not None and (first is None or prev.first < first):
+                    first = prev.first
+                self.quota_refusals[q.workload] = QuotaRefusal(
+                    q.workload,
+                    q.quota,
+                    q.pod_name,
+                    q.requested,
+                    q.used,
+                    q.limited,
+                    first,
+                    q.last,
+                    q.count,
+                    q.message,
+                )
+        return []
+
+    # ---- the other kinds ---------------------------------------------------------------------------
+
+    def upsert_node(self, node: Node) -> None:
+        self.nodes[node.name] = node
+
+    def delete_node(self, name: str) -> None:
+        self.nodes.pop(name, None)
+
+    def upsert_namespace(self, ns: Namespace) -> None:
+        self.namespaces[ns.name] = ns
+
+    def delete_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
+    def upsert_priority_class(self, pc: PriorityClass) -> None:
+        self.priority_classes[pc.name] = pc
+
+    def delete_priority_class(self, name: str) -> None:
+        self.priority_classes.pop(name, None)
+
+    def upsert_quota(self, q: ResourceQuota) -> None:
+        self.quotas[(q.namespace, q.name)] = q
+
+    def delete_quota(self, namespace: str, name: str) -> None:
+        self.quotas.pop((namespace, name), None)
+
+    def replace_pods(self, pods: Iterable[Pod]) -> list[Happening]:
+        """Make the pod set exactly `pods` (a fresh LIST after 410 Gone): upsert each, delete the rest."""
+        out: list[Happening] = []
+        seen: set[str] = set()
+        for p in pods:
+            seen.add(p.uid)
+            out.extend(self.upsert_pod(p))
+        for uid in [u for u in self.pods if u not in seen]:
+            out.extend(self.delete_pod(uid))
+        return out
+
+    # ---- queries ----------------------------------------------------------------------------------
+
+    def team_of(self, namespace: str) -> str:
+        ns = self.namespaces.get(namespace)
+        return ns.team if ns is not None and ns.team else namespace
+
+    def prune(self, *, now: float, keep_seconds: float) -> None:
+        """Forget preemptions, disruptions and quota refusals older than the horizon."""
+        horizon = now - keep_seconds
+        for uid in [u for u, p in self.preemptions.items() if (p.at or now) < horizon]:
+            del self.preemptions[uid]
+        for uid in [u for u, d in self.disruptions.items() if (d.at or now) < horizon]:
+            del self.disruptions[uid]
+        for key in [k for k, q in self.quota_refusals.items() if (q.last or now) < horizon]:
+            del self.quota_refusals[key]

@@ -1,0 +1,64 @@
+"""Offline analysis: a `kubectl get ... -A -o json` dump in, the queue out (JSON or a table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder, iter_kinds
+from watchtower.domain.latency import latency_by_tier
+from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot
+from watchtower.domain.state import ClusterState
+
+from .ingest import KINDS, Ingestor
+from .queue_view import latency_dicts, snapshot_dict
+
+# Pods first would attribute events before the pods they name exist; order matters for no kind but is
+# kept stable so that a dump gives the same answer however kubectl ordered it.
+_ORDER = ("Namespace", "PriorityClass", "Node", "ResourceQuota", "Pod", "Event")
+
+
+@dataclass
+class Analysis:
+    state: ClusterState
+    snapshot: QueueSnapshot
+    ingestor: Ingestor
+    ignored_kinds: dict[str, int]
+
+
+def load_dump(data: bytes, decoder: ObjectDecoder) -> tuple[ClusterState, Ingestor, dict[str, int]]:
+    """Return the state a List dump describes; malformed items are skipped and listed."""
+    items, _, _ = decoder.decode_list(data)
+    state = ClusterState()
+    ing = Ingestor(state, decoder)
+    by_kind: dict[str, list[Any]] = {k: [] for k in KINDS}
+    ignored: dict[str, int] = {}
+    for kind, raw in iter_kinds(decoder, items):
+        if kind in by_kind:
+            by_kind[kind].append(raw)
+        elif kind == "":
+            ing._skip("Unknown", DecodeError("item without a readable kind"))
+        else:
+            ignored[kind] = ignored.get(kind, 0) + 1
+    for kind in _ORDER:
+        for raw in by_kind[kind]:
+            ing.apply(kind, "ADDED", raw)
+    return state, ing, ignored
+
+
+def analyze(data: bytes, *, policy: QueuePolicy, decoder: ObjectDecoder, at: float) -> Analysis:
+    state, ing, ignored = load_dump(data, decoder)
+    snap = QueueEvaluator(policy).evaluate(state, now=at, include_running=True)
+    return Analysis(state, snap, ing, ignored)
+
+
+def analysis_dict(a: Analysis, policy: QueuePolicy) -> dict[str, Any]:
+    out = snapshot_dict(a.snapshot, policy.tiers, a.state)
+    out["latency"] = latency_dicts(latency_by_tier(a.state.pods.values(), policy.tiers))
+    out["skipped"] = [
+        {"kind": s.kind, "uid": s.uid or None, "name": s.name or None, "error": s.error}
+        for s in a.ingestor.skips
+    ]
+    out["skipped_total"] = dict(a.ingestor.skipped)
+    out["ignored_kinds"] = a.ignored_kinds
+    return out

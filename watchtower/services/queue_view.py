@@ -1,0 +1,202 @@
+"""The queue as plain data: the stable JSON of `watchtower analyze` and the API (documented in docs/json.md)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from watchtower.domain.disruptions import Preemption
+from watchtower.domain.latency import Distribution, TierLatency
+from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
+from watchtower.domain.state import ClusterState
+from watchtower.domain.tiers import TierPolicy
+
+SCHEMA_VERSION = 1
+
+
+def rfc3339(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def workload_dict(w: WorkloadStatus) -> dict[str, Any]:
+    d = w.diagnosis
+    return {
+        "namespace": w.namespace,
+        "name": w.name,
+        "kind": w.kind,
+        "team": w.team,
+        "tier": w.tier,
+        "priority": w.priority,
+        "priority_class": w.priority_class,
+        "state": w.state.value,
+        "since": rfc3339(w.since),
+        "wait_seconds": round(w.wait_seconds, 3),
+        "warn_after_seconds": w.warn_after,
+        "critical_after_seconds": w.critical_after,
+        "severity": w.severity or None,
+        "gpus_requested": w.gpus_requested,
+        "gpus_held": w.gpus_held,
+        "gpus_per_pod": w.gpus_per_pod,
+        "pods_pending": w.pods_pending,
+        "pods_running": w.pods_running,
+        "pods_gated": w.pods_gated,
+        "gang": w.gang,
+        "scheduling_reason": w.scheduling_reason or None,
+        "reasons": [{"reason": r.reason, "nodes": r.nodes, "text": r.text} for r in (d.reasons if d else ())],
+        "nodes_total": d.total_nodes if d else None,
+        "message": d.raw if d else None,
+        "message_truncated": d.truncated if d else False,
+        "preemption": w.preemption.value,
+        "why": w.why,
+        "nominated_node": w.nominated_node or None,
+        "oldest_pending_pod": w.oldest_pod or None,
+        "ahead": w.ahead,
+        "ahead_higher_tier": w.ahead_higher_tier,
+        "preemptions_recent": w.preemptions_recent,
+        "quota": (
+            {
+                "name": w.quota.quota,
+                "requested": w.quota.requested,
+                "used": w.quota.used,
+                "limited": w.quota.limited,
+                "refusals": w.quota.count,
+                "last_refused": rfc3339(w.quota.last),
+            }
+            if w.quota
+            else None
+        ),
+    }
+
+
+def preemption_dict(p: Preemption, tiers: TierPolicy, state: ClusterState | None = None) -> dict[str, Any]:
+    victim_tier = (
+        tiers.tier_of(p.victim_priority, p.victim_priority_class).name
+        if p.victim_priority is not None
+        else None
+    )
+    preemptor = state.pods.get(p.preemptor_uid) if state is not None and p.preemptor_uid else None
+    lost = p.gpu_hours_lost
+    return {
+        "victim_uid": p.victim_uid,
+        "victim_namespace": p.victim_namespace,
+        "victim_name": p.victim_name,
+        "victim_workload": (
+            {"kind": p.victim_workload.kind, "name": p.victim_workload.name} if p.victim_workload else None
+        ),
+        "victim_tier": victim_tier,
+        "victim_priority": p.victim_priority,
+        "preemptor_uid": p.preemptor_uid or None,
+        "preemptor_namespace": p.preemptor_namespace or (preemptor.namespace if preemptor else None),
+        "preemptor_name": p.preemptor_name or (preemptor.name if preemptor else None),
+        "preemptor_tier": tiers.tier_of(preemptor.priority, preemptor.priority_class).name
+        if preemptor
+        else None,
+        "node": p.node or None,
+        "at": rfc3339(p.at),
+        "gpus": p.victim_gpus,
+        "ran_seconds": round(p.at - p.victim_started, 3)
+        if p.at is not None and p.victim_started is not None
+        else None,
+        "gpu_hours_lost": round(lost, 6) if lost is not None else None,
+        "reason": p.reason,
+    }
+
+
+def _dist(d: Distribution) -> dict[str, Any]:
+    return {"count": d.count, "p50": d.p50, "p95": d.p95, "max": d.max, "censored": d.censored}
+
+
+def latency_dicts(rows: list[TierLatency]) -> list[dict[str, Any]]:
+    return [
+        {
+            "tier": r.tier,
+            "time_to_schedule_seconds": _dist(r.time_to_schedule),
+            "startup_seconds": _dist(r.startup),
+        }
+        for r in rows
+    ]
+
+
+def snapshot_dict(
+    snap: QueueSnapshot, tiers: TierPolicy, state: ClusterState | None = None
+) -> dict[str, Any]:
+    """Return the snapshot as the stable JSON document (schema_version 1)."""
+    cap = snap.capacity
+    order = sorted(
+        snap.workloads,
+        key=lambda w: (tiers.rank(w.tier), not w.waiting, -w.wait_seconds, w.namespace, w.name),
+    )
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "at": rfc3339(snap.at),
+        "workloads": [workload_dict(w) for w in order],
+        "preemptions": [preemption_dict(p, tiers, state) for p in snap.preemptions],
+        "disruptions": [
+            {
+                "uid": d.uid,
+                "namespace": d.namespace,
+                "name": d.name,
+                "reason": d.reason,
+                "at": rfc3339(d.at),
+                "node": d.node or None,
+                "gpus": d.gpus,
+            }
+            for d in snap.disruptions
+        ],
+        "fragmentation": [
+            {
+                "namespace": f.key.namespace,
+                "name": f.key.name,
+                "kind": f.key.kind,
+                "gpus_requested": f.gpus_requested,
+                "free_gpus_total": f.free_gpus_total,
+                "largest_free_on_one_node": f.largest_free_on_one_node,
+            }
+            for f in snap.fragmentation
+        ],
+        "partial_gangs": [
+            {
+                "namespace": w.namespace,
+                "name": w.name,
+                "kind": w.kind,
+                "gpus_held": w.gpus_held,
+                "pods_running": w.pods_running,
+                "pods_pending": w.pods_pending,
+                "wait_seconds": round(w.wait_seconds, 3),
+            }
+            for w in order
+            if w.state.value == "partial" and w.gang
+        ],
+        "capacity": {
+            "gpus_allocatable": cap.allocatable,
+            "gpus_used": cap.used,
+            "gpus_free": cap.free_total,
+            "largest_free_on_one_node": cap.largest_free,
+            "nodes": [
+                {
+                    "name": n.name,
+                    "allocatable": n.allocatable,
+                    "used": n.used,
+                    "free": n.free,
+                    "schedulable": n.schedulable,
+                }
+                for n in cap.nodes
+            ],
+        },
+        "gated_pods": snap.gated_pods,
+    }
+    if state is not None:
+        out["quota"] = [
+            {
+                "namespace": q.namespace,
+                "name": q.name,
+                "team": state.team_of(q.namespace),
+                "gpus_hard": q.hard_gpus,
+                "gpus_used": q.used_gpus,
+            }
+            for q in sorted(state.quotas.values(), key=lambda q: (q.namespace, q.name))
+            if q.hard_gpus is not None
+        ]
+    return out
