@@ -62,6 +62,7 @@ class _Meta(msgspec.Struct):
     deletionTimestamp: str | None = None
     resourceVersion: str | None = None
     labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
     ownerReferences: list[_Owner] | None = None
 
 
@@ -328,6 +329,8 @@ class ObjectDecoder:
 
     team_label: str = "team"
     keep_labels: frozenset[str] = field(default_factory=frozenset)
+    keep_annotations: frozenset[str] = field(default_factory=frozenset)
+    annotation_limit: int = 2048  # a display note, not a payload: longer values are cut
 
     def __post_init__(self) -> None:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
@@ -429,6 +432,12 @@ class ObjectDecoder:
             if t is not None and (running_since is None or t < running_since):
                 running_since = t
         images = tuple(c.image for c in spec.containers or () if c.image)
+        notes = {}
+        if self.keep_annotations and meta.annotations:
+            for k in self.keep_annotations:
+                v = meta.annotations.get(k)
+                if v is not None:
+                    notes[k] = v[: self.annotation_limit]
         return Pod(
             uid=meta.uid or "",
             namespace=meta.namespace or "",
@@ -445,6 +454,7 @@ class ObjectDecoder:
             nominated_node=st.nominatedNodeName or "",
             owner=owner,
             labels=kept,
+            annotations=notes,
             images=images,
             scheduling_gated=bool(spec.schedulingGates),
             scheduled=scheduled,

@@ -79,6 +79,12 @@ class TeamsConfig(Section):
     label: str = "team"
 
 
+class DisplayConfig(Section):
+    """Pod annotations shown next to a workload on the status page, in alerts and in the API (free text: escaped)."""
+
+    annotations: list[str] = ["watchtower.io/note"]
+
+
 class QueueConfig(Section):
     quota_window: Duration = 900.0
     preemption_window: Duration = 86400.0
@@ -126,6 +132,7 @@ class Settings(Section):
     tiers: list[TierConfig] = Field(default_factory=_default_tiers, min_length=1)
     training: TrainingConfig = TrainingConfig()
     teams: TeamsConfig = TeamsConfig()
+    display: DisplayConfig = DisplayConfig()
     queue: QueueConfig = QueueConfig()
     server: ServerConfig = ServerConfig()
     store: StoreConfig = StoreConfig()

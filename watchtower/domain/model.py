@@ -69,6 +69,7 @@ class Pod:
     nominated_node: str = ""
     owner: OwnerRef | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)  # only the keys configured for display
     images: tuple[str, ...] = ()
     scheduling_gated: bool = False
     scheduled: Condition | None = None  # PodScheduled

@@ -86,6 +86,7 @@ class WorkloadStatus:
     ahead: int = 0  # waiting workloads the scheduler will consider first
     ahead_higher_tier: int = 0  # of those, the ones in a higher tier
     preemptions_recent: int = 0  # times its pods were preempted within the thrash window
+    annotations: Mapping[str, str] = field(default_factory=dict)  # display notes of its oldest pod
 
     @property
     def namespace(self) -> str:
@@ -258,7 +259,9 @@ class QueueEvaluator:
             elif p.waiting:
                 (gated if is_gated(p) else queued).append(p)
 
+        notes: Mapping[str, str] = {}
         if tracked:
+            notes = min(tracked, key=lambda p: (p.created, p.name)).annotations
             top = max(tracked, key=lambda p: p.priority)
             priority, pclass = top.priority, top.priority_class
         else:
@@ -339,6 +342,7 @@ class QueueEvaluator:
             oldest_pod=oldest_name,
             quota=refusal if state_ is WorkloadState.QUOTA_BLOCKED else None,
             preemptions_recent=thrash.get(key, 0),
+            annotations=notes,
         )
 
 

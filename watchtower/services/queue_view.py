@@ -55,6 +55,7 @@ def workload_dict(w: WorkloadStatus) -> dict[str, Any]:
         "ahead": w.ahead,
         "ahead_higher_tier": w.ahead_higher_tier,
         "preemptions_recent": w.preemptions_recent,
+        "annotations": dict(w.annotations),
         "quota": (
             {
                 "name": w.quota.quota,
