@@ -1,0 +1,82 @@
+"""Aggregation groups: alerts gathered per route and group labels, flushed after `group_wait`, then every
+`group_interval` (Alertmanager's dispatcher)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .model import AlertState, TrackedAlert
+from .routing import Route
+
+
+@dataclass(slots=True)
+class Group:
+    key: str
+    route: Route
+    labels: dict[str, str]
+    created_at: float
+    next_flush: float
+    flushed: bool = False
+    alerts: dict[str, TrackedAlert] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """A group whose time has come, with the alerts it holds at that moment."""
+
+    key: str
+    route: Route
+    labels: dict[str, str]
+    alerts: tuple[TrackedAlert, ...]
+
+
+class Dispatcher:
+    """Holds the aggregation groups; pure: the caller passes `now` and acts on what `due` returns."""
+
+    def __init__(self, root: Route) -> None:
+        self.root = root
+        self.groups: dict[str, Group] = {}
+
+    def ingest(self, alerts: Iterable[TrackedAlert], *, now: float) -> None:
+        """Put each firing or resolved alert in its groups (pending ones are not sent anywhere)."""
+        for a in alerts:
+            if a.state is AlertState.PENDING:
+                continue
+            for route in self.root.match(a.labels):
+                key = route.group_key(a.labels)
+                g = self.groups.get(key)
+                if g is None:
+                    if a.state is AlertState.RESOLVED:
+                        continue  # nothing to say about an alert no group ever held
+                    g = self.groups[key] = Group(
+                        key, route, route.group_labels(a.labels), now, now + route.group_wait
+                    )
+                g.alerts[a.fingerprint] = a
+
+    def next_due(self) -> float | None:
+        return min((g.next_flush for g in self.groups.values()), default=None)
+
+    def due(self, *, now: float) -> list[Flush]:
+        """Return the groups to flush now, oldest deadline first, and schedule their next flush."""
+        out = []
+        for g in sorted(self.groups.values(), key=lambda g: (g.next_flush, g.key)):
+            if g.next_flush > now:
+                continue
+            g.flushed = True
+            g.next_flush = now + g.route.group_interval
+            out.append(Flush(g.key, g.route, dict(g.labels), tuple(g.alerts.values())))
+        return out
+
+    def flushed(self, flush: Flush) -> None:
+        """After a flush was handed on: drop the resolved alerts it carried, and the group if empty."""
+        g = self.groups.get(flush.key)
+        if g is None:
+            return
+        for a in flush.alerts:
+            cur = g.alerts.get(a.fingerprint)
+            # Only if unchanged since: an alert that fired again meanwhile stays.
+            if a.state is AlertState.RESOLVED and cur is not None and cur.state is AlertState.RESOLVED:
+                del g.alerts[a.fingerprint]
+        if not g.alerts:
+            del self.groups[flush.key]

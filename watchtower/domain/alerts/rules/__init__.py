@@ -1,0 +1,60 @@
+"""The alert rules. Adding one: a module with `evaluate(RuleInput) -> list[AlertCandidate]`, listed below."""
+
+from __future__ import annotations
+
+from ..model import AlertCandidate
+from . import (
+    gang_stall,
+    preemption_thrash,
+    priority_inversion,
+    quota_blocked,
+    receiver_gone,
+    self_health,
+    tiered_wait,
+)
+from .base import GpuHolder, Rule, RuleInput, RuleSettings, WatchHealth
+
+RULES: dict[str, Rule] = {
+    "tiered_wait": tiered_wait.evaluate,
+    "quota_blocked": quota_blocked.evaluate,
+    "gang_stall": gang_stall.evaluate,
+    "preemption_thrash": preemption_thrash.evaluate,
+    "priority_inversion": priority_inversion.evaluate,
+    "self_health": self_health.evaluate,
+    "receiver_gone": receiver_gone.evaluate,
+}
+
+# alertname → the rule module that raises it (runbook anchors, `disabled` in the configuration)
+ALERTNAMES = {
+    tiered_wait.WARNING: "tiered_wait",
+    tiered_wait.CRITICAL: "tiered_wait",
+    quota_blocked.NAME: "quota_blocked",
+    gang_stall.NAME: "gang_stall",
+    preemption_thrash.NAME: "preemption_thrash",
+    priority_inversion.NAME: "priority_inversion",
+    self_health.NAME: "self_health",
+    receiver_gone.NAME: "receiver_gone",
+}
+
+
+def evaluate_rules(inp: RuleInput) -> list[AlertCandidate]:
+    """Return every active alert, in rule order; a rule named in `disabled` (or its alertnames) is skipped."""
+    out: list[AlertCandidate] = []
+    off = inp.settings.disabled
+    for name, rule in RULES.items():
+        if name in off:
+            continue
+        out.extend(c for c in rule(inp) if c.alertname not in off)
+    return out
+
+
+__all__ = [
+    "ALERTNAMES",
+    "RULES",
+    "GpuHolder",
+    "Rule",
+    "RuleInput",
+    "RuleSettings",
+    "WatchHealth",
+    "evaluate_rules",
+]

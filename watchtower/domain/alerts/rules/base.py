@@ -1,0 +1,124 @@
+"""What every rule receives and how its alerts are labelled and annotated."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
+from watchtower.domain.tiers import TierPolicy
+from watchtower.domain.workloads import WorkloadKey
+
+from ..model import AlertCandidate
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSettings:
+    thrash_count: int = 3
+    thrash_window: float = 3600.0
+    gang_stall_after: float = 600.0
+    unreachable_after: float = 120.0
+    inversion_tiers: frozenset[str] = frozenset({"critical", "high"})
+    status_url: str = ""  # the status page, e.g. https://watchtower.example
+    dashboard_url: str = ""  # a Grafana dashboard; `var-namespace` and `var-workload` are appended
+    runbook_url: str = "docs/runbooks.md"
+    disabled: frozenset[str] = frozenset()  # alertnames switched off
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHolder:
+    """GPUs one workload's bound pods hold on one node (plain data taken from the cluster state)."""
+
+    workload: WorkloadKey
+    node: str
+    gpus: int
+    priority: int
+    priority_class: str
+    tier: str
+    preemption_policy: str = "PreemptLowerPriority"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchHealth:
+    """How the Kubernetes watch is doing: `unhealthy_since` is None while it is fine."""
+
+    unhealthy_since: float | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleInput:
+    snapshot: QueueSnapshot
+    now: float
+    tiers: TierPolicy
+    settings: RuleSettings = field(default_factory=RuleSettings)
+    holders: Sequence[GpuHolder] = ()
+    health: WatchHealth | None = None
+    gone_receivers: Mapping[str, str] = field(default_factory=dict)  # integration → why it was disabled
+
+
+Rule = Callable[[RuleInput], list[AlertCandidate]]
+
+
+def human(seconds: float) -> str:
+    """Return a duration as people say it: 45s, 12m, 2h05m, 3d4h."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        h, m = divmod(s // 60, 60)
+        return f"{h}h{m:02d}m" if m else f"{h}h"
+    d, h = divmod(s // 3600, 24)
+    return f"{d}d{h}h" if h else f"{d}d"
+
+
+def workload_labels(w: WorkloadStatus, alertname: str, severity: str) -> dict[str, str]:
+    return {
+        "alertname": alertname,
+        "severity": severity,
+        "namespace": w.namespace,
+        "team": w.team,
+        "workload": w.name,
+        "kind": w.kind,
+        "tier": w.tier,
+        "priority_class": w.priority_class,
+        "gpus": str(w.gpus_requested),
+    }
+
+
+def links(settings: RuleSettings, alertname: str, key: WorkloadKey | None) -> dict[str, str]:
+    out = {"runbook_url": f"{settings.runbook_url}#{alertname.lower()}"}
+    if settings.status_url:
+        base = settings.status_url.rstrip("/")
+        out["status_url"] = f"{base}/?workload={quote(str(key), safe='')}" if key is not None else f"{base}/"
+    if settings.dashboard_url:
+        sep = "&" if "?" in settings.dashboard_url else "?"
+        extra = (
+            f"{sep}var-namespace={quote(key.namespace, safe='')}&var-workload={quote(key.name, safe='')}"
+            if key is not None
+            else ""
+        )
+        out["dashboard_url"] = settings.dashboard_url + extra
+    return out
+
+
+def queue_context(w: WorkloadStatus) -> str:
+    if w.ahead_higher_tier:
+        return (
+            f"{w.ahead_higher_tier} higher-tier workload(s) are ahead of it in the queue ({w.ahead} in all)."
+        )
+    if w.ahead:
+        return f"{w.ahead} workload(s) of its own tier are ahead of it; none of a higher tier."
+    return "Nothing is ahead of it in the queue."
+
+
+PREEMPTION_WORDS = {
+    "possible": "preemption is under way: the scheduler nominated a node and is evicting lower-priority pods",
+    "no_victims": "preemption cannot help: no lower-priority pods could be evicted to make room",
+    "not_helpful": "preemption cannot help: evicting pods would not make it fit anywhere",
+    "policy_never": "preemption cannot help: its PriorityClass has preemptionPolicy Never",
+    "unknown": "the scheduler has said nothing about preemption",
+}

@@ -1,0 +1,81 @@
+"""WorkloadPriorityInversion: urgent work waits while lower-tier pods hold GPUs it could use, and
+preemption will not free them (preemptionPolicy Never, no eligible victims, or not helpful)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.queue import WorkloadState, WorkloadStatus
+from watchtower.domain.workloads import WorkloadKey
+
+from ..model import AlertCandidate
+from .base import PREEMPTION_WORDS, GpuHolder, RuleInput, human, links, workload_labels
+
+NAME = "WorkloadPriorityInversion"
+STUCK = frozenset(
+    {PreemptionVerdict.POLICY_NEVER, PreemptionVerdict.NO_VICTIMS, PreemptionVerdict.NOT_HELPFUL}
+)
+
+
+def _blockers(w: WorkloadStatus, inp: RuleInput) -> list[tuple[WorkloadKey, int, str]]:
+    """Return lower-tier workloads whose GPUs on some node would let a pod of `w` fit there."""
+    rank = inp.tiers.rank(w.tier)
+    free = {n.name: n.free for n in inp.snapshot.capacity.nodes if n.schedulable}
+    per_node: dict[tuple[WorkloadKey, str], GpuHolder] = {}
+    held: dict[tuple[WorkloadKey, str], int] = defaultdict(int)
+    for h in inp.holders:
+        if inp.tiers.rank(h.tier) <= rank or h.node not in free or h.workload == w.key:
+            continue
+        held[(h.workload, h.node)] += h.gpus
+        per_node[(h.workload, h.node)] = h
+    need = max(1, w.gpus_per_pod)
+    found: dict[WorkloadKey, tuple[int, str]] = {}
+    for (key, node), gpus in held.items():
+        if free[node] + gpus >= need:
+            total, tier = found.get(key, (0, per_node[(key, node)].tier))
+            found[key] = (total + gpus, tier)
+    return sorted(((k, g, t) for k, (g, t) in found.items()), key=lambda x: (-x[1], x[0]))
+
+
+def evaluate(inp: RuleInput) -> list[AlertCandidate]:
+    out = []
+    for w in inp.snapshot.workloads:
+        if (
+            w.tier not in inp.settings.inversion_tiers
+            or w.state not in (WorkloadState.PENDING, WorkloadState.PARTIAL)
+            or w.preemption not in STUCK
+            or w.wait_seconds < w.warn_after
+        ):
+            continue
+        blockers = _blockers(w, inp)
+        if not blockers:
+            continue
+        top, top_gpus, top_tier = blockers[0]
+        named = ", ".join(f"{k} ({g} GPU, tier {t})" for k, g, t in blockers[:5])
+        if len(blockers) > 5:
+            named += f" and {len(blockers) - 5} more"
+        severity = "critical" if inp.tiers.rank(w.tier) == 0 else "warning"
+        labels = workload_labels(w, NAME, severity)
+        out.append(
+            AlertCandidate(
+                labels,
+                {
+                    "summary": f"{w.kind} {w.namespace}/{w.name} ({w.tier}) waits {human(w.wait_seconds)} "
+                    f"while lower-tier {top} holds {top_gpus} GPU(s) it could use",
+                    "description": (
+                        f"{w.kind} {w.namespace}/{w.name} of tier {w.tier} needs {max(1, w.gpus_per_pod)} "
+                        f"GPU(s) per pod and has waited {human(w.wait_seconds)}. Lower-tier workloads hold "
+                        f"GPUs on nodes where it would fit: {named}. "
+                        f"{PREEMPTION_WORDS[w.preemption.value].capitalize()}, so it will not get them "
+                        "until they finish or someone moves them."
+                    ),
+                    "blocker": str(top),
+                    "blocker_tier": top_tier,
+                    "preemption": w.preemption.value,
+                    "wait_seconds": str(round(w.wait_seconds)),
+                    **links(inp.settings, NAME, w.key),
+                },
+            )
+        )
+    return out
