@@ -11,6 +11,7 @@ from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
 from .durations import Duration
+from .prometheus import PrometheusConfig
 
 
 class Section(BaseModel):
@@ -137,6 +138,7 @@ class Settings(Section):
     server: ServerConfig = ServerConfig()
     store: StoreConfig = StoreConfig()
     simulator: SimulatorConfig = SimulatorConfig()
+    prometheus: PrometheusConfig | None = None  # None: no GPU utilisation figures
 
     @field_validator("tiers")
     @classmethod
