@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
+from .alerting import AlertingConfig
 from .durations import Duration
 from .prometheus import PrometheusConfig
 
@@ -138,6 +139,7 @@ class Settings(Section):
     server: ServerConfig = ServerConfig()
     store: StoreConfig = StoreConfig()
     simulator: SimulatorConfig = SimulatorConfig()
+    alerting: AlertingConfig = AlertingConfig()
     prometheus: PrometheusConfig | None = None  # None: no GPU utilisation figures
 
     @field_validator("tiers")

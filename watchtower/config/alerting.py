@@ -1,0 +1,241 @@
+"""The `alerting:` section: rule thresholds, the routing tree, receivers (email, webhook) and the store."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_warning
+from watchtower.domain.alerts.lifecycle import LifecyclePolicy
+from watchtower.domain.alerts.matchers import Matcher, MatcherError
+from watchtower.domain.alerts.routing import Route
+from watchtower.domain.alerts.rules import ALERTNAMES, RULES
+
+from .durations import Duration
+
+
+class Section(BaseModel):
+    # The same rules as the other sections (model.py imports this module, so it cannot be imported back).
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _matchers(texts: list[str]) -> tuple[Matcher, ...]:
+    return tuple(Matcher.parse(t) for t in texts)
+
+
+def _check_matchers(texts: list[str]) -> list[str]:
+    for t in texts:
+        try:
+            Matcher.parse(t)
+        except MatcherError as e:
+            raise ValueError(str(e)) from None
+    return texts
+
+
+def _read_secret(data: Any, field: str) -> Any:
+    """Fill `field` from `field_file` (a mounted Secret) when it is not set; the loader only does this for
+    top-level sections, and receivers sit deeper."""
+    if isinstance(data, dict) and data.get(f"{field}_file") and data.get(field) in (None, ""):
+        path = data[f"{field}_file"]
+        try:
+            data = {**data, field: Path(path).read_text(encoding="utf-8").strip()}
+        except OSError as e:
+            raise ValueError(f"{field}_file: cannot read {path!r}: {e.strerror}") from None
+    return data
+
+
+class RulesConfig(Section):
+    pending_for: Duration = 0.0  # Prometheus `for`: how long a condition must hold before it fires
+    pending_for_by_rule: dict[str, Duration] = {}  # alertname → `for`
+    keep_firing_for: Duration = 0.0
+    thrash_count: int = Field(3, ge=1)
+    thrash_window: Duration = 3600.0
+    gang_stall_after: Duration = 600.0
+    unreachable_after: Duration = 120.0
+    inversion_tiers: list[str] = ["critical", "high"]
+    disabled: list[str] = []  # rule modules (tiered_wait, ...) or alertnames
+
+    @field_validator("disabled")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        unknown = [n for n in v if n not in RULES and n not in ALERTNAMES]
+        if unknown:
+            raise ValueError(
+                f"unknown rule {unknown[0]!r}; rules are {', '.join(RULES)} and alerts {', '.join(ALERTNAMES)}"
+            )
+        return v
+
+    def lifecycle(self, resolved_retention: float) -> LifecyclePolicy:
+        return LifecyclePolicy(
+            pending_for=self.pending_for,
+            pending_for_by_rule=dict(self.pending_for_by_rule),
+            keep_firing_for=self.keep_firing_for,
+            resolved_retention=resolved_retention,
+        )
+
+
+class RouteConfig(Section):
+    """One node of the routing tree; unset settings are inherited from the parent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    receiver: str | None = None
+    matchers: list[str] = []
+    group_by: list[str] | None = None
+    group_wait: Duration | None = None
+    group_interval: Duration | None = None
+    repeat_interval: Duration | None = None
+    continue_: bool = Field(False, alias="continue")
+    routes: list[RouteConfig] = []
+
+    _m = field_validator("matchers")(_check_matchers)
+
+    def build(self, parent: Route | None = None, path: str = "0") -> Route:
+        receiver = self.receiver or (parent.receiver if parent else "")
+        node = Route(
+            path=path,
+            receiver=receiver,
+            matchers=_matchers(self.matchers),
+            group_by=tuple(self.group_by)
+            if self.group_by is not None
+            else (parent.group_by if parent else ()),
+            group_wait=_pick(self.group_wait, parent.group_wait if parent else None, 30.0),
+            group_interval=_pick(self.group_interval, parent.group_interval if parent else None, 300.0),
+            repeat_interval=_pick(
+                self.repeat_interval, parent.repeat_interval if parent else None, 4 * 3600.0
+            ),
+            continue_=self.continue_,
+        )
+        children = tuple(c.build(node, f"{path}.{i}") for i, c in enumerate(self.routes))
+        return Route(**{**{f: getattr(node, f) for f in node.__dataclass_fields__}, "routes": children})
+
+
+def _pick(own: float | None, inherited: float | None, default: float) -> float:
+    if own is not None:
+        return own
+    return inherited if inherited is not None else default
+
+
+class EmailConfig(Section):
+    to: list[str] = Field(min_length=1)
+    from_: str = Field("watchtower@localhost", alias="from")
+    smarthost: str = "localhost"
+    port: int = Field(25, ge=1, le=65535)
+    security: str = Field("starttls", pattern=r"^(none|starttls|tls)$")  # tls: implicit TLS (465)
+    ca_file: str | None = None  # verify the server against this CA instead of the system store
+    verify: bool = True
+    username: str | None = None
+    password: SecretStr | None = None
+    password_file: str | None = None
+    timeout: Duration = 10.0  # each SMTP operation
+    deadline: Duration = 60.0  # the whole message
+    send_resolved: bool = True
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _password_file(cls, data: Any) -> Any:
+        return _read_secret(data, "password")
+
+    @field_validator("to")
+    @classmethod
+    def _one_line(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if "\r" in a or "\n" in a or "@" not in a:
+                raise ValueError(f"{a!r} is not an email address")
+        return v
+
+
+class WebhookConfig(Section):
+    url: str = Field(pattern=r"^https?://")
+    secret: SecretStr | None = None  # Standard Webhooks: "whsec_" + base64 of the key
+    secret_file: str | None = None
+    slack_compatible: bool = False
+    timeout: Duration = 10.0
+    send_resolved: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secret_file(cls, data: Any) -> Any:
+        return _read_secret(data, "secret")
+
+    @field_validator("secret")
+    @classmethod
+    def _whsec(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is None:
+            return v
+        raw = v.get_secret_value().removeprefix("whsec_")
+        try:
+            key = base64.b64decode(raw, validate=True)
+        except ValueError:
+            raise ValueError("secret must be whsec_ followed by base64") from None
+        if len(key) < 16:
+            raise ValueError("secret is shorter than 16 bytes")
+        return v
+
+
+class ReceiverConfig(Section):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    email: list[EmailConfig] = []
+    webhooks: list[WebhookConfig] = []
+
+
+class InhibitConfig(Section):
+    source_matchers: list[str]
+    target_matchers: list[str]
+    equal: list[str] = []
+
+    _s = field_validator("source_matchers", "target_matchers")(_check_matchers)
+
+    def build(self) -> InhibitRule:
+        return InhibitRule(
+            _matchers(self.source_matchers), _matchers(self.target_matchers), tuple(self.equal)
+        )
+
+
+class DeliveryConfig(Section):
+    backoff_base: Duration = 5.0
+    backoff_cap: Duration = 600.0
+    jitter: float = Field(0.2, ge=0, le=1)
+    max_attempts: int = Field(50, ge=1)  # then the message is marked failed
+    retry_after_cap: Duration = 3600.0
+
+
+def _default_route() -> RouteConfig:
+    return RouteConfig(receiver="default", group_by=["alertname", "namespace"])
+
+
+class AlertingConfig(Section):
+    enabled: bool = True
+    rules: RulesConfig = RulesConfig()
+    route: RouteConfig = Field(default_factory=_default_route)
+    receivers: list[ReceiverConfig] = [ReceiverConfig(name="default")]
+    inhibit_rules: list[InhibitConfig] | None = None  # None: critical inhibits warning of the same workload
+    delivery: DeliveryConfig = DeliveryConfig()
+    store_path: str = ""  # "": the `store.path` database
+    resolved_retention: Duration = 3600.0
+
+    @model_validator(mode="after")
+    def _receivers_exist(self) -> AlertingConfig:
+        names = [r.name for r in self.receivers]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"receiver names must be unique; repeated: {', '.join(dup)}")
+        if not self.route.receiver:
+            raise ValueError("route.receiver: the top route needs a receiver")
+        missing = sorted({r.receiver for r in self.route.build().walk()} - set(names))
+        if missing:
+            raise ValueError(f"route names receiver {missing[0]!r}, which is not in receivers")
+        return self
+
+    def route_tree(self) -> Route:
+        return self.route.build()
+
+    def inhibitions(self) -> tuple[InhibitRule, ...]:
+        if self.inhibit_rules is None:
+            return (critical_inhibits_warning(),)
+        return tuple(i.build() for i in self.inhibit_rules)
