@@ -124,7 +124,9 @@ class SimulatorConfig(Section):
     teams: list[str] = ["vision", "nlp", "speech", "recsys"]
     team_gpu_quota: int = Field(40, ge=0)
     arrivals_per_hour: float = Field(40.0, ge=0)
-    metrics_port: int = Field(0, ge=0, le=65535)
+    metrics_port: int = Field(0, ge=0, le=65535)  # 0: no /metrics; else served on 127.0.0.1 by `run`
+    cordoned_nodes: int = Field(1, ge=0)  # nodes under maintenance (spec.unschedulable)
+    warm_start: bool = True  # start nearly full of low-tier training, then a burst of higher tiers
 
 
 class Settings(Section):
