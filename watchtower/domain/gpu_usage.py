@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .promql import MIG_INSTANCE, MIG_PROFILE
@@ -246,7 +246,7 @@ def usage_view(
     *,
     policy: IdlePolicy,
     now: float,
-    team_of: Mapping[str, str] | None = None,
+    team_of: Callable[[str], str] | None = None,
     skipped: int = 0,
 ) -> UsageView:
     """Return usage per workload: only devices of running pods that requested GPUs count (a device labelled
@@ -257,7 +257,6 @@ def usage_view(
     groups: dict[WorkloadKey, list[PodAllocation]] = defaultdict(list)
     for a in allocations:
         groups[a.workload].append(a)
-    teams = team_of or {}
     out: list[WorkloadUsage] = []
     unmonitored: list[tuple[str, str]] = []
     for key, pods in groups.items():
@@ -271,7 +270,7 @@ def usage_view(
         out.append(
             WorkloadUsage(
                 key=key,
-                team=teams.get(key.namespace, key.namespace),
+                team=team_of(key.namespace) if team_of is not None else key.namespace,
                 priority_class=max((a.priority_class for a in pods), default=""),
                 pods=tuple(sorted(a.pod for a in pods)),
                 gpus_allocated=sum(a.gpus for a in pods),

@@ -1,0 +1,209 @@
+"""GPU usage as a use case: read Prometheus, build the idle-GPU view, weigh it against the queue.
+
+`GpuUsageService.on_snapshot(snapshot, now)` has the snapshot-consumer shape of the watch loop: it refreshes
+the figures when due, and derives the alerts. A failed read never raises out of it: Prometheus being down
+must not stop the Kubernetes-based alerts, so the failure becomes health, stale figures and a self-alert.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from watchtower.adapters.prometheus import PrometheusError, PrometheusReader
+from watchtower.config.model import Settings
+from watchtower.domain.gpu_usage import (
+    GpuAlert,
+    IdlePolicy,
+    IdleWhileWaiting,
+    PrometheusHealth,
+    Sample,
+    UsageView,
+    WorkloadUsage,
+    allocations_from_samples,
+    devices_from_samples,
+    hold_if_stale,
+    idle_alerts,
+    idle_while_waiting,
+    unreachable_alert,
+    usage_view,
+)
+from watchtower.domain.promql import Queries
+from watchtower.domain.queue import QueueSnapshot
+from watchtower.domain.tiers import TierPolicy
+
+log = logging.getLogger(__name__)
+
+
+class PromReader(Protocol):
+    url: str
+
+    async def query_many(self, queries: Sequence[str], *, at: float | None = None) -> list[list[Sample]]: ...
+
+
+def _rfc3339(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
+
+
+class GpuUsageService:
+    def __init__(
+        self,
+        *,
+        reader: PromReader,
+        queries: Queries,
+        policy: IdlePolicy,
+        tiers: TierPolicy,
+        step: float = 60.0,
+        every: float = 60.0,
+        unreachable_failures: int = 1,
+        team_of: Callable[[str], str] | None = None,
+        class_priority: Callable[[], Mapping[str, int]] | None = None,
+    ) -> None:
+        self.reader = reader
+        self.queries = queries
+        self.policy = policy
+        self.tiers = tiers
+        self.step = step
+        self.every = every
+        self.unreachable_failures = unreachable_failures
+        self.team_of = team_of
+        self.class_priority = class_priority
+        self.health = PrometheusHealth(up=False)
+        self.view: UsageView | None = None
+        self.verdicts: list[IdleWhileWaiting] = []
+        self._idle_alerts: list[GpuAlert] = []
+        self._last_attempt: float | None = None
+
+    def _batch(self) -> list[str]:
+        q, w = self.queries, self.policy.window
+        return [
+            q.device_utilisation_max(w),
+            q.device_utilisation_avg(w),
+            q.device_first_seen(w, self.step),
+            q.pod_gpus_allocated(),
+            q.pod_owner(),
+            q.pod_priority_class(),
+        ]
+
+    async def refresh(self, now: float) -> UsageView | None:
+        """Read Prometheus at `now` and return the new view; on failure keep the last one, marked stale."""
+        self._last_attempt = now
+        try:
+            umax, uavg, seen, gpus, owners, classes = await self.reader.query_many(self._batch(), at=now)
+        except PrometheusError as e:
+            self.health = self.health.failed(now, str(e))
+            log.warning("GPU usage figures are stale: %s", e)
+            if self.view is not None:
+                self.view = self.view.marked_stale(now)
+            return self.view
+        devices, skipped = devices_from_samples(umax, uavg, seen)
+        allocations = allocations_from_samples(gpus, owners, classes)
+        self.view = usage_view(
+            devices, allocations, policy=self.policy, now=now, team_of=self.team_of, skipped=skipped
+        )
+        self.health = self.health.succeeded(now)
+        return self.view
+
+    def due(self, now: float) -> bool:
+        return self._last_attempt is None or now - self._last_attempt >= self.every
+
+    async def on_snapshot(self, snapshot: QueueSnapshot, now: float) -> None:
+        """Refresh when due, then weigh idle GPUs against the waiting queue; stale figures hold the alerts."""
+        if self.due(now):
+            await self.refresh(now)
+        view = self.view
+        if view is None or view.stale:
+            self._idle_alerts = hold_if_stale(None, self._idle_alerts)
+            return
+        prio = self.class_priority() if self.class_priority is not None else None
+        self.verdicts = idle_while_waiting(view, snapshot, self.tiers, class_priority=prio)
+        self._idle_alerts = hold_if_stale(idle_alerts(self.verdicts), self._idle_alerts)
+
+    def alerts(self) -> list[GpuAlert]:
+        """Return the active GPU alerts: idle-while-waiting (held while stale) and Prometheus unreachable."""
+        out = list(self._idle_alerts)
+        down = unreachable_alert(self.health, url=self.reader.url, failures=self.unreachable_failures)
+        if down is not None:
+            out.append(down)
+        return out
+
+    def report(self) -> dict[str, Any]:
+        """Return the idle-GPU report for the API and the status page (JSON-ready)."""
+        h, v = self.health, self.view
+        out: dict[str, Any] = {
+            "prometheus": {
+                "url": self.reader.url,
+                "up": h.up,
+                "last_success": _rfc3339(h.last_success),
+                "consecutive_failures": h.consecutive_failures,
+                "last_error": h.last_error or None,
+            },
+            "threshold_percent": self.policy.threshold,
+            "window_seconds": self.policy.window,
+            "available": v is not None,
+            "stale": v.stale if v is not None else True,
+            "as_of": _rfc3339(v.as_of) if v is not None else None,
+            "idle_gpus": v.idle_gpus if v is not None else 0,
+            "idle_slices": v.idle_slices if v is not None else 0,
+            "idle_workloads": [],
+            "idle_while_waiting": [],
+            "unmonitored_pods": [],
+            "skipped_series": v.skipped if v is not None else 0,
+        }
+        if v is None:
+            return out
+        out["idle_workloads"] = [_workload(w) for w in v.idle()]
+        out["idle_while_waiting"] = [
+            {
+                **_workload(x.idle),
+                "tier": x.idle_tier,
+                "highest_waiting_tier": x.highest_waiting_tier,
+                "waiting": [str(k) for k in x.waiting],
+            }
+            for x in self.verdicts
+        ]
+        out["unmonitored_pods"] = [f"{ns}/{pod}" for ns, pod in v.unmonitored_pods]
+        return out
+
+
+def _workload(w: WorkloadUsage) -> dict[str, Any]:
+    return {
+        "namespace": w.key.namespace,
+        "kind": w.key.kind,
+        "name": w.key.name,
+        "team": w.team,
+        "pods": list(w.pods),
+        "gpus_allocated": w.gpus_allocated,
+        "gpus": w.gpus,
+        "slices": w.slices,
+        "idle_gpus": w.idle_gpus,
+        "idle_slices": w.idle_slices,
+        "idle_gpu_equivalent": w.idle_gpu_equivalent,
+        "util_avg_percent": round(w.util_avg, 2),
+    }
+
+
+def gpu_usage_from_settings(
+    settings: Settings,
+    *,
+    team_of: Callable[[str], str] | None = None,
+    class_priority: Callable[[], Mapping[str, int]] | None = None,
+) -> GpuUsageService | None:
+    """Return the service the `prometheus:` section describes, or None when there is no such section."""
+    cfg = settings.prometheus
+    if cfg is None:
+        return None
+    reader = PrometheusReader(url=cfg.url, timeout=cfg.timeout, retries=cfg.retries, backoff=cfg.backoff)
+    return GpuUsageService(
+        reader=reader,
+        queries=Queries(cfg.query_config(settings.teams.label)),
+        policy=cfg.idle_policy(),
+        tiers=settings.tier_policy(),
+        step=cfg.query_step,
+        every=cfg.query_every,
+        unreachable_failures=cfg.unreachable_failures,
+        team_of=team_of,
+        class_priority=class_priority,
+    )
