@@ -232,7 +232,8 @@ class _List(msgspec.Struct):
 
 class _WatchEvent(msgspec.Struct):
     type: str = ""
-    object: msgspec.Raw | None = None
+    # msgspec cannot decode `Raw | None`; an absent or null object becomes None in decode_watch_line.
+    object: msgspec.Raw = msgspec.Raw(b"")
 
 
 # ---- values -------------------------------------------------------------------------------------
@@ -343,6 +344,7 @@ class ObjectDecoder:
         self._dec_head = msgspec.json.Decoder(_Head)
         self._dec_list = msgspec.json.Decoder(_List)
         self._dec_watch = msgspec.json.Decoder(_WatchEvent)
+        self._enc = msgspec.json.Encoder()
 
     # lists and watch lines
 
@@ -361,7 +363,9 @@ class ObjectDecoder:
             ev = self._dec_watch.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise DecodeError(f"unreadable watch event: {e}") from e
-        return ev.type, ev.object
+        obj = ev.object
+        absent = not len(obj) or (len(obj) == 4 and bytes(obj) == b"null")
+        return ev.type, None if absent else obj
 
     def head(self, raw: bytes | msgspec.Raw) -> tuple[str, str, str]:
         """Return (kind, resourceVersion, uid) of any object; raise DecodeError."""
@@ -371,6 +375,25 @@ class ObjectDecoder:
             raise DecodeError(f"unreadable object: {e}") from e
         m = h.metadata or _Meta()
         return h.kind or "", m.resourceVersion or "", m.uid or ""
+
+    def compact_pod(self, raw: msgspec.Raw) -> msgspec.Raw:
+        """Return the pod's JSON cut down to what `pod()` reads, kept labels and annotations only.
+
+        A listed pod is held until the whole LIST has arrived; its full JSON (managedFields, env, volumes)
+        is ~4 KB, the part read is a few hundred bytes. An unreadable pod is returned as it is, so the
+        Ingestor reports it.
+        """
+        try:
+            p = self._dec_pod.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return raw
+        m = p.metadata
+        if m is not None:
+            if m.labels:
+                m.labels = {k: v for k, v in m.labels.items() if k in self._labels}
+            if m.annotations:
+                m.annotations = {k: v for k, v in m.annotations.items() if k in self.keep_annotations}
+        return msgspec.Raw(self._enc.encode(p))
 
     # kinds
 

@@ -1,0 +1,144 @@
+"""Email delivery with aiosmtplib: plain, STARTTLS or implicit TLS, optional AUTH, multipart text + HTML.
+
+Headers are built by `email.message.EmailMessage` under the SMTP policy, which refuses CR/LF in a header
+value: whatever a label holds, it cannot add a header or a recipient.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import ssl
+from collections.abc import Mapping
+from email import policy
+from email.message import EmailMessage
+from email.utils import formatdate, parseaddr
+from pathlib import Path
+from typing import Any
+
+import aiosmtplib
+import jinja2
+
+from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outcome
+from watchtower.domain.alerts.payload import title
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def template_env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        # Escape in the HTML part; the text part is plain text and must stay as written.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
+        undefined=jinja2.ChainableUndefined,
+        keep_trailing_newline=True,
+    )
+
+
+def _domain(addr: str) -> str:
+    return parseaddr(addr)[1].rpartition("@")[2] or "watchtower.local"
+
+
+def build_message(
+    msg: OutboxMessage,
+    *,
+    sender: str,
+    to: list[str],
+    env: jinja2.Environment,
+    at: float,
+) -> EmailMessage:
+    """Return the email for one notification; raise ValueError if a header would be unsafe."""
+    p: Mapping[str, Any] = msg.payload
+    alerts = list(p.get("alerts", []))
+    ctx = {
+        "title": title(p),
+        "firing": [a for a in alerts if a.get("status") == "firing"],
+        "resolved": [a for a in alerts if a.get("status") != "firing"],
+        "receiver": p.get("receiver", ""),
+        "external_url": p.get("externalURL", ""),
+        "key": msg.key,
+    }
+    domain = _domain(sender)
+    thread = hashlib.sha256(f"{msg.integration}\x00{msg.group_key}".encode()).hexdigest()[:24]
+    em = EmailMessage(policy=policy.SMTP)
+    em["Subject"] = ctx["title"]
+    em["From"] = sender
+    em["To"] = ", ".join(to)
+    em["Date"] = formatdate(at, usegmt=True)
+    # Stable across retries: a duplicate after a crash carries the same Message-ID, and mail clients fold it.
+    em["Message-ID"] = f"<{msg.key}@{domain}>"
+    # Every notification of one group answers the same root, so clients show one thread per group.
+    em["References"] = f"<group-{thread}@{domain}>"
+    em["In-Reply-To"] = f"<group-{thread}@{domain}>"
+    em["X-Watchtower-Idempotency-Key"] = msg.key
+    em.set_content(env.get_template("email.txt.j2").render(ctx))
+    em.add_alternative(env.get_template("email.html.j2").render(ctx), subtype="html")
+    return em
+
+
+class EmailSender:
+    """Sends outbox messages to one email integration."""
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int,
+        sender: str,
+        to: list[str],
+        security: str = "starttls",  # none | starttls | tls
+        username: str | None = None,
+        password: str | None = None,
+        timeout: float = 10.0,
+        deadline: float = 60.0,
+        tls_context: ssl.SSLContext | None = None,
+        env: jinja2.Environment | None = None,
+    ) -> None:
+        self.host, self.port, self.sender, self.to = host, port, sender, list(to)
+        self.security = security
+        self.username, self.password = username, password
+        self.timeout, self.deadline = timeout, deadline
+        self.tls_context = tls_context
+        self.env = env or template_env()
+
+    async def send(self, msg: OutboxMessage, *, now: float) -> DeliveryResult:
+        try:
+            em = build_message(msg, sender=self.sender, to=self.to, env=self.env, at=now)
+        except (ValueError, jinja2.TemplateError) as e:
+            return DeliveryResult(Outcome.REJECTED, f"cannot build the email: {e}")
+        client = aiosmtplib.SMTP(
+            hostname=self.host,
+            port=self.port,
+            timeout=self.timeout,
+            use_tls=self.security == "tls",
+            start_tls=self.security == "starttls",  # "none" never upgrades, even if offered
+            tls_context=self.tls_context,
+        )
+        try:
+            async with asyncio.timeout(self.deadline):
+                await client.connect()
+                try:
+                    if self.username:
+                        await client.login(self.username, self.password or "")
+                    errors, _ = await client.send_message(em)
+                finally:
+                    try:
+                        await client.quit()
+                    except aiosmtplib.SMTPException:
+                        client.close()
+        except aiosmtplib.SMTPRecipientsRefused as e:
+            codes = [r.code for r in e.recipients]
+            temporary = any(400 <= c < 500 for c in codes)
+            return DeliveryResult(
+                Outcome.RETRY if temporary else Outcome.REJECTED, f"recipients refused: {codes}"
+            )
+        except aiosmtplib.SMTPResponseException as e:
+            outcome = Outcome.RETRY if 400 <= e.code < 500 else Outcome.REJECTED
+            return DeliveryResult(outcome, f"SMTP {e.code}: {e.message}")
+        except (aiosmtplib.SMTPException, OSError, TimeoutError, ssl.SSLError) as e:
+            client.close()
+            return DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
+        if errors:
+            # Some recipients refused: the others have it; resending would duplicate theirs.
+            return DeliveryResult(Outcome.SENT, f"refused by {sorted(errors)}")
+        return DeliveryResult(Outcome.SENT)

@@ -1,0 +1,297 @@
+"""The alert state store in SQLite (WAL): alert states, silences, the notification log and the outbox.
+
+Every method is one short transaction, so a crash leaves either the old or the new state, never half.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from watchtower.domain.alerts.matchers import Matcher
+from watchtower.domain.alerts.model import AlertState, TrackedAlert
+from watchtower.domain.alerts.notify import NotifyEntry
+from watchtower.domain.alerts.outbox import OutboxMessage, OutboxStatus
+from watchtower.domain.alerts.silences import Silence
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS alerts (fingerprint TEXT PRIMARY KEY, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS silences (id TEXT PRIMARY KEY, body BLOB NOT NULL, ends_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS nflog (
+    integration TEXT NOT NULL, group_key TEXT NOT NULL,
+    firing BLOB NOT NULL, resolved BLOB NOT NULL, at REAL NOT NULL,
+    PRIMARY KEY (integration, group_key));
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    integration TEXT NOT NULL,
+    group_key TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    created REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt REAL NOT NULL,
+    status TEXT NOT NULL,
+    last_error TEXT NOT NULL DEFAULT '',
+    delivered_at REAL);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (status, integration, id);
+CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, reason TEXT, at REAL);
+"""
+
+
+class SQLiteAlertStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        # isolation_level=None: we open transactions ourselves, so each method commits exactly once.
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        # FULL: a message marked delivered stays delivered even if the machine loses power right after.
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _tx(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def _run(self, sql: str, args: Iterable[Any] = ()) -> None:
+        self._tx()
+        try:
+            self.db.execute(sql, tuple(args))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    # ---- alerts -------------------------------------------------------------------------------------
+
+    def load_alerts(self) -> list[TrackedAlert]:
+        return [_alert(orjson.loads(b)) for (b,) in self.db.execute("SELECT body FROM alerts")]
+
+    def save_alerts(self, upsert: Iterable[TrackedAlert], delete: Iterable[str] = ()) -> None:
+        self._tx()
+        try:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO alerts (fingerprint, body) VALUES (?, ?)",
+                ((a.fingerprint, orjson.dumps(_alert_body(a))) for a in upsert),
+            )
+            self.db.executemany("DELETE FROM alerts WHERE fingerprint = ?", ((fp,) for fp in delete))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    # ---- silences -----------------------------------------------------------------------------------
+
+    def silences(self) -> list[Silence]:
+        rows = self.db.execute("SELECT body FROM silences ORDER BY ends_at DESC")
+        return [_silence(orjson.loads(b)) for (b,) in rows]
+
+    def put_silence(self, s: Silence) -> None:
+        self._run(
+            "INSERT OR REPLACE INTO silences (id, body, ends_at) VALUES (?, ?, ?)",
+            (s.id, orjson.dumps(_silence_body(s)), s.ends_at),
+        )
+
+    def prune_silences(self, *, before: float) -> None:
+        self._run("DELETE FROM silences WHERE ends_at < ?", (before,))
+
+    # ---- notification log and outbox ----------------------------------------------------------------
+
+    def nflog(self, integration: str, group_key: str) -> NotifyEntry | None:
+        row = self.db.execute(
+            "SELECT firing, resolved, at FROM nflog WHERE integration = ? AND group_key = ?",
+            (integration, group_key),
+        ).fetchone()
+        if row is None:
+            return None
+        return NotifyEntry(frozenset(orjson.loads(row[0])), frozenset(orjson.loads(row[1])), row[2])
+
+    def enqueue(self, items: Iterable[tuple[OutboxMessage | None, str, str, NotifyEntry]]) -> int:
+        """Store notifications and the log entries that record them, all or nothing; a message whose key
+        is already stored is not stored twice. Items: (message or None, integration, group key, entry)."""
+        n = 0
+        self._tx()
+        try:
+            for msg, integration, group_key, entry in items:
+                if msg is not None:
+                    cur = self.db.execute(
+                        "INSERT OR IGNORE INTO outbox (key, integration, group_key, payload, created,"
+                        " next_attempt, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            msg.key,
+                            msg.integration,
+                            msg.group_key,
+                            orjson.dumps(msg.payload),
+                            msg.created,
+                            msg.next_attempt,
+                            OutboxStatus.PENDING.value,
+                        ),
+                    )
+                    n += cur.rowcount
+                self.db.execute(
+                    "INSERT OR REPLACE INTO nflog (integration, group_key, firing, resolved, at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (
+                        integration,
+                        group_key,
+                        orjson.dumps(sorted(entry.firing)),
+                        orjson.dumps(sorted(entry.resolved)),
+                        entry.at,
+                    ),
+                )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return n
+
+    def due(self, now: float) -> list[OutboxMessage]:
+        """Return, per enabled integration, its oldest pending message if its next attempt is due:
+        an integration delivers in order, so a message waits for the one before it."""
+        rows = self.db.execute(
+            "SELECT o.* FROM outbox o JOIN ("
+            "  SELECT integration, MIN(id) AS id FROM outbox WHERE status = 'pending' GROUP BY integration"
+            ") h ON o.id = h.id"
+            " WHERE o.next_attempt <= ?"
+            " AND o.integration NOT IN (SELECT integration FROM disabled_integrations)"
+            " ORDER BY o.id",
+            (now,),
+        )
+        return [_message(r) for r in rows]
+
+    def next_attempt_at(self) -> float | None:
+        row = self.db.execute(
+            "SELECT MIN(next_attempt) FROM outbox WHERE status = 'pending'"
+            " AND integration NOT IN (SELECT integration FROM disabled_integrations)"
+        ).fetchone()
+        return row[0] if row else None
+
+    def begin_attempt(self, msg_id: int, now: float) -> None:
+        """Record an attempt before it is made: a crash during it is then known, and retried once."""
+        self._run("UPDATE outbox SET attempts = attempts + 1, last_error = '' WHERE id = ?", (msg_id,))
+
+    def delivered(self, msg_id: int, now: float) -> None:
+        self._run("UPDATE outbox SET status = 'delivered', delivered_at = ? WHERE id = ?", (now, msg_id))
+
+    def retry_at(self, msg_id: int, when: float, error: str) -> None:
+        self._run(
+            "UPDATE outbox SET next_attempt = ?, last_error = ? WHERE id = ?", (when, error[:500], msg_id)
+        )
+
+    def failed(self, msg_id: int, error: str) -> None:
+        self._run("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error[:500], msg_id))
+
+    def disable(self, integration: str, reason: str, now: float) -> None:
+        self._tx()
+        try:
+            self.db.execute(
+                "INSERT OR REPLACE INTO disabled_integrations (integration, reason, at) VALUES (?, ?, ?)",
+                (integration, reason[:500], now),
+            )
+            self.db.execute(
+                "UPDATE outbox SET status = 'disabled' WHERE integration = ? AND status = 'pending'",
+                (integration,),
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def disabled(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT integration, reason FROM disabled_integrations").fetchall())
+
+    def depth(self) -> dict[str, int]:
+        """Return pending messages per integration."""
+        rows = self.db.execute(
+            "SELECT integration, COUNT(*) FROM outbox WHERE status = 'pending' GROUP BY integration"
+        )
+        return dict(rows.fetchall())
+
+    def oldest_pending(self) -> float | None:
+        row = self.db.execute("SELECT MIN(created) FROM outbox WHERE status = 'pending'").fetchone()
+        return row[0] if row else None
+
+    def messages(self, *, limit: int = 50, status: str | None = None) -> list[OutboxMessage]:
+        """Return the newest messages first (for the status page and tests)."""
+        if status is None:
+            rows = self.db.execute("SELECT * FROM outbox ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = self.db.execute(
+                "SELECT * FROM outbox WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit)
+            )
+        return [_message(r) for r in rows]
+
+
+def _message(r: tuple[Any, ...]) -> OutboxMessage:
+    return OutboxMessage(
+        id=r[0],
+        key=r[1],
+        integration=r[2],
+        group_key=r[3],
+        payload=orjson.loads(r[4]),
+        created=r[5],
+        attempts=r[6],
+        next_attempt=r[7],
+        status=OutboxStatus(r[8]),
+        last_error=r[9],
+        delivered_at=r[10],
+    )
+
+
+def _alert_body(a: TrackedAlert) -> dict[str, Any]:
+    return {
+        "fingerprint": a.fingerprint,
+        "labels": dict(a.labels),
+        "annotations": dict(a.annotations),
+        "state": a.state.value,
+        "active_at": a.active_at,
+        "last_seen": a.last_seen,
+        "fired_at": a.fired_at,
+        "resolved_at": a.resolved_at,
+    }
+
+
+def _alert(d: Mapping[str, Any]) -> TrackedAlert:
+    return TrackedAlert(
+        d["fingerprint"],
+        d["labels"],
+        d["annotations"],
+        AlertState(d["state"]),
+        d["active_at"],
+        d["last_seen"],
+        d.get("fired_at"),
+        d.get("resolved_at"),
+    )
+
+
+def _silence_body(s: Silence) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "matchers": [[m.name, m.op.value, m.value] for m in s.matchers],
+        "starts_at": s.starts_at,
+        "ends_at": s.ends_at,
+        "created_by": s.created_by,
+        "comment": s.comment,
+        "created_at": s.created_at,
+        "updated_at": s.updated_at,
+    }
+
+
+def _silence(d: Mapping[str, Any]) -> Silence:
+    return Silence(
+        d["id"],
+        tuple(Matcher.of(n, o, v) for n, o, v in d["matchers"]),
+        d["starts_at"],
+        d["ends_at"],
+        d["created_by"],
+        d["comment"],
+        d["created_at"],
+        d["updated_at"],
+    )

@@ -1,0 +1,88 @@
+"""Webhook delivery with httpx: Alertmanager's v4 JSON, signed with the Standard Webhooks headers.
+
+One attempt per call; the outbox decides when to try again. `webhook-id` is the outbox key, the same on
+every attempt, so a receiver can drop a repeat.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from email.utils import parsedate_to_datetime
+
+import httpx
+import orjson
+
+from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outcome
+from watchtower.domain.alerts.payload import slack_payload
+
+RETRY_STATUSES = frozenset({408, 429})
+
+
+def signing_key(secret: str) -> bytes:
+    """Return the HMAC key of a `whsec_<base64>` secret."""
+    return base64.b64decode(secret.removeprefix("whsec_"))
+
+
+def sign(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
+    """Return the `webhook-signature` value: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`."""
+    mac = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(mac).decode()
+
+
+def retry_after(value: str | None, *, now: float) -> float | None:
+    """Return the seconds a Retry-After header asks for (delta-seconds or an HTTP date); None if unreadable."""
+    if not value:
+        return None
+    v = value.strip()
+    if v.isdigit():
+        return float(v)
+    try:
+        return max(0.0, parsedate_to_datetime(v).timestamp() - now)
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+class WebhookSender:
+    def __init__(
+        self,
+        *,
+        url: str,
+        client: httpx.AsyncClient,
+        secret: str | None = None,
+        slack_compatible: bool = False,
+        timeout: float = 10.0,
+    ) -> None:
+        self.url, self.client = url, client
+        self.key = signing_key(secret) if secret else None
+        self.slack = slack_compatible
+        self.timeout = timeout
+
+    def request_parts(self, msg: OutboxMessage, *, now: float) -> tuple[bytes, dict[str, str]]:
+        body = orjson.dumps(slack_payload(msg.payload) if self.slack else msg.payload)
+        ts = int(now)
+        headers = {
+            "content-type": "application/json",
+            "user-agent": "watchtower",
+            "webhook-id": msg.key,
+            "webhook-timestamp": str(ts),
+        }
+        if self.key is not None:
+            headers["webhook-signature"] = sign(self.key, msg.key, ts, body)
+        return body, headers
+
+    async def send(self, msg: OutboxMessage, *, now: float) -> DeliveryResult:
+        body, headers = self.request_parts(msg, now=now)
+        try:
+            r = await self.client.post(self.url, content=body, headers=headers, timeout=self.timeout)
+        except httpx.HTTPError as e:
+            return DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
+        if 200 <= r.status_code < 300:
+            return DeliveryResult(Outcome.SENT, f"HTTP {r.status_code}")
+        detail = f"HTTP {r.status_code}: {r.text[:200]}"
+        if r.status_code == 410:
+            return DeliveryResult(Outcome.GONE, detail)
+        if r.status_code >= 500 or r.status_code in RETRY_STATUSES:
+            return DeliveryResult(Outcome.RETRY, detail, retry_after(r.headers.get("retry-after"), now=now))
+        return DeliveryResult(Outcome.REJECTED, detail)
