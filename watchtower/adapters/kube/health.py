@@ -1,0 +1,71 @@
+"""How fresh the picture of each kind is: for /readyz, the status page and the metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class KindHealth:
+    kind: str
+    resource_version: str = ""
+    synced: bool = False  # listed at least once
+    connected: bool = False  # a watch stream is open: changes arrive as they happen
+    present: bool = True  # False: an optional CRD that is not installed
+    last_contact: float | None = None  # last list or watch bytes received
+    watch_restarts: int = 0  # watches opened again after the first
+    relists: int = 0  # full LISTs after the first (410 Gone)
+    bad_lines: int = 0  # watch lines that could not be read: skipped
+    consecutive_failures: int = 0
+    last_error: str = ""
+    last_error_at: float | None = None
+
+    def contact(self, now: float) -> None:
+        self.last_contact = now
+
+    def failed(self, now: float, error: str) -> None:
+        self.connected = False
+        self.consecutive_failures += 1
+        self.last_error = error[:300]
+        self.last_error_at = now
+
+    def stale_seconds(self, now: float, started: float) -> float:
+        """Return how long this kind's picture may have missed changes: 0 while a watch is open."""
+        if not self.present or (self.connected and self.synced):
+            return 0.0
+        since = self.last_contact if self.last_contact is not None else started
+        return max(0.0, now - since)
+
+    def as_dict(self, now: float, started: float) -> dict[str, object]:
+        return {
+            "resource_version": self.resource_version,
+            "synced": self.synced,
+            "connected": self.connected,
+            "present": self.present,
+            "last_contact": self.last_contact,
+            "stale_seconds": round(self.stale_seconds(now, started), 3),
+            "restarts": self.watch_restarts + self.relists,
+            "watch_restarts": self.watch_restarts,
+            "relists": self.relists,
+            "bad_lines": self.bad_lines,
+            "consecutive_failures": self.consecutive_failures,
+            "last_error": self.last_error,
+            "last_error_at": self.last_error_at,
+        }
+
+
+def summary(
+    kinds: dict[str, KindHealth], *, now: float, started: float, stale_limit: float
+) -> dict[str, object]:
+    """Return the overall health: healthy when every kind is listed and none is staler than the limit."""
+    stale = max((h.stale_seconds(now, started) for h in kinds.values()), default=0.0)
+    synced = all(h.synced or not h.present for h in kinds.values())
+    return {
+        "healthy": synced and stale <= stale_limit,
+        "synced": synced,
+        "stale_seconds": round(stale, 3),
+        "watch_restarts": sum(h.watch_restarts for h in kinds.values()),
+        "relists": sum(h.relists for h in kinds.values()),
+        "bad_lines": sum(h.bad_lines for h in kinds.values()),
+        "kinds": {k: h.as_dict(now, started) for k, h in kinds.items()},
+    }

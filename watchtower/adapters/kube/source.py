@@ -1,0 +1,257 @@
+"""The Kubernetes cluster source: paged LIST, then WATCH with bookmarks, per kind, until cancelled.
+
+Each kind follows its own loop: list (pages of `page_size`, `continue` tokens) → hand the full list to
+`on_list` → watch from the list's resourceVersion, tracking it from every event and bookmark → when
+the server ends the watch, watch again from where it stopped. 410 Gone (HTTP status or an ERROR event)
+means the resourceVersion is too old: list again and let the Ingestor diff. Connection loss, 5xx and
+truncated streams reconnect with exponential back-off and jitter; a line that cannot be read is
+counted and skipped. Blocking HTTP runs on threads; decoding and the sinks run on the event loop, so
+the sinks never race with the rest of the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+
+import msgspec
+
+from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+from watchtower.ports import Clock, ListSink, ObjectSink, SystemClock
+
+from .backoff import Backoff
+from .connection import ApiStatus, Query, Transport, api_client, status_error
+from .health import KindHealth, summary
+from .lines import LineSplitter
+from .resources import RESOURCES, Resource
+from .stream import StreamPump
+
+log = logging.getLogger(__name__)
+
+CHANGE_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+
+
+class KubeSource:
+    """A `ClusterSource` reading a real API server through the official client (read-only)."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        decoder: ObjectDecoder,
+        *,
+        page_size: int = 500,
+        watch_timeout: float = 300.0,
+        resources: tuple[Resource, ...] = RESOURCES,
+        clock: Clock | None = None,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        connect_timeout: float = 10.0,
+        list_timeout: float = 120.0,
+        stale_limit: float = 120.0,
+        absent_recheck: float = 600.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.transport = transport
+        # Pass the Ingestor's decoder: listed pods are cut down to the labels and annotations it keeps.
+        self.decoder = decoder
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.resources = resources
+        self.clock = clock or SystemClock()
+        self._backoff = (backoff_base, backoff_cap)
+        self._connect_timeout = connect_timeout
+        self._list_timeout = list_timeout
+        self.stale_limit = stale_limit
+        self._absent_recheck = absent_recheck
+        self._rng = rng or random.Random()
+        self._kinds = {r.kind: KindHealth(r.kind) for r in resources}
+        self._started = self.clock.now()
+
+    @classmethod
+    def connect(
+        cls, *, kubeconfig: str | None, context: str | None, decoder: ObjectDecoder, **options: object
+    ) -> KubeSource:
+        """Return a source for the cluster a kubeconfig (and context) names, or the one it runs in."""
+        client = api_client(kubeconfig=kubeconfig, context=context, pool_size=len(RESOURCES) * 2 + 4)
+        return cls(Transport(client), decoder, **options)  # type: ignore[arg-type]
+
+    # ---- the port ----------------------------------------------------------------------------------
+
+    async def run(self, *, on_list: ListSink, on_change: ObjectSink) -> None:
+        """List then watch every kind until cancelled; reconnect by itself."""
+        self._started = self.clock.now()
+        async with asyncio.TaskGroup() as tg:
+            for r in self.resources:
+                tg.create_task(self._follow(r, on_list, on_change), name=f"watch-{r.kind}")
+
+    def health(self) -> dict[str, object]:
+        """Return overall `healthy`, `stale_seconds`, restart and bad-line counters, and per-kind detail."""
+        return summary(self._kinds, now=self.clock.now(), started=self._started, stale_limit=self.stale_limit)
+
+    def kind_health(self, kind: str) -> KindHealth:
+        return self._kinds[kind]
+
+    # ---- one kind ------------------------------------------------------------------------------------
+
+    async def _follow(self, r: Resource, on_list: ListSink, on_change: ObjectSink) -> None:
+        h = self._kinds[r.kind]
+        backoff = Backoff(*self._backoff, rng=self._rng)
+        need_list, watched = True, False
+        while True:
+            try:
+                if need_list:
+                    items, rv = await self._list(r, h)
+                    on_list(r.kind, items)
+                    del items
+                    if h.synced:
+                        h.relists += 1
+                    h.synced, h.present, h.resource_version = True, True, rv
+                    need_list = False
+                if watched:
+                    h.watch_restarts += 1
+                watched = True
+                progressed = await self._watch(r, h, on_change)
+                if progressed:
+                    backoff.reset()
+                else:  # the server closes at once: do not spin
+                    await asyncio.sleep(backoff.next())
+            except asyncio.CancelledError:
+                raise
+            except ApiStatus as e:
+                if e.code == 404 and r.optional:
+                    if h.present:
+                        log.debug("%s: not served by this cluster (404), checking again later", r.kind)
+                    h.present, h.connected, h.synced = False, False, False
+                    h.consecutive_failures = 0
+                    need_list = True
+                    await asyncio.sleep(self._absent_recheck)
+                    continue
+                if e.gone:
+                    log.info(
+                        "%s: resourceVersion %s expired (410): listing again", r.kind, h.resource_version
+                    )
+                    need_list = True
+                    continue
+                await self._failed(r, h, backoff, e)
+            except Exception as e:  # connection loss, timeouts, garbled list bodies: retry later
+                await self._failed(r, h, backoff, e)
+
+    async def _failed(self, r: Resource, h: KindHealth, backoff: Backoff, e: Exception) -> None:
+        h.failed(self.clock.now(), f"{type(e).__name__}: {e}")
+        delay = backoff.next()
+        level = logging.WARNING if h.consecutive_failures <= 3 else logging.DEBUG
+        log.log(level, "%s: %s; retrying in %.1fs", r.kind, h.last_error, delay)
+        await asyncio.sleep(delay)
+
+    # ---- LIST --------------------------------------------------------------------------------------
+
+    def _fetch(self, path: str, query: Query) -> bytes:
+        resp = self.transport.get(path, query, timeout=(self._connect_timeout, self._list_timeout))
+        try:
+            return resp.read()
+        finally:
+            resp.release_conn()
+
+    async def _list(self, r: Resource, h: KindHealth) -> tuple[list[msgspec.Raw], str]:
+        """Return every object of the kind and the list's resourceVersion, page by page."""
+        items: list[msgspec.Raw] = []
+        cont, expired = "", 0
+        while True:
+            query: Query = [("limit", str(self.page_size))]
+            if cont:
+                query.append(("continue", cont))
+            try:
+                data = await asyncio.to_thread(self._fetch, r.path, query)
+            except ApiStatus as e:
+                # The continue token outlived the snapshot it pages: start the list over, a few times.
+                if cont and e.gone and expired < 3:
+                    expired += 1
+                    items, cont = [], ""
+                    continue
+                raise
+            page, rv, cont = self.decoder.decode_list(data)
+            del data
+            if r.kind == "Pod":
+                # Cut each pod to what is read now: a page's bytes are ~2 MB, 300 of them would not fit.
+                items.extend(self.decoder.compact_pod(raw) for raw in page)
+            else:
+                items.extend(page)
+            h.contact(self.clock.now())
+            if not cont:
+                return items, rv
+
+    # ---- WATCH -------------------------------------------------------------------------------------
+
+    async def _watch(self, r: Resource, h: KindHealth, on_change: ObjectSink) -> bool:
+        """Follow one watch until the server ends it; return whether any line arrived.
+
+        Raises ApiStatus (410 means list again) or the transport's error.
+        """
+        query: Query = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("resourceVersion", h.resource_version),
+            ("timeoutSeconds", str(max(1, int(self.watch_timeout)))),
+        ]
+        timeout = (self._connect_timeout, self.watch_timeout + 30.0)
+        resp = await asyncio.to_thread(self.transport.get, r.path, query, timeout=timeout)
+        pump = StreamPump(resp)
+        h.connected = True
+        h.consecutive_failures = 0
+        h.contact(self.clock.now())
+        splitter = LineSplitter()
+        progressed = False
+        try:
+            while True:
+                chunks = await pump.chunks()
+                if not chunks:
+                    return progressed
+                h.contact(self.clock.now())
+                for chunk in chunks:
+                    for line in splitter.feed(chunk):
+                        progressed = True
+                        self._line(r, h, line, on_change)
+        finally:
+            h.connected = False
+            pump.close()
+            if splitter.rest():
+                self._bad_line(r, h, "stream ended inside a line (truncated)")
+
+    def _line(self, r: Resource, h: KindHealth, line: bytes, on_change: ObjectSink) -> None:
+        dec = self.decoder
+        try:
+            typ, obj = dec.decode_watch_line(line)
+        except DecodeError as e:
+            self._bad_line(r, h, str(e))
+            return
+        if typ in CHANGE_TYPES and obj is not None:
+            try:
+                rv = dec.head(obj)[1]
+            except DecodeError:
+                rv = ""  # the Ingestor reports the object; the stream position stays where it was
+            try:
+                on_change(r.kind, typ, obj)
+            except Exception:
+                log.exception("%s: the change sink failed on a %s event; skipped", r.kind, typ)
+            if rv:
+                h.resource_version = rv
+        elif typ == "BOOKMARK" and obj is not None:
+            try:
+                rv = dec.head(obj)[1]
+            except DecodeError as e:
+                self._bad_line(r, h, f"bookmark: {e}")
+                return
+            if rv:
+                h.resource_version = rv
+        elif typ == "ERROR":
+            raise status_error(500, obj if obj is not None else b"{}")
+        else:
+            self._bad_line(r, h, f"unexpected watch event type {typ[:40]!r}")
+
+    def _bad_line(self, r: Resource, h: KindHealth, why: str) -> None:
+        h.bad_lines += 1
+        if h.bad_lines <= 5 or h.bad_lines % 1000 == 0:
+            log.warning(
+                "%s: skipped an unreadable watch line (%d so far): %s", r.kind, h.bad_lines, why[:200]
+            )
