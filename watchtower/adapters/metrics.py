@@ -1,0 +1,233 @@
+"""Watchtower's own Prometheus metrics (`watchtower_*`), served at /metrics.
+
+Every metric object is created by `WatchtowerMetrics` on the registry it is given: a test builds its own
+registry and nothing leaks between instances. Gauges that describe the queue are replaced as a whole after
+each evaluation (a scrape never sees half of one evaluation and half of the next); counters and histograms
+are fed from the state's happenings as they arrive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import generate_latest
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# Waits in a GPU queue run from seconds to days; the tier thresholds are added as bucket bounds so that
+# "how many waited past their threshold" is exact.
+WAIT_BUCKETS = (
+    1.0,
+    5.0,
+    15.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    900.0,
+    1800.0,
+    3600.0,
+    7200.0,
+    14400.0,
+    28800.0,
+    43200.0,
+    86400.0,
+    172800.0,
+)
+STARTUP_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
+EVALUATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueGauges:
+    """The queue's gauges at one evaluation, as plain numbers keyed by label values."""
+
+    pending: Mapping[tuple[str, str, str], int] = field(default_factory=dict)  # tier, namespace, reason
+    oldest_wait: Mapping[str, float] = field(default_factory=dict)  # tier
+    partial_gangs: Mapping[str, int] = field(default_factory=dict)  # tier
+    partial_gang_gpus: Mapping[str, int] = field(default_factory=dict)  # tier
+    quota_used: Mapping[tuple[str, str], int] = field(default_factory=dict)  # namespace, resourcequota
+    quota_hard: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    gated_pods: int = 0
+    fragmented_workloads: int = 0
+    gpus_allocatable: int = 0
+    gpus_used: int = 0
+    evaluated_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FeedHealth:
+    """What the cluster source says about its feed: restarts per kind and how stale the picture is."""
+
+    restarts: Mapping[str, int] = field(default_factory=dict)
+    staleness: Mapping[str, float] = field(default_factory=dict)  # per kind, seconds
+    stale_seconds: float | None = None  # overall
+
+
+class _QueueCollector:
+    def __init__(self, health: Callable[[], FeedHealth]) -> None:
+        self.gauges = QueueGauges()
+        self._health = health
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        g = self.gauges  # one reference read: a whole evaluation
+        pending = GaugeMetricFamily(
+            "watchtower_pending_workloads",
+            "Workloads waiting (pending, partial gang or quota-blocked) by tier, namespace and main reason.",
+            labels=["tier", "namespace", "reason"],
+        )
+        for (tier, ns, reason), n in sorted(g.pending.items()):
+            pending.add_metric([tier, ns, reason], n)
+        yield pending
+        oldest = GaugeMetricFamily(
+            "watchtower_oldest_wait_seconds",
+            "Longest current wait of a waiting workload, by tier (0 when none waits).",
+            labels=["tier"],
+        )
+        for tier, s in g.oldest_wait.items():
+            oldest.add_metric([tier], s)
+        yield oldest
+        partial = GaugeMetricFamily(
+            "watchtower_partial_gangs",
+            "Gangs with some pods bound (holding GPUs) and some still waiting, by tier.",
+            labels=["tier"],
+        )
+        held = GaugeMetricFamily(
+            "watchtower_partial_gang_gpus_held",
+            "GPUs held by the bound pods of partial gangs, by tier.",
+            labels=["tier"],
+        )
+        for tier, n in g.partial_gangs.items():
+            partial.add_metric([tier], n)
+            held.add_metric([tier], g.partial_gang_gpus.get(tier, 0))
+        yield partial
+        yield held
+        used = GaugeMetricFamily(
+            "watchtower_quota_gpus_used",
+            "requests.nvidia.com/gpu used per ResourceQuota.",
+            labels=["namespace", "resourcequota"],
+        )
+        hard = GaugeMetricFamily(
+            "watchtower_quota_gpus_hard",
+            "requests.nvidia.com/gpu hard limit per ResourceQuota.",
+            labels=["namespace", "resourcequota"],
+        )
+        for (ns, name), n in sorted(g.quota_used.items()):
+            used.add_metric([ns, name], n)
+        for (ns, name), n in sorted(g.quota_hard.items()):
+            hard.add_metric([ns, name], n)
+        yield used
+        yield hard
+        yield GaugeMetricFamily(
+            "watchtower_gated_pods", "Pods held by scheduling gates (not queued yet).", value=g.gated_pods
+        )
+        yield GaugeMetricFamily(
+            "watchtower_fragmented_workloads",
+            "Waiting workloads whose pod would fit in the free GPUs of the cluster but not on any one node.",
+            value=g.fragmented_workloads,
+        )
+        gpus = GaugeMetricFamily("watchtower_gpus", "GPUs of schedulable GPU nodes.", labels=["state"])
+        gpus.add_metric(["allocatable"], g.gpus_allocatable)
+        gpus.add_metric(["used"], g.gpus_used)
+        yield gpus
+        if g.evaluated_at is not None:
+            yield GaugeMetricFamily(
+                "watchtower_last_evaluation_timestamp_seconds",
+                "When the queue was last evaluated (cluster clock, Unix seconds).",
+                value=g.evaluated_at,
+            )
+
+        h = self._health()
+        restarts = CounterMetricFamily(
+            "watchtower_watch_restarts",
+            "Watch restarts per kind, as counted by the cluster source.",
+            labels=["kind"],
+        )
+        for kind, n in sorted(h.restarts.items()):
+            restarts.add_metric([kind], n)
+        yield restarts
+        stale = GaugeMetricFamily(
+            "watchtower_picture_staleness_seconds",
+            "Seconds since the cluster source last heard from the API server, per kind.",
+            labels=["kind"],
+        )
+        for kind, s in sorted(h.staleness.items()):
+            stale.add_metric([kind], s)
+        if h.stale_seconds is not None:
+            stale.add_metric(["all"], h.stale_seconds)
+        yield stale
+
+
+class WatchtowerMetrics:
+    """The `watchtower_*` metrics on one registry."""
+
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry,
+        tier_bounds: Iterable[float] = (),
+        feed_health: Callable[[], FeedHealth] = FeedHealth,
+    ) -> None:
+        self.registry = registry
+        buckets = tuple(sorted(set(WAIT_BUCKETS) | {float(b) for b in tier_bounds if b > 0}))
+        self.time_to_schedule = Histogram(
+            "watchtower_time_to_schedule_seconds",
+            "Creation to binding (PodScheduled=True) of GPU pods, by tier.",
+            ["tier"],
+            buckets=buckets,
+            registry=registry,
+        )
+        self.startup = Histogram(
+            "watchtower_startup_latency_seconds",
+            "Binding to first container start (image pulls, volume mounts), by tier.",
+            ["tier"],
+            buckets=STARTUP_BUCKETS,
+            registry=registry,
+        )
+        self.preemptions = Counter(
+            "watchtower_preemptions",
+            "Pods preempted by the scheduler, by victim and preemptor tier.",
+            ["victim_tier", "preemptor_tier"],
+            registry=registry,
+        )
+        self.gpu_hours_lost = Counter(
+            "watchtower_preemption_gpu_hours_lost",
+            "GPU-hours of work lost to preemption (GPUs × time the victim had run), by victim and preemptor tier.",
+            ["victim_tier", "preemptor_tier"],
+            registry=registry,
+        )
+        self.skipped = Counter(
+            "watchtower_malformed_objects_skipped",
+            "API objects skipped because they could not be read, per kind.",
+            ["kind"],
+            registry=registry,
+        )
+        self.evaluation = Histogram(
+            "watchtower_evaluation_duration_seconds",
+            "Wall time of one queue evaluation.",
+            buckets=EVALUATION_BUCKETS,
+            registry=registry,
+        )
+        self.consumer_failures = Counter(
+            "watchtower_snapshot_consumer_failures",
+            "Snapshot consumers (alerting, ...) that raised while handling an evaluation.",
+            ["consumer"],
+            registry=registry,
+        )
+        self._queue = _QueueCollector(feed_health)
+        registry.register(self._queue)
+
+    def set_queue(self, gauges: QueueGauges) -> None:
+        self._queue.gauges = gauges
+
+    def render(self) -> bytes:
+        """Return the registry in the Prometheus text format 0.0.4."""
+        return generate_latest(self.registry)

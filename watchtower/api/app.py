@@ -1,0 +1,33 @@
+"""The FastAPI application factory: no module-level app, everything comes from the container."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastapi import APIRouter, FastAPI
+
+from watchtower.container import Container
+
+from .documents import DocumentCache
+from .routes import health, metrics, preemptions, queue, status_page, workloads
+
+
+def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> FastAPI:
+    """Return the app serving the API, /metrics and the status page; `routers` adds more (alerting, ...)."""
+    app = FastAPI(
+        title="Watchtower",
+        description="The GPU job queue of a Kubernetes cluster: waits, why pending, preemptions, quota.",
+        version="1",
+        # The interactive docs pages load their scripts from a CDN; the schema itself is served locally.
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.container = container
+    app.state.documents = DocumentCache(container.watcher.policy.tiers)
+    app.state.pages = status_page.PageRenderer()
+    for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router):
+        app.include_router(r)
+    for r in routers:
+        app.include_router(r)
+    app.include_router(status_page.router)
+    return app

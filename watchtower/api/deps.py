@@ -1,0 +1,77 @@
+"""Typed dependencies shared by the routers: the container, the current picture, the API token."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from watchtower.container import Container
+from watchtower.services.watch import Picture, Watcher
+
+from .documents import DocumentCache, QueueDocuments
+
+
+def get_container(request: Request) -> Container:
+    container: Container = request.app.state.container
+    return container
+
+
+ContainerDep = Annotated[Container, Depends(get_container)]
+
+
+def get_watcher(container: ContainerDep) -> Watcher:
+    return container.watcher
+
+
+WatcherDep = Annotated[Watcher, Depends(get_watcher)]
+
+
+def get_picture(watcher: WatcherDep) -> Picture:
+    picture = watcher.picture
+    if picture is None:
+        raise HTTPException(
+            status_code=503,
+            detail="the queue has not been evaluated yet: the cluster is still being listed",
+            headers={"Retry-After": "5"},
+        )
+    return picture
+
+
+PictureDep = Annotated[Picture, Depends(get_picture)]
+
+
+def get_documents(request: Request, picture: PictureDep) -> QueueDocuments:
+    cache: DocumentCache = request.app.state.documents
+    return cache.for_picture(picture)
+
+
+DocumentsDep = Annotated[QueueDocuments, Depends(get_documents)]
+
+_bearer = HTTPBearer(auto_error=False, description="server.api_token")
+
+
+def require_token(
+    container: ContainerDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Guard a mutating endpoint: the caller must present `Authorization: Bearer <server.api_token>`."""
+    token = container.settings.server.api_token
+    if token is None:
+        raise HTTPException(
+            status_code=403,
+            detail="changes through the API are disabled: no server.api_token is configured",
+        )
+    expected = token.get_secret_value().encode()
+    given = credentials.credentials.encode() if credentials is not None else b""
+    if not given or not secrets.compare_digest(given, expected):
+        raise HTTPException(
+            status_code=401,
+            detail="a valid bearer token is required (Authorization: Bearer <token>)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+TokenDep = Depends(require_token)

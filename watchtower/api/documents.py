@@ -1,0 +1,101 @@
+"""The queue as JSON bytes, built once per evaluation and shared by every request until the next one.
+
+Serialising 20,000 workloads per request would cost tens of milliseconds each; here each workload is
+serialised once per evaluation and a response only joins the pieces that pass its filters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from watchtower.domain.tiers import TierPolicy
+from watchtower.services.queue_view import SCHEMA_VERSION, rfc3339, workload_dict
+from watchtower.services.watch import Picture
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    tier: str
+    namespace: str
+    team: str
+    state: str
+    name: str
+    kind: str
+    doc: dict[str, Any]
+    json: bytes
+
+
+class QueueDocuments:
+    """One picture's workloads in display order (tier, waiting first, longest wait), with their JSON."""
+
+    def __init__(self, picture: Picture, tiers: TierPolicy) -> None:
+        self.picture = picture
+        snap = picture.snapshot
+        order = sorted(
+            snap.workloads,
+            key=lambda w: (tiers.rank(w.tier), not w.waiting, -w.wait_seconds, w.namespace, w.name),
+        )
+        rows = []
+        for w in order:
+            doc = workload_dict(w)
+            rows.append(
+                Row(w.tier, w.namespace, w.team, w.state.value, w.name, w.kind, doc, orjson.dumps(doc))
+            )
+        self.rows: tuple[Row, ...] = tuple(rows)
+        self._by_name: dict[tuple[str, str], list[Row]] = {}
+        for r in self.rows:
+            self._by_name.setdefault((r.namespace, r.name), []).append(r)
+        self.at = rfc3339(snap.at)
+        self._all: bytes | None = None
+
+    def find(self, namespace: str, name: str) -> list[Row]:
+        return self._by_name.get((namespace, name), [])
+
+    def queue_json(
+        self,
+        *,
+        tiers: frozenset[str] = frozenset(),
+        namespaces: frozenset[str] = frozenset(),
+        teams: frozenset[str] = frozenset(),
+        states: frozenset[str] = frozenset(),
+        limit: int | None = None,
+    ) -> bytes:
+        """Return the /api/v1/queue body for these filters (empty filter: no restriction)."""
+        unfiltered = not (tiers or namespaces or teams or states or limit is not None)
+        if unfiltered and self._all is not None:
+            return self._all
+        picked = [
+            r.json
+            for r in self.rows
+            if (not tiers or r.tier in tiers)
+            and (not namespaces or r.namespace in namespaces)
+            and (not teams or r.team in teams)
+            and (not states or r.state in states)
+        ]
+        total = len(picked)
+        if limit is not None:
+            picked = picked[:limit]
+        head = orjson.dumps(
+            {"schema_version": SCHEMA_VERSION, "at": self.at, "total": total, "count": len(picked)}
+        )
+        body = head[:-1] + b',"workloads":[' + b",".join(picked) + b"]}"
+        if unfiltered:
+            self._all = body
+        return body
+
+
+class DocumentCache:
+    """Holds the documents of the latest picture; a new picture replaces them on first use."""
+
+    def __init__(self, tiers: TierPolicy) -> None:
+        self.tiers = tiers
+        self._current: QueueDocuments | None = None
+
+    def for_picture(self, picture: Picture) -> QueueDocuments:
+        cur = self._current
+        if cur is None or cur.picture is not picture:
+            cur = self._current = QueueDocuments(picture, self.tiers)
+        return cur

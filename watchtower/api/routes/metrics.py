@@ -1,0 +1,17 @@
+"""Prometheus exposition of Watchtower's own metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from watchtower.adapters.metrics import CONTENT_TYPE
+
+from ..deps import ContainerDep
+
+router = APIRouter(tags=["metrics"])
+
+
+@router.get("/metrics", response_class=Response)
+def metrics(container: ContainerDep) -> Response:
+    # Prometheus 3 refuses a scrape without a Content-Type it knows: set it exactly.
+    return Response(container.metrics.render(), headers={"Content-Type": CONTENT_TYPE})

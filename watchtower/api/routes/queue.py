@@ -1,0 +1,53 @@
+"""The queue: every workload Watchtower tracks, waiting first, with why it waits."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Response
+
+from watchtower.domain.queue import WorkloadState
+
+from ..deps import ContainerDep, DocumentsDep
+from ..schemas import Problem, Queue
+
+router = APIRouter(prefix="/api/v1", tags=["queue"])
+
+STATES = frozenset(s.value for s in WorkloadState)
+WAITING = frozenset({"pending", "partial", "quota_blocked"})
+
+
+@router.get("/queue", response_model=Queue, responses={422: {"model": Problem}})
+def get_queue(
+    container: ContainerDep,
+    docs: DocumentsDep,
+    tier: Annotated[list[str] | None, Query(description="repeatable")] = None,
+    namespace: Annotated[list[str] | None, Query(description="repeatable")] = None,
+    team: Annotated[list[str] | None, Query(description="repeatable")] = None,
+    state: Annotated[
+        list[str] | None,
+        Query(description="pending, partial, quota_blocked, gated, running, or waiting (the first three)"),
+    ] = None,
+    limit: Annotated[int | None, Query(ge=0, le=100_000)] = None,
+) -> Response:
+    tiers = frozenset(tier or ())
+    known = {t.name for t in container.watcher.policy.tiers.tiers}
+    unknown = sorted(tiers - known)
+    if unknown:
+        raise HTTPException(422, f"unknown tier {unknown[0]!r}; tiers are: {', '.join(sorted(known))}")
+    states: set[str] = set()
+    for s in state or ():
+        if s == "waiting":
+            states |= WAITING
+        elif s in STATES:
+            states.add(s)
+        else:
+            raise HTTPException(422, f"unknown state {s!r}; states are: {', '.join(sorted(STATES))}, waiting")
+    body = docs.queue_json(
+        tiers=tiers,
+        namespaces=frozenset(namespace or ()),
+        teams=frozenset(team or ()),
+        states=frozenset(states),
+        limit=limit,
+    )
+    return Response(body, media_type="application/json")

@@ -1,0 +1,174 @@
+"""The status page as plain data: what each section shows, in the users' words."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from watchtower.config.durations import format_duration
+from watchtower.services.queue_view import rfc3339
+from watchtower.services.watch import Picture, Readiness
+
+from .documents import QueueDocuments
+
+ROWS_PER_TIER = 100
+PREEMPTIONS_SHOWN = 30
+
+VERDICT_WORDS = {
+    "possible": "preemption under way (node nominated)",
+    "no_victims": "no lower-priority pods to preempt",
+    "not_helpful": "preempting would not make it fit",
+    "policy_never": "never preempts (preemptionPolicy: Never)",
+    "unknown": "",
+}
+STATE_WORDS = {
+    "pending": "pending",
+    "partial": "partial gang",
+    "quota_blocked": "refused by quota",
+    "gated": "gated",
+    "running": "running",
+}
+
+
+def _ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return format_duration(max(0.0, seconds))
+
+
+def _row(doc: dict[str, Any]) -> dict[str, Any]:
+    wait, warn, crit = doc["wait_seconds"], doc["warn_after_seconds"], doc["critical_after_seconds"]
+    scale = crit if crit > 0 else max(wait, 1.0)
+    return {
+        "namespace": doc["namespace"],
+        "name": doc["name"],
+        "kind": doc["kind"],
+        "team": doc["team"],
+        "state": STATE_WORDS.get(doc["state"], doc["state"]),
+        "wait": format_duration(wait),
+        "warn": format_duration(warn),
+        "critical": format_duration(crit),
+        "bar_pct": round(min(100.0, 100.0 * wait / scale), 1),
+        "warn_pct": round(min(100.0, 100.0 * warn / scale), 1),
+        "severity": doc["severity"] or "ok",
+        "why": doc["why"] or "",
+        "verdict": VERDICT_WORDS.get(doc["preemption"], doc["preemption"]),
+        "gpus": doc["gpus_requested"],
+        "gpus_held": doc["gpus_held"],
+        "pods": f"{doc['pods_running']}/{doc['pods_running'] + doc['pods_pending']}",
+        "ahead_higher_tier": doc["ahead_higher_tier"],
+        "preempted_recently": doc["preemptions_recent"],
+        "annotations": sorted(doc["annotations"].items()),
+    }
+
+
+def page_context(
+    *,
+    picture: Picture | None,
+    docs: QueueDocuments | None,
+    readiness: Readiness,
+    tiers: list[Any],
+    source: str,
+) -> dict[str, Any]:
+    """Return the template's variables; without a picture yet, only the freshness section is filled."""
+    ctx: dict[str, Any] = {
+        "source": source,
+        "ready": readiness.ready,
+        "problems": list(readiness.problems),
+        "stale_seconds": readiness.detail.get("stale_seconds"),
+        "evaluated": picture is not None,
+    }
+    if picture is None or docs is None:
+        return ctx
+    snap = picture.snapshot
+    now = snap.at
+    sections = []
+    for t in tiers:
+        waiting = [
+            r.doc
+            for r in docs.rows
+            if r.tier == t.name and r.state in ("pending", "partial", "quota_blocked")
+        ]
+        running = sum(1 for r in docs.rows if r.tier == t.name and r.state == "running")
+        gated = sum(1 for r in docs.rows if r.tier == t.name and r.state == "gated")
+        sections.append(
+            {
+                "name": t.name,
+                "warn": format_duration(t.warn_after),
+                "critical": format_duration(t.critical_after),
+                "waiting": len(waiting),
+                "over_warn": sum(1 for d in waiting if d["severity"]),
+                "running": running,
+                "gated": gated,
+                "rows": [_row(d) for d in waiting[:ROWS_PER_TIER]],
+                "more": max(0, len(waiting) - ROWS_PER_TIER),
+            }
+        )
+    cap = snap.capacity
+    preemptions = []
+    for p in picture.preemptions[:PREEMPTIONS_SHOWN]:
+        preemptor = "/".join(x for x in (p["preemptor_namespace"], p["preemptor_name"]) if x) or (
+            p["preemptor_uid"] or "not known yet"
+        )
+        at = _epoch(p["at"])
+        preemptions.append(
+            {
+                "victim": f"{p['victim_namespace']}/{p['victim_name']}",
+                "workload": p["victim_workload"]["name"] if p["victim_workload"] else "",
+                "victim_tier": p["victim_tier"] or "?",
+                "preemptor": preemptor,
+                "preemptor_tier": p["preemptor_tier"] or "?",
+                "node": p["node"] or "?",
+                "gpus": p["gpus"] if p["gpus"] is not None else "?",
+                "lost": f"{p['gpu_hours_lost']:.2f}" if p["gpu_hours_lost"] is not None else "?",
+                "at": p["at"],
+                "ago": _ago(now - at) if at is not None else "?",
+            }
+        )
+    partial = [_row(r.doc) for r in docs.rows if r.state == "partial" and r.doc["gang"]]
+    quota = [
+        {
+            **q,
+            "pct": round(min(100.0, 100.0 * (q["gpus_used"] or 0) / q["gpus_hard"]), 1)
+            if q["gpus_hard"]
+            else 100.0,
+            "full": q["gpus_hard"] is not None and (q["gpus_used"] or 0) >= q["gpus_hard"],
+        }
+        for q in picture.quota
+    ]
+    frag = [
+        {
+            "workload": f"{f.key.namespace}/{f.key.name}",
+            "kind": f.key.kind,
+            "gpus": f.gpus_requested,
+            "free": f.free_gpus_total,
+            "largest": f.largest_free_on_one_node,
+        }
+        for f in snap.fragmentation
+    ]
+    ctx.update(
+        at=rfc3339(snap.at),
+        sections=sections,
+        preemptions=preemptions,
+        preemptions_total=len(picture.preemptions),
+        partial_gangs=partial,
+        quota=quota,
+        fragmentation=frag,
+        gpus_allocatable=cap.allocatable,
+        gpus_used=cap.used,
+        gpus_free=cap.free_total,
+        largest_free=cap.largest_free,
+        nodes=len(cap.nodes),
+        gated_pods=snap.gated_pods,
+        waiting_total=sum(s["waiting"] for s in sections),
+    )
+    return ctx
+
+
+def _epoch(at_text: str | None) -> float | None:
+    if not at_text:
+        return None
+    try:
+        return datetime.fromisoformat(at_text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
