@@ -1,0 +1,755 @@
+"""A seeded, time-accelerated GPU cluster that speaks the API server's object shapes.
+
+`SimulatedCluster` is a `ClusterSource`: it LISTs every kind, then streams ADDED/MODIFIED/DELETED JSON as its
+simulated clock advances. Controllers (PaddleJob, Job, ReplicaSet), ResourceQuota admission, the scheduler
+(sim/scheduler.py) and a kubelet stand-in act on one in-memory cluster; every object change bumps a
+resourceVersion. Tests drive it with `step(dt)` and never need real time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from watchtower.adapters.sim import objects as obj
+from watchtower.adapters.sim.scheduler import (
+    TERMINATING_ON_NOMINATED,
+    Bind,
+    Preempt,
+    SchedNode,
+    Scheduler,
+    queue_order,
+)
+from watchtower.adapters.sim.workloads import (
+    CLASS_BY_NAME,
+    PRIORITY_CLASSES,
+    Pattern,
+    PodTemplate,
+    WorkloadGenerator,
+    WorkloadSpec,
+    team_namespace,
+)
+from watchtower.config.model import SimulatorConfig
+from watchtower.ports import ListSink, ObjectSink
+
+KINDS = ("Namespace", "PriorityClass", "Node", "ResourceQuota", "Pod", "Event")
+DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
+QUOTA_NAME = "gpu-quota"
+GPU_KEY = "requests.nvidia.com/gpu"
+MAX_SUBSTEP = 10.0  # simulated seconds per internal tick: coarse steps are cut into these
+EVENT_TTL = 3600.0  # kube-apiserver --event-ttl default
+FINISHED_POD_TTL = 900.0  # finished pods are cleaned up after a while (Job TTL, operator cleanup)
+RETRY_EVENT_EVERY = 60.0  # repeated FailedScheduling attempts are folded into the event's series
+MAX_BACKOFF = 300.0
+_MI = 2**20
+_GI = 2**30
+
+_CONTROLLER = {
+    "PaddleJob": ("paddle-operator", obj.PADDLE_API),
+    "Job": ("job-controller", "batch/v1"),
+    "ReplicaSet": ("replicaset-controller", "apps/v1"),
+}
+
+
+def _memory_bytes(q: str) -> int:
+    if q.endswith("Gi"):
+        return int(q[:-2]) * _GI
+    if q.endswith("Mi"):
+        return int(q[:-2]) * _MI
+    return int(q)
+
+
+@dataclass(eq=False)
+class SimPod:
+    """One pod as the simulator holds it; rendered to API JSON on every change."""
+
+    uid: str
+    name: str
+    namespace: str
+    created: float
+    template: PodTemplate
+    workload: SimWorkload
+    priority: int
+    priority_class: str
+    preemption_policy: str
+    labels: dict[str, str]
+    owner: dict[str, Any] | None
+    grace: int
+    node: str = ""
+    nominated: str = ""
+    phase: str = "Pending"
+    sched_cond: dict[str, Any] | None = None
+    disruption: dict[str, Any] | None = None
+    start_time: float | None = None
+    running_since: float | None = None
+    pulled_at: float | None = None  # when the image pull ends and the container starts
+    finished_at: float | None = None
+    deletion: float | None = None  # metadata.deletionTimestamp
+    gone_at: float | None = None  # when the object disappears from the API
+    unschedulable_since: float | None = None
+    gpu_ids: tuple[int, ...] = ()
+    resource_version: int = 0
+
+    @property
+    def gpus(self) -> int:
+        return self.template.gpus
+
+    @property
+    def cpu_millis(self) -> int:
+        return int(self.template.cpu) * 1000
+
+    @property
+    def memory_bytes(self) -> int:
+        return _memory_bytes(self.template.memory)
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion is not None
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def pattern(self) -> Pattern:
+        return self.workload.spec.pattern
+
+
+@dataclass(eq=False)
+class SimWorkload:
+    spec: WorkloadSpec
+    uid: str
+    created: float
+    slots: dict[str, SimPod | None] = field(default_factory=dict)  # template name -> live pod
+    progress: float = 0.0
+    done: bool = False
+    next_create: float = 0.0
+    backoff: float = 10.0
+    failed_create: dict[str, Any] | None = None  # the aggregated FailedCreate event
+
+    @property
+    def ref(self) -> dict[str, str]:
+        _, api = _CONTROLLER.get(self.spec.kind, ("", "v1"))
+        return {
+            "kind": self.spec.kind,
+            "namespace": self.spec.namespace,
+            "name": self.spec.name,
+            "uid": self.uid,
+            "apiVersion": api,
+        }
+
+
+@dataclass
+class _SchedEvent:
+    body: dict[str, Any]
+    message: str
+    bumped: float
+    count: int = 1
+
+
+class SimulatedCluster:
+    """A seeded cluster on a simulated clock; `step(dt)` advances it, `run()` streams it in real time."""
+
+    def __init__(
+        self,
+        config: SimulatorConfig | None = None,
+        *,
+        start: float | None = None,
+        warm_start: bool | None = None,
+        tick: float = 0.2,
+    ) -> None:
+        self.config = cfg = config or SimulatorConfig()
+        self.rng = random.Random(cfg.seed)
+        self.tick = tick  # real seconds between steps in `run`
+        self._now = start if start is not None else DEFAULT_START
+        self._rv = 0
+        self._serial = 0
+        self._out: list[tuple[str, str, bytes]] = []
+        self.pods: dict[str, SimPod] = {}
+        self.workloads: list[SimWorkload] = []
+        self.events: dict[str, dict[str, Any]] = {}
+        self._event_seen: dict[str, float] = {}
+        self._sched_events: dict[str, _SchedEvent] = {}
+        self.nodes = self._make_nodes()
+        self.namespaces = {team_namespace(t): obj.namespace(team_namespace(t), team=t) for t in cfg.teams}
+        self.priority_classes = [
+            obj.priority_class(
+                c.name, c.value, preemption_policy=c.preemption_policy, description=c.description
+            )
+            for c in PRIORITY_CLASSES
+        ]
+        self.quotas: dict[str, dict[str, Any]] = {}
+        if cfg.team_gpu_quota > 0:
+            for ns in self.namespaces:
+                self.quotas[ns] = obj.resource_quota(
+                    ns, QUOTA_NAME, hard_gpus=cfg.team_gpu_quota, used_gpus=0
+                )
+        for o in [
+            *self.namespaces.values(),
+            *self.priority_classes,
+            *self.nodes.values(),
+            *self.quotas.values(),
+        ]:
+            o["metadata"]["resourceVersion"] = self._bump()
+        self.generator = WorkloadGenerator(self.rng, list(cfg.teams), cfg.gpus_per_node)
+        self._next_arrival = self._now + self.generator.gap(cfg.arrivals_per_hour)
+        self._scripted: list[tuple[float, WorkloadSpec]] = []
+        self.stats: dict[str, int] = {"preemptions": 0, "quota_refusals": 0, "bound": 0, "completed": 0}
+        if cfg.warm_start if warm_start is None else warm_start:
+            from watchtower.adapters.sim.warm import warm_start as _warm
+
+            _warm(self)
+        self._out.clear()  # what happened before anyone listens is in the first LIST
+
+    # ---- clock and identities ---------------------------------------------------------------------
+
+    def now(self) -> float:
+        """Return the simulated time, epoch seconds."""
+        return self._now
+
+    def _bump(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    def _uid(self, what: str) -> str:
+        self._serial += 1
+        return obj.new_uid(f"sim/{self.config.seed}/{what}/{self._serial}")
+
+    def _suffix(self) -> str:
+        return "".join(self.rng.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+
+    # ---- setup ------------------------------------------------------------------------------------
+
+    def _make_nodes(self) -> dict[str, dict[str, Any]]:
+        cfg = self.config
+        out = {}
+        cordoned = min(cfg.cordoned_nodes, cfg.nodes - 1)
+        for i in range(cfg.nodes):
+            name = f"gpu-node-{i:03d}"
+            n = obj.node(
+                name,
+                gpus=cfg.gpus_per_node,
+                cpu=str(16 * cfg.gpus_per_node),
+                memory=f"{96 * cfg.gpus_per_node}Gi",
+                unschedulable_=i >= cfg.nodes - cordoned,
+                created=self._now - 90 * 86400,
+            )
+            n["status"]["addresses"] = [
+                {"type": "InternalIP", "address": f"10.0.{i // 250}.{i % 250 + 1}"},
+                {"type": "Hostname", "address": name},
+            ]
+            out[name] = n
+        return out
+
+    def sched_nodes(self) -> list[SchedNode]:
+        out = []
+        for name, n in self.nodes.items():
+            a = n["status"]["allocatable"]
+            out.append(
+                SchedNode(
+                    name,
+                    int(a["nvidia.com/gpu"]),
+                    int(a["cpu"]) * 1000,
+                    _memory_bytes(a["memory"]),
+                    int(a["pods"]),
+                    bool(n["spec"].get("unschedulable")),
+                )
+            )
+        return out
+
+    def node_ip(self, name: str) -> str:
+        for a in self.nodes[name]["status"].get("addresses", ()):
+            if a["type"] == "InternalIP":
+                return str(a["address"])
+        return ""
+
+    # ---- submissions ------------------------------------------------------------------------------
+
+    def submit(self, spec: WorkloadSpec, *, at: float | None = None) -> SimWorkload:
+        """Create a workload now (its controller creates the pods on the next tick), or schedule it for `at`."""
+        if at is not None and at > self._now:
+            self._scripted.append((at, spec))
+            self._scripted.sort(key=lambda x: x[0])
+            return SimWorkload(spec, "", at)
+        w = SimWorkload(spec, self._uid(f"wl/{spec.name}"), self._now)
+        w.slots = {t.name: None for t in spec.pods}
+        w.next_create = self._now
+        self.workloads.append(w)
+        return w
+
+    # ---- the ClusterSource port -------------------------------------------------------------------
+
+    def list_objects(self, kind: str) -> list[bytes]:
+        """Return the current objects of a kind as the API server would list them."""
+        if kind == "Namespace":
+            items: list[dict[str, Any]] = list(self.namespaces.values())
+        elif kind == "PriorityClass":
+            items = self.priority_classes
+        elif kind == "Node":
+            items = list(self.nodes.values())
+        elif kind == "ResourceQuota":
+            items = list(self.quotas.values())
+        elif kind == "Pod":
+            return [self._render(p) for p in self.pods.values()]
+        elif kind == "Event":
+            items = list(self.events.values())
+        else:
+            raise ValueError(f"the simulator has no {kind!r} objects")
+        return [orjson.dumps(i) for i in items]
+
+    def drain(self) -> list[tuple[str, str, bytes]]:
+        """Return and forget the changes made since the last drain: (kind, ADDED|MODIFIED|DELETED, JSON)."""
+        out, self._out = self._out, []
+        return out
+
+    async def run(self, *, on_list: ListSink, on_change: ObjectSink) -> None:
+        """List every kind, then advance in real time (`speed` simulated seconds per second) until cancelled."""
+        import msgspec
+
+        self._out.clear()
+        for kind in KINDS:
+            on_list(kind, [msgspec.Raw(b) for b in self.list_objects(kind)])
+        server = None
+        if self.config.metrics_port:
+            server = await self.serve_metrics("127.0.0.1", self.config.metrics_port)
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        try:
+            while True:
+                await asyncio.sleep(self.tick)
+                t = loop.time()
+                self.step((t - last) * self.config.speed)
+                last = t
+                for kind, type_, raw in self.drain():
+                    on_change(kind, type_, raw)
+        finally:
+            if server is not None:
+                await server.close()
+
+    def health(self) -> dict[str, object]:
+        return {
+            "healthy": True,
+            "source": "simulator",
+            "simulated_now": self._now,
+            "speed": self.config.speed,
+            "seed": self.config.seed,
+            "resource_version": self._rv,
+            "pods": len(self.pods),
+            **self.stats,
+        }
+
+    # ---- metrics ----------------------------------------------------------------------------------
+
+    def render_metrics(self, now: float | None = None, *, which: str = "all") -> str:
+        from watchtower.adapters.sim.exporter import render_metrics
+
+        return render_metrics(self, self._now if now is None else now, which=which)
+
+    async def serve_metrics(self, host: str = "127.0.0.1", port: int = 0) -> Any:
+        """Serve DCGM- and kube-state-metrics-shaped series over HTTP; return the server (`.port`, `close()`)."""
+        from watchtower.adapters.sim.exporter import serve_metrics
+
+        return await serve_metrics(lambda which: self.render_metrics(which=which), host=host, port=port)
+
+    # ---- time -------------------------------------------------------------------------------------
+
+    def step(self, dt: float) -> None:
+        """Advance the simulated clock by `dt` seconds, in ticks of at most MAX_SUBSTEP."""
+        end = self._now + max(0.0, dt)
+        while self._now < end:
+            t = min(end, self._now + MAX_SUBSTEP)
+            self._tick(t - self._now)
+        self._now = end
+
+    def _tick(self, dt: float) -> None:
+        self._now += dt
+        t = self._now
+        self._arrivals(t)
+        self._kubelet(t)
+        self._progress(t, dt)
+        self._controllers(t)
+        self._schedule(t)
+        self._refresh_quotas()
+        self._expire_events(t)
+
+    def _arrivals(self, t: float) -> None:
+        while self._scripted and self._scripted[0][0] <= t:
+            _, spec = self._scripted.pop(0)
+            self.submit(spec)
+        while self._next_arrival <= t:
+            self.submit(self.generator.any())
+            self._next_arrival += self.generator.gap(self.config.arrivals_per_hour)
+
+    # ---- kubelet ----------------------------------------------------------------------------------
+
+    def _kubelet(self, t: float) -> None:
+        for p in list(self.pods.values()):
+            if p.gone_at is not None and p.gone_at <= t:
+                self._delete(p)
+            elif (
+                p.node
+                and p.running_since is None
+                and p.pulled_at is not None
+                and p.pulled_at <= t
+                and p.deletion is None
+                and not p.terminal
+            ):
+                p.phase = "Running"
+                p.running_since = p.pulled_at
+                self._emit_pod(p, "MODIFIED")
+
+    def _delete(self, p: SimPod) -> None:
+        del self.pods[p.uid]
+        self._sched_events.pop(p.uid, None)
+        w = p.workload
+        for k, v in w.slots.items():
+            if v is p:
+                w.slots[k] = None
+                if not w.done and w.spec.kind in _CONTROLLER:
+                    w.next_create = max(w.next_create, self._now)
+        if w.spec.kind == "Pod" and not w.done and p.finished_at is None:
+            w.done = True  # a bare pod that is gone is gone: nobody recreates it
+        self._rv += 1
+        p.resource_version = self._rv
+        self._out.append(("Pod", "DELETED", self._render(p)))
+
+    def _progress(self, t: float, dt: float) -> None:
+        for w in self.workloads:
+            if w.done:
+                continue
+            live = list(w.slots.values())
+            if live and all(
+                p is not None and p.running_since is not None and not p.terminating for p in live
+            ):
+                w.progress += dt
+                if w.progress >= w.spec.duration:
+                    self._complete(w, t)
+        self.workloads = [w for w in self.workloads if not (w.done and not any(w.slots.values()))]
+
+    def _complete(self, w: SimWorkload, t: float) -> None:
+        w.done = True
+        self.stats["completed"] += 1
+        for p in w.slots.values():
+            if p is None:
+                continue
+            if w.spec.kind == "ReplicaSet":
+                self._terminate(p, t, actual=5.0)  # scaled down: deleted, no disruption condition
+            else:
+                p.phase = "Succeeded"
+                p.finished_at = t
+                p.gone_at = t + FINISHED_POD_TTL
+                self._emit_pod(p, "MODIFIED")
+
+    def _terminate(self, p: SimPod, t: float, *, actual: float) -> None:
+        p.deletion = t + p.grace
+        p.gone_at = t + min(actual, p.grace)
+        self._emit_pod(p, "MODIFIED")
+
+    # ---- controllers and quota admission ----------------------------------------------------------
+
+    def _quota_used(self, ns: str) -> int:
+        # Quota charges every pod not in a terminal phase, terminating ones included.
+        return sum(p.gpus for p in self.pods.values() if p.namespace == ns and not p.terminal)
+
+    def _controllers(self, t: float) -> None:
+        for w in self.workloads:
+            if w.done or t < w.next_create:
+                continue
+            for slot, live in w.slots.items():
+                if live is not None:
+                    continue
+                tpl = next(x for x in w.spec.pods if x.name == slot)
+                if not self._create_pod(w, tpl, t):
+                    break
+
+    def _create_pod(self, w: SimWorkload, tpl: PodTemplate, t: float) -> bool:
+        spec = w.spec
+        kind = spec.kind
+        name = tpl.name if kind in ("PaddleJob", "Pod") else f"{spec.name}-{self._suffix()}"
+        ns = spec.namespace
+        quota = self.quotas.get(ns)
+        if quota is not None and tpl.gpus > 0:
+            hard = int(quota["status"]["hard"][GPU_KEY])
+            used = self._quota_used(ns)
+            if used + tpl.gpus > hard:
+                self._refused(w, tpl, name, used, hard, t)
+                return False
+        pc = CLASS_BY_NAME[spec.priority_class]
+        labels: dict[str, str] = {"app": spec.name, "team": spec.team}
+        owner = None
+        if kind == "PaddleJob":
+            labels.update({"paddle-res-name": name, "paddle-res-type": tpl.role})
+        elif kind == "Job":
+            labels.update(
+                {"batch.kubernetes.io/job-name": spec.name, "job-name": spec.name, "controller-uid": w.uid}
+            )
+        elif kind == "ReplicaSet":
+            labels["pod-template-hash"] = spec.name.rsplit("-", 1)[-1]
+        if kind in _CONTROLLER:
+            owner = obj.owner_ref(kind, spec.name, api_version=_CONTROLLER[kind][1], uid=w.uid)
+        p = SimPod(
+            uid=self._uid(f"pod/{ns}/{name}"),
+            name=name,
+            namespace=ns,
+            created=t,
+            template=tpl,
+            workload=w,
+            priority=pc.value,
+            priority_class=pc.name,
+            preemption_policy=pc.preemption_policy,
+            labels=labels,
+            owner=owner,
+            grace=spec.grace,
+        )
+        self.pods[p.uid] = p
+        w.slots[tpl.name] = p
+        w.backoff = 10.0
+        self._emit_pod(p, "ADDED")
+        return True
+
+    def _refused(self, w: SimWorkload, tpl: PodTemplate, name: str, used: int, hard: int, t: float) -> None:
+        self.stats["quota_refusals"] += 1
+        w.next_create = t + w.backoff
+        w.backoff = min(MAX_BACKOFF, w.backoff * 2)
+        if w.spec.kind == "Pod":
+            w.done = True  # `kubectl create` got the error; nothing retries a bare pod
+            return
+        shown = name if w.spec.kind == "PaddleJob" else f"{w.spec.name}-"  # generateName prefix
+        msg = (
+            f'Error creating: pods "{shown}" is forbidden: exceeded quota: {QUOTA_NAME}, '
+            f"requested: {GPU_KEY}={tpl.gpus}, used: {GPU_KEY}={used}, limited: {GPU_KEY}={hard}"
+        )
+        ev = w.failed_create
+        if ev is not None and ev["message"] == msg and ev["metadata"]["name"] in self.events:
+            ev["count"] += 1
+            ev["lastTimestamp"] = obj.ts(t)
+            self._emit_event(ev, "MODIFIED")
+            return
+        ev = obj.core_event(
+            namespace=w.spec.namespace,
+            reason="FailedCreate",
+            message=msg,
+            involved=w.ref,
+            at=t,
+            type_="Warning",
+            component=_CONTROLLER[w.spec.kind][0],
+            name=f"{w.spec.name}.{self._event_suffix(t)}",
+        )
+        ev["metadata"]["uid"] = self._uid("event")
+        w.failed_create = ev
+        self._emit_event(ev, "ADDED")
+
+    def _event_suffix(self, t: float) -> str:
+        self._serial += 1
+        return f"{int(t * 1e9) + self._serial:x}"
+
+    # ---- scheduling -------------------------------------------------------------------------------
+
+    def _schedule(self, t: float) -> None:
+        sched = Scheduler(self.sched_nodes(), self.rng)
+        sched.load(p for p in self.pods.values() if not p.terminal)
+        pending = [p for p in self.pods.values() if not p.node and not p.terminating and not p.terminal]
+        for p in queue_order(pending):
+            d = sched.schedule(p)
+            if isinstance(d, Bind):
+                self._bind(p, d.node, t)
+            elif isinstance(d, Preempt):
+                self._preempt(p, d, t)
+            else:
+                self._unschedulable(p, d.message, t)
+
+    def _bind(self, p: SimPod, node: str, t: float) -> None:
+        p.node = node
+        p.nominated = ""
+        p.sched_cond = obj.scheduled(t)
+        p.start_time = t + 1.0
+        p.pulled_at = t + self.rng.uniform(20.0, 180.0)  # image pull: GPU images are large
+        taken = {i for q in self.pods.values() if q.node == node and not q.terminal for i in q.gpu_ids}
+        free = [i for i in range(self.config.gpus_per_node) if i not in taken]
+        p.gpu_ids = tuple(free[: p.gpus])
+        self.stats["bound"] += 1
+        self._sched_events.pop(p.uid, None)
+        self._emit_pod(p, "MODIFIED")
+        ev = obj.scheduler_event(
+            namespace=p.namespace,
+            reason="Scheduled",
+            note=f"Successfully assigned {p.namespace}/{p.name} to {node}",
+            regarding=self._ref(p),
+            at=t,
+        )
+        self._new_scheduler_event(ev, p, t)
+
+    def _preempt(self, p: SimPod, d: Preempt, t: float) -> None:
+        for v in d.victims:
+            assert isinstance(v, SimPod)
+            self.stats["preemptions"] += 1
+            v.disruption = obj.condition(
+                "DisruptionTarget",
+                "True",
+                t,
+                reason="PreemptionByScheduler",
+                message="default-scheduler: preempting to accommodate a higher priority pod",
+            )
+            # Training checkpoints before it exits; serving and notebooks stop quickly.
+            actual = self.rng.uniform(0.3, 1.0) * v.grace if v.grace > 60 else self.rng.uniform(2.0, 10.0)
+            self._terminate(v, t, actual=actual)
+            ev = obj.scheduler_event(
+                namespace=v.namespace,
+                reason="Preempted",
+                note=f"Preempted by pod {p.uid} on node {d.node}",
+                regarding=self._ref(v),
+                related=self._ref(p),
+                at=t,
+            )
+            self._new_scheduler_event(ev, v, t)
+        p.nominated = d.node
+        self._unschedulable(p, d.message, t, force=True)
+
+    def _unschedulable(self, p: SimPod, message: str, t: float, *, force: bool = False) -> None:
+        c = p.sched_cond
+        # PodScheduled=False keeps its first lastTransitionTime while the message changes (DESIGN §3.3).
+        if p.unschedulable_since is None:
+            p.unschedulable_since = t
+        changed = c is None or c.get("message") != message
+        if not force and p.nominated and TERMINATING_ON_NOMINATED not in message:
+            p.nominated = ""  # preemption found nothing: the scheduler clears the nomination
+            changed = True
+        if changed or force:
+            p.sched_cond = obj.unschedulable(p.unschedulable_since, message)
+            self._emit_pod(p, "MODIFIED")
+        known = self._sched_events.get(p.uid)
+        if known is not None and known.message == message and known.body["metadata"]["name"] in self.events:
+            if t - known.bumped >= RETRY_EVENT_EVERY:
+                known.count += 1
+                known.bumped = t
+                known.body["series"] = {"count": known.count, "lastObservedTime": obj.micro_ts(t)}
+                self._emit_event(known.body, "MODIFIED")
+            return
+        ev = obj.scheduler_event(
+            namespace=p.namespace,
+            reason="FailedScheduling",
+            note=message,
+            regarding=self._ref(p),
+            at=t,
+            type_="Warning",
+        )
+        self._sched_events[p.uid] = _SchedEvent(ev, message, t)
+        self._new_scheduler_event(ev, p, t)
+
+    def _ref(self, p: SimPod) -> dict[str, str]:
+        return {
+            "kind": "Pod",
+            "namespace": p.namespace,
+            "name": p.name,
+            "uid": p.uid,
+            "apiVersion": "v1",
+            "resourceVersion": str(p.resource_version),
+        }
+
+    def _new_scheduler_event(self, ev: dict[str, Any], p: SimPod, t: float) -> None:
+        ev["metadata"]["name"] = f"{p.name}.{self._event_suffix(t)}"
+        ev["metadata"]["uid"] = self._uid("event")
+        self._emit_event(ev, "ADDED")
+
+    # ---- bookkeeping ------------------------------------------------------------------------------
+
+    def _refresh_quotas(self) -> None:
+        for ns, q in self.quotas.items():
+            used = str(self._quota_used(ns))
+            if q["status"]["used"][GPU_KEY] != used:
+                q["status"]["used"][GPU_KEY] = used
+                q["metadata"]["resourceVersion"] = self._bump()
+                self._out.append(("ResourceQuota", "MODIFIED", orjson.dumps(q)))
+
+    def _emit_event(self, ev: dict[str, Any], type_: str) -> None:
+        name = ev["metadata"]["name"]
+        ev["metadata"]["resourceVersion"] = self._bump()
+        self.events[name] = ev
+        self._event_seen[name] = self._now
+        self._out.append(("Event", type_, orjson.dumps(ev)))
+
+    def _expire_events(self, t: float) -> None:
+        for name in [n for n, seen in self._event_seen.items() if t - seen > EVENT_TTL]:
+            ev = self.events.pop(name)
+            del self._event_seen[name]
+            self._out.append(("Event", "DELETED", orjson.dumps(ev)))
+
+    def _emit_pod(self, p: SimPod, type_: str) -> None:
+        self._rv += 1
+        p.resource_version = self._rv
+        self._out.append(("Pod", type_, self._render(p)))
+
+    def _render(self, p: SimPod) -> bytes:
+        conds = [c for c in (p.sched_cond, p.disruption) if c is not None]
+        tpl = p.template
+        body = obj.pod(
+            name=p.name,
+            namespace=p.namespace,
+            created=p.created,
+            uid=p.uid,
+            gpus=tpl.gpus,
+            cpu=tpl.cpu,
+            memory=tpl.memory,
+            priority=p.priority,
+            priority_class=p.priority_class,
+            preemption_policy=p.preemption_policy,
+            image=tpl.image,
+            labels=p.labels,
+            owner=p.owner,
+            node=p.node or None,
+            phase=p.phase,
+            conditions=conds,
+            start_time=p.start_time,
+            running_since=p.running_since,
+            deletion=p.deletion,
+            grace=p.grace,
+            nominated_node=p.nominated or None,
+            resource_version=str(p.resource_version),
+        )
+        st = body["status"]
+        if p.node:
+            st["hostIP"] = self.node_ip(p.node)
+            st["podIP"] = f"10.244.{int(p.uid[:2], 16)}.{int(p.uid[2:4], 16)}"
+        if p.node and p.running_since is None and not p.terminal:
+            st["containerStatuses"] = [
+                {
+                    "name": "main",
+                    "image": tpl.image,
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "started": False,
+                    "state": {"waiting": {"reason": "ContainerCreating"}},
+                }
+            ]
+        if p.terminal and p.running_since is not None:
+            st["containerStatuses"] = [
+                {
+                    "name": "main",
+                    "image": tpl.image,
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "started": False,
+                    "state": {
+                        "terminated": {
+                            "exitCode": 0,
+                            "reason": "Completed",
+                            "startedAt": obj.ts(p.running_since),
+                            "finishedAt": obj.ts(p.finished_at),
+                        }
+                    },
+                }
+            ]
+        return orjson.dumps(body)
+
+    # ---- views for tests and the exporter ---------------------------------------------------------
+
+    def live_pods(self) -> Iterator[SimPod]:
+        return iter(self.pods.values())

@@ -1,0 +1,291 @@
+"""The simulator's /metrics: series shaped as dcgm-exporter and kube-state-metrics expose them.
+
+Label names, label order, HELP texts and value formats follow /work/shared/EXPORTERS.md, so queries,
+rules and dashboards written against the simulator work unchanged on a real cluster. Utilisation is a
+deterministic function of (pod, GPU, time): the same instant always renders the same text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from watchtower.adapters.sim.objects import new_uid
+from watchtower.adapters.sim.workloads import Pattern
+
+if TYPE_CHECKING:
+    from watchtower.adapters.sim.cluster import SimPod, SimulatedCluster
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+MODEL = "NVIDIA H100 80GB HBM3"
+DRIVER = "535.129.03"
+FB_TOTAL_MIB = 81559
+IDLE_WATTS, MAX_WATTS = 72.0, 700.0
+PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+SAMPLE_EVERY = 15.0  # utilisation changes between scrapes, not within one
+
+
+def _esc(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(pairs: Iterable[tuple[str, str]]) -> str:
+    return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in pairs) + "}"
+
+
+def _num(v: float) -> str:
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return repr(float(v))
+
+
+@dataclass
+class _Family:
+    name: str
+    help: str
+    lines: list[str] = field(default_factory=list)
+
+    def add(self, labels: Iterable[tuple[str, str]], value: str) -> None:
+        self.lines.append(f"{self.name}{_labels(labels)} {value}")
+
+    def text(self) -> str:
+        return f"# HELP {self.name} {self.help}\n# TYPE {self.name} gauge\n" + "".join(
+            line + "\n" for line in self.lines
+        )
+
+
+def _noise(*parts: object) -> float:
+    """A stable pseudo-random number in [0, 1) for these parts."""
+    return zlib.crc32("/".join(map(str, parts)).encode()) / 2**32
+
+
+def utilisation(pattern: Pattern, uid: str, gpu: int, now: float) -> int:
+    """Return GPU utilisation in % for a pod's GPU at a time: busy training, bursty serving, or idle."""
+    slot = int(now // SAMPLE_EVERY)
+    n = _noise(uid, gpu, slot)
+    if pattern is Pattern.BUSY:
+        return min(100, int(86 + 13 * n))
+    if pattern is Pattern.IDLE:
+        return int(4 * n)
+    day = 0.5 + 0.5 * math.sin(2 * math.pi * ((now % 86400) / 86400 - 0.3))
+    return max(0, min(100, int(15 + 60 * day + 25 * (n - 0.5))))
+
+
+def _gpu_labels(node: str, i: int) -> list[tuple[str, str]]:
+    return [
+        ("gpu", str(i)),
+        ("UUID", "GPU-" + new_uid(f"gpu/{node}/{i}")),
+        ("pci_bus_id", f"00000000:{0x18 + 0x10 * i:02X}:00.0"),
+        ("device", f"nvidia{i}"),
+        ("modelName", MODEL),
+        ("Hostname", node),
+        ("DCGM_FI_DRIVER_VERSION", DRIVER),
+    ]
+
+
+def _dcgm(sim: SimulatedCluster, now: float) -> list[_Family]:
+    util = _Family("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).")
+    used = _Family("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).")
+    free = _Family("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).")
+    power = _Family("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).")
+    gr = _Family("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.")
+    owner: dict[tuple[str, int], SimPod] = {}
+    for q in sim.live_pods():
+        if q.node and not q.terminal:
+            for i in q.gpu_ids:
+                owner[(q.node, i)] = q
+    for node in sim.nodes:
+        for i in range(sim.config.gpus_per_node):
+            labels = _gpu_labels(node, i)
+            p = owner.get((node, i))
+            if p is not None and p.running_since is not None:
+                u = utilisation(p.pattern, p.uid, i, now)
+                mem = int(
+                    FB_TOTAL_MIB * (0.15 if p.pattern is Pattern.IDLE else 0.55 + 0.4 * _noise(p.uid, i))
+                )
+            else:
+                u, mem = 0, 0 if p is None else 512  # a pod still pulling its image holds a context
+            if p is not None:
+                # Kubernetes attributes come last, alphabetical (container, namespace, pod).
+                labels += [("container", "main"), ("namespace", p.namespace), ("pod", p.name)]
+            util.add(labels, str(u))
+            used.add(labels, str(mem))
+            free.add(labels, str(FB_TOTAL_MIB - mem))
+            power.add(labels, f"{IDLE_WATTS + (MAX_WATTS - IDLE_WATTS) * u / 100:.6f}")
+            gr.add(labels, f"{min(1.0, u / 100 * 0.97):.6f}")
+    return [util, used, free, power, gr]
+
+
+def _ksm(sim: SimulatedCluster) -> list[_Family]:
+    info = _Family("kube_pod_info", "Information about pod.")
+    owner = _Family("kube_pod_owner", "Information about the Pod's owner.")
+    phase = _Family("kube_pod_status_phase", "The pods current phase.")
+    sched = _Family(
+        "kube_pod_status_scheduled", "Describes the status of the scheduling process for the pod."
+    )
+    created = _Family("kube_pod_created", "Unix creation timestamp")
+    started = _Family("kube_pod_start_time", "Start time in unix timestamp for a pod.")
+    sched_t = _Family("kube_pod_status_scheduled_time", "Unix timestamp when pod moved into scheduled status")
+    req = _Family(
+        "kube_pod_container_resource_requests",
+        "The number of requested request resource by a container. It is recommended to use the "
+        "kube_pod_resource_requests metric exposed by kube-scheduler instead, as it is more precise.",
+    )
+    reason = _Family(
+        "kube_pod_status_reason",
+        "The pod status reasons",
+    )
+    for p in sorted(sim.live_pods(), key=lambda p: (p.namespace, p.name, p.uid)):
+        base = [("namespace", p.namespace), ("pod", p.name), ("uid", p.uid)]
+        o = p.owner
+        info.add(
+            [
+                *base,
+                ("host_ip", sim.node_ip(p.node) if p.node else ""),
+                ("pod_ip", ""),
+                ("node", p.node),
+                ("created_by_kind", o["kind"] if o else "<none>"),
+                ("created_by_name", o["name"] if o else "<none>"),
+                ("priority_class", p.priority_class),
+                ("host_network", "false"),
+            ],
+            "1",
+        )
+        if o:
+            owner.add(
+                [
+                    *base,
+                    ("owner_kind", o["kind"]),
+                    ("owner_name", o["name"]),
+                    ("owner_is_controller", "true"),
+                ],
+                "1",
+            )
+        else:
+            owner.add(
+                [
+                    *base,
+                    ("owner_kind", "<none>"),
+                    ("owner_name", "<none>"),
+                    ("owner_is_controller", "<none>"),
+                ],
+                "1",
+            )
+        for ph in PHASES:
+            phase.add([*base, ("phase", ph)], "1" if p.phase == ph else "0")
+        c = p.sched_cond
+        if c is not None:
+            for cond in ("true", "false", "unknown"):
+                sched.add([*base, ("condition", cond)], "1" if c["status"].lower() == cond else "0")
+            if c["status"] == "True":
+                sched_t.add(base, _num(_ts(c["lastTransitionTime"])))
+        created.add(base, _num(p.created))
+        if p.start_time is not None:
+            started.add(base, _num(p.start_time))
+        cbase = [*base, ("container", "main"), ("node", p.node)]
+        if p.gpus:
+            req.add([*cbase, ("resource", "nvidia_com_gpu"), ("unit", "integer")], str(p.gpus))
+        req.add([*cbase, ("resource", "cpu"), ("unit", "core")], _num(p.cpu_millis / 1000))
+        req.add([*cbase, ("resource", "memory"), ("unit", "byte")], _num(p.memory_bytes))
+        if p.disruption is not None and p.disruption.get("reason"):
+            reason.add([*base, ("reason", p.disruption["reason"])], "1")
+    alloc = _Family(
+        "kube_node_status_allocatable",
+        "The allocatable for different resources of a node that are available for scheduling.",
+    )
+    cap = _Family("kube_node_status_capacity", "The capacity for different resources of a node.")
+    for name, n in sim.nodes.items():
+        a = n["status"]["allocatable"]
+        for fam in (alloc, cap):
+            fam.add(
+                [("node", name), ("resource", "nvidia_com_gpu"), ("unit", "integer")], a["nvidia.com/gpu"]
+            )
+            fam.add([("node", name), ("resource", "cpu"), ("unit", "core")], a["cpu"])
+            fam.add([("node", name), ("resource", "pods"), ("unit", "integer")], a["pods"])
+    quota = _Family("kube_resourcequota", "Information about resource quota.")
+    for ns, q in sim.quotas.items():
+        for typ in ("hard", "used"):
+            for res, val in sorted(q["status"][typ].items()):
+                quota.add(
+                    [
+                        ("namespace", ns),
+                        ("resourcequota", q["metadata"]["name"]),
+                        ("resource", res),
+                        ("type", typ),
+                    ],
+                    val,
+                )
+    return [info, owner, phase, sched, created, started, sched_t, req, reason, alloc, cap, quota]
+
+
+def _ts(s: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def render_metrics(sim: SimulatedCluster, now: float, *, which: str = "all") -> str:
+    """Return the exposition text: `which` is "all", "dcgm" or "kube-state-metrics"."""
+    fams: list[_Family] = []
+    if which in ("all", "dcgm"):
+        fams += _dcgm(sim, now)
+    if which in ("all", "kube-state-metrics"):
+        fams += _ksm(sim)
+    if which not in ("all", "dcgm", "kube-state-metrics"):
+        raise ValueError(f"unknown metrics set {which!r}")
+    return "".join(f.text() for f in fams if f.lines)
+
+
+# ---- a tiny HTTP server ----------------------------------------------------------------------------
+
+_PATHS = {"/metrics": "all", "/metrics/dcgm": "dcgm", "/metrics/kube-state-metrics": "kube-state-metrics"}
+
+
+class MetricsServer:
+    def __init__(self, server: asyncio.Server) -> None:
+        self._server = server
+        self.port: int = server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        self._server.close()
+        await self._server.wait_closed()
+
+
+async def serve_metrics(
+    render: Callable[[str], str], *, host: str = "127.0.0.1", port: int = 0
+) -> MetricsServer:
+    """Serve GET /metrics (all), /metrics/dcgm and /metrics/kube-state-metrics in the running event loop."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
+            method, _, rest = head.split(b"\r\n", 1)[0].decode("latin-1").partition(" ")
+            path = rest.split(" ", 1)[0].split("?", 1)[0]
+            which = _PATHS.get(path)
+            if method not in ("GET", "HEAD"):
+                status, body, ctype = "405 Method Not Allowed", b"only GET\n", "text/plain; charset=utf-8"
+            elif which is None:
+                status, body, ctype = "404 Not Found", b"try /metrics\n", "text/plain; charset=utf-8"
+            else:
+                status, body, ctype = "200 OK", render(which).encode(), CONTENT_TYPE
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n".encode()
+            )
+            if method != "HEAD":
+                writer.write(body)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    server = await asyncio.start_server(handle, host, port)
+    return MetricsServer(server)

@@ -1,0 +1,100 @@
+"""The warm start: a cluster nearly full of low-tier training, then a burst of higher tiers.
+
+So that a demo shows, within its first simulated hour, waiting work in every tier, preemptions, a quota
+refusal and a partial gang. It runs the ordinary simulation from two hours before the start; nothing is
+placed by hand.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from watchtower.adapters.sim.workloads import Pattern, paddle_job, single_pod
+
+if TYPE_CHECKING:
+    from watchtower.adapters.sim.cluster import SimulatedCluster
+
+WARMUP = 2 * 3600.0
+
+
+def warm_start(sim: SimulatedCluster) -> None:
+    """Fill the cluster and queue the burst; the clock ends at the start time the cluster was given."""
+    cfg = sim.config
+    t0 = sim.now()
+    sim._now = t0 - WARMUP
+    teams = list(cfg.teams)
+    g = cfg.gpus_per_node
+    half, quarter = max(1, g // 2), max(1, g // 4)
+    schedulable = cfg.nodes - min(cfg.cordoned_nodes, cfg.nodes - 1)
+    k = min(3, schedulable)  # nodes left with room for small pods: they fragment
+    quota = cfg.team_gpu_quota or 10**9
+    first, others = teams[0], teams[1:] or teams
+
+    # 1. Low-tier training gangs fill all but `k` half-nodes.
+    workers_left = 2 * schedulable - k
+    held = dict.fromkeys(teams, 0)
+    n = 0
+    while workers_left > 0:
+        w = min(4, workers_left)
+        workers_left -= w
+        team = first if held[first] + w * half <= quota - half else others[n % len(others)]
+        held[team] += w * half
+        sim.submit(
+            paddle_job(
+                name=f"pretrain-{n:02d}",
+                team=team,
+                priority_class="batch" if n % 2 == 0 else "long-training",
+                workers=w,
+                gpus_per_worker=half,
+                # Measured from now, not from the warm-up: the cluster turns over within a few hours.
+                duration=WARMUP + sim.rng.uniform(1.5, 6) * 3600,
+                pattern=Pattern.IDLE if n == 1 else Pattern.BUSY,
+            )
+        )
+        n += 1
+    sim.step(60)
+    # 2. Small batch pods land on the half-empty nodes (the scheduler spreads), leaving fragments.
+    for i in range(k):
+        team = first if held[first] + quarter <= quota else others[i % len(others)]
+        held[team] += quarter
+        sim.submit(
+            single_pod(
+                kind="Job",
+                name=f"etl-{i:02d}",
+                team=team,
+                priority_class="batch",
+                gpus=quarter,
+                duration=WARMUP + sim.rng.uniform(1, 3) * 3600,
+            )
+        )
+    sim.step(WARMUP - 60 - 300)
+    # 3. A long-training gang whose workers fit the fragments but one: a partial gang that may not preempt.
+    if half > quarter:
+        sim.submit(
+            paddle_job(
+                name="llm-finetune",
+                team=others[0],
+                priority_class="long-training",
+                workers=k + 1,
+                gpus_per_worker=half - quarter,
+                duration=6 * 3600,
+            )
+        )
+    sim.step(300 - 10)
+    # 4. The burst: every higher tier at once, a lowest-tier job and a job over its team's quota.
+    gen = sim.generator
+    sim.submit(gen.debug(team=others[0], gpus=g))
+    sim.submit(gen.serving(team=others[1 % len(others)], replicas=2))
+    sim.submit(gen.experiment(team=others[2 % len(others)], gpus=half))
+    sim.submit(gen.batch_job(team=others[0], gpus=quarter))
+    if cfg.team_gpu_quota:
+        sim.submit(gen.batch_job(team=first, gpus=g))
+    # 5. More of the same through the first hour, so every tier keeps some waiting work.
+    for minutes in (10, 25, 40, 55):
+        sim.submit(gen.debug(team=others[minutes % len(others)], gpus=g), at=t0 + minutes * 60)
+    for minutes in (15, 35):
+        sim.submit(gen.serving(team=others[minutes % len(others)], replicas=2), at=t0 + minutes * 60)
+    for minutes in (5, 20, 30, 45):
+        sim.submit(gen.experiment(team=others[minutes % len(others)], gpus=half), at=t0 + minutes * 60)
+    sim.step(10)
+    sim._next_arrival = t0 + gen.gap(cfg.arrivals_per_hour)

@@ -1,0 +1,238 @@
+"""What the simulated teams submit: the PriorityClasses, workload shapes, Poisson arrivals and durations."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+@dataclass(frozen=True, slots=True)
+class ClassSpec:
+    name: str
+    value: int
+    preemption_policy: str = "PreemptLowerPriority"
+    description: str = ""
+
+
+# DESIGN §4: the classes such clusters run with.
+PRIORITY_CLASSES = (
+    ClassSpec("urgent-debug", 1_000_000, description="Interactive debugging of production incidents."),
+    ClassSpec("online-serving", 900_000, description="Online inference serving user traffic."),
+    ClassSpec("experiment", 500_000, description="Short research experiments."),
+    ClassSpec(
+        "long-training", 300_000, "Never", description="Multi-day training; queues but never preempts."
+    ),
+    ClassSpec("batch", 100_000, description="Best-effort batch work; first to be preempted."),
+)
+CLASS_BY_NAME = {c.name: c for c in PRIORITY_CLASSES}
+
+PADDLE_IMAGE = "paddlepaddle/paddle:2.6.1-gpu-cuda12.0-cudnn8.9-trt8.6"
+SERVING_IMAGE = "paddlepaddle/serving:0.9.0-cuda11.2-cudnn8"
+DEBUG_IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+
+
+class Pattern(StrEnum):
+    """How a workload uses its GPUs, for the exporter's utilisation series."""
+
+    BUSY = "busy"  # training: high, steady
+    BURSTY = "bursty"  # inference: follows traffic
+    IDLE = "idle"  # a notebook left open, a stuck job
+
+
+@dataclass(frozen=True, slots=True)
+class PodTemplate:
+    name: str
+    role: str  # ps, worker, server, main
+    gpus: int
+    cpu: str
+    memory: str
+    image: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    """One submission. kind is PaddleJob, ReplicaSet, Job or Pod (a bare pod)."""
+
+    kind: str
+    name: str
+    namespace: str
+    team: str
+    priority_class: str
+    pods: tuple[PodTemplate, ...]
+    duration: float  # seconds of running with every pod up before it completes
+    grace: int  # terminationGracePeriodSeconds
+    pattern: Pattern = Pattern.BUSY
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def gang(self) -> bool:
+        return self.kind == "PaddleJob"
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.pods)
+
+
+def team_namespace(team: str) -> str:
+    return f"team-{team}"
+
+
+def paddle_job(
+    *,
+    name: str,
+    team: str,
+    priority_class: str,
+    workers: int,
+    gpus_per_worker: int,
+    duration: float,
+    pattern: Pattern = Pattern.BUSY,
+) -> WorkloadSpec:
+    """A PaddleJob gang: one CPU-only parameter server and `workers` GPU workers."""
+    pods = [PodTemplate(f"{name}-ps-0", "ps", 0, "8", "32Gi", PADDLE_IMAGE)]
+    pods += [
+        PodTemplate(
+            f"{name}-worker-{i}", "worker", gpus_per_worker, str(6 * gpus_per_worker), "96Gi", PADDLE_IMAGE
+        )
+        for i in range(workers)
+    ]
+    return WorkloadSpec(
+        "PaddleJob",
+        name,
+        team_namespace(team),
+        team,
+        priority_class,
+        tuple(pods),
+        duration,
+        grace=600,  # checkpointing a large model takes minutes
+        pattern=pattern,
+    )
+
+
+def single_pod(
+    *,
+    kind: str,
+    name: str,
+    team: str,
+    priority_class: str,
+    gpus: int,
+    duration: float,
+    replicas: int = 1,
+    pattern: Pattern = Pattern.BUSY,
+    image: str = PADDLE_IMAGE,
+    grace: int = 30,
+) -> WorkloadSpec:
+    """A ReplicaSet, a Job or a bare Pod; pods are named by the controller (`<name>-<suffix>`) later."""
+    pods = tuple(
+        PodTemplate(name if kind == "Pod" else f"{name}-{i}", "main", gpus, str(6 * gpus or 2), "64Gi", image)
+        for i in range(replicas)
+    )
+    return WorkloadSpec(
+        kind, name, team_namespace(team), team, priority_class, pods, duration, grace, pattern
+    )
+
+
+@dataclass
+class WorkloadGenerator:
+    """Draws submissions from a seeded random source: which team, which tier, how big, for how long."""
+
+    rng: random.Random
+    teams: list[str]
+    gpus_per_node: int = 8
+    _serial: int = 0
+
+    def _name(self, stem: str) -> str:
+        self._serial += 1
+        return f"{stem}-{self._serial:04d}"
+
+    def gap(self, arrivals_per_hour: float) -> float:
+        """Return the time to the next arrival (exponential: a Poisson process)."""
+        if arrivals_per_hour <= 0:
+            return float("inf")
+        return self.rng.expovariate(arrivals_per_hour / 3600.0)
+
+    def any(self) -> WorkloadSpec:
+        """Return a submission drawn from the usual mix.
+
+        Sized so that the default 40 arrivals an hour ask for about the GPU-hours a 12-node cluster has:
+        contention without a queue that only grows."""
+        r = self.rng.random()
+        if r < 0.15:
+            return self.training(self.rng.choice(["long-training", "batch"]))
+        if r < 0.50:
+            return self.experiment()
+        if r < 0.75:
+            return self.batch_job()
+        if r < 0.85:
+            return self.serving()
+        return self.debug()
+
+    def _team(self, team: str | None) -> str:
+        return team if team is not None else self.rng.choice(self.teams)
+
+    def training(
+        self,
+        priority_class: str,
+        *,
+        team: str | None = None,
+        workers: int | None = None,
+        gpus_per_worker: int | None = None,
+        duration: float | None = None,
+    ) -> WorkloadSpec:
+        g = self.gpus_per_node
+        per = gpus_per_worker or self.rng.choice([max(1, g // 4), max(1, g // 2)])
+        return paddle_job(
+            name=self._name("train"),
+            team=self._team(team),
+            priority_class=priority_class,
+            workers=workers or self.rng.randint(2, 4),
+            gpus_per_worker=min(per, g),
+            duration=duration or self.rng.uniform(0.5, 2) * 3600,
+            pattern=Pattern.IDLE if self.rng.random() < 0.1 else Pattern.BUSY,
+        )
+
+    def experiment(self, *, team: str | None = None, gpus: int | None = None) -> WorkloadSpec:
+        return single_pod(
+            kind="Pod",
+            name=self._name("exp"),
+            team=self._team(team),
+            priority_class="experiment",
+            gpus=gpus or self.rng.choice([1, 1, 2]),
+            duration=self.rng.uniform(10, 40) * 60,
+            pattern=Pattern.IDLE if self.rng.random() < 0.3 else Pattern.BUSY,
+        )
+
+    def batch_job(self, *, team: str | None = None, gpus: int | None = None) -> WorkloadSpec:
+        return single_pod(
+            kind="Job",
+            name=self._name("batch"),
+            team=self._team(team),
+            priority_class="batch",
+            gpus=gpus or self.rng.choice([1, 2, 4]),
+            duration=self.rng.uniform(15, 60) * 60,
+        )
+
+    def serving(self, *, team: str | None = None, replicas: int | None = None) -> WorkloadSpec:
+        return single_pod(
+            kind="ReplicaSet",
+            name=self._name("serve") + "-7d9f8b6c5",
+            team=self._team(team),
+            priority_class="online-serving",
+            gpus=1,
+            replicas=replicas or self.rng.randint(1, 2),
+            duration=self.rng.uniform(1, 4) * 3600,
+            pattern=Pattern.BURSTY,
+            image=SERVING_IMAGE,
+        )
+
+    def debug(self, *, team: str | None = None, gpus: int | None = None) -> WorkloadSpec:
+        return single_pod(
+            kind="Pod",
+            name=self._name("debug"),
+            team=self._team(team),
+            priority_class="urgent-debug",
+            gpus=gpus or self.rng.choice([1, 2, 4]),
+            duration=self.rng.uniform(5, 30) * 60,
+            pattern=Pattern.BURSTY,
+            image=DEBUG_IMAGE,
+        )
