@@ -52,7 +52,8 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
         "warn_pct": round(min(100.0, 100.0 * warn / scale), 1),
         "severity": doc["severity"] or "ok",
         "why": doc["why"] or "",
-        "verdict": VERDICT_WORDS.get(doc["preemption"], doc["preemption"]),
+        # explain() usually words the preemption verdict already; say it apart only when it does not.
+        "verdict": "" if "preempt" in (doc["why"] or "") else VERDICT_WORDS.get(doc["preemption"], ""),
         "gpus": doc["gpus_requested"],
         "gpus_held": doc["gpus_held"],
         "pods": f"{doc['pods_running']}/{doc['pods_running'] + doc['pods_pending']}",
