@@ -85,7 +85,9 @@ def analyze(
         raise typer.Exit(2) from None
     policy = settings.queue_policy()
     decoder = ObjectDecoder(
-        team_label=settings.teams.label, keep_labels=frozenset(settings.training.match_labels)
+        team_label=settings.teams.label,
+        keep_labels=frozenset(settings.training.match_labels),
+        keep_annotations=frozenset(settings.display.annotations),
     )
     try:
         result = run_analysis(data, policy=policy, decoder=decoder, at=now)
