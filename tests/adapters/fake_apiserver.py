@@ -64,6 +64,7 @@ class FakeApiServer:
         self.rv = 100
         self.cond = threading.Condition()
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # (method, path, query)
+        self.authorizations: set[str] = set()  # Authorization headers seen
         self._snapshots: dict[str, list[dict[str, Any]]] = {}
         self._snap_rv: dict[str, int] = {}
         self._stopping = False
@@ -211,6 +212,7 @@ class FakeApiServer:
                 q = {k: v[-1] for k, v in parse_qs(u.query).items()}
                 with server.cond:
                     server.requests.append(("GET", u.path, q))
+                    server.authorizations.add(self.headers.get("Authorization", ""))
                     c = server.collections.get(u.path)
                     if c is None:
                         self._json(

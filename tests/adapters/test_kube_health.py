@@ -1,0 +1,140 @@
+"""Health, reconnection and configuration of the Kubernetes adapter, against the local list/watch server.
+
+The stand-in server is tests/adapters/fake_apiserver.py (a real kube-apiserver comes with issue 6). Time in
+health reports comes from a manual clock, so staleness figures are exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from pathlib import Path
+
+import yaml
+
+from watchtower.adapters.kube import RESOURCES, KubeSource
+from watchtower.adapters.kube.backoff import Backoff
+from watchtower.adapters.kube.lines import LineSplitter
+from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.sim import objects as o
+
+from .conftest import PODS, SERVED, ManualClock, running, until
+from .fake_apiserver import FakeApiServer
+
+PADDLE = "/apis/batch.paddlepaddle.org/v1/paddlejobs"
+
+
+def all_connected(source: KubeSource) -> bool:
+    """Every served kind is watched and every optional one found absent (the fixture serves no CRD)."""
+    return all(
+        source.kind_health(r.kind).connected if not r.optional else not source.kind_health(r.kind).present
+        for r in RESOURCES
+    )
+
+
+async def test_health_reports_staleness_and_failures_while_the_server_errs_then_recovers(
+    apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    clock = ManualClock()
+    apiserver.put(PODS, o.pod(name="a", namespace="n", created=clock.t, uid="u1"))
+    async with running(apiserver, tmp_path, clock=clock) as r:
+        await until(lambda: all_connected(r.source), "every kind watched")
+        h = r.source.health()
+        assert h["healthy"] is True and h["stale_seconds"] == 0.0
+        assert h["kinds"]["PaddleJob"]["present"] is False  # type: ignore[index]
+
+        apiserver.fail(PODS, 10_000)
+        apiserver.close_watches(PODS)
+        pods = r.source.kind_health("Pod")
+        await until(lambda: pods.consecutive_failures >= 3, "several failed reconnects")
+        clock.t += 300
+        h = r.source.health()
+        assert h["healthy"] is False
+        assert h["stale_seconds"] >= 300
+        assert "500" in h["kinds"]["Pod"]["last_error"]  # type: ignore[index]
+        assert h["kinds"]["Node"]["stale_seconds"] == 0.0  # type: ignore[index]
+
+        apiserver.fail(PODS, 0)
+        await until(lambda: pods.connected, "watching again")
+        h = r.source.health()
+        assert h["healthy"] is True and h["stale_seconds"] == 0.0
+        assert pods.consecutive_failures == 0 and pods.watch_restarts >= 1 and pods.relists == 0
+
+
+async def test_missing_paddlejob_crd_is_skipped_quietly(apiserver: FakeApiServer, tmp_path: Path) -> None:
+    async with running(apiserver, tmp_path) as r:
+        await until(lambda: all_connected(r.source), "every kind watched")
+        pj = r.source.kind_health("PaddleJob")
+        assert (pj.present, pj.consecutive_failures, pj.last_error) == (False, 0, "")
+        assert [p for _, p, _ in apiserver.requests].count(PADDLE) == 1
+        assert "PaddleJob" not in [k for k, _ in r.lists]
+
+
+async def test_paddlejobs_are_listed_and_watched_when_the_crd_exists(tmp_path: Path) -> None:
+    server = FakeApiServer([*SERVED, PADDLE]).start()
+    try:
+        job = {
+            "apiVersion": "batch.paddlepaddle.org/v1",
+            "kind": "PaddleJob",
+            "metadata": {"name": "j", "namespace": "n", "uid": "pj1"},
+        }
+        server.put(PADDLE, job)
+        async with running(server, tmp_path) as r:
+            await until(lambda: r.source.kind_health("PaddleJob").connected, "paddlejobs watched")
+            assert ("PaddleJob", 1) in r.lists
+    finally:
+        server.stop()
+
+
+async def test_kubeconfig_context_chooses_the_cluster(tmp_path: Path) -> None:
+    first, second = FakeApiServer(SERVED).start(), FakeApiServer(SERVED).start()
+    try:
+        second.put(PODS, o.pod(name="only-here", namespace="n", created=1.0e9, uid="u2"))
+        a = yaml.safe_load(first.write_kubeconfig(tmp_path / "a", context="first").read_text())
+        b = yaml.safe_load(second.write_kubeconfig(tmp_path / "b", context="second").read_text())
+        for key in ("clusters", "users", "contexts"):
+            a[key] += b[key]
+        cfg = tmp_path / "kubeconfig"
+        cfg.write_text(yaml.safe_dump(a))  # current-context stays "first"
+        decoder = ObjectDecoder()
+        source = KubeSource.connect(kubeconfig=str(cfg), context="second", decoder=decoder)
+        seen: list[tuple[str, int]] = []
+        task = asyncio.create_task(
+            source.run(on_list=lambda k, items: seen.append((k, len(items))), on_change=lambda *a: None)
+        )
+        await until(lambda: ("Pod", 1) in seen, "pods listed from the second cluster")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert first.requests == []
+        assert second.authorizations == {"Bearer test-token"}
+    finally:
+        first.stop()
+        second.stop()
+
+
+async def test_cancelling_run_stops_every_reader_thread(apiserver: FakeApiServer, tmp_path: Path) -> None:
+    async with running(apiserver, tmp_path) as r:
+        await until(lambda: all_connected(r.source), "every kind watched")
+        assert any(t.name == "watch-reader" for t in threading.enumerate())
+    await until(
+        lambda: not any(t.name == "watch-reader" for t in threading.enumerate()), "reader threads gone"
+    )
+
+
+def test_backoff_grows_to_the_cap_with_jitter_and_resets() -> None:
+    b = Backoff(base=1.0, cap=8.0, rng=random.Random(1))
+    delays = [b.next() for _ in range(6)]
+    steps = [1, 2, 4, 8, 8, 8]
+    assert all(s / 2 <= d <= s for d, s in zip(delays, steps, strict=True))
+    assert len({round(d, 6) for d in delays[3:]}) == 3  # jittered, not in step
+    b.reset()
+    assert b.next() <= 1.0
+
+
+def test_line_splitter_joins_lines_split_across_chunks_and_keeps_the_truncated_tail() -> None:
+    s = LineSplitter()
+    assert s.feed(b'{"a":') == []
+    assert s.feed(b'1}\n{"b":2}\n\n{"c"') == [b'{"a":1}', b'{"b":2}']
+    assert s.rest() == b'{"c"'
+    assert s.rest() == b""
