@@ -1,0 +1,63 @@
+"""Object fixtures → a real queue snapshot, and a clock the test moves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.sim import objects as o
+from watchtower.config import settings_from_mapping
+from watchtower.config.model import Settings
+from watchtower.domain.queue import QueueSnapshot
+from watchtower.domain.state import ClusterState
+from watchtower.services.analyze import analyze
+
+T0 = 1_760_000_000.0
+SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
+CLASSES = {
+    "critical": (1_000_000, "urgent-debug"),
+    "high": (900_000, "online-serving"),
+    "medium": (500_000, "experiment"),
+    "low": (100_000, "batch"),
+}
+NO_FIT = (
+    "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: "
+    "4 No preemption victims found for incoming pod."
+)
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+def settings(alerting: dict[str, Any], **extra: Any) -> Settings:
+    return settings_from_mapping({"alerting": alerting, **extra}, env={})
+
+
+def pending(
+    name: str, tier: str, created: float, *, ns: str = "team-a", gpus: int = 8, note: str = ""
+) -> dict:
+    prio, pclass = CLASSES[tier]
+    return o.pod(
+        name=name,
+        namespace=ns,
+        created=created,
+        gpus=gpus,
+        priority=prio,
+        priority_class=pclass,
+        annotations={"watchtower.io/note": note} if note else None,
+        conditions=[o.unschedulable(created + 1, NO_FIT)],
+    )
+
+
+def snapshot(objs: list[dict], at: float, s: Settings) -> tuple[QueueSnapshot, ClusterState]:
+    data = orjson.dumps(o.object_list([o.node(f"n{i}") for i in range(4)] + objs))
+    dec = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
+    a = analyze(data, policy=s.queue_policy(), decoder=dec, at=at)
+    return a.snapshot, a.state
