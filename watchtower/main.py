@@ -174,6 +174,7 @@ async def serve(container: Container, source: ClusterSource, sock: socket.socket
 
 def _run_service(settings: Settings, *, host: str, port: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per tick is noise
     source: ClusterSource
     clock: Clock
     if settings.cluster.source == "sim":
@@ -227,7 +228,9 @@ def demo(
     settings = Settings()
     cluster = settings.cluster.model_copy(update={"source": "sim"})
     sim = settings.simulator if seed is None else settings.simulator.model_copy(update={"seed": seed})
-    settings = settings.model_copy(update={"cluster": cluster, "simulator": sim})
+    # Simulated time runs `speed` times faster: evaluate often enough that the page moves smoothly.
+    queue = settings.queue.model_copy(update={"evaluate_every": 2.0})
+    settings = settings.model_copy(update={"cluster": cluster, "simulator": sim, "queue": queue})
     _run_service(settings, host="127.0.0.1", port=port)
 
 
