@@ -40,6 +40,7 @@ from watchtower.domain.alerts.rules import RuleInput, RuleSettings, WatchHealth,
 from watchtower.domain.alerts.silences import Silence, expire, new_silence, silenced_by
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.state import ClusterState
+from watchtower.domain.tiers import TierPolicy
 from watchtower.ports import Clock
 
 log = logging.getLogger(__name__)
@@ -179,10 +180,15 @@ def rule_settings(settings: Settings) -> RuleSettings:
 
 
 def alerts_for_snapshot(
-    snapshot: QueueSnapshot, settings: Settings, now: float, *, state: ClusterState | None = None
+    snapshot: QueueSnapshot,
+    settings: Settings,
+    now: float,
+    *,
+    state: ClusterState | None = None,
+    tiers: TierPolicy | None = None,
 ) -> list[dict[str, Any]]:
     """Return the alerts the rules raise at `now` (ignoring `for`, silences and inhibition), for `analyze`."""
-    tiers = settings.tier_policy()
+    tiers = tiers or settings.tier_policy()
     inp = RuleInput(
         snapshot=snapshot,
         now=now,

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder, iter_kinds
+from watchtower.config.model import Settings
 from watchtower.domain.latency import latency_by_tier
 from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot
 from watchtower.domain.state import ClusterState
 
+from .alerting import alerts_for_snapshot
 from .ingest import KINDS, Ingestor
 from .queue_view import latency_dicts, snapshot_dict
 
@@ -52,7 +54,7 @@ def analyze(data: bytes, *, policy: QueuePolicy, decoder: ObjectDecoder, at: flo
     return Analysis(state, snap, ing, ignored)
 
 
-def analysis_dict(a: Analysis, policy: QueuePolicy) -> dict[str, Any]:
+def analysis_dict(a: Analysis, policy: QueuePolicy, settings: Settings | None = None) -> dict[str, Any]:
     out = snapshot_dict(a.snapshot, policy.tiers, a.state)
     out["latency"] = latency_dicts(latency_by_tier(a.state.pods.values(), policy.tiers))
     out["skipped"] = [
@@ -61,4 +63,8 @@ def analysis_dict(a: Analysis, policy: QueuePolicy) -> dict[str, Any]:
     ]
     out["skipped_total"] = dict(a.ingestor.skipped)
     out["ignored_kinds"] = a.ignored_kinds
+    # What would be firing at --at, so a dump can be checked offline (thresholds from `settings`).
+    out["alerts"] = alerts_for_snapshot(
+        a.snapshot, settings or Settings(), a.snapshot.at, state=a.state, tiers=policy.tiers
+    )
     return out
