@@ -111,6 +111,11 @@ async def test_queue_filters_by_tier_namespace_team_and_state(client: httpx.Asyn
     assert names(both) == [("ops", "debug-1"), ("nlp", "serve-canary")]
     limited = await client.get("/api/v1/queue", params={"state": "waiting", "limit": 2})
     assert limited.json()["count"] == 2 and limited.json()["total"] == 5
+    rest = await client.get("/api/v1/queue", params={"state": "waiting", "limit": 2, "offset": 4})
+    assert rest.json()["count"] == 1
+    assert names(limited) + names(
+        await client.get("/api/v1/queue", params={"state": "waiting", "offset": 2, "limit": 2})
+    ) + names(rest) == names(await client.get("/api/v1/queue", params={"state": "waiting"}))
 
 
 async def test_queue_refuses_unknown_filters_with_a_clear_message(client: httpx.AsyncClient) -> None:

@@ -15,6 +15,10 @@ from watchtower.domain.tiers import TierPolicy
 from watchtower.services.queue_view import SCHEMA_VERSION, rfc3339, workload_dict
 from watchtower.services.watch import Picture
 
+DEFAULT_LIMIT = 500  # a workload is ~1 KB of JSON: 20,000 of them would be a 20 MB answer
+MAX_LIMIT = 100_000
+CACHED_BODIES = 64
+
 
 @dataclass(frozen=True, slots=True)
 class Row:
@@ -49,7 +53,10 @@ class QueueDocuments:
         for r in self.rows:
             self._by_name.setdefault((r.namespace, r.name), []).append(r)
         self.at = rfc3339(snap.at)
-        self._all: bytes | None = None
+        # Dashboards and scripts repeat the same few queries until the next evaluation.
+        self._bodies: dict[
+            tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], int, int], bytes
+        ] = {}
 
     def find(self, namespace: str, name: str) -> list[Row]:
         return self._by_name.get((namespace, name), [])
@@ -61,12 +68,14 @@ class QueueDocuments:
         namespaces: frozenset[str] = frozenset(),
         teams: frozenset[str] = frozenset(),
         states: frozenset[str] = frozenset(),
-        limit: int | None = None,
+        offset: int = 0,
+        limit: int = DEFAULT_LIMIT,
     ) -> bytes:
-        """Return the /api/v1/queue body for these filters (empty filter: no restriction)."""
-        unfiltered = not (tiers or namespaces or teams or states or limit is not None)
-        if unfiltered and self._all is not None:
-            return self._all
+        """Return the /api/v1/queue body for these filters (an empty filter restricts nothing)."""
+        key = (tiers, namespaces, teams, states, offset, limit)
+        body = self._bodies.get(key)
+        if body is not None:
+            return body
         picked = [
             r.json
             for r in self.rows
@@ -75,15 +84,20 @@ class QueueDocuments:
             and (not teams or r.team in teams)
             and (not states or r.state in states)
         ]
-        total = len(picked)
-        if limit is not None:
-            picked = picked[:limit]
+        page = picked[offset : offset + limit]
         head = orjson.dumps(
-            {"schema_version": SCHEMA_VERSION, "at": self.at, "total": total, "count": len(picked)}
+            {
+                "schema_version": SCHEMA_VERSION,
+                "at": self.at,
+                "total": len(picked),
+                "offset": offset,
+                "count": len(page),
+            }
         )
-        body = head[:-1] + b',"workloads":[' + b",".join(picked) + b"]}"
-        if unfiltered:
-            self._all = body
+        body = head[:-1] + b',"workloads":[' + b",".join(page) + b"]}"
+        if len(self._bodies) >= CACHED_BODIES:
+            self._bodies.pop(next(iter(self._bodies)))
+        self._bodies[key] = body
         return body
 
 

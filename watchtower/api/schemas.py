@@ -33,7 +33,8 @@ class Queue(BaseModel):
     schema_version: int
     at: str | None
     total: int  # matching the filters
-    count: int  # returned (after limit)
+    offset: int
+    count: int  # in this page (offset, limit)
     workloads: list[dict[str, Any]]
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from watchtower.domain.queue import WorkloadState
 
 from ..deps import ContainerDep, DocumentsDep
+from ..documents import DEFAULT_LIMIT, MAX_LIMIT
 from ..schemas import Problem, Queue
 
 router = APIRouter(prefix="/api/v1", tags=["queue"])
@@ -28,7 +29,8 @@ def get_queue(
         list[str] | None,
         Query(description="pending, partial, quota_blocked, gated, running, or waiting (the first three)"),
     ] = None,
-    limit: Annotated[int | None, Query(ge=0, le=100_000)] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=0, le=MAX_LIMIT, description="page size")] = DEFAULT_LIMIT,
 ) -> Response:
     tiers = frozenset(tier or ())
     known = {t.name for t in container.watcher.policy.tiers.tiers}
@@ -48,6 +50,7 @@ def get_queue(
         namespaces=frozenset(namespace or ()),
         teams=frozenset(team or ()),
         states=frozenset(states),
+        offset=offset,
         limit=limit,
     )
     return Response(body, media_type="application/json")
