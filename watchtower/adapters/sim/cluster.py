@@ -678,6 +678,7 @@ class SimulatedCluster:
         for name in [n for n, seen in self._event_seen.items() if t - seen > EVENT_TTL]:
             ev = self.events.pop(name)
             del self._event_seen[name]
+            ev["metadata"]["resourceVersion"] = self._bump()  # a deletion is a write: it gets its own
             self._out.append(("Event", "DELETED", orjson.dumps(ev)))
 
     def _emit_pod(self, p: SimPod, type_: str) -> None:

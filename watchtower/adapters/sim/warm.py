@@ -84,7 +84,7 @@ def warm_start(sim: SimulatedCluster) -> None:
     # 4. The burst: every higher tier at once, a lowest-tier job and a job over its team's quota.
     gen = sim.generator
     sim.submit(gen.debug(team=others[0], gpus=g))
-    sim.submit(gen.serving(team=others[1 % len(others)], replicas=2))
+    sim.submit(gen.serving(team=others[1 % len(others)], replicas=2, gpus=half))
     sim.submit(gen.experiment(team=others[2 % len(others)], gpus=half))
     sim.submit(gen.batch_job(team=others[0], gpus=quarter))
     if cfg.team_gpu_quota:
@@ -93,7 +93,9 @@ def warm_start(sim: SimulatedCluster) -> None:
     for minutes in (10, 25, 40, 55):
         sim.submit(gen.debug(team=others[minutes % len(others)], gpus=g), at=t0 + minutes * 60)
     for minutes in (15, 35):
-        sim.submit(gen.serving(team=others[minutes % len(others)], replicas=2), at=t0 + minutes * 60)
+        sim.submit(
+            gen.serving(team=others[minutes % len(others)], replicas=2, gpus=half), at=t0 + minutes * 60
+        )
     for minutes in (5, 20, 30, 45):
         sim.submit(gen.experiment(team=others[minutes % len(others)], gpus=half), at=t0 + minutes * 60)
     sim.step(10)

@@ -212,13 +212,15 @@ class WorkloadGenerator:
             duration=self.rng.uniform(15, 60) * 60,
         )
 
-    def serving(self, *, team: str | None = None, replicas: int | None = None) -> WorkloadSpec:
+    def serving(
+        self, *, team: str | None = None, replicas: int | None = None, gpus: int | None = None
+    ) -> WorkloadSpec:
         return single_pod(
             kind="ReplicaSet",
             name=self._name("serve") + "-7d9f8b6c5",
             team=self._team(team),
             priority_class="online-serving",
-            gpus=1,
+            gpus=gpus or 1,
             replicas=replicas or self.rng.randint(1, 2),
             duration=self.rng.uniform(1, 4) * 3600,
             pattern=Pattern.BURSTY,
