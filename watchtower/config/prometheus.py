@@ -62,9 +62,9 @@ class PrometheusConfig(Section):
     @model_validator(mode="after")
     def _windows(self) -> PrometheusConfig:
         check_window(self.idle_window, self.scrape_interval)
-        if self.query_step > self.idle_window:
+        if self.query_step >= self.idle_window:
             raise ValueError(
-                f"query_step ({self.query_step:g}s) is longer than idle_window ({self.idle_window:g}s)"
+                f"query_step ({self.query_step:g}s) is not shorter than idle_window ({self.idle_window:g}s)"
             )
         self.query_config()
         return self
@@ -78,4 +78,4 @@ class PrometheusConfig(Section):
         )
 
     def idle_policy(self) -> IdlePolicy:
-        return IdlePolicy(threshold=self.idle_threshold, window=self.idle_window)
+        return IdlePolicy(threshold=self.idle_threshold, window=self.idle_window, slack=self.query_step)

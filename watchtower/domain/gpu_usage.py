@@ -38,8 +38,9 @@ class Sample:
 class IdlePolicy:
     threshold: float = 10.0  # percent utilisation; under it the device does nothing useful
     window: float = 1800.0  # seconds the device must stay under the threshold
-    # The first sample may land up to one scrape and one query step after the window start.
-    coverage: float = 0.9
+    # The first-seen figure is sampled at the query step: the first sample found may lie up to one step
+    # after the window start even for a device seen all along.
+    slack: float = 60.0
 
     def __post_init__(self) -> None:
         if not 0 < self.threshold <= 100:
@@ -48,8 +49,8 @@ class IdlePolicy:
             )
         if self.window <= 0:
             raise ValueError(f"idle window must be positive, got {self.window!r}")
-        if not 0 < self.coverage <= 1:
-            raise ValueError(f"coverage must be in (0, 1], got {self.coverage!r}")
+        if not 0 <= self.slack < self.window:
+            raise ValueError(f"slack must be in [0, window), got {self.slack!r}")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -237,7 +238,7 @@ def is_idle(d: DeviceUsage, policy: IdlePolicy, *, now: float) -> bool:
         return False
     if d.first_seen is None:
         return True  # no coverage figure asked for: trust the window's max
-    return now - d.first_seen >= policy.window * policy.coverage
+    return now - d.first_seen >= policy.window - policy.slack
 
 
 def usage_view(

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from prom_server import have_prometheus  # noqa: E402
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).parent == here and "real_prometheus" in item.fixturenames:
+            item.add_marker(pytest.mark.prometheus)
+
+
+@pytest.fixture(scope="session")
+def real_prometheus() -> None:
+    """Fails (not skips) when the binaries are missing: tests/setup/system-deps.sh installs them."""
+    if not have_prometheus():
+        pytest.fail("prometheus/promtool not on PATH: run tests/setup/system-deps.sh")

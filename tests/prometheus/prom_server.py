@@ -1,0 +1,133 @@
+"""A real Prometheus process and real exporter HTTP servers on 127.0.0.1, for the tests of this directory."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def have_prometheus() -> bool:
+    return shutil.which("prometheus") is not None and shutil.which("promtool") is not None
+
+
+class PrometheusProcess:
+    """`prometheus` with its own config and data dir; stopped by its pid."""
+
+    def __init__(self, *, config: str, data_dir: Path, port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.config_path = data_dir.parent / f"prometheus-{self.port}.yml"
+        self.config_path.write_text(config)
+        self.log_path = data_dir.parent / f"prometheus-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90.0) -> None:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    "prometheus",
+                    f"--config.file={self.config_path}",
+                    f"--storage.tsdb.path={self.data_dir}",
+                    "--storage.tsdb.retention.time=5y",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                    "--log.level=warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"prometheus exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"prometheus not ready in {timeout}s: {self.log_path.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()  # SIGTERM to this pid only
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+
+class HTTPServer:
+    """Serves `routes[path]()` (status, content type, body); each handler may block to play a slow server."""
+
+    def __init__(self, routes: dict[str, Callable[[], tuple[int, str, bytes]]]) -> None:
+        self.routes = routes
+        self.hits: dict[str, int] = {}
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                outer.hits[path] = outer.hits.get(path, 0) + 1
+                fn = outer.routes.get(path)
+                if fn is None:
+                    self.send_error(404)
+                    return
+                status, ctype, body = fn()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the client gave up (a timeout test)
+
+            do_POST = do_GET
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> HTTPServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def metrics_route(render: Callable[[], str]) -> Callable[[], tuple[int, str, bytes]]:
+    return lambda: (200, CONTENT_TYPE, render().encode())

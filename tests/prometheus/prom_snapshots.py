@@ -1,0 +1,36 @@
+"""Queue snapshots built the real way: API-shaped objects → decoder → ClusterState → QueueEvaluator."""
+
+from __future__ import annotations
+
+import json
+
+from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.sim import objects as o
+from watchtower.config.model import Settings
+from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
+from watchtower.domain.state import ClusterState
+from watchtower.services.ingest import Ingestor
+
+
+def snapshot_waiting(
+    now: float, *, namespace: str, name: str, priority: int, waited: float, priority_class: str = ""
+) -> QueueSnapshot:
+    """Return the queue at `now` with one PaddleJob pod pending for `waited` seconds for want of GPUs."""
+    state = ClusterState()
+    ing = Ingestor(state, ObjectDecoder())
+    ing.apply("Node", "ADDED", json.dumps(o.node("node-1", gpus=8)).encode())
+    owner = o.owner_ref("PaddleJob", name, api_version="batch.paddlepaddle.org/v1", uid=f"uid-{name}")
+    pod = o.pod(
+        name=f"{name}-worker-0",
+        namespace=namespace,
+        created=now - waited,
+        gpus=8,
+        priority=priority,
+        priority_class=priority_class or None,
+        owner=owner,
+        conditions=[
+            o.unschedulable(now - waited + 1, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+        ],
+    )
+    ing.apply("Pod", "ADDED", json.dumps(pod).encode())
+    return QueueEvaluator(Settings().queue_policy()).evaluate(state, now=now)
