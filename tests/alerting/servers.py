@@ -119,6 +119,7 @@ class Receiver:
         self.key = base64.b64decode(secret.removeprefix("whsec_"))
         self.requests: list[dict] = []
         self.script: list[tuple[int, dict[str, str]]] = []  # answers to give, in order; then 200
+        self.hold: threading.Event | None = None  # when set: record the request, then wait before answering
         self.lock = threading.Lock()
         outer = self
 
@@ -139,6 +140,9 @@ class Receiver:
                         }
                     )
                     status, headers = outer.script.pop(0) if outer.script else (200, {})
+                    hold = outer.hold
+                if hold is not None:
+                    hold.wait(30)
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
