@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from typing import Any
 
 import msgspec
@@ -256,6 +256,8 @@ _SUFFIX = {
     "Pi": Decimal(2**50),
     "Ei": Decimal(2**60),
 }
+# Kubernetes quantities are at most ~9.2e18 (int64 milli-units); far beyond that is garbage.
+_QTY_EXP_LIMIT = 30
 _QTY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$")
 
 
@@ -268,14 +270,21 @@ def parse_quantity(q: Qty | None) -> Decimal:
     if isinstance(q, int | float):
         if isinstance(q, float) and not math.isfinite(q):
             raise ValueError(f"not a quantity: {q!r}")
-        return Decimal(str(q))
+        return _bounded(Decimal(str(q)), q)
     m = _QTY.match(q.strip())
     if m is None:
         raise ValueError(f"not a quantity: {q[:40]!r}")
     try:
-        return Decimal(m.group(1)) * _SUFFIX[m.group(2)]
-    except InvalidOperation as e:
+        return _bounded(Decimal(m.group(1)), q) * _SUFFIX[m.group(2)]
+    except DecimalException as e:  # InvalidOperation for "1.2.3"; Overflow is not a ValueError
         raise ValueError(f"not a quantity: {q[:40]!r}") from e
+
+
+def _bounded(d: Decimal, q: Qty) -> Decimal:
+    # "1e999999" is a valid Decimal, but turning it into an int takes seconds of CPU: hostile input.
+    if d and not -_QTY_EXP_LIMIT <= d.adjusted() <= _QTY_EXP_LIMIT:
+        raise ValueError(f"quantity out of range: {str(q)[:40]!r}")
+    return d
 
 
 def _ceil_int(d: Decimal) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .model import Node
 
@@ -23,22 +23,18 @@ class NodeCapacity:
 @dataclass(frozen=True, slots=True)
 class Capacity:
     nodes: tuple[NodeCapacity, ...]
+    # Totals computed once: a tick asks for them per waiting workload (20,000 × 2,000 nodes otherwise).
+    allocatable: int = field(init=False)
+    used: int = field(init=False)
+    free_total: int = field(init=False)
+    largest_free: int = field(init=False)
 
-    @property
-    def allocatable(self) -> int:
-        return sum(n.allocatable for n in self.nodes)
-
-    @property
-    def used(self) -> int:
-        return sum(n.used for n in self.nodes)
-
-    @property
-    def free_total(self) -> int:
-        return sum(n.free for n in self.nodes)
-
-    @property
-    def largest_free(self) -> int:
-        return max((n.free for n in self.nodes), default=0)
+    def __post_init__(self) -> None:
+        free = [n.free for n in self.nodes]
+        object.__setattr__(self, "allocatable", sum(n.allocatable for n in self.nodes))
+        object.__setattr__(self, "used", sum(n.used for n in self.nodes))
+        object.__setattr__(self, "free_total", sum(free))
+        object.__setattr__(self, "largest_free", max(free, default=0))
 
     def fragmented(self, gpus_per_pod: int) -> bool:
         """True when the cluster has enough free GPUs in total but no single node has them."""

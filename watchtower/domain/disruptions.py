@@ -51,6 +51,9 @@ class Preemption:
         # The condition's time is the eviction; the event may be later. Keep the earliest.
         if self.at is not None and other.at is not None and other.at < self.at:
             changes["at"] = other.at
+        # The condition names the scheduler's reason; the event's "Preempted" is only a placeholder for it.
+        if self.reason == "Preempted" and other.reason in PREEMPTION_REASONS:
+            changes["reason"] = other.reason
         return replace(self, **changes) if changes else self
 
 

@@ -44,11 +44,15 @@ class SchedulingDiagnosis:
 
 
 NO_NODES = "no nodes available to schedule pods"
-_HEAD = re.compile(r"^0/(\d+) nodes are available:?\s*")
-_COUNTED = re.compile(r"^(\d+) (.+)$", re.DOTALL)
+# Counts are bounded: a 5,000-digit "count" in hostile text must not reach int() (it raises past 4,300).
+_HEAD = re.compile(r"^0/(\d{1,9}) nodes are available:?\s*")
+_COUNTED = re.compile(r"^(\d{1,9}) (.+)$", re.DOTALL)
 _PIECE_SPLIT = re.compile(r", (?=\d+ )")
+# 1.18-1.24 "had taint {k: v}, that the pod didn't tolerate", 1.25+ "had untolerated taint {k: v}",
+# aggregated "had untolerated taint(s)", and before 1.18 "had taints that the pod didn't tolerate".
 _TAINT = re.compile(
-    r"^node\(s\) had (?:untolerated )?taint(?:\(s\))?(?: \{[^}]*\})?(?:, that the pod didn't tolerate)?$"
+    r"^node\(s\) had (?:untolerated )?taint(?:s|\(s\))?(?: \{[^}]*\})?"
+    r"(?:,? that the pod didn't tolerate)?$"
 )
 _NO_VICTIMS = "No preemption victims found for incoming pod"
 _NOT_HELPFUL = "Preemption is not helpful for scheduling"

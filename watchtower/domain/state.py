@@ -68,6 +68,11 @@ class ClusterState:
     gpus_used: dict[str, int] = field(default_factory=dict)
     by_workload: dict[WorkloadKey, set[str]] = field(default_factory=dict)
     workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
+    # Waiting pods per workload, so that a tick finds the waiting workloads without walking the pods.
+    waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
+    # Bumped whenever one of the workload's pods changes: lets an evaluator reuse what it worked out before.
+    workload_generation: dict[WorkloadKey, int] = field(default_factory=dict)
+    _generation: int = 0
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -88,6 +93,21 @@ class ClusterState:
         return self._happenings(old, last, deleted=True)
 
     def _index(self, old: Pod | None, new: Pod | None) -> None:
+        uid = new.uid if new is not None else old.uid if old is not None else ""
+        wkey = self.workload_of_uid.get(uid)
+        if wkey is None and new is not None:
+            wkey = workload_of(new)
+        if wkey is not None:
+            self._generation += 1
+            self.workload_generation[wkey] = self._generation
+            if old is not None and old.waiting:
+                left = self.waiting_workloads.get(wkey, 0) - 1
+                if left > 0:
+                    self.waiting_workloads[wkey] = left
+                else:
+                    self.waiting_workloads.pop(wkey, None)
+            if new is not None and new.waiting:
+                self.waiting_workloads[wkey] = self.waiting_workloads.get(wkey, 0) + 1
         if old is not None:
             if old.holds_resources and old.gpus:
                 left = self.gpus_used.get(old.node, 0) - old.gpus
@@ -104,15 +124,15 @@ class ClusterState:
                         members.discard(old.uid)
                         if not members:
                             del self.by_workload[key]
+                            self.workload_generation.pop(key, None)
         if new is not None:
             if new.holds_resources and new.gpus:
                 self.gpus_used[new.node] = self.gpus_used.get(new.node, 0) + new.gpus
             if new.waiting:
                 self.waiting.add(new.uid)
-            if new.uid not in self.workload_of_uid:
-                key = workload_of(new)
-                self.workload_of_uid[new.uid] = key
-                self.by_workload.setdefault(key, set()).add(new.uid)
+            if new.uid not in self.workload_of_uid and wkey is not None:
+                self.workload_of_uid[new.uid] = wkey
+                self.by_workload.setdefault(wkey, set()).add(new.uid)
 
     def _happenings(self, old: Pod | None, new: Pod, *, deleted: bool = False) -> list[Happening]:
         out: list[Happening] = []
