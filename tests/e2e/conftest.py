@@ -1,0 +1,77 @@
+"""The real control plane for the end-to-end scenarios: one per session, started on first use.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler run as child processes on loopback with
+their logs in a temporary directory (tails printed when start-up fails); a kubelet stand-in thread plays
+the nodes. Every test gets a `Scenario`: its own namespaces and nodes, removed afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .api import Api, ApiError, wait_for
+from .controlplane.cluster import ControlPlane, binaries_dir
+from .kubelet import Kubelet
+from .scenario import PADDLEJOB_CRD, PRIORITY_CLASSES, Scenario
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    bin_dir = binaries_dir()
+    cp = ControlPlane(tmp_path_factory.mktemp("controlplane"), bin_dir)
+    t0 = time.monotonic()
+    cp.start()
+    cp.startup_seconds = time.monotonic() - t0  # type: ignore[attr-defined]
+    print(f"\ncontrol plane up in {cp.startup_seconds:.1f}s; logs in {cp.workdir}")  # type: ignore[attr-defined]
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def admin(control_plane: ControlPlane) -> Iterator[Api]:
+    p = control_plane.pki
+    api = Api(control_plane.url, ca=p.ca_cert, cert=(p.admin_cert, p.admin_key))
+    for name, value, policy in PRIORITY_CLASSES:
+        try:
+            api.create(
+                "/apis/scheduling.k8s.io/v1/priorityclasses",
+                {"metadata": {"name": name}, "value": value, "preemptionPolicy": policy},
+            )
+        except ApiError as e:
+            if e.status != 409:
+                raise
+    try:
+        api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", PADDLEJOB_CRD)
+    except ApiError as e:
+        if e.status != 409:
+            raise
+    wait_for("the PaddleJob CRD served", lambda: api.get("/apis/batch.paddlepaddle.org/v1/paddlejobs"))
+    yield api
+    api.close()
+
+
+@pytest.fixture(scope="session")
+def kubelet(admin: Api) -> Iterator[Kubelet]:
+    k = Kubelet(admin)
+    k.start()
+    yield k
+    k.stop()
+    assert not k.errors, f"kubelet stand-in errors: {k.errors[:5]}"
+
+
+@pytest.fixture
+def scenario(admin: Api, kubelet: Kubelet, tmp_path: Path, control_plane: ControlPlane) -> Iterator[Scenario]:
+    s = Scenario(admin, kubelet, tmp_path)
+    try:
+        yield s
+    finally:
+        try:
+            s.cleanup()
+        finally:
+            kubelet.terminate_seconds = 1.0

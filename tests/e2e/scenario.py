@@ -1,0 +1,267 @@
+"""What every scenario does with the real cluster: its own namespaces and nodes, workloads, a dump, and
+Watchtower's reading of that dump through the real command line."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .api import Api, ApiError, wait_for
+from .kubelet import RUN_SECONDS, TERMINATE_SECONDS, Kubelet
+
+PADDLE_API = "batch.paddlepaddle.org/v1"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+# The tiers' example classes from the design (DESIGN §4).
+PRIORITY_CLASSES = (
+    ("urgent-debug", 1_000_000, "PreemptLowerPriority"),
+    ("online-serving", 900_000, "PreemptLowerPriority"),
+    ("experiment", 500_000, "PreemptLowerPriority"),
+    ("long-training", 300_000, "Never"),
+    ("batch", 100_000, "PreemptLowerPriority"),
+)
+
+PADDLEJOB_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "paddlejobs.batch.paddlepaddle.org"},
+    "spec": {
+        "group": "batch.paddlepaddle.org",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "paddlejobs",
+            "singular": "paddlejob",
+            "kind": "PaddleJob",
+            "listKind": "PaddleJobList",
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+            }
+        ],
+    },
+}
+
+
+def rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_manifest(
+    name: str,
+    *,
+    gpus: int,
+    priority_class: str | None = None,
+    owner: dict[str, Any] | None = None,
+    run_seconds: float | None = None,
+    terminate_seconds: float | None = None,
+    labels: dict[str, str] | None = None,
+    node: str | None = None,
+    gates: list[str] | None = None,
+) -> dict[str, Any]:
+    notes: dict[str, str] = {}
+    if run_seconds is not None:
+        notes[RUN_SECONDS] = str(run_seconds)
+    if terminate_seconds is not None:
+        notes[TERMINATE_SECONDS] = str(terminate_seconds)
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "trainer",
+                "image": "paddlepaddle/paddle:2.6.1-gpu-cuda12.0-cudnn8.9-trt8.6",
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)},
+                    "limits": {"nvidia.com/gpu": str(gpus)},
+                },
+            }
+        ],
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 30,
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if node:
+        spec["nodeName"] = node
+    if gates:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
+    meta: dict[str, Any] = {"name": name, "labels": labels or {}, "annotations": notes}
+    if owner:
+        meta["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+@dataclass
+class Scenario:
+    """One test's slice of the shared control plane; `cleanup` removes it so the next test starts empty."""
+
+    api: Api
+    kubelet: Kubelet
+    workdir: Path
+    namespaces: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+
+    # ---- building ---------------------------------------------------------------------------------
+
+    def namespace(self, name: str, *, team: str | None = None) -> str:
+        labels = {"team": team} if team else {}
+        self.api.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
+        self.namespaces.append(name)
+        # The ServiceAccount admission plugin refuses pods until the controller made `default`.
+        wait_for(
+            f"ServiceAccount default in {name}",
+            lambda: self.api.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
+        )
+        return name
+
+    def node(self, name: str, *, gpus: int) -> str:
+        self.kubelet.register(name, gpus=gpus)
+        self.nodes.append(name)
+        return name
+
+    def paddlejob(self, ns: str, name: str) -> dict[str, Any]:
+        """Create the PaddleJob object its pods point at, so that the garbage collector keeps them."""
+        job = self.api.create(
+            f"/apis/batch.paddlepaddle.org/v1/namespaces/{ns}/paddlejobs",
+            {"apiVersion": PADDLE_API, "kind": "PaddleJob", "metadata": {"name": name}, "spec": {}},
+        )
+        return {
+            "apiVersion": PADDLE_API,
+            "kind": "PaddleJob",
+            "name": name,
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    def gang(
+        self, ns: str, job: str, *, workers: int, gpus: int, priority_class: str, **kw: Any
+    ) -> list[dict[str, Any]]:
+        """Create a PaddleJob and its worker pods at once, as the Paddle operator does."""
+        owner = self.paddlejob(ns, job)
+        return [
+            self.pod(
+                ns,
+                pod_manifest(
+                    f"{job}-worker-{i}",
+                    gpus=gpus,
+                    priority_class=priority_class,
+                    owner=owner,
+                    labels={"paddle-res-name": f"{job}-worker-{i}", "app": job},
+                    **kw,
+                ),
+            )
+            for i in range(workers)
+        ]
+
+    def pod(self, ns: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        return self.api.create(f"/api/v1/namespaces/{ns}/pods", manifest)
+
+    # ---- reading ----------------------------------------------------------------------------------
+
+    def get_pod(self, ns: str, name: str) -> dict[str, Any]:
+        return self.api.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+
+    def pods(self, ns: str) -> list[dict[str, Any]]:
+        return self.api.items(f"/api/v1/namespaces/{ns}/pods")
+
+    def events(self, ns: str, reason: str | None = None) -> list[dict[str, Any]]:
+        evs = self.api.items(f"/api/v1/namespaces/{ns}/events")
+        return [e for e in evs if reason is None or e.get("reason") == reason]
+
+    def wait_running(self, ns: str, names: list[str], timeout: float = 60.0) -> None:
+        def all_running() -> bool:
+            phases = {p["metadata"]["name"]: (p.get("status") or {}).get("phase") for p in self.pods(ns)}
+            return all(phases.get(n) == "Running" for n in names)
+
+        wait_for(f"{names} Running in {ns}", all_running, timeout=timeout)
+
+    def wait_unschedulable(
+        self, ns: str, name: str, contains: str = "", timeout: float = 60.0
+    ) -> dict[str, Any]:
+        """Return the pod once the scheduler wrote PodScheduled=False Unschedulable (with `contains`)."""
+
+        def probe() -> dict[str, Any] | None:
+            p = self.get_pod(ns, name)
+            for c in (p.get("status") or {}).get("conditions") or []:
+                if (
+                    c["type"] == "PodScheduled"
+                    and c["status"] == "False"
+                    and c.get("reason") == "Unschedulable"
+                    and contains in (c.get("message") or "")
+                ):
+                    return p
+            return None
+
+        return wait_for(f"{ns}/{name} Unschedulable with {contains!r}", probe, timeout=timeout)
+
+    def dump(self, label: str) -> Path:
+        path = self.workdir / f"{label}.json"
+        path.write_text(json.dumps(self.api.dump(self.namespaces), indent=1))
+        return path
+
+    def analyze(self, label: str, *, at: float | None = None) -> dict[str, Any]:
+        """Return `watchtower analyze --format json` on a fresh dump, run as the real command line."""
+        path = self.dump(label)
+        at = time.time() if at is None else at
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "watchtower.main",
+                "analyze",
+                "--objects",
+                str(path),
+                "--format",
+                "json",
+                "--at",
+                rfc3339(at),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert r.returncode == 0, f"watchtower analyze failed ({r.returncode}):\n{r.stderr[-3000:]}"
+        doc = json.loads(r.stdout)
+        assert doc["skipped"] == [], f"real objects were skipped by the decoder: {doc['skipped']}"
+        return doc
+
+    @staticmethod
+    def save_fixture(name: str, obj: Any) -> None:
+        """Keep a real object for the fast tests (tests/fixtures/real/); volatile metadata is dropped."""
+        FIXTURES.mkdir(parents=True, exist_ok=True)
+
+        def scrub(o: Any) -> Any:
+            if isinstance(o, dict):
+                return {k: scrub(v) for k, v in o.items() if k != "managedFields"}
+            if isinstance(o, list):
+                return [scrub(v) for v in o]
+            return o
+
+        (FIXTURES / f"{name}.json").write_text(json.dumps(scrub(obj), indent=1, sort_keys=True) + "\n")
+
+    # ---- tearing down -----------------------------------------------------------------------------
+
+    def cleanup(self) -> None:
+        for ns in self.namespaces:
+            self.api.delete(f"/api/v1/namespaces/{ns}")
+        # A terminating namespace admits no new pods; what is left goes at once, then the nodes.
+        for ns in self.namespaces:
+            for p in self.pods(ns):
+                self.api.delete(f"/api/v1/namespaces/{ns}/pods/{p['metadata']['name']}", grace=0)
+        for name in self.nodes:
+            with contextlib.suppress(ApiError):
+                self.api.delete(f"/api/v1/nodes/{name}")
+            self.kubelet.nodes.discard(name)
