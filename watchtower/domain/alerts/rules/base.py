@@ -104,9 +104,7 @@ def links(settings: RuleSettings, alertname: str, key: WorkloadKey | None) -> di
     if settings.dashboard_url:
         sep = "&" if "?" in settings.dashboard_url else "?"
         extra = (
-            f"{sep}var-namespace={_q(key.namespace)}&var-workload={_q(key.name)}"
-            if key is not None
-            else ""
+            f"{sep}var-namespace={_q(key.namespace)}&var-workload={_q(key.name)}" if key is not None else ""
         )
         out["dashboard_url"] = settings.dashboard_url + extra
     return out
