@@ -22,6 +22,7 @@ from watchtower.domain.gpu_usage import Sample
 log = logging.getLogger(__name__)
 
 _STATUS = re.compile(r"HTTP Status Code (\d+)")
+_ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
 
 
 class PrometheusError(Exception):
@@ -61,7 +62,9 @@ class PrometheusReader:
         # The library's own urllib3 retries would multiply our timeout; we retry ourselves, visibly.
         self._client = PrometheusConnect(
             url=self.url,
-            retry=Retry(total=0, raise_on_status=False),
+            retry=Retry(
+                total=0, read=False, raise_on_status=False
+            ),  # read=False: a read timeout stays a timeout
             timeout=cast(int, timeout),  # annotated int; requests takes float seconds
         )
         self.queries_run = 0
@@ -95,7 +98,7 @@ class PrometheusReader:
                 last = PrometheusTimeout(f"{self.url}: no answer within {self.timeout:g}s")
                 last.__cause__ = e
             except requests.ConnectionError as e:
-                last = PrometheusUnavailable(f"{self.url}: cannot connect ({_short(e)})")
+                last = PrometheusUnavailable(f"{self.url}: cannot connect ({_reason(e)})")
                 last.__cause__ = e
             except PrometheusApiClientException as e:
                 m = _STATUS.search(str(e))
@@ -123,6 +126,12 @@ class PrometheusReader:
         """Run the queries one after the other in one worker thread (the HTTP session is not shared across
         threads) and return their results in order; the first failure ends the batch."""
         return await asyncio.to_thread(self.query_many_sync, queries, at=at)
+
+
+def _reason(e: BaseException) -> str:
+    """Return the OS reason of a connection failure without the request URL (the whole query) around it."""
+    m = _ERRNO.search(str(e))
+    return m.group(0).strip() if m else type(e).__name__
 
 
 def _short(e: BaseException) -> str:
