@@ -1,0 +1,99 @@
+"""Real-shaped API objects → decoded records → ClusterState, the way the service feeds the domain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.sim import objects as o
+from watchtower.domain.model import Event, Pod
+from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot
+from watchtower.domain.state import ClusterState, Happening
+from watchtower.domain.tiers import default_tiers
+
+T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+NS = "vision"
+DECODER = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
+
+
+def raw(obj: dict[str, Any]) -> bytes:
+    return orjson.dumps(obj)
+
+
+def pod(obj: dict[str, Any]) -> Pod:
+    return DECODER.pod(raw(obj))
+
+
+def event(obj: dict[str, Any]) -> Event:
+    return DECODER.event(raw(obj))
+
+
+def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) -> list[Happening]:
+    """Apply one API object as a watch event would (ADDED/MODIFIED, or DELETED with the final object)."""
+    kind = obj["kind"]
+    if kind == "Pod":
+        p = pod(obj)
+        return state.delete_pod(p.uid, p) if deleted else state.upsert_pod(p)
+    if kind == "Event":
+        return state.upsert_event(event(obj))
+    if kind == "Node":
+        state.upsert_node(DECODER.node(raw(obj)))
+    elif kind == "Namespace":
+        state.upsert_namespace(DECODER.namespace(raw(obj)))
+    elif kind == "PriorityClass":
+        state.upsert_priority_class(DECODER.priority_class(raw(obj)))
+    elif kind == "ResourceQuota":
+        state.upsert_quota(DECODER.quota(raw(obj)))
+    return []
+
+
+def state_of(*objs: dict[str, Any]) -> ClusterState:
+    state = ClusterState()
+    for obj in objs:
+        apply(state, obj)
+    return state
+
+
+def evaluate(state: ClusterState, now: float, *, include_running: bool = False) -> QueueSnapshot:
+    return QueueEvaluator(QueuePolicy(default_tiers())).evaluate(
+        state, now=now, include_running=include_running
+    )
+
+
+def paddle_owner(job: str) -> dict[str, Any]:
+    return o.owner_ref("PaddleJob", job, api_version=o.PADDLE_API, uid=o.new_uid(f"pj/{job}"))
+
+
+def job_owner(job: str) -> dict[str, Any]:
+    return o.owner_ref("Job", job, api_version="batch/v1", uid=o.new_uid(f"job/{job}"))
+
+
+def pending_pod(
+    name: str, *, created: float = T0, message: str = "", ns: str = NS, **kw: Any
+) -> dict[str, Any]:
+    conds = [o.unschedulable(created + 1, message)] if message else None
+    return o.pod(name=name, namespace=ns, created=created, conditions=conds, **kw)
+
+
+def running_pod(
+    name: str, node: str, *, created: float = T0, ns: str = NS, phase: str = "Running", **kw: Any
+) -> dict[str, Any]:
+    return o.pod(
+        name=name,
+        namespace=ns,
+        created=created,
+        node=node,
+        phase=phase,
+        conditions=[o.scheduled(created + 10)],
+        start_time=created + 11,
+        running_since=created + 70,
+        **kw,
+    )
+
+
+GPU_FULL = (
+    "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: "
+    "4 No preemption victims found for incoming pod."
+)
