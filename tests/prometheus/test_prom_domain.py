@@ -1,0 +1,147 @@
+"""The pure parts: PromQL building, the idle view, the tier verdict, stale holding, the health self-alert."""
+
+from __future__ import annotations
+
+import pytest
+from prom_snapshots import snapshot_waiting
+
+from watchtower.config.model import Settings
+from watchtower.domain.gpu_usage import (
+    IDLE_ALERT,
+    UNREACHABLE_ALERT,
+    IdlePolicy,
+    PodAllocation,
+    PrometheusHealth,
+    Sample,
+    allocations_from_samples,
+    devices_from_samples,
+    hold_if_stale,
+    idle_alerts,
+    idle_while_waiting,
+    unreachable_alert,
+    usage_view,
+)
+from watchtower.domain.promql import LabelMapping, Queries, QueryConfig, check_window, duration
+
+NOW = 1_800_000_000.0
+TIERS = Settings().tier_policy()
+
+
+def _dev(pod: str, util: float, *, gpu: str = "0", ns: str = "ml", seen: float = NOW - 3600, **extra: str):
+    labels = {"Hostname": "n1", "UUID": f"GPU-{pod}-{gpu}", "gpu": gpu, "namespace": ns, "pod": pod, **extra}
+    return Sample(labels, util), Sample(labels, util), Sample(labels, seen)
+
+
+def _view(devs, allocs, policy=IdlePolicy()):
+    umax, uavg, seen = zip(*devs, strict=True) if devs else ((), (), ())
+    devices, skipped = devices_from_samples(umax, uavg, seen)
+    return usage_view(devices, allocs, policy=policy, now=NOW, skipped=skipped)
+
+
+def test_durations_are_written_the_way_prometheus_reads_them() -> None:
+    assert [duration(s) for s in (1800, 604800, 1.5, 90, 86400)] == ["30m", "1w", "1500ms", "90s", "1d"]
+    with pytest.raises(ValueError):
+        duration(0)
+
+
+def test_a_window_shorter_than_four_scrapes_is_refused() -> None:
+    check_window(120, 30)
+    with pytest.raises(ValueError, match="4 × the scrape interval"):
+        check_window(90, 30)
+
+
+def test_label_mapping_writes_every_spelling_into_the_canonical_label() -> None:
+    expr = Queries().device_utilisation()
+    for alt in ("pod_name", "exported_pod", "pod_namespace", "exported_namespace", "hostname", "uuid"):
+        assert f'"{alt}", "(.+)"' in expr
+    with pytest.raises(ValueError, match="label mapping"):
+        LabelMapping(pod=("pod", "bad-name"))
+    with pytest.raises(ValueError, match="without them"):
+        QueryConfig(ksm_selector='{job="ksm"}')
+
+
+def test_only_running_pods_with_gpus_count_and_unmonitored_ones_are_listed() -> None:
+    allocs = allocations_from_samples(
+        [Sample({"namespace": "ml", "pod": "a"}, 1), Sample({"namespace": "ml", "pod": "quiet"}, 2)],
+        [Sample({"namespace": "ml", "pod": "a", "owner_kind": "Job", "owner_name": "j"}, 1)],
+    )
+    view = _view([_dev("a", 1.0), _dev("exporter-pod", 0.0)], allocs)
+    assert [str(w.key) for w in view.workloads] == ["ml/Job/j", "ml/Pod/quiet"]
+    assert view.unmonitored_pods == (("ml", "quiet"),)
+    assert view.idle_gpus == 1
+
+
+def test_a_device_without_host_or_with_nan_is_skipped_and_counted() -> None:
+    bad = Sample({"namespace": "ml", "pod": "a", "gpu": "0"}, 1.0)  # no Hostname
+    nan = Sample({"Hostname": "n", "gpu": "1", "namespace": "ml", "pod": "a"}, float("nan"))
+    devices, skipped = devices_from_samples([bad, nan], [], [])
+    assert devices == [] and skipped == 2
+
+
+def test_a_device_seen_for_less_than_the_window_is_not_idle() -> None:
+    allocs = [PodAllocation("ml", "new", 1)]
+    view = _view([_dev("new", 0.0, seen=NOW - 600)], allocs)
+    assert view.idle() == []
+
+
+def test_mig_slices_count_as_slices_with_their_share_of_a_gpu() -> None:
+    allocs = [PodAllocation("ml", "m", 2)]
+    devs = [
+        _dev("m", 1.0, GPU_I_PROFILE="1g.10gb", GPU_I_ID="7"),
+        _dev("m", 1.0, GPU_I_PROFILE="3g.40gb", GPU_I_ID="2"),
+    ]
+    (w,) = _view(devs, allocs).workloads
+    assert (w.gpus, w.slices, w.idle_gpus, w.idle_slices) == (0, 2, 0, 2)
+    assert w.idle_gpu_equivalent == pytest.approx(4 / 7)
+
+
+@pytest.mark.parametrize(
+    ("idle_class", "waiting_priority", "alerts"),
+    [
+        ("batch", 900_000, 1),  # low tier idles while high waits
+        ("batch", 100_000, 1),  # equal tier waits
+        ("urgent-debug", 900_000, 0),  # critical idles, only high waits: not its business
+        ("unknown-class", 100_000, 1),  # an unknown class is taken as the lowest tier
+    ],
+)
+def test_idle_gpus_alert_only_when_work_of_equal_or_higher_tier_waits(
+    idle_class, waiting_priority, alerts
+) -> None:
+    allocs = [PodAllocation("ml", "i", 1, "PaddleJob", "idle", idle_class)]
+    view = _view([_dev("i", 0.0)], allocs)
+    snap = snapshot_waiting(NOW, namespace="other", name="w", priority=waiting_priority, waited=60)
+    verdicts = idle_while_waiting(
+        view, snap, TIERS, class_priority={"batch": 100_000, "urgent-debug": 1_000_000}
+    )
+    got = idle_alerts(verdicts)
+    assert len(got) == alerts
+    if got:
+        assert got[0].name == IDLE_ALERT and got[0].labels["workload"] == "idle"
+
+
+def test_nothing_waiting_gives_a_report_but_no_verdict() -> None:
+    view = _view([_dev("i", 0.0)], [PodAllocation("ml", "i", 1)])
+    snap = snapshot_waiting(NOW, namespace="o", name="w", priority=1, waited=60)
+    from dataclasses import replace
+
+    assert idle_while_waiting(view, replace(snap, workloads=()), TIERS) == []
+    assert view.idle_gpus == 1
+
+
+def test_stale_figures_hold_the_alerts_that_were_firing() -> None:
+    prev = idle_alerts([])  # none
+    assert hold_if_stale(None, prev) == []
+    view = _view([_dev("i", 0.0)], [PodAllocation("ml", "i", 1)])
+    snap = snapshot_waiting(NOW, namespace="o", name="w", priority=900_000, waited=60)
+    firing = idle_alerts(idle_while_waiting(view, snap, TIERS))
+    assert hold_if_stale(None, firing) == firing
+    assert hold_if_stale([], firing) == []  # fresh figures may resolve them
+
+
+def test_unreachable_alert_after_the_configured_failures_and_gone_on_success() -> None:
+    h = PrometheusHealth().failed(NOW, "refused")
+    assert unreachable_alert(h, failures=2) is None
+    h = h.failed(NOW + 60, "refused")
+    a = unreachable_alert(h, failures=2)
+    assert a is not None and a.name == UNREACHABLE_ALERT and a.annotations["error"] == "refused"
+    assert unreachable_alert(h.succeeded(NOW + 120), failures=2) is None
