@@ -145,3 +145,18 @@ def test_unreachable_alert_after_the_configured_failures_and_gone_on_success() -
     a = unreachable_alert(h, failures=2)
     assert a is not None and a.name == UNREACHABLE_ALERT and a.annotations["error"] == "refused"
     assert unreachable_alert(h.succeeded(NOW + 120), failures=2) is None
+
+
+def test_gpu_findings_become_alert_candidates_through_the_rule_framework() -> None:
+    from watchtower.domain.alerts.rules import RuleInput, evaluate_rules
+
+    view = _view([_dev("i", 0.0)], [PodAllocation("ml", "i", 1, "PaddleJob", "idle", "batch")])
+    snap = snapshot_waiting(NOW, namespace="o", name="w", priority=900_000, waited=60)
+    found = idle_alerts(idle_while_waiting(view, snap, TIERS))
+    down = unreachable_alert(PrometheusHealth().failed(NOW, "refused"))
+    assert down is not None
+    got = evaluate_rules(RuleInput(snapshot=snap, now=NOW, tiers=TIERS, gpu_alerts=[*found, down]))
+    by_name = {c.alertname: c for c in got}
+    assert by_name[IDLE_ALERT].labels["workload"] == "idle"
+    assert by_name[IDLE_ALERT].annotations["runbook_url"].endswith("#gpuidlewhilequeuewaits")
+    assert by_name[UNREACHABLE_ALERT].labels["team"] == "watchtower"

@@ -5,8 +5,10 @@ from __future__ import annotations
 from ..model import AlertCandidate
 from . import (
     gang_stall,
+    gpu_idle,
     preemption_thrash,
     priority_inversion,
+    prometheus_unreachable,
     quota_blocked,
     receiver_gone,
     self_health,
@@ -22,6 +24,8 @@ RULES: dict[str, Rule] = {
     "priority_inversion": priority_inversion.evaluate,
     "self_health": self_health.evaluate,
     "receiver_gone": receiver_gone.evaluate,
+    "gpu_idle": gpu_idle.evaluate,
+    "prometheus_unreachable": prometheus_unreachable.evaluate,
 }
 
 # alertname → the rule module that raises it (runbook anchors, `disabled` in the configuration)
@@ -34,6 +38,8 @@ ALERTNAMES = {
     priority_inversion.NAME: "priority_inversion",
     self_health.NAME: "self_health",
     receiver_gone.NAME: "receiver_gone",
+    gpu_idle.NAME: "gpu_idle",
+    prometheus_unreachable.NAME: "prometheus_unreachable",
 }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import quote as _quote
 
+from watchtower.domain.gpu_usage import GpuAlert
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.workloads import WorkloadKey
@@ -57,6 +58,8 @@ class RuleInput:
     holders: Sequence[GpuHolder] = ()
     health: WatchHealth | None = None
     gone_receivers: Mapping[str, str] = field(default_factory=dict)  # integration → why it was disabled
+    # GPU findings from Prometheus (services.gpu_usage.GpuUsageService.alerts()): held while figures are stale
+    gpu_alerts: Sequence[GpuAlert] = ()
 
 
 Rule = Callable[[RuleInput], list[AlertCandidate]]
