@@ -46,6 +46,9 @@ MAX_SUBSTEP = 10.0  # simulated seconds per internal tick: coarse steps are cut 
 EVENT_TTL = 3600.0  # kube-apiserver --event-ttl default
 FINISHED_POD_TTL = 900.0  # finished pods are cleaned up after a while (Job TTL, operator cleanup)
 RETRY_EVENT_EVERY = 60.0  # repeated FailedScheduling attempts are folded into the event's series
+# An unschedulable pod is retried when the cluster frees something, or after this long (the scheduler's
+# queueing hints and its periodic flush of the unschedulable queue).
+RETRY_UNSCHEDULABLE = 60.0
 MAX_BACKOFF = 300.0
 _MI = 2**20
 _GI = 2**30
@@ -95,22 +98,27 @@ class SimPod:
     unschedulable_since: float | None = None
     gpu_ids: tuple[int, ...] = ()
     resource_version: int = 0
+    cpu_millis: int = field(init=False, default=0)
+    memory_bytes: int = field(init=False, default=0)
+    tried_at: float | None = None  # last failed scheduling attempt
+    tried_generation: int = -1
+
+    def __post_init__(self) -> None:
+        self.cpu_millis = int(self.template.cpu) * 1000
+        self.memory_bytes = _memory_bytes(self.template.memory)
 
     @property
     def gpus(self) -> int:
         return self.template.gpus
 
     @property
-    def cpu_millis(self) -> int:
-        return int(self.template.cpu) * 1000
-
-    @property
-    def memory_bytes(self) -> int:
-        return _memory_bytes(self.template.memory)
-
-    @property
     def terminating(self) -> bool:
         return self.deletion is not None
+
+    @property
+    def ip(self) -> str:
+        """The pod IP the network plugin gives a bound pod (stable per uid)."""
+        return f"10.244.{int(self.uid[:2], 16)}.{int(self.uid[2:4], 16)}" if self.node else ""
 
     @property
     def terminal(self) -> bool:
@@ -169,6 +177,7 @@ class SimulatedCluster:
         self.tick = tick  # real seconds between steps in `run`
         self._now = start if start is not None else DEFAULT_START
         self._rv = 0
+        self._generation = 0  # bumped whenever resources are freed: unschedulable pods are worth retrying
         self._serial = 0
         self._out: list[tuple[str, str, bytes]] = []
         self.pods: dict[str, SimPod] = {}
@@ -406,6 +415,7 @@ class SimulatedCluster:
 
     def _delete(self, p: SimPod) -> None:
         del self.pods[p.uid]
+        self._generation += 1
         self._sched_events.pop(p.uid, None)
         w = p.workload
         for k, v in w.slots.items():
@@ -434,6 +444,7 @@ class SimulatedCluster:
 
     def _complete(self, w: SimWorkload, t: float) -> None:
         w.done = True
+        self._generation += 1
         self.stats["completed"] += 1
         for p in w.slots.values():
             if p is None:
@@ -555,8 +566,12 @@ class SimulatedCluster:
         sched = Scheduler(self.sched_nodes(), self.rng)
         sched.load(p for p in self.pods.values() if not p.terminal)
         pending = [p for p in self.pods.values() if not p.node and not p.terminating and not p.terminal]
+        gen = self._generation
         for p in queue_order(pending):
+            if p.tried_at is not None and p.tried_generation == gen and t - p.tried_at < RETRY_UNSCHEDULABLE:
+                continue
             d = sched.schedule(p)
+            p.tried_at, p.tried_generation = t, gen
             if isinstance(d, Bind):
                 self._bind(p, d.node, t)
             elif isinstance(d, Preempt):
@@ -716,7 +731,7 @@ class SimulatedCluster:
         st = body["status"]
         if p.node:
             st["hostIP"] = self.node_ip(p.node)
-            st["podIP"] = f"10.244.{int(p.uid[:2], 16)}.{int(p.uid[2:4], 16)}"
+            st["podIP"] = p.ip
         if p.node and p.running_since is None and not p.terminal:
             st["containerStatuses"] = [
                 {

@@ -147,7 +147,7 @@ def _ksm(sim: SimulatedCluster) -> list[_Family]:
             [
                 *base,
                 ("host_ip", sim.node_ip(p.node) if p.node else ""),
-                ("pod_ip", ""),
+                ("pod_ip", p.ip),
                 ("node", p.node),
                 ("created_by_kind", o["kind"] if o else "<none>"),
                 ("created_by_name", o["name"] if o else "<none>"),
