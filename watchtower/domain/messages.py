@@ -118,12 +118,13 @@ def _verdict(preemption_text: str) -> PreemptionVerdict:
 def parse_scheduling_message(message: object) -> SchedulingDiagnosis:
     """Return what a scheduler message says: per-reason node counts and the preemption verdict."""
     raw = message if isinstance(message, str) else ("" if message is None else str(message))
-    text = raw.strip()
+    text = raw.rstrip()
     truncated = text.endswith(" ...") or (
         len(raw.encode("utf-8", "replace")) >= 1020 and text.endswith("...")
     )
     if truncated:
         text = text[:-4] if text.endswith(" ...") else text[:-3]
+    text = text.strip()
     if not text:
         return SchedulingDiagnosis(raw, None, (), PreemptionVerdict.UNKNOWN, "", truncated, False)
     if text.startswith(NO_NODES):
