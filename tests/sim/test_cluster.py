@@ -268,3 +268,15 @@ def test_the_warm_start_shows_every_tier_waiting_preemptions_a_partial_gang_and_
         assert any(s.state is WorkloadState.PARTIAL and s.gang for s in waiting), seed
         assert any(s.state is WorkloadState.QUOTA_BLOCKED for s in waiting), seed
         assert any(s.preemption is PreemptionVerdict.POLICY_NEVER for s in waiting), seed
+
+
+def test_a_job_refused_by_quota_for_hours_is_given_up_and_stops_retrying():
+    sim = small(1, quota=8)
+    w = Watched(sim)
+    sim.submit(single_pod(kind="Job", name="hog", team="a", priority_class="batch", gpus=8, duration=1e6))
+    sim.submit(single_pod(kind="Job", name="late", team="a", priority_class="batch", gpus=1, duration=60))
+    w.step(3 * 3600)
+    n = len(w.events("FailedCreate"))
+    w.step(3600)
+    assert len(w.events("FailedCreate")) == n
+    assert not pods(sim, "late")

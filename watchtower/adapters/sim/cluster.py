@@ -50,6 +50,7 @@ RETRY_EVENT_EVERY = 60.0  # repeated FailedScheduling attempts are folded into t
 # queueing hints and its periodic flush of the unschedulable queue).
 RETRY_UNSCHEDULABLE = 60.0
 MAX_BACKOFF = 300.0
+GIVE_UP_AFTER = 2 * 3600.0  # people delete a job their quota has refused for this long
 _MI = 2**20
 _GI = 2**30
 
@@ -140,6 +141,7 @@ class SimWorkload:
     next_create: float = 0.0
     backoff: float = 10.0
     failed_create: dict[str, Any] | None = None  # the aggregated FailedCreate event
+    refused_since: float | None = None
 
     @property
     def ref(self) -> dict[str, str]:
@@ -472,12 +474,22 @@ class SimulatedCluster:
         for w in self.workloads:
             if w.done or t < w.next_create:
                 continue
+            if w.refused_since is not None and t - w.refused_since > GIVE_UP_AFTER:
+                self._abandon(w, t)
+                continue
             for slot, live in w.slots.items():
                 if live is not None:
                     continue
                 tpl = next(x for x in w.spec.pods if x.name == slot)
                 if not self._create_pod(w, tpl, t):
                     break
+
+    def _abandon(self, w: SimWorkload, t: float) -> None:
+        w.done = True
+        self._generation += 1
+        for p in w.slots.values():
+            if p is not None and not p.terminating:
+                self._terminate(p, t, actual=self.rng.uniform(2.0, 10.0))
 
     def _create_pod(self, w: SimWorkload, tpl: PodTemplate, t: float) -> bool:
         spec = w.spec
@@ -521,11 +533,14 @@ class SimulatedCluster:
         self.pods[p.uid] = p
         w.slots[tpl.name] = p
         w.backoff = 10.0
+        w.refused_since = None
         self._emit_pod(p, "ADDED")
         return True
 
     def _refused(self, w: SimWorkload, tpl: PodTemplate, name: str, used: int, hard: int, t: float) -> None:
         self.stats["quota_refusals"] += 1
+        if w.refused_since is None:
+            w.refused_since = t
         w.next_create = t + w.backoff
         w.backoff = min(MAX_BACKOFF, w.backoff * 2)
         if w.spec.kind == "Pod":

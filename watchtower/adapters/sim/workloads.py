@@ -185,9 +185,9 @@ class WorkloadGenerator:
             name=self._name("train"),
             team=self._team(team),
             priority_class=priority_class,
-            workers=workers or self.rng.randint(2, 4),
+            workers=workers or self.rng.randint(2, 3),
             gpus_per_worker=min(per, g),
-            duration=duration or self.rng.uniform(0.5, 2) * 3600,
+            duration=duration or self.rng.uniform(0.5, 1.5) * 3600,
             pattern=Pattern.IDLE if self.rng.random() < 0.1 else Pattern.BUSY,
         )
 
@@ -222,7 +222,7 @@ class WorkloadGenerator:
             priority_class="online-serving",
             gpus=gpus or 1,
             replicas=replicas or self.rng.randint(1, 2),
-            duration=self.rng.uniform(1, 4) * 3600,
+            duration=self.rng.uniform(0.5, 2) * 3600,
             pattern=Pattern.BURSTY,
             image=SERVING_IMAGE,
         )
