@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, DecimalException
+from types import MappingProxyType
 from typing import Any
 
 import msgspec
@@ -330,6 +331,52 @@ def _effective(spec: _PodSpec, resource: str) -> Decimal:
     return max(total, init) + over
 
 
+_ResKey = tuple[Any, ...]
+_RES_CACHE: dict[_ResKey, tuple[int, int, int]] = {}
+
+
+def _res_key(cs: list[_Container] | None) -> _ResKey:
+    if not cs:
+        return ()
+    out: list[object] = []
+    for c in cs:
+        r = c.resources
+        if r is None:
+            out.append(None)
+        else:
+            out.append(
+                (tuple(r.requests.items()) if r.requests else (), tuple(r.limits.items()) if r.limits else ())
+            )
+    return tuple(out)
+
+
+def _resources(spec: _PodSpec) -> tuple[int, int, int]:
+    """Return (GPUs, CPU millis, memory bytes) the scheduler counts for the pod.
+
+    Memoised on the containers' requests and limits: the pods of a job repeat them, and parsing
+    quantities was most of the cost of decoding a pod.
+    """
+    key = (
+        _res_key(spec.containers),
+        _res_key(spec.initContainers),
+        tuple(spec.overhead.items()) if spec.overhead else (),
+    )
+    got = _RES_CACHE.get(key)
+    if got is None:
+        got = (
+            _ceil_int(_effective(spec, GPU)),
+            _ceil_int(_effective(spec, "cpu") * 1000),
+            _ceil_int(_effective(spec, "memory")),
+        )
+        if len(_RES_CACHE) > 10_000:
+            _RES_CACHE.clear()
+        _RES_CACHE[key] = got
+    return got
+
+
+_NO_STRINGS: Mapping[str, str] = MappingProxyType({})
+
+
 # ---- the decoder ----------------------------------------------------------------------------------
 
 
@@ -354,6 +401,9 @@ class ObjectDecoder:
         self._dec_list = msgspec.json.Decoder(_List)
         self._dec_watch = msgspec.json.Decoder(_WatchEvent)
         self._enc = msgspec.json.Encoder()
+        # One object per distinct value (namespaces, node names, owners, messages, label sets): 150,000
+        # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
+        self._shared: dict[object, Any] = {}
 
     # lists and watch lines
 
@@ -430,6 +480,14 @@ class ObjectDecoder:
         except (ValueError, TypeError, OverflowError) as e:
             raise DecodeError(f"Pod {meta.namespace}/{name}: {e}", kind="Pod", uid=uid, name=name) from e
 
+    def _share(self, v: Any) -> Any:
+        got = self._shared.get(v)
+        if got is None:
+            if len(self._shared) > 500_000:
+                self._shared.clear()
+            self._shared[v] = got = v
+        return got
+
     def _pod(self, p: _Pod, meta: _Meta) -> Pod:
         spec = p.spec or _PodSpec()
         st = p.status or _PodStatus()
@@ -439,20 +497,28 @@ class ObjectDecoder:
         owner = None
         refs = meta.ownerReferences or []
         ctrl = [r for r in refs if r.controller] or refs[:1]
+        share = self._share
         if ctrl:
             o = ctrl[0]
-            owner = OwnerRef(o.kind, o.name, o.apiVersion, o.uid)
-        labels = meta.labels or {}
-        kept = {k: v for k, v in labels.items() if k in self._labels} if labels else {}
+            okey = ("owner", o.kind, o.name, o.apiVersion, o.uid)
+            owner = self._shared.get(okey)
+            if owner is None:
+                owner = self._shared[okey] = OwnerRef(o.kind, o.name, o.apiVersion, o.uid)
+        labels = meta.labels
+        kept: Mapping[str, str] = _NO_STRINGS
+        if labels:
+            items = tuple((k, v) for k, v in labels.items() if k in self._labels)
+            if items:
+                kept = self._label_set(items)
         scheduled = disruption = None
         for c in st.conditions or ():
             if c.type == "PodScheduled":
                 scheduled = Condition(
-                    c.status, c.reason or "", c.message or "", parse_time(c.lastTransitionTime)
+                    c.status, c.reason or "", share(c.message or ""), parse_time(c.lastTransitionTime)
                 )
             elif c.type == "DisruptionTarget":
                 disruption = Condition(
-                    c.status, c.reason or "", c.message or "", parse_time(c.lastTransitionTime)
+                    c.status, c.reason or "", share(c.message or ""), parse_time(c.lastTransitionTime)
                 )
         running_since = None
         for cs in st.containerStatuses or ():
@@ -463,27 +529,31 @@ class ObjectDecoder:
             t = parse_time(started)
             if t is not None and (running_since is None or t < running_since):
                 running_since = t
-        images = tuple(c.image for c in spec.containers or () if c.image)
-        notes = {}
+        images = share(tuple(c.image for c in spec.containers or () if c.image))
+        notes: Mapping[str, str] = _NO_STRINGS
         if self.keep_annotations and meta.annotations:
+            cut: dict[str, str] = {}
             for k in self.keep_annotations:
                 v = meta.annotations.get(k)
                 if v is not None:
-                    notes[k] = v[: self.annotation_limit]
+                    cut[k] = v[: self.annotation_limit]
+            if cut:
+                notes = cut
+        gpus, cpu_millis, memory_bytes = _resources(spec)
         return Pod(
             uid=meta.uid or "",
-            namespace=meta.namespace or "",
+            namespace=share(meta.namespace or ""),
             name=meta.name or "",
             created=created,
-            phase=st.phase or "Pending",
+            phase=share(st.phase or "Pending"),
             priority=spec.priority or 0,
-            priority_class=spec.priorityClassName or "",
-            preemption_policy=spec.preemptionPolicy or "PreemptLowerPriority",
-            gpus=_ceil_int(_effective(spec, GPU)),
-            cpu_millis=_ceil_int(_effective(spec, "cpu") * 1000),
-            memory_bytes=_ceil_int(_effective(spec, "memory")),
-            node=spec.nodeName or "",
-            nominated_node=st.nominatedNodeName or "",
+            priority_class=share(spec.priorityClassName or ""),
+            preemption_policy=share(spec.preemptionPolicy or "PreemptLowerPriority"),
+            gpus=gpus,
+            cpu_millis=cpu_millis,
+            memory_bytes=memory_bytes,
+            node=share(spec.nodeName or ""),
+            nominated_node=share(st.nominatedNodeName or ""),
             owner=owner,
             labels=kept,
             annotations=notes,
@@ -494,8 +564,16 @@ class ObjectDecoder:
             start_time=parse_time(st.startTime),
             running_since=running_since,
             deleted_at=parse_time(meta.deletionTimestamp),
-            status_reason=st.reason or "",
+            status_reason=share(st.reason or ""),
         )
+
+    def _label_set(self, items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
+        """Return the one shared read-only mapping for this set of kept labels."""
+        key = ("labels", items)
+        got = self._shared.get(key)
+        if got is None:
+            got = self._shared[key] = MappingProxyType(dict(items))
+        return got
 
     def node(self, raw: bytes | msgspec.Raw) -> Node:
         try:
