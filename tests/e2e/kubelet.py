@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
+
 from .api import Api, ApiError
 
 RUN_SECONDS = "e2e.watchtower.dev/run-seconds"
@@ -66,6 +68,7 @@ class Kubelet:
     interval: float = 0.3
     nodes: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
+    disconnects: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _terminating_seen: dict[str, float] = field(default_factory=dict)
@@ -93,6 +96,8 @@ class Kubelet:
         while not self._stop.is_set():
             try:
                 self.sync(time.time())
+            except httpx.TransportError:
+                self.disconnects += 1  # the API server restarting (scenario 6): try again next pass
             except Exception as e:  # keep the stand-in alive; the scenario's own waits will report it
                 self.errors.append(repr(e))
                 log.warning("kubelet stand-in: %r", e)
