@@ -192,3 +192,10 @@ async def test_a_new_evaluation_replaces_the_cached_queue_document(
         "wait_seconds"
     ]
     assert second == first + 60
+
+
+async def test_a_tick_builds_the_queue_documents_before_any_request_asks() -> None:
+    s = make_service(evaluate=False)
+    picture = await s.container.watcher.tick()
+    current = s.app.state.documents.current
+    assert current is not None and current.picture is picture

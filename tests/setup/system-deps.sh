@@ -7,6 +7,7 @@ command -v prometheus >/dev/null || want+=(prometheus)
 command -v promtool >/dev/null || want+=(prometheus)
 command -v amtool >/dev/null || want+=(prometheus-alertmanager)
 command -v chromium >/dev/null || want+=(chromium)
+command -v wrk >/dev/null || want+=(wrk)  # bench/api_load.py: a load generator lighter than the server it measures
 if [ ${#want[@]} -eq 0 ]; then exit 0; fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

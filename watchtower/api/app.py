@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from fastapi import APIRouter, FastAPI
 
 from watchtower.container import Container
+from watchtower.domain.queue import QueueSnapshot
 
 from .documents import DocumentCache
 from .routes import health, metrics, preemptions, queue, status_page, workloads
@@ -23,7 +24,15 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
         redoc_url=None,
     )
     app.state.container = container
-    app.state.documents = DocumentCache(container.watcher.policy.tiers)
+    documents = DocumentCache(container.watcher.policy.tiers)
+    app.state.documents = documents
+
+    async def prebuild(snapshot: QueueSnapshot, now: float) -> None:
+        picture = container.watcher.picture
+        if picture is not None and picture.snapshot is snapshot:
+            await documents.prebuild(picture)
+
+    container.watcher.consumers.append(prebuild)
     app.state.pages = status_page.PageRenderer()
     for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router):
         app.include_router(r)
