@@ -162,19 +162,21 @@ def explain(diag: SchedulingDiagnosis, *, gpus: int = 0, verdict: PreemptionVerd
     parts: list[str] = []
     for r in diag.reasons:
         n = r.nodes
+        one = n == 1
+        nodes = f"{n} node{'' if one else 's'}"
         if r.reason == "Insufficient nvidia.com/gpu":
-            want = f"{gpus} free GPUs" if gpus else "enough free GPUs"
-            parts.append(f"{n} node{'s' if n != 1 else ''} lack {want}")
+            want = f"{gpus} free GPU{'' if gpus == 1 else 's'}" if gpus else "enough free GPUs"
+            parts.append(f"{nodes} {'lacks' if one else 'lack'} {want}")
         elif r.reason.startswith("Insufficient "):
-            parts.append(f"{n} node{'s' if n != 1 else ''} lack {r.reason.removeprefix('Insufficient ')}")
+            parts.append(f"{nodes} {'lacks' if one else 'lack'} {r.reason.removeprefix('Insufficient ')}")
         elif r.reason == "untolerated taint":
-            parts.append(f"{n} node{'s' if n != 1 else ''} have a taint the pod does not tolerate")
+            parts.append(f"{nodes} {'has' if one else 'have'} a taint the pod does not tolerate")
         elif r.reason == "node(s) didn't match Pod's node affinity/selector":
-            parts.append(f"{n} node{'s' if n != 1 else ''} do not match its node selector/affinity")
+            parts.append(f"{nodes} {'does' if one else 'do'} not match its node selector/affinity")
         elif r.reason == "node(s) were unschedulable":
-            parts.append(f"{n} node{'s' if n != 1 else ''} are cordoned")
+            parts.append(f"{nodes} {'is' if one else 'are'} cordoned")
         elif r.reason == "Too many pods":
-            parts.append(f"{n} node{'s' if n != 1 else ''} are full (pod count)")
+            parts.append(f"{nodes} {'is' if one else 'are'} full (pod count)")
         else:
             parts.append(f"{r.nodes} × {r.text}" if r.nodes else r.text)
     out = "; ".join(parts) if parts else diag.raw.strip()

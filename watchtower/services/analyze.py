@@ -31,6 +31,10 @@ class Analysis:
 def load_dump(data: bytes, decoder: ObjectDecoder) -> tuple[ClusterState, Ingestor, dict[str, int]]:
     """Return the state a List dump describes; malformed items are skipped and listed."""
     items, _, _ = decoder.decode_list(data)
+    kind, _, _ = decoder.head(data)
+    if not kind.endswith("List"):
+        # A single object or some other JSON would otherwise read as an empty, healthy cluster.
+        raise DecodeError(f"expected kind List (kubectl get ... -o json), got {kind or 'no kind'!r}")
     state = ClusterState()
     ing = Ingestor(state, decoder)
     by_kind: dict[str, list[Any]] = {k: [] for k in KINDS}

@@ -1,0 +1,213 @@
+"""`watchtower analyze` end to end: a kubectl dump in, the queue out, through the real command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+AT = "2027-01-15T10:00:00Z"
+
+
+def analyze(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "watchtower.main", "analyze", *args],
+        capture_output=True,
+        input=stdin,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    r = analyze("--objects", str(FIXTURES / "cluster.json"), "--at", AT, "--format", "json")
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)
+
+
+def by_name(doc: dict) -> dict[str, dict]:
+    return {w["name"]: w for w in doc["workloads"]}
+
+
+def test_fixtures_are_reproducible_from_their_script():
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        import make_dumps
+    finally:
+        sys.path.remove(str(FIXTURES))
+    import orjson
+
+    for name, content in make_dumps.dumps().items():
+        assert json.loads((FIXTURES / name).read_bytes()) == json.loads(orjson.dumps(content)), name
+
+
+def test_json_has_the_documented_fields(doc):
+    assert doc["schema_version"] == 1 and doc["at"] == AT
+    workload_fields = {
+        "namespace",
+        "name",
+        "kind",
+        "team",
+        "tier",
+        "state",
+        "wait_seconds",
+        "gpus_requested",
+        "pods_pending",
+        "pods_running",
+        "reasons",
+        "preemption",
+    }
+    for w in doc["workloads"]:
+        assert workload_fields <= set(w)
+        assert w["state"] in {"pending", "partial", "running", "gated", "quota_blocked"}
+        assert w["preemption"] in {"possible", "no_victims", "not_helpful", "policy_never", "unknown"}
+        assert all(set(r) >= {"reason", "nodes"} for r in w["reasons"])
+    (p,) = doc["preemptions"]
+    assert {
+        "victim_uid",
+        "victim_namespace",
+        "victim_name",
+        "victim_tier",
+        "preemptor_uid",
+        "node",
+        "gpus",
+        "gpu_hours_lost",
+    } <= set(p)
+    assert {"uid", "namespace", "name", "reason"} <= set(doc["disruptions"][0])
+    assert {"namespace", "name", "gpus_requested", "free_gpus_total", "largest_free_on_one_node"} <= set(
+        doc["fragmentation"][0]
+    )
+
+
+def test_partial_gang_over_its_threshold(doc):
+    w = by_name(doc)["llm-pretrain"]
+    assert (w["kind"], w["team"], w["tier"], w["state"], w["severity"]) == (
+        "PaddleJob",
+        "perception",
+        "critical",
+        "partial",
+        "critical",
+    )
+    assert (w["pods_running"], w["pods_pending"], w["gpus_held"], w["wait_seconds"]) == (2, 2, 16, 7200)
+    assert w["reasons"][:2] == [
+        {
+            "reason": "untolerated taint",
+            "nodes": 1,
+            "text": "node(s) had untolerated taint {nvidia.com/maintenance: true}",
+        },
+        {"reason": "Insufficient nvidia.com/gpu", "nodes": 3, "text": "Insufficient nvidia.com/gpu"},
+    ]
+    assert w["preemption"] == "no_victims"
+    assert [g["name"] for g in doc["partial_gangs"]] == ["llm-pretrain"]
+
+
+def test_preemption_with_preemptor_and_gpu_hours_lost(doc):
+    (p,) = doc["preemptions"]
+    assert (p["victim_namespace"], p["victim_name"], p["victim_tier"], p["node"], p["gpus"]) == (
+        "speech",
+        "asr-train-worker-0",
+        "low",
+        "gpu-c",
+        4,
+    )
+    assert (p["preemptor_namespace"], p["preemptor_name"], p["preemptor_tier"]) == (
+        "nlp",
+        "debug-7",
+        "critical",
+    )
+    assert p["reason"] == "PreemptionByScheduler"
+    # Started at T0 - 3h + 21 s, preempted at T0 + 6000 s, on 4 GPUs.
+    assert p["gpu_hours_lost"] == pytest.approx(4 * (3 * 3600 - 21 + 6000) / 3600, abs=1e-6)
+    assert by_name(doc)["debug-7"]["preemption"] == "possible"
+
+
+def test_other_states_quota_gated_and_disruptions(doc):
+    w = by_name(doc)
+    assert (w["bert-ft"]["state"], w["bert-ft"]["gpus_requested"], w["bert-ft"]["quota"]["name"]) == (
+        "quota_blocked",
+        4,
+        "gpu-quota",
+    )
+    assert (w["queued-by-kueue"]["state"], w["queued-by-kueue"]["severity"]) == ("gated", None)
+    assert doc["gated_pods"] == 1
+    assert [(d["name"], d["reason"]) for d in doc["disruptions"]] == [("old-eval", "Evicted")]
+    assert w["etl"]["kind"] == "Job" and w["etl"]["reasons"][0]["reason"] == "untolerated taint"
+
+
+def test_fragmentation_and_capacity(doc):
+    assert [
+        (f["name"], f["gpus_requested"], f["free_gpus_total"], f["largest_free_on_one_node"])
+        for f in doc["fragmentation"]
+    ] == [("debug-7", 4, 4, 2), ("big-eval", 3, 4, 2)]
+    cap = doc["capacity"]
+    assert (cap["gpus_allocatable"], cap["gpus_used"], cap["gpus_free"]) == (34, 22, 4)
+
+
+def test_same_dump_gives_the_same_json(doc):
+    r = analyze("--objects", str(FIXTURES / "cluster.json"), "--at", AT, "--format", "json")
+    assert json.loads(r.stdout) == doc
+
+
+def test_dump_read_from_stdin():
+    r = analyze(
+        "--objects", "-", "--at", AT, "--format", "json", stdin=(FIXTURES / "cluster.json").read_bytes()
+    )
+    assert (
+        r.returncode == 0
+        and len([w for w in json.loads(r.stdout)["workloads"] if w["state"] != "running"]) == 6
+    )
+
+
+def test_table_output():
+    r = analyze("--objects", str(FIXTURES / "cluster.json"), "--at", AT)
+    assert r.returncode == 0
+    out = r.stdout.decode()
+    assert out.startswith(f"Queue at {AT}\nGPUs: 22/34 allocated, 4 free")
+    for heading in [
+        "Waiting workloads",
+        "Partial gangs",
+        "Fragmentation",
+        "Preemptions",
+        "Other disruptions",
+    ]:
+        assert heading in out
+    line = next(ln for ln in out.splitlines() if "PaddleJob/llm-pretrain" in ln and "partial" in ln)
+    assert "5m/15m CRITICAL" in line and "2/4" in line
+
+
+def test_malformed_items_are_skipped_and_listed():
+    r = analyze("--objects", str(FIXTURES / "malformed.json"), "--at", AT, "--format", "json")
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads(r.stdout)
+    assert [w["name"] for w in doc["workloads"]] == ["fine"]
+    assert doc["skipped_total"] == {"Pod": 2, "Node": 1, "Unknown": 1}
+    assert {(s["kind"], s["name"]) for s in doc["skipped"]} >= {("Pod", "no-uid"), ("Pod", "bad-time")}
+    assert doc["ignored_kinds"] == {"ConfigMap": 1}
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, b"cannot read"),
+        (b"{not json", b"not a Kubernetes List"),
+        (b"[1, 2]", b"not a Kubernetes List"),
+        (b'{"kind": "Pod", "metadata": {"name": "x"}}', b"expected kind List"),
+    ],
+)
+def test_bad_file_is_a_clear_error_with_exit_2(tmp_path, content, message):
+    f = tmp_path / "dump.json"
+    if content is not None:
+        f.write_bytes(content)
+    r = analyze("--objects", str(f), "--at", AT)
+    assert r.returncode == 2
+    assert message in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_bad_time_and_format_are_usage_errors():
+    for args in (["--at", "yesterday"], ["--at", "2027-01-15T10:00:00"], ["--format", "xml"]):
+        r = analyze("--objects", str(FIXTURES / "cluster.json"), *args)
+        assert r.returncode == 2 and b"Traceback" not in r.stderr, args
