@@ -216,7 +216,12 @@ def demo_cluster(now: float = NOW) -> Cluster:
                 "requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=16, "
                 "limited: requests.nvidia.com/gpu=16"
             ),
-            involved={"kind": "PaddleJob", "namespace": "vision", "name": "detector", "apiVersion": o.PADDLE_API},
+            involved={
+                "kind": "PaddleJob",
+                "namespace": "vision",
+                "name": "detector",
+                "apiVersion": o.PADDLE_API,
+            },
             at=now - 400,
             last=now - 60,
             count=5,
@@ -251,7 +256,11 @@ class ReplaySource:
             "healthy": self.healthy,
             "stale_seconds": self.stale_seconds,
             "kinds": {
-                k: {"synced": k in self.listed, "stale_seconds": self.stale_seconds, "restarts": self.restarts}
+                k: {
+                    "synced": k in self.listed,
+                    "stale_seconds": self.stale_seconds,
+                    "restarts": self.restarts,
+                }
                 for k in ORDER
             },
         }
