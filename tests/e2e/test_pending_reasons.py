@@ -54,6 +54,19 @@ def test_request_no_node_fits_while_total_free_would_is_reported_as_fragmentatio
     # Same priority everywhere: nothing to evict.
     assert w["preemption"] == "no_victims", message
     s.save_fixture("pod-unschedulable-fragmented", pod)
+    s.save_fixture(
+        "fragmented-nodes-and-fillers",
+        {
+            "kind": "List",
+            "apiVersion": "v1",
+            "items": [
+                {**o, "kind": "Node", "apiVersion": "v1"}
+                for o in s.api.items("/api/v1/nodes")
+                if o["metadata"]["name"] in ("gpu-f1", "gpu-f2")
+            ]
+            + [{**s.get_pod(ns, f"filler-{i}"), "kind": "Pod", "apiVersion": "v1"} for i in range(2)],
+        },
+    )
 
 
 def test_preemption_policy_never_and_a_too_big_request_get_the_schedulers_verdicts(

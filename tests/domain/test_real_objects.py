@@ -1,0 +1,181 @@
+"""Objects captured from the real control plane (tests/e2e, kube v1.36.3) through the decoder and the domain.
+
+Each fixture in tests/fixtures/real/ was written by an e2e scenario from what the API server served; these
+tests keep the fast suite honest about real wording and shapes without starting a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
+from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
+from watchtower.domain.queue import QueueEvaluator, QueuePolicy, WorkloadState, is_gated
+from watchtower.domain.quota import quota_refusal
+from watchtower.domain.state import ClusterState, PreemptionSeen
+from watchtower.domain.tiers import default_tiers
+from watchtower.domain.workloads import WorkloadKey
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+dec = ObjectDecoder()
+
+
+def load(name: str) -> Any:
+    return json.loads((REAL / f"{name}.json").read_text())
+
+
+def raw(obj: Any) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def scheduled_message(name: str) -> str:
+    pod = load(name)
+    return next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")["message"]
+
+
+# ---- preemption -----------------------------------------------------------------------------------------
+
+
+def test_real_victim_carries_preemption_by_scheduler_with_its_gpus_and_run_time() -> None:
+    obj = load("preemption-victim-terminating")
+    pod = dec.pod(raw(obj))
+    p = preemption_from_pod(pod)
+    assert p is not None
+    assert p.reason == "PreemptionByScheduler"
+    assert p.victim_gpus == 2
+    assert p.victim_workload == WorkloadKey(pod.namespace, "PaddleJob", "resnet")
+    assert pod.deleted_at is not None  # still terminating: it holds its GPUs until the kubelet lets go
+    assert pod.holds_resources
+    assert p.victim_started is not None and p.at is not None and p.at > p.victim_started
+    assert p.gpu_hours_lost == pytest.approx(2 * (p.at - p.victim_started) / 3600)
+
+
+@pytest.mark.parametrize("fixture", ["preempted-events-core-v1", "preempted-events-events-k8s-io-v1"])
+def test_real_preempted_event_names_the_preemptor_by_uid_in_its_message(fixture: str) -> None:
+    preemptor = load("preemptor-nominated")
+    items = load(fixture)["items"]
+    assert len(items) == 2
+    for item in items:
+        # v1.36 writes no `related` on this event: the message is the only link to the preemptor.
+        assert not item.get("related")
+        p = preemption_from_event(dec.event(raw(item)))
+        assert p is not None
+        assert p.preemptor_uid == preemptor["metadata"]["uid"]
+        assert p.node == preemptor["status"]["nominatedNodeName"]
+
+
+def test_real_victim_and_event_in_any_order_and_replayed_make_one_preemption() -> None:
+    victim = raw(load("preemption-victim-terminating"))
+    preemptor = raw(load("preemptor-nominated"))
+    uid = load("preemption-victim-terminating")["metadata"]["uid"]
+    event = next(e for e in load("preempted-events-core-v1")["items"] if e["involvedObject"]["uid"] == uid)
+    for order in ((victim, event), (event, victim)):
+        st = ClusterState()
+        st.upsert_pod(dec.pod(preemptor))
+        seen = []
+        for _ in range(2):  # a re-list replays everything
+            for obj in order:
+                seen += st.upsert_pod(dec.pod(obj)) if obj is victim else st.upsert_event(dec.event(raw(obj)))
+        assert [h.new for h in seen if isinstance(h, PreemptionSeen)].count(True) == 1
+        (p,) = st.preemptions.values()
+        assert p.reason == "PreemptionByScheduler" and p.victim_gpus == 2
+        assert p.preemptor_uid == load("preemptor-nominated")["metadata"]["uid"]
+
+
+def test_real_preemptor_is_bound_where_it_was_nominated_and_its_wait_is_measured() -> None:
+    nominated = dec.pod(raw(load("preemptor-nominated")))
+    running = dec.pod(raw(load("preemptor-running")))
+    assert nominated.waiting and nominated.nominated_node
+    assert running.node == nominated.nominated_node
+    assert running.scheduled_at is not None and running.scheduled_at >= running.created
+    assert running.start_time is not None and running.running_since is not None
+    st = ClusterState()
+    st.upsert_pod(nominated)
+    (h,) = [h for h in st.upsert_pod(running) if type(h).__name__ == "PodScheduled"]
+    assert h.wait == pytest.approx(running.scheduled_at - running.created)
+
+
+# ---- the scheduler's words ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fixture", "verdict"),
+    [
+        ("pod-unschedulable-fragmented", PreemptionVerdict.NO_VICTIMS),
+        ("pod-unschedulable-policy-never", PreemptionVerdict.POLICY_NEVER),
+        ("pod-unschedulable-not-helpful", PreemptionVerdict.NOT_HELPFUL),
+    ],
+)
+def test_real_scheduler_messages_give_their_preemption_verdict(
+    fixture: str, verdict: PreemptionVerdict
+) -> None:
+    d = parse_scheduling_message(scheduled_message(fixture))
+    assert d.recognised and not d.truncated
+    assert d.total_nodes == 2
+    assert d.preemption is verdict
+    assert d.nodes_with(d.reasons[0].reason) == 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="v1.36 appends the DRA post-filter text ('no new claims to deallocate,') after the reasons; "
+    "messages.py folds it into the last reason (domain bug, reported)",
+)
+@pytest.mark.parametrize(
+    "fixture",
+    ["pod-unschedulable-fragmented", "pod-unschedulable-policy-never", "pod-unschedulable-not-helpful"],
+)
+def test_real_v136_message_reasons_exclude_post_filter_text(fixture: str) -> None:
+    d = parse_scheduling_message(scheduled_message(fixture))
+    assert [(r.reason, r.nodes) for r in d.reasons] == [("Insufficient nvidia.com/gpu", 2)]
+
+
+def test_real_fragmented_pod_is_reported_as_fragmentation() -> None:
+    st = ClusterState()
+    pod = dec.pod(raw(load("pod-unschedulable-fragmented")))
+    st.upsert_pod(pod)
+    for item in load("fragmented-nodes-and-fillers")["items"]:
+        if item["kind"] == "Node":
+            st.upsert_node(dec.node(raw(item)))
+        else:
+            st.upsert_pod(dec.pod(raw(item)))
+    snap = QueueEvaluator(QueuePolicy(default_tiers())).evaluate(st, now=pod.created + 60)
+    (f,) = snap.fragmentation
+    assert (f.gpus_requested, f.free_gpus_total, f.largest_free_on_one_node) == (4, 4, 2)
+
+
+# ---- gates and quota ------------------------------------------------------------------------------------
+
+
+def test_real_gated_pod_is_gated_not_waiting_in_line() -> None:
+    pod = dec.pod(raw(load("pod-scheduling-gated")))
+    assert pod.scheduling_gated and is_gated(pod)
+    assert pod.scheduled is not None and pod.scheduled.reason == "SchedulingGated"
+    st = ClusterState()
+    st.upsert_pod(pod)
+    snap = QueueEvaluator(QueuePolicy(default_tiers())).evaluate(st, now=pod.created + 7200)
+    (w,) = snap.workloads
+    assert w.state is WorkloadState.GATED and w.severity == ""
+    assert snap.gated_pods == 1
+
+
+def test_real_failedcreate_event_is_a_quota_refusal_of_the_job() -> None:
+    ev = dec.event(raw(load("failedcreate-quota-event")))
+    q = quota_refusal(ev)
+    assert q is not None
+    assert q.workload == WorkloadKey("e2e-quota", "Job", "sweep")
+    assert q.quota == "gpu-quota"
+    assert q.gpus_requested == 4
+    assert q.limited == {"requests.nvidia.com/gpu": "2"}
+    assert q.pod_name.startswith("sweep-")
+    assert ev.source == "job-controller"
+
+
+def test_real_resource_quota_status_gives_hard_and_used_gpus() -> None:
+    q = dec.quota(raw(load("resourcequota-gpu")))
+    assert (q.namespace, q.name, q.hard_gpus, q.used_gpus) == ("e2e-quota", "gpu-quota", 2, 0)
