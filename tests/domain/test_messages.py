@@ -117,3 +117,13 @@ def test_explain_uses_the_pods_own_verdict_over_the_message():
     assert "no lower-priority pods" in explain(d, gpus=8)
     assert "8 free GPUs" in explain(d, gpus=8)
     assert "preemption is under way" in explain(d, verdict=PreemptionVerdict.POSSIBLE)
+
+
+def test_post_filter_texts_before_the_verdict_are_not_reasons():
+    """1.36 with DRA: `<reasons>. no new claims to deallocate, preemption: <verdict>`."""
+    d = parse_scheduling_message(
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+        "preemption: not eligible due to preemptionPolicy=Never."
+    )
+    assert [(r.reason, r.nodes) for r in d.reasons] == [("Insufficient nvidia.com/gpu", 2)]
+    assert d.preemption is PreemptionVerdict.POLICY_NEVER

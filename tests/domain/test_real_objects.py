@@ -121,11 +121,6 @@ def test_real_scheduler_messages_give_their_preemption_verdict(
     assert d.nodes_with(d.reasons[0].reason) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="v1.36 appends the DRA post-filter text ('no new claims to deallocate,') after the reasons; "
-    "messages.py folds it into the last reason (domain bug, reported)",
-)
 @pytest.mark.parametrize(
     "fixture",
     ["pod-unschedulable-fragmented", "pod-unschedulable-policy-never", "pod-unschedulable-not-helpful"],

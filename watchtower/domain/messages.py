@@ -141,8 +141,14 @@ def parse_scheduling_message(message: object) -> SchedulingDiagnosis:
     body, sep, preemption = rest.partition(" preemption: ")
     if not sep and rest.startswith("preemption: "):
         body, preemption = "", rest[len("preemption: ") :]
+    # The reasons end at ". "; post-filter plugins may add their own texts before the preemption verdict
+    # (1.36 DRA: "... 2 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: ...").
+    end = body.find(". ")
+    post_filter = ""
+    if end != -1:
+        body, post_filter = body[: end + 1], body[end + 2 :]
     reasons = _split_pieces(body)
-    if truncated and reasons and not preemption:
+    if truncated and reasons and not preemption and not post_filter:
         # The last piece was cut mid-word: keep it, but never as a known reason.
         last = reasons[-1]
         reasons[-1] = ReasonCount("other", last.nodes, last.text)
