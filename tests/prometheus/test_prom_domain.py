@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from prom_snapshots import snapshot_waiting
+from prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 
 from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import (
@@ -15,13 +15,14 @@ from watchtower.domain.gpu_usage import (
     Sample,
     allocations_from_samples,
     devices_from_samples,
-    hold_if_stale,
     idle_alerts,
     idle_while_waiting,
+    recheck_while_stale,
     unreachable_alert,
     usage_view,
 )
 from watchtower.domain.promql import LabelMapping, Queries, QueryConfig, check_window, duration
+from watchtower.domain.workloads import WorkloadKey
 
 NOW = 1_800_000_000.0
 TIERS = Settings().tier_policy()
@@ -128,14 +129,62 @@ def test_nothing_waiting_gives_a_report_but_no_verdict() -> None:
     assert view.idle_gpus == 1
 
 
-def test_stale_figures_hold_the_alerts_that_were_firing() -> None:
-    prev = idle_alerts([])  # none
-    assert hold_if_stale(None, prev) == []
-    view = _view([_dev("i", 0.0)], [PodAllocation("ml", "i", 1)])
-    snap = snapshot_waiting(NOW, namespace="o", name="w", priority=900_000, waited=60)
-    firing = idle_alerts(idle_while_waiting(view, snap, TIERS))
-    assert hold_if_stale(None, firing) == firing
-    assert hold_if_stale([], firing) == []  # fresh figures may resolve them
+def _idle_job_verdicts(snap):
+    view = _view([_dev("idle-worker-0", 0.0)], [PodAllocation("ml", "idle-worker-0", 2, "PaddleJob", "idle")])
+    return idle_while_waiting(view, snap, TIERS)
+
+
+def test_stale_figures_hold_the_idle_alert_while_kubernetes_still_bears_it_out() -> None:
+    before = snapshot_holding_and_waiting(
+        NOW, holders=[("ml", "idle", 2, 100_000)], waiting=[("o", "urgent", 1_000_000)]
+    )
+    verdicts = _idle_job_verdicts(before)
+    firing = idle_alerts(verdicts)
+    assert [a.labels["workload"] for a in firing] == ["idle"]
+    # an hour later Prometheus is down: same holder, same waiter → the same alert (same identity)
+    later = snapshot_holding_and_waiting(
+        NOW + 3600, holders=[("ml", "idle", 2, 100_000)], waiting=[("o", "urgent", 1_000_000)]
+    )
+    held = idle_alerts(recheck_while_stale(verdicts, later, TIERS))
+    assert [a.identity for a in held] == [a.identity for a in firing]
+    assert held[0].annotations["waiting"] == "o/PaddleJob/urgent"
+
+
+def test_stale_idle_alert_resolves_when_the_idle_workload_is_gone_from_the_cluster() -> None:
+    before = snapshot_holding_and_waiting(
+        NOW, holders=[("ml", "idle", 2, 100_000)], waiting=[("o", "urgent", 1_000_000)]
+    )
+    verdicts = _idle_job_verdicts(before)
+    assert verdicts
+    gone = snapshot_holding_and_waiting(NOW + 60, holders=[], waiting=[("o", "urgent", 1_000_000)])
+    assert recheck_while_stale(verdicts, gone, TIERS) == []
+
+
+def test_stale_idle_alert_resolves_when_no_equal_or_higher_tier_work_waits_any_more() -> None:
+    before = snapshot_holding_and_waiting(
+        NOW, holders=[("ml", "idle", 2, 500_000)], waiting=[("o", "urgent", 1_000_000)]
+    )
+    verdicts = _idle_job_verdicts(before)
+    assert [v.idle_tier for v in verdicts] == ["medium"]
+    drained = snapshot_holding_and_waiting(NOW + 60, holders=[("ml", "idle", 2, 500_000)], waiting=[])
+    assert recheck_while_stale(verdicts, drained, TIERS) == []
+    # only lower-tier work waits now: a medium-tier holder does not block it in this alert's sense
+    lower = snapshot_holding_and_waiting(
+        NOW + 60, holders=[("ml", "idle", 2, 500_000)], waiting=[("o", "batchy", 100_000)]
+    )
+    assert recheck_while_stale(verdicts, lower, TIERS) == []
+
+
+def test_stale_idle_alert_names_the_workloads_waiting_now_not_those_of_the_last_reading() -> None:
+    before = snapshot_holding_and_waiting(
+        NOW, holders=[("ml", "idle", 2, 100_000)], waiting=[("o", "first", 1_000_000)]
+    )
+    verdicts = _idle_job_verdicts(before)
+    now = snapshot_holding_and_waiting(
+        NOW + 60, holders=[("ml", "idle", 2, 100_000)], waiting=[("o", "second", 900_000)]
+    )
+    (v,) = recheck_while_stale(verdicts, now, TIERS)
+    assert v.waiting == (WorkloadKey("o", "PaddleJob", "second"),) and v.highest_waiting_tier == "high"
 
 
 def test_unreachable_alert_after_the_configured_failures_and_gone_on_success() -> None:

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from prom_exposition import Device, KsmPod, dcgm_text, ksm_text
 from prom_server import HTTPServer, PrometheusProcess, free_port, metrics_route
-from prom_snapshots import snapshot_waiting
+from prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 
 from watchtower.adapters.prometheus import (
     PrometheusQueryError,
@@ -81,8 +81,10 @@ def test_prometheus_stopped_mid_run_fires_the_self_alert_holds_idle_alerts_then_
     reader = PrometheusReader(url=prom.url, timeout=2, retries=1, backoff=0.1)
     svc = _service(reader)
 
-    def snap(now: float):
-        return snapshot_waiting(now, namespace="ml", name="urgent", priority=1_000_000, waited=900)
+    def snap(
+        now: float, *, holders=(("ml", "idle-job", 1, 100_000),), waiting=(("ml", "urgent", 1_000_000),)
+    ):
+        return snapshot_holding_and_waiting(now, holders=list(holders), waiting=list(waiting))
 
     try:
         _wait_until_idle(svc, snap)
@@ -102,10 +104,21 @@ def test_prometheus_stopped_mid_run_fires_the_self_alert_holds_idle_alerts_then_
             and "cannot connect" in report["prometheus"]["last_error"]
         )
 
-        # even with no waiting workload left, stale figures do not resolve the idle alert
+        # Kubernetes is still watched: once nobody waits the alert resolves, though utilisation is unknown;
+        # when the queue fills again during the outage, the last reading's alert comes back unchanged
         now = time.time()
-        asyncio.run(svc.on_snapshot(replace(snap(now), workloads=()), now))
-        assert [a for a in svc.alerts() if a.name == IDLE_ALERT] == held
+        asyncio.run(svc.on_snapshot(snap(now, waiting=()), now))
+        assert IDLE_ALERT not in {a.name for a in svc.alerts()}
+        assert UNREACHABLE_ALERT in {a.name for a in svc.alerts()} and svc.report()["stale"]
+        now = time.time()
+        asyncio.run(svc.on_snapshot(snap(now), now))
+        assert [a.identity for a in svc.alerts() if a.name == IDLE_ALERT] == [a.identity for a in held]
+
+        # the idle workload finished (Kubernetes says so): the held alert resolves, Prometheus still down
+        now = time.time()
+        asyncio.run(svc.on_snapshot(snap(now, holders=()), now))
+        assert IDLE_ALERT not in {a.name for a in svc.alerts()}
+        assert UNREACHABLE_ALERT in {a.name for a in svc.alerts()}
 
         prom.start()  # same port, same data
         now = time.time()

@@ -24,9 +24,9 @@ from watchtower.domain.gpu_usage import (
     WorkloadUsage,
     allocations_from_samples,
     devices_from_samples,
-    hold_if_stale,
     idle_alerts,
     idle_while_waiting,
+    recheck_while_stale,
     unreachable_alert,
     usage_view,
 )
@@ -73,6 +73,7 @@ class GpuUsageService:
         self.health = PrometheusHealth(up=False)
         self.view: UsageView | None = None
         self.verdicts: list[IdleWhileWaiting] = []
+        self._fresh_verdicts: list[IdleWhileWaiting] = []
         self._idle_alerts: list[GpuAlert] = []
         self._last_attempt: float | None = None
 
@@ -110,16 +111,24 @@ class GpuUsageService:
         return self._last_attempt is None or now - self._last_attempt >= self.every
 
     async def on_snapshot(self, snapshot: QueueSnapshot, now: float) -> None:
-        """Refresh when due, then weigh idle GPUs against the waiting queue; stale figures hold the alerts."""
+        """Refresh when due, then weigh idle GPUs against the waiting queue. Stale figures hold the idle alerts
+        for as long as the workload still holds GPUs and equal or higher-tier work still waits."""
         if self.due(now):
             await self.refresh(now)
         view = self.view
-        if view is None or view.stale:
-            self._idle_alerts = hold_if_stale(None, self._idle_alerts)
+        if view is None:
+            return
+        if view.stale:
+            # Utilisation is unknown, the queue is not: of the verdicts of the last reading, keep those
+            # Kubernetes still bears out (rechecked from that reading each time, so a queue that drains and
+            # fills again during the outage brings the same alert back; no new verdict on old figures).
+            self.verdicts = recheck_while_stale(self._fresh_verdicts, snapshot, self.tiers)
+            self._idle_alerts = idle_alerts(self.verdicts)
             return
         prio = self.class_priority() if self.class_priority is not None else None
         self.verdicts = idle_while_waiting(view, snapshot, self.tiers, class_priority=prio)
-        self._idle_alerts = hold_if_stale(idle_alerts(self.verdicts), self._idle_alerts)
+        self._fresh_verdicts = self.verdicts
+        self._idle_alerts = idle_alerts(self.verdicts)
 
     def alerts(self) -> list[GpuAlert]:
         """Return the active GPU alerts: idle-while-waiting (held while stale) and Prometheus unreachable."""
