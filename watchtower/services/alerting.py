@@ -15,7 +15,7 @@ import logging
 import random
 import ssl
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,6 +38,7 @@ from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outco
 from watchtower.domain.alerts.payload import webhook_payload
 from watchtower.domain.alerts.rules import RuleInput, RuleSettings, WatchHealth, evaluate_rules
 from watchtower.domain.alerts.silences import Silence, expire, new_silence, silenced_by
+from watchtower.domain.gpu_usage import GpuAlert
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tiers import TierPolicy
@@ -216,6 +217,7 @@ class AlertingService:
         metrics: AlertingMetrics | None = None,
         health: Callable[[], Mapping[str, object]] | None = None,
         cluster: Callable[[], ClusterState | None] | None = None,
+        gpu_alerts: Callable[[], Sequence[GpuAlert]] | None = None,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         cfg = settings.alerting
@@ -230,6 +232,7 @@ class AlertingService:
         self.metrics = metrics
         self.health = health
         self.cluster = cluster
+        self.gpu_alerts = gpu_alerts  # GpuUsageService.alerts, when Prometheus is configured
         self.new_id = new_id
         self.dispatcher = Dispatcher(cfg.route_tree())
         self.alerts: dict[str, TrackedAlert] = {a.fingerprint: a for a in store.load_alerts()}
@@ -260,6 +263,7 @@ class AlertingService:
             holders=gpu_holders(state, self.tiers) if state is not None else (),
             health=self._watch_health(now),
             gone_receivers=self.store.disabled(),
+            gpu_alerts=self.gpu_alerts() if self.gpu_alerts is not None else (),
         )
         before = self.alerts
         after, changes = advance(before, evaluate_rules(inp), now=now, policy=self.lifecycle)
