@@ -1,14 +1,18 @@
 """The alert state store in SQLite (WAL): alert states, silences, the notification log and the outbox.
 
 Every method is one short transaction, so a crash leaves either the old or the new state, never half.
+The store may be used from the event loop and from a worker thread (the alerting service saves a storm's
+alerts off the loop); a lock keeps the two from interleaving statements on the one connection.
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
@@ -42,9 +46,25 @@ CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, 
 """
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _locked(
+    method: Callable[Concatenate[SQLiteAlertStore, P], R],
+) -> Callable[Concatenate[SQLiteAlertStore, P], R]:
+    @functools.wraps(method)
+    def wrapper(self: SQLiteAlertStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class SQLiteAlertStore:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self._lock = threading.RLock()
         # isolation_level=None: we open transactions ourselves, so each method commits exactly once.
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -53,6 +73,7 @@ class SQLiteAlertStore:
         self.db.execute("PRAGMA busy_timeout=5000")
         self.db.executescript(SCHEMA)
 
+    @_locked
     def close(self) -> None:
         self.db.close()
 
@@ -71,9 +92,11 @@ class SQLiteAlertStore:
 
     # ---- alerts -------------------------------------------------------------------------------------
 
+    @_locked
     def load_alerts(self) -> list[TrackedAlert]:
         return [_alert(orjson.loads(b)) for (b,) in self.db.execute("SELECT body FROM alerts")]
 
+    @_locked
     def save_alerts(self, upsert: Iterable[TrackedAlert], delete: Iterable[str] = ()) -> None:
         self._tx()
         try:
@@ -89,21 +112,25 @@ class SQLiteAlertStore:
 
     # ---- silences -----------------------------------------------------------------------------------
 
+    @_locked
     def silences(self) -> list[Silence]:
         rows = self.db.execute("SELECT body FROM silences ORDER BY ends_at DESC")
         return [_silence(orjson.loads(b)) for (b,) in rows]
 
+    @_locked
     def put_silence(self, s: Silence) -> None:
         self._run(
             "INSERT OR REPLACE INTO silences (id, body, ends_at) VALUES (?, ?, ?)",
             (s.id, orjson.dumps(_silence_body(s)), s.ends_at),
         )
 
+    @_locked
     def prune_silences(self, *, before: float) -> None:
         self._run("DELETE FROM silences WHERE ends_at < ?", (before,))
 
     # ---- notification log and outbox ----------------------------------------------------------------
 
+    @_locked
     def nflog(self, integration: str, group_key: str) -> NotifyEntry | None:
         row = self.db.execute(
             "SELECT firing, resolved, at FROM nflog WHERE integration = ? AND group_key = ?",
@@ -113,6 +140,7 @@ class SQLiteAlertStore:
             return None
         return NotifyEntry(frozenset(orjson.loads(row[0])), frozenset(orjson.loads(row[1])), row[2])
 
+    @_locked
     def enqueue(self, items: Iterable[tuple[OutboxMessage | None, str, str, NotifyEntry]]) -> int:
         """Store notifications and the log entries that record them, all or nothing; a message whose key
         is already stored is not stored twice. Items: (message or None, integration, group key, entry)."""
@@ -152,6 +180,7 @@ class SQLiteAlertStore:
             raise
         return n
 
+    @_locked
     def due(self, now: float) -> list[OutboxMessage]:
         """Return, per enabled integration, its oldest pending message if its next attempt is due:
         an integration delivers in order, so a message waits for the one before it."""
@@ -166,6 +195,7 @@ class SQLiteAlertStore:
         )
         return [_message(r) for r in rows]
 
+    @_locked
     def next_attempt_at(self) -> float | None:
         row = self.db.execute(
             "SELECT MIN(next_attempt) FROM outbox WHERE status = 'pending'"
@@ -173,21 +203,26 @@ class SQLiteAlertStore:
         ).fetchone()
         return row[0] if row else None
 
+    @_locked
     def begin_attempt(self, msg_id: int, now: float) -> None:
         """Record an attempt before it is made: a crash during it is then known, and retried once."""
         self._run("UPDATE outbox SET attempts = attempts + 1, last_error = '' WHERE id = ?", (msg_id,))
 
+    @_locked
     def delivered(self, msg_id: int, now: float) -> None:
         self._run("UPDATE outbox SET status = 'delivered', delivered_at = ? WHERE id = ?", (now, msg_id))
 
+    @_locked
     def retry_at(self, msg_id: int, when: float, error: str) -> None:
         self._run(
             "UPDATE outbox SET next_attempt = ?, last_error = ? WHERE id = ?", (when, error[:500], msg_id)
         )
 
+    @_locked
     def failed(self, msg_id: int, error: str) -> None:
         self._run("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error[:500], msg_id))
 
+    @_locked
     def disable(self, integration: str, reason: str, now: float) -> None:
         self._tx()
         try:
@@ -204,9 +239,11 @@ class SQLiteAlertStore:
             self.db.execute("ROLLBACK")
             raise
 
+    @_locked
     def disabled(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT integration, reason FROM disabled_integrations").fetchall())
 
+    @_locked
     def depth(self) -> dict[str, int]:
         """Return pending messages per integration."""
         rows = self.db.execute(
@@ -214,10 +251,12 @@ class SQLiteAlertStore:
         )
         return dict(rows.fetchall())
 
+    @_locked
     def oldest_pending(self) -> float | None:
         row = self.db.execute("SELECT MIN(created) FROM outbox WHERE status = 'pending'").fetchone()
         return row[0] if row else None
 
+    @_locked
     def messages(self, *, limit: int = 50, status: str | None = None) -> list[OutboxMessage]:
         """Return the newest messages first (for the status page and tests)."""
         if status is None:

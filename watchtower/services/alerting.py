@@ -46,6 +46,9 @@ from watchtower.ports import Clock
 
 log = logging.getLogger(__name__)
 
+# How far the stored `last_seen` of an alert may lag behind the one in memory (seconds).
+LAST_SEEN_SLACK = 60.0
+
 
 class AlertStore(Protocol):
     """What alerting keeps across restarts; SQLiteAlertStore implements it, a PostgreSQL store could."""
@@ -236,6 +239,8 @@ class AlertingService:
         self.new_id = new_id
         self.dispatcher = Dispatcher(cfg.route_tree())
         self.alerts: dict[str, TrackedAlert] = {a.fingerprint: a for a in store.load_alerts()}
+        # fingerprint → the `last_seen` last written to the store
+        self._saved_seen: dict[str, float] = {fp: a.last_seen for fp, a in self.alerts.items()}
         self._restored = False
         self._unhealthy_since: float | None = None
         self._wake = asyncio.Event()
@@ -267,8 +272,12 @@ class AlertingService:
         )
         before = self.alerts
         after, changes = advance(before, evaluate_rules(inp), now=now, policy=self.lifecycle)
-        changed = [a for fp, a in after.items() if before.get(fp) != a]
-        self.store.save_alerts(changed, [fp for fp in before if fp not in after])
+        gone = [fp for fp in before if fp not in after]
+        self.store.save_alerts(
+            [a for a in after.values() if self._worth_saving(before.get(a.fingerprint), a)], gone
+        )
+        for fp in gone:
+            self._saved_seen.pop(fp, None)
         self.alerts = after
         self.last_snapshot_at = now
         resolved_now = [t.alert for t in changes if t.alert.state is AlertState.RESOLVED]
@@ -285,6 +294,28 @@ class AlertingService:
             for (n, s), c in counts.items():
                 self.metrics.firing.labels(n, s).set(c)
         self._wake.set()
+
+    def _worth_saving(self, old: TrackedAlert | None, new: TrackedAlert) -> bool:
+        """Return True when the stored copy of an alert must be rewritten.
+
+        Every tick refreshes `last_seen` and the annotations (the wait grows), and rewriting 10,000 rows a
+        tick for that is what made a storm slow. What a restart needs is the state and its times; the
+        annotations come back with the first evaluation, and `last_seen` is kept fresh to within
+        LAST_SEEN_SLACK, which is all `keep_firing_for` can lose across a restart.
+        """
+        saved = self._saved_seen.get(new.fingerprint)
+        must = (
+            old is None
+            or saved is None
+            or old.state is not new.state
+            or old.active_at != new.active_at
+            or old.fired_at != new.fired_at
+            or old.resolved_at != new.resolved_at
+            or new.last_seen - saved >= LAST_SEEN_SLACK
+        )
+        if must:
+            self._saved_seen[new.fingerprint] = new.last_seen
+        return must
 
     def _watch_health(self, now: float) -> WatchHealth | None:
         if self.health is None:
@@ -333,6 +364,9 @@ class AlertingService:
             live = [a for a in f.alerts if a.fingerprint not in muted]
             firing = frozenset(a.fingerprint for a in live if a.state is AlertState.FIRING)
             resolved = frozenset(a.fingerprint for a in live if a.state is AlertState.RESOLVED)
+            # The integrations of a receiver get the same body: built once per group (and per choice of
+            # send_resolved), not once per email address and webhook.
+            payloads: dict[bool, dict[str, Any]] = {}
             for integ in self.integrations.get(f.route.receiver, []):
                 entry = self.store.nflog(integ.id, f.key)
                 if not needs_update(
@@ -347,13 +381,15 @@ class AlertingService:
                 shown = [a for a in live if a.state is AlertState.FIRING or integ.send_resolved]
                 msg: OutboxMessage | None = None
                 if shown:
-                    payload = webhook_payload(
-                        receiver=integ.receiver,
-                        group_key=f.key,
-                        group_labels=f.labels,
-                        alerts=shown,
-                        external_url=self.external_url,
-                    )
+                    payload = payloads.get(integ.send_resolved)
+                    if payload is None:
+                        payload = payloads[integ.send_resolved] = webhook_payload(
+                            receiver=integ.receiver,
+                            group_key=f.key,
+                            group_labels=f.labels,
+                            alerts=shown,
+                            external_url=self.external_url,
+                        )
                     msg = OutboxMessage(
                         id=0,
                         key=idempotency_key(integ.id, f.key, now, firing | resolved),

@@ -37,14 +37,31 @@ class Dispatcher:
     def __init__(self, root: Route) -> None:
         self.root = root
         self.groups: dict[str, Group] = {}
+        # fingerprint → (route, group key) pairs: the labels are the alert's identity, so where an alert
+        # goes never changes, and a storm of 10,000 alerts is re-ingested on every tick.
+        self._placement: dict[str, list[tuple[Route, str]]] = {}
+        self._kept = 0
+
+    def _place(self, a: TrackedAlert) -> list[tuple[Route, str]]:
+        hit = self._placement.get(a.fingerprint)
+        if hit is None:
+            hit = [(r, r.group_key(a.labels)) for r in self.root.match(a.labels)]
+            self._placement[a.fingerprint] = hit
+        return hit
 
     def ingest(self, alerts: Iterable[TrackedAlert], *, now: float) -> None:
         """Put each firing or resolved alert in its groups (pending ones are not sent anywhere)."""
-        for a in alerts:
+        batch = list(alerts)
+        if len(self._placement) > 2 * max(len(batch), self._kept) + 1024:
+            # Forget alerts long gone, so the cache stays the size of what is live.
+            live = {a.fingerprint for a in batch}
+            live.update(fp for g in self.groups.values() for fp in g.alerts)
+            self._placement = {fp: p for fp, p in self._placement.items() if fp in live}
+            self._kept = len(self._placement)
+        for a in batch:
             if a.state is AlertState.PENDING:
                 continue
-            for route in self.root.match(a.labels):
-                key = route.group_key(a.labels)
+            for route, key in self._place(a):
                 g = self.groups.get(key)
                 if g is None:
                     if a.state is AlertState.RESOLVED:

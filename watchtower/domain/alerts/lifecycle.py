@@ -38,6 +38,9 @@ def advance(
     out: dict[str, TrackedAlert] = {}
     changes: list[Transition] = []
     seen: set[str] = set()
+    # Built with the constructor, not dataclasses.replace, and sharing the candidate's label and annotation
+    # maps rather than copying them (a candidate is never changed once made): this loop runs for every
+    # alert on every tick.
     for c in candidates:
         fp = c.fingerprint
         if fp in seen:
@@ -45,11 +48,13 @@ def advance(
         seen.add(fp)
         old = tracked.get(fp)
         if old is None or old.state is AlertState.RESOLVED:
-            new = TrackedAlert(fp, dict(c.labels), dict(c.annotations), AlertState.PENDING, now, now)
+            labels = c.labels
+            state, active_at, fired_at = AlertState.PENDING, now, None
         else:
-            new = replace(old, annotations=dict(c.annotations), last_seen=now)
-        if new.state is AlertState.PENDING and now - new.active_at >= policy.for_of(c.alertname):
-            new = replace(new, state=AlertState.FIRING, fired_at=now)
+            labels, state, active_at, fired_at = old.labels, old.state, old.active_at, old.fired_at
+        if state is AlertState.PENDING and now - active_at >= policy.for_of(c.alertname):
+            state, fired_at = AlertState.FIRING, now
+        new = TrackedAlert(fp, labels, c.annotations, state, active_at, now, fired_at)
         out[fp] = new
         if old is None or old.state is not new.state:
             changes.append(Transition(new, old.state if old is not None else None))

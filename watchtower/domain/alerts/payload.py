@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from .model import AlertState, TrackedAlert
@@ -11,7 +12,9 @@ from .model import AlertState, TrackedAlert
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
 
+@lru_cache(maxsize=4096)
 def rfc3339(t: float | None) -> str:
+    # Cached: the alerts of a storm share a handful of start times, and formatting one costs microseconds.
     if t is None:
         return ZERO_TIME
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -22,6 +25,8 @@ def _common(maps: list[Mapping[str, str]]) -> dict[str, str]:
         return {}
     out = dict(maps[0])
     for m in maps[1:]:
+        if not out:
+            break
         for k in [k for k, v in out.items() if m.get(k) != v]:
             del out[k]
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from watchtower.domain.disruptions import Preemption
+from watchtower.domain.queue import WorkloadStatus
 from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
@@ -29,13 +30,14 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
             counts[pre.victim_workload] += 1
         if pre.victim_workload not in last or (last[pre.victim_workload].at or 0.0) < pre.at:
             last[pre.victim_workload] = pre
-    by_key = {ws.key: ws for ws in inp.snapshot.workloads}
+    by_key: dict[WorkloadKey, WorkloadStatus] = {}
     for ws in inp.snapshot.workloads:
-        counts[ws.key] = max(counts[ws.key], ws.preemptions_recent)
+        # Only workloads with preemptions are looked at: in a storm nearly none of 10,000 have any.
+        if ws.preemptions_recent > 0 or ws.key in counts:
+            by_key[ws.key] = ws
+            counts[ws.key] = max(counts[ws.key], ws.preemptions_recent)
     out = []
-    for key, n in sorted(counts.items()):
-        if n < s.thrash_count:
-            continue
+    for key, n in sorted((k, n) for k, n in counts.items() if n >= s.thrash_count):
         w = by_key.get(key)
         p = last.get(key)
         if w is not None:

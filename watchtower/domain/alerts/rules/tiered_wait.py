@@ -14,37 +14,47 @@ CRITICAL = "WorkloadWaitCritical"
 def evaluate(inp: RuleInput) -> list[AlertCandidate]:
     """Return one alert per waiting workload past its warn threshold, and another past its critical one."""
     out = []
+    waiting = (WorkloadState.PENDING, WorkloadState.PARTIAL)
     for w in inp.snapshot.workloads:
         # Quota-blocked work has its own rule; gated work is not queued yet (DESIGN §3.4).
-        if w.state not in (WorkloadState.PENDING, WorkloadState.PARTIAL):
+        wait = w.wait_seconds
+        if wait < w.warn_after or w.state not in waiting:
             continue
+        # What both severities share is worked out once: a storm renders 10,000 of these a tick.
+        key = w.key
+        what = f"{key.kind} {key.namespace}/{key.name}"
+        waited = human(wait)
+        verdict = w.preemption.value
+        common = {
+            "wait_seconds": str(round(wait)),
+            "why": w.why,
+            "preemption": verdict,
+            "ahead_higher_tier": str(w.ahead_higher_tier),
+        }
+        notes = {f"note_{k}": v for k, v in w.annotations.items()}
+        detail = (
+            f"Why: {w.why or 'no reason recorded yet'}. "
+            f"Preemption: {PREEMPTION_WORDS.get(verdict, verdict)}. " + queue_context(w)
+        )
         for name, severity, threshold in (
             (WARNING, "warning", w.warn_after),
             (CRITICAL, "critical", w.critical_after),
         ):
-            if w.wait_seconds < threshold:
+            if wait < threshold:
                 continue
-            what = f"{w.kind} {w.namespace}/{w.name}"
+            limit = human(threshold)
             out.append(
                 AlertCandidate(
                     workload_labels(w, name, severity),
                     {
                         "summary": f"{what} ({w.tier} tier, {w.gpus_requested} GPU) has waited "
-                        f"{human(w.wait_seconds)}, over its {severity} threshold of {human(threshold)}",
-                        "description": (
-                            f"{what} of team {w.team} has waited {human(w.wait_seconds)} "
-                            f"(threshold {human(threshold)} for tier {w.tier}). "
-                            f"Why: {w.why or 'no reason recorded yet'}. "
-                            f"Preemption: {PREEMPTION_WORDS.get(w.preemption.value, w.preemption.value)}. "
-                            + queue_context(w)
-                        ),
-                        "wait_seconds": str(round(w.wait_seconds)),
+                        f"{waited}, over its {severity} threshold of {limit}",
+                        "description": f"{what} of team {w.team} has waited {waited} "
+                        f"(threshold {limit} for tier {w.tier}). {detail}",
+                        **common,
                         "threshold_seconds": str(round(threshold)),
-                        "why": w.why,
-                        "preemption": w.preemption.value,
-                        "ahead_higher_tier": str(w.ahead_higher_tier),
-                        **links(inp.settings, name, w.key),
-                        **{f"note_{k}": v for k, v in w.annotations.items()},
+                        **links(inp.settings, name, key),
+                        **notes,
                     },
                 )
             )
