@@ -90,7 +90,7 @@ def page_context(
             for r in docs.rows
             if r.tier == t.name and r.state in ("pending", "partial", "quota_blocked")
         ]
-        running = sum(1 for r in docs.rows if r.tier == t.name and r.state == "running")
+        running = picture.running_by_tier.get(t.name, 0)
         gated = sum(1 for r in docs.rows if r.tier == t.name and r.state == "gated")
         sections.append(
             {

@@ -259,6 +259,23 @@ class QueueEvaluator:
             gated_pods=gated_total,
         )
 
+    def status_of(self, state: ClusterState, key: WorkloadKey, *, now: float) -> WorkloadStatus | None:
+        """Return one workload's status at `now`, running or not, without evaluating the whole queue.
+
+        A tick evaluates the waiting workloads only (running ones are most of a big cluster); this answers
+        for any one of them on demand. Queue positions (`ahead`) are left at zero: they belong to a tick.
+        """
+        refusal = state.quota_refusals.get(key)
+        if refusal is not None and not (
+            refusal.last is not None and now - self.policy.quota_window <= refusal.last <= now + 60
+        ):
+            refusal = None
+        members = state.by_workload.get(key, ())
+        thrash = self._thrash_counts(state.preemptions.values(), now=now)
+        return self._status(
+            state, key, [state.pods[u] for u in members if u in state.pods], refusal, now, thrash
+        )
+
     def _thrash_counts(self, preemptions: Iterable[Preemption], *, now: float) -> Counter[WorkloadKey]:
         since = now - self.policy.thrash_window
         c: Counter[WorkloadKey] = Counter()

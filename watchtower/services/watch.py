@@ -2,12 +2,14 @@
 
 `Watcher` owns one `ClusterState`. A `ClusterSource` (the Kubernetes adapter or the simulator) pushes
 objects into `on_list` / `on_change`; what newly happened becomes metrics. Every `evaluate_every` the queue
-is evaluated, cached as a `Picture` for the API and passed to the snapshot consumers (alerting, ...).
+(the waiting workloads) is evaluated, cached as a `Picture` for the API and passed to the snapshot consumers
+(alerting, ...). A running workload's status is worked out on demand (`status_of`, `find`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -32,6 +34,7 @@ from watchtower.domain.state import (
     PodStarted,
     PreemptionSeen,
 )
+from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import Clock
 
 from .ingest import KINDS, Ingestor, Skipped
@@ -51,6 +54,8 @@ class Picture:
     preemptions: tuple[dict[str, Any], ...]  # queue_view.preemption_dict shapes, newest first
     quota: tuple[dict[str, Any], ...]
     duration: float  # seconds the evaluation took
+    # Running workloads are not evaluated each tick (they are most of a big cluster): only counted per tier.
+    running_by_tier: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -240,7 +245,8 @@ class Watcher:
         """Evaluate the queue at `now`, publish it for the API and the metrics, and return it."""
         started = time.perf_counter()
         with self._lock:
-            snap = self.evaluator.evaluate(self.state, now=now, include_running=True)
+            snap = self.evaluator.evaluate(self.state, now=now)
+            running = self._running_by_tier(snap)
             tiers = self.policy.tiers
             preemptions = tuple(preemption_dict(p, tiers, self.state) for p in snap.preemptions)
             quota = tuple(
@@ -258,9 +264,57 @@ class Watcher:
             self.metrics.set_queue(self._gauges(snap))
         duration = time.perf_counter() - started
         self.metrics.evaluation.observe(duration)
-        picture = Picture(snap, preemptions, quota, duration)
+        picture = Picture(snap, preemptions, quota, duration, running)
         self.picture = picture
         return picture
+
+    def _running_by_tier(self, snap: QueueSnapshot) -> dict[str, int]:
+        """Count running workloads per tier from one bound training pod each: a dict walk, not an evaluation."""
+        tiers, selector = self.policy.tiers, self.policy.selector
+        listed = {w.key for w in snap.workloads}
+        pods = self.state.pods
+        out = dict.fromkeys((t.name for t in tiers.tiers), 0)
+        for key, members in self.state.by_workload.items():
+            if key in listed:
+                continue
+            for uid in members:
+                p = pods.get(uid)
+                if p is not None and p.holds_resources and not p.terminal and selector.matches(p):
+                    tier = tiers.tier_of(p.priority, p.priority_class).name
+                    out[tier] = out.get(tier, 0) + 1
+                    break
+        return out
+
+    def status_of(self, key: WorkloadKey, now: float | None = None) -> WorkloadStatus | None:
+        """Return one workload's status now (running ones included), computed on demand."""
+        with self._lock:
+            return self.evaluator.status_of(self.state, key, now=self.clock.now() if now is None else now)
+
+    def find(self, namespace: str, name: str, now: float | None = None) -> list[WorkloadStatus]:
+        """Return the statuses of every tracked workload called namespace/name (of any kind), on demand."""
+        at = self.clock.now() if now is None else now
+        with self._lock:
+            keys = [k for k in self.state.by_workload if k.name == name and k.namespace == namespace]
+            keys += [
+                k
+                for k in self.state.quota_refusals
+                if k.name == name and k.namespace == namespace and k not in keys
+            ]
+            found = (self.evaluator.status_of(self.state, k, now=at) for k in sorted(keys))
+            return [st for st in found if st is not None]
+
+    def with_statuses(
+        self, snapshot: QueueSnapshot, names: Iterable[tuple[str, str]], now: float | None = None
+    ) -> QueueSnapshot:
+        """Return the snapshot with the statuses of these (namespace, name) workloads added if absent.
+
+        For consumers that must see a few running workloads (the GPU-usage service's idle holders).
+        """
+        have = {(w.namespace, w.name) for w in snapshot.workloads}
+        extra = [st for ns, n in set(names) if (ns, n) not in have for st in self.find(ns, n, now)]
+        if not extra:
+            return snapshot
+        return dataclasses.replace(snapshot, workloads=(*snapshot.workloads, *extra))
 
     def _gauges(self, snap: QueueSnapshot) -> QueueGauges:
         tier_names = [t.name for t in self.policy.tiers.tiers]

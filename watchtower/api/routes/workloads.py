@@ -6,7 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from ..deps import DocumentsDep
+from watchtower.services.queue_view import workload_dict
+
+from ..deps import DocumentsDep, WatcherDep
 from ..schemas import Problem, WorkloadDetail
 
 router = APIRouter(prefix="/api/v1", tags=["workloads"])
@@ -21,29 +23,35 @@ def get_workload(
     namespace: str,
     name: str,
     docs: DocumentsDep,
+    watcher: WatcherDep,
     kind: Annotated[
         str | None, Query(description="PaddleJob, Job, VolcanoJob, ... when a name is ambiguous")
     ] = None,
 ) -> WorkloadDetail:
-    rows = docs.find(namespace, name)
-    if kind is not None:
-        rows = [r for r in rows if r.kind == kind]
-    if not rows:
+    found = [r.doc for r in docs.find(namespace, name) if kind is None or r.kind == kind]
+    if not found:
+        # A tick evaluates waiting workloads only; a running one is worked out now, for this request.
+        found = [
+            workload_dict(st)
+            for st in watcher.find(namespace, name, now=docs.picture.snapshot.at)
+            if kind is None or st.kind == kind
+        ]
+    if not found:
         raise HTTPException(
             404,
             f"no workload {namespace}/{name}{f' of kind {kind}' if kind else ''} in the queue "
             "(Watchtower tracks GPU workloads that wait or run; finished ones are forgotten)",
         )
-    if len(rows) > 1:
-        kinds = ", ".join(sorted(r.kind for r in rows))
+    if len(found) > 1:
+        kinds = ", ".join(sorted(d["kind"] for d in found))
         raise HTTPException(409, f"{namespace}/{name} names several workloads ({kinds}): add ?kind=")
-    row = rows[0]
+    doc = found[0]
     preemptions = [
         p
         for p in docs.picture.preemptions
         if p["victim_namespace"] == namespace
         and p["victim_workload"] is not None
         and p["victim_workload"]["name"] == name
-        and p["victim_workload"]["kind"] == row.kind
+        and p["victim_workload"]["kind"] == doc["kind"]
     ]
-    return WorkloadDetail(workload=row.doc, preemptions=preemptions)
+    return WorkloadDetail(workload=doc, preemptions=preemptions)
