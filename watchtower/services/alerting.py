@@ -27,10 +27,10 @@ from watchtower.adapters.webhook import WebhookSender
 from watchtower.config.alerting import AlertingConfig
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.backoff import next_delay
-from watchtower.domain.alerts.dispatch import Dispatcher
+from watchtower.domain.alerts.dispatch import Dispatcher, Flush
 from watchtower.domain.alerts.holders import gpu_holders
 from watchtower.domain.alerts.inhibition import inhibited
-from watchtower.domain.alerts.lifecycle import advance
+from watchtower.domain.alerts.lifecycle import Transition, advance
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.model import AlertState, TrackedAlert
 from watchtower.domain.alerts.notify import NotifyEntry, needs_update
@@ -244,23 +244,35 @@ class AlertingService:
         self._restored = False
         self._unhealthy_since: float | None = None
         self._wake = asyncio.Event()
+        self._evaluating = asyncio.Lock()
+        self._flushing = asyncio.Lock()
         self.last_snapshot_at: float | None = None
 
     # ---- one evaluation -----------------------------------------------------------------------------
 
     async def on_snapshot(self, snapshot: QueueSnapshot, now: float) -> None:
-        self.evaluate(snapshot, now)
-        self.flush_due(now)
+        """Evaluate a snapshot, then hand on the groups that are due.
+
+        The rules, the lifecycle and the store write run in a worker thread: for a storm of 10,000 alerts
+        they take a good part of a second, during which the API, the flushes and the deliveries must go
+        on. What they read is immutable (the snapshot, the alerts before) or gathered here first (cluster
+        state, health); what they produce is applied back here, on the loop.
+        """
+        async with self._evaluating:
+            inp = self._rule_input(snapshot, now)
+            before = self.alerts
+            after, changes = await asyncio.to_thread(self._advance_and_save, inp, before)
+            self._apply(after, changes, now)
+        await self.flush(now)
 
     def evaluate(self, snapshot: QueueSnapshot, now: float) -> None:
         """Run the rules and move every alert along its lifecycle; changes are saved before anything is sent."""
-        if not self._restored:
-            # After a restart, the groups are rebuilt from the stored alerts; the notification log keeps
-            # them from re-sending what was already sent.
-            self.dispatcher.ingest(self.alerts.values(), now=now)
-            self._restored = True
+        after, changes = self._advance_and_save(self._rule_input(snapshot, now), self.alerts)
+        self._apply(after, changes, now)
+
+    def _rule_input(self, snapshot: QueueSnapshot, now: float) -> RuleInput:
         state = self.cluster() if self.cluster is not None else None
-        inp = RuleInput(
+        return RuleInput(
             snapshot=snapshot,
             now=now,
             tiers=self.tiers,
@@ -270,14 +282,25 @@ class AlertingService:
             gone_receivers=self.store.disabled(),
             gpu_alerts=self.gpu_alerts() if self.gpu_alerts is not None else (),
         )
-        before = self.alerts
-        after, changes = advance(before, evaluate_rules(inp), now=now, policy=self.lifecycle)
+
+    def _advance_and_save(
+        self, inp: RuleInput, before: Mapping[str, TrackedAlert]
+    ) -> tuple[dict[str, TrackedAlert], list[Transition]]:
+        after, changes = advance(before, evaluate_rules(inp), now=inp.now, policy=self.lifecycle)
         gone = [fp for fp in before if fp not in after]
         self.store.save_alerts(
             [a for a in after.values() if self._worth_saving(before.get(a.fingerprint), a)], gone
         )
         for fp in gone:
             self._saved_seen.pop(fp, None)
+        return after, changes
+
+    def _apply(self, after: dict[str, TrackedAlert], changes: list[Transition], now: float) -> None:
+        if not self._restored:
+            # After a restart, the groups are rebuilt from the stored alerts; the notification log keeps
+            # them from re-sending what was already sent.
+            self.dispatcher.ingest(self.alerts.values(), now=now)
+            self._restored = True
         self.alerts = after
         self.last_snapshot_at = now
         resolved_now = [t.alert for t in changes if t.alert.state is AlertState.RESOLVED]
@@ -291,8 +314,8 @@ class AlertingService:
                 if a.state is AlertState.FIRING:
                     k = (a.alertname, a.severity)
                     counts[k] = counts.get(k, 0) + 1
-            for (n, s), c in counts.items():
-                self.metrics.firing.labels(n, s).set(c)
+            for (n, sev), c in counts.items():
+                self.metrics.firing.labels(n, sev).set(c)
         self._wake.set()
 
     def _worth_saving(self, old: TrackedAlert | None, new: TrackedAlert) -> bool:
@@ -358,6 +381,24 @@ class AlertingService:
         flushes = self.dispatcher.due(now=now)
         if not flushes:
             return 0
+        stored = self._enqueue(flushes, now)
+        for f in flushes:
+            self.dispatcher.flushed(f)
+        return stored
+
+    async def flush(self, now: float) -> int:
+        """As flush_due, with the payloads built and stored in a worker thread (a storm's groups hold
+        10,000 alerts, megabytes of JSON)."""
+        async with self._flushing:
+            flushes = self.dispatcher.due(now=now)
+            if not flushes:
+                return 0
+            stored = await asyncio.to_thread(self._enqueue, flushes, now)
+            for f in flushes:
+                self.dispatcher.flushed(f)
+            return stored
+
+    def _enqueue(self, flushes: list[Flush], now: float) -> int:
         muted = self.muted(now)
         items: list[tuple[OutboxMessage | None, str, str, NotifyEntry]] = []
         for f in flushes:
@@ -400,16 +441,13 @@ class AlertingService:
                         next_attempt=now,
                     )
                 items.append((msg, integ.id, f.key, NotifyEntry(firing, resolved, now)))
-        stored = self.store.enqueue(items)
-        for f in flushes:
-            self.dispatcher.flushed(f)
-        return stored
+        return self.store.enqueue(items)
 
     async def run(self, clock: Clock, *, on_enqueued: Callable[[], None] | None = None) -> None:
         """Flush groups when they are due, until cancelled."""
         while True:
             now = clock.now()
-            if self.flush_due(now) and on_enqueued is not None:
+            if await self.flush(now) and on_enqueued is not None:
                 on_enqueued()
             nxt = self.next_flush_at()
             wait = 5.0 if nxt is None else min(5.0, max(0.0, nxt - clock.now()))
