@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -131,3 +133,32 @@ class HTTPServer:
 
 def metrics_route(render: Callable[[], str]) -> Callable[[], tuple[int, str, bytes]]:
     return lambda: (200, CONTENT_TYPE, render().encode())
+
+
+class SimExporter:
+    """The simulator's own exporter (`SimulatedCluster.serve_metrics`) on 127.0.0.1, in an event loop of its
+    own thread, so that a real Prometheus scrapes it while the test thread reads Prometheus."""
+
+    def __init__(self, sim: Any) -> None:
+        self.sim = sim
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.server: Any = None
+
+    @property
+    def port(self) -> int:
+        return int(self.server.port)
+
+    def start(self) -> SimExporter:
+        self.thread.start()
+        self.server = asyncio.run_coroutine_threadsafe(
+            self.sim.serve_metrics("127.0.0.1", 0), self.loop
+        ).result(30)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()

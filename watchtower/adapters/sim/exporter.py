@@ -207,6 +207,12 @@ def _ksm(sim: SimulatedCluster) -> list[_Family]:
             )
             fam.add([("node", name), ("resource", "cpu"), ("unit", "core")], a["cpu"])
             fam.add([("node", name), ("resource", "pods"), ("unit", "integer")], a["pods"])
+    # KSM's namespaces collector, run with --metric-labels-allowlist=namespaces=[*]: every namespace label
+    # as `label_<name>` with the name sanitised; the team of a namespace is read from its `team` label.
+    ns_labels = _Family("kube_namespace_labels", "Kubernetes labels converted to Prometheus labels.")
+    for ns, nobj in sorted(sim.namespaces.items()):
+        labels = nobj["metadata"].get("labels", {})
+        ns_labels.add([("namespace", ns), *sorted((_label_name(k), str(v)) for k, v in labels.items())], "1")
     quota = _Family("kube_resourcequota", "Information about resource quota.")
     for ns, q in sim.quotas.items():
         for typ in ("hard", "used"):
@@ -220,7 +226,11 @@ def _ksm(sim: SimulatedCluster) -> list[_Family]:
                     ],
                     val,
                 )
-    return [info, owner, phase, sched, created, started, sched_t, req, reason, alloc, cap, quota]
+    return [info, owner, phase, sched, created, started, sched_t, req, reason, alloc, cap, ns_labels, quota]
+
+
+def _label_name(k: str) -> str:
+    return "label_" + "".join(c if c.isalnum() and c.isascii() else "_" for c in k)
 
 
 def _ts(s: str) -> float:

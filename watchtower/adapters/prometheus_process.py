@@ -1,0 +1,171 @@
+"""A local Prometheus for the demo: scrapes the simulator's exporter and Watchtower's own /metrics.
+
+`start_local_prometheus` runs the `prometheus` binary (Debian package `prometheus`) on 127.0.0.1 with a
+generated configuration and a fresh data directory, waits until it is ready and returns it; without the
+binary it returns None and logs how to install it, so the demo still runs, without GPU utilisation.
+The jobs are named as on a real cluster (`dcgm-exporter`, `kube-state-metrics`, `watchtower`), so the
+queries of domain/promql.py run unchanged against it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from watchtower.domain.promql import duration
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = (
+    "the prometheus binary is not installed: install the Debian package prometheus "
+    "(sudo apt-get install prometheus) to see GPU utilisation in the demo"
+)
+
+
+class LocalPrometheusError(RuntimeError):
+    """The binary is there but Prometheus did not come up (bad flags, port taken, not ready in time)."""
+
+
+def scrape_config(*, exporter: str, watchtower: str | None = None, scrape_interval: float = 5.0) -> str:
+    """Return a prometheus.yml scraping the simulator's exporter at `exporter` (host:port) and, when given,
+    Watchtower's /metrics at `watchtower` (host:port).
+
+    `honor_labels: true` on the exporter jobs, as clusters scrape dcgm-exporter and kube-state-metrics: their
+    own `pod`/`namespace` labels name the workload, not the scrape target."""
+    every = duration(scrape_interval)
+    jobs = [
+        ("dcgm-exporter", exporter, "/metrics/dcgm", True),
+        ("kube-state-metrics", exporter, "/metrics/kube-state-metrics", True),
+    ]
+    if watchtower:
+        jobs.append(("watchtower", watchtower, "/metrics", False))
+    lines = [
+        "global:",
+        f"  scrape_interval: {every}",
+        f"  scrape_timeout: {every}",
+        f"  evaluation_interval: {every}",
+        "scrape_configs:",
+    ]
+    for name, target, path, honor in jobs:
+        lines += [
+            f"  - job_name: {name}",
+            f"    metrics_path: {path}",
+            f"    honor_labels: {str(honor).lower()}",
+            "    static_configs:",
+            f"      - targets: ['{target}']",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class LocalPrometheus:
+    """A running Prometheus: its process, its URL, and the directory holding its config, data and log."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    workdir: Path
+    _owns_workdir: bool = True
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "prometheus.log"
+
+    def log_tail(self, chars: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop this process (by its pid, SIGTERM then SIGKILL) and remove the work directory if ours."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ready(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/-/ready", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_local_prometheus(
+    *,
+    exporter_port: int,
+    watchtower_port: int | None = None,
+    port: int = 0,
+    scrape_interval: float = 5.0,
+    workdir: Path | None = None,
+    binary: str = "prometheus",
+    ready_timeout: float = 60.0,
+) -> LocalPrometheus | None:
+    """Start Prometheus on 127.0.0.1:`port` (0: a free port) scraping the simulator's exporter on
+    127.0.0.1:`exporter_port` and Watchtower on 127.0.0.1:`watchtower_port`; return it once ready.
+
+    Returns None (and logs INSTALL_HINT) when `binary` is not on PATH; raises LocalPrometheusError when it
+    is but does not become ready within `ready_timeout` seconds (the process is stopped then)."""
+    exe = shutil.which(binary)
+    if exe is None:
+        log.warning(INSTALL_HINT)
+        return None
+    owns = workdir is None
+    wd = Path(tempfile.mkdtemp(prefix="watchtower-prometheus-")) if workdir is None else workdir
+    wd.mkdir(parents=True, exist_ok=True)
+    config = wd / "prometheus.yml"
+    config.write_text(
+        scrape_config(
+            exporter=f"127.0.0.1:{exporter_port}",
+            watchtower=f"127.0.0.1:{watchtower_port}" if watchtower_port else None,
+            scrape_interval=scrape_interval,
+        )
+    )
+    listen = port or _free_port()
+    url = f"http://127.0.0.1:{listen}"
+    with (wd / "prometheus.log").open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                exe,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={wd / 'data'}",
+                f"--web.listen-address=127.0.0.1:{listen}",
+                "--log.level=warn",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    prom = LocalPrometheus(proc, url, wd, owns)
+    deadline = time.monotonic() + ready_timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = prom.log_tail()
+            prom.stop()
+            raise LocalPrometheusError(f"prometheus exited with status {proc.returncode}: {tail}")
+        if _ready(url):
+            log.info("local Prometheus on %s (pid %d, data in %s)", url, proc.pid, wd)
+            return prom
+        time.sleep(0.2)
+    tail = prom.log_tail()
+    prom.stop()
+    raise LocalPrometheusError(f"prometheus at {url} not ready within {ready_timeout:g}s: {tail}")
