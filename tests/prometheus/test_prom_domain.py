@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 
@@ -158,6 +160,19 @@ def test_stale_idle_alert_resolves_when_the_idle_workload_is_gone_from_the_clust
     assert verdicts
     gone = snapshot_holding_and_waiting(NOW + 60, holders=[], waiting=[("o", "urgent", 1_000_000)])
     assert recheck_while_stale(verdicts, gone, TIERS) == []
+
+
+def test_without_the_holders_statuses_a_stale_idle_alert_is_only_rechecked_against_the_queue() -> None:
+    before = snapshot_holding_and_waiting(
+        NOW, holders=[("ml", "idle", 2, 100_000)], waiting=[("o", "urgent", 1_000_000)]
+    )
+    verdicts = _idle_job_verdicts(before)
+    # a waiting-only tick: the holder is absent because running workloads are not evaluated, not gone
+    waiting_only = snapshot_waiting(NOW + 60, namespace="o", name="urgent", priority=1_000_000, waited=660)
+    assert recheck_while_stale(verdicts, waiting_only, TIERS, holders_included=False) == verdicts
+    assert recheck_while_stale(verdicts, waiting_only, TIERS) == []
+    drained = replace(waiting_only, workloads=())
+    assert recheck_while_stale(verdicts, drained, TIERS, holders_included=False) == []
 
 
 def test_stale_idle_alert_resolves_when_no_equal_or_higher_tier_work_waits_any_more() -> None:

@@ -367,7 +367,11 @@ def _live_status(key: WorkloadKey, snapshot: QueueSnapshot) -> WorkloadStatus | 
 
 
 def recheck_while_stale(
-    verdicts: Iterable[IdleWhileWaiting], snapshot: QueueSnapshot, tiers: TierPolicy
+    verdicts: Iterable[IdleWhileWaiting],
+    snapshot: QueueSnapshot,
+    tiers: TierPolicy,
+    *,
+    holders_included: bool = True,
 ) -> list[IdleWhileWaiting]:
     """Return the verdicts that still hold on what Kubernetes says now, while utilisation cannot be read.
 
@@ -375,16 +379,20 @@ def recheck_while_stale(
     last reading stands (an outage must not resolve the alert). "It holds GPUs while equal or higher-tier
     work waits" comes from Kubernetes, which is still watched: a workload that finished, was deleted or
     preempted holds nothing, and a queue that drained has nobody waiting, so on-call is not left with an
-    alert they can see is false. The snapshot must include running workloads
-    (`QueueEvaluator.evaluate(include_running=True)`, as the watch loop does): a workload absent from it is
-    taken as gone."""
+    alert they can see is false. With `holders_included` the snapshot carries the idle workloads' own
+    statuses (`Watcher.with_statuses`, or `evaluate(include_running=True)`) and one absent from it is gone;
+    without, only the waiting side is rechecked and the holders are taken as still there."""
     waiting = _waiting_by_tier(snapshot, tiers)
     out: list[IdleWhileWaiting] = []
     for v in verdicts:
         st = _live_status(v.idle.key, snapshot)
-        if st is None or st.gpus_held <= 0:
+        if st is None and not holders_included:
+            tier = v.idle_tier
+        elif st is None or st.gpus_held <= 0:
             continue
-        again = _verdict(v.idle, st.tier, waiting, tiers)
+        else:
+            tier = st.tier
+        again = _verdict(v.idle, tier, waiting, tiers)
         if again is not None:
             out.append(again)
     return out

@@ -8,7 +8,7 @@ must not stop the Kubernetes-based alerts, so the failure becomes health, stale 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -43,6 +43,14 @@ class PromReader(Protocol):
     async def query_many(self, queries: Sequence[str], *, at: float | None = None) -> list[list[Sample]]: ...
 
 
+class WithStatuses(Protocol):
+    """Adds the statuses of these (namespace, name) workloads to a snapshot (`Watcher.with_statuses`)."""
+
+    def __call__(
+        self, snapshot: QueueSnapshot, names: Iterable[tuple[str, str]], now: float | None = ..., /
+    ) -> QueueSnapshot: ...
+
+
 def _rfc3339(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
 
@@ -60,6 +68,7 @@ class GpuUsageService:
         unreachable_failures: int = 1,
         team_of: Callable[[str], str] | None = None,
         class_priority: Callable[[], Mapping[str, int]] | None = None,
+        with_statuses: WithStatuses | None = None,
     ) -> None:
         self.reader = reader
         self.queries = queries
@@ -70,6 +79,7 @@ class GpuUsageService:
         self.unreachable_failures = unreachable_failures
         self.team_of = team_of
         self.class_priority = class_priority
+        self.with_statuses = with_statuses
         self.health = PrometheusHealth(up=False)
         self.view: UsageView | None = None
         self.verdicts: list[IdleWhileWaiting] = []
@@ -118,11 +128,18 @@ class GpuUsageService:
         view = self.view
         if view is None:
             return
+        if self.with_statuses is not None:
+            # A tick evaluates the waiting workloads only; the idle holders' own statuses give their tier
+            # and, during an outage, whether they still hold GPUs at all.
+            holders = {(w.key.namespace, w.key.name) for w in view.idle()}
+            snapshot = self.with_statuses(snapshot, holders, now)
         if view.stale:
             # Utilisation is unknown, the queue is not: of the verdicts of the last reading, keep those
             # Kubernetes still bears out (rechecked from that reading each time, so a queue that drains and
             # fills again during the outage brings the same alert back; no new verdict on old figures).
-            self.verdicts = recheck_while_stale(self._fresh_verdicts, snapshot, self.tiers)
+            self.verdicts = recheck_while_stale(
+                self._fresh_verdicts, snapshot, self.tiers, holders_included=self.with_statuses is not None
+            )
             self._idle_alerts = idle_alerts(self.verdicts)
             return
         prio = self.class_priority() if self.class_priority is not None else None
@@ -199,6 +216,7 @@ def gpu_usage_from_settings(
     *,
     team_of: Callable[[str], str] | None = None,
     class_priority: Callable[[], Mapping[str, int]] | None = None,
+    with_statuses: WithStatuses | None = None,
 ) -> GpuUsageService | None:
     """Return the service the `prometheus:` section describes, or None when there is no such section."""
     cfg = settings.prometheus
@@ -215,4 +233,5 @@ def gpu_usage_from_settings(
         unreachable_failures=cfg.unreachable_failures,
         team_of=team_of,
         class_priority=class_priority,
+        with_statuses=with_statuses,
     )
