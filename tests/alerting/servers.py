@@ -3,7 +3,9 @@ both on 127.0.0.1 and free ports, stopped by the tests that start them."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import datetime as dt
 import hashlib
 import hmac
@@ -11,10 +13,12 @@ import json
 import socket
 import ssl
 import threading
+from collections.abc import AsyncIterator
 from email import message_from_bytes, policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import uvicorn
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 from cryptography import x509
@@ -160,3 +164,20 @@ class Receiver:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@contextlib.asynccontextmanager
+async def serve(app) -> AsyncIterator[str]:
+    """Serve an ASGI app with uvicorn on 127.0.0.1 and a free port; yield its base URL; stop it after."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                task.result()  # raises what stopped it
+            await asyncio.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task

@@ -19,7 +19,7 @@ import orjson
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.model import AlertState, TrackedAlert
 from watchtower.domain.alerts.notify import NotifyEntry
-from watchtower.domain.alerts.outbox import OutboxMessage, OutboxStatus
+from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, OutboxStatus
 from watchtower.domain.alerts.silences import Silence
 
 SCHEMA = """
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     last_error TEXT NOT NULL DEFAULT '',
     delivered_at REAL);
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (status, integration, id);
-CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, reason TEXT, at REAL);
+CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, reason TEXT, at REAL,
+    config TEXT NOT NULL DEFAULT '');
 """
 
 
@@ -72,6 +73,9 @@ class SQLiteAlertStore:
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA busy_timeout=5000")
         self.db.executescript(SCHEMA)
+        cols = {r[1] for r in self.db.execute("PRAGMA table_info(disabled_integrations)")}
+        if "config" not in cols:  # a store written before integrations remembered their configuration
+            self.db.execute("ALTER TABLE disabled_integrations ADD COLUMN config TEXT NOT NULL DEFAULT ''")
 
     @_locked
     def close(self) -> None:
@@ -223,12 +227,15 @@ class SQLiteAlertStore:
         self._run("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error[:500], msg_id))
 
     @_locked
-    def disable(self, integration: str, reason: str, now: float) -> None:
+    def disable(self, integration: str, reason: str, now: float, *, config: str = "") -> None:
+        """Stop delivering to an integration; `config` is a digest of its configuration at that moment,
+        so a changed configuration can be recognised and the integration enabled again."""
         self._tx()
         try:
             self.db.execute(
-                "INSERT OR REPLACE INTO disabled_integrations (integration, reason, at) VALUES (?, ?, ?)",
-                (integration, reason[:500], now),
+                "INSERT OR REPLACE INTO disabled_integrations (integration, reason, at, config)"
+                " VALUES (?, ?, ?, ?)",
+                (integration, reason[:500], now, config),
             )
             self.db.execute(
                 "UPDATE outbox SET status = 'disabled' WHERE integration = ? AND status = 'pending'",
@@ -240,8 +247,37 @@ class SQLiteAlertStore:
             raise
 
     @_locked
+    def enable(self, integration: str, now: float) -> bool:
+        """Deliver to an integration again; return False if it was not disabled.
+
+        The messages held back while it was disabled are pending again, in their order: the notification
+        log records them as sent, so dropping them would leave the receiver without news of those groups
+        until their repeat interval.
+        """
+        self._tx()
+        try:
+            cur = self.db.execute("DELETE FROM disabled_integrations WHERE integration = ?", (integration,))
+            self.db.execute(
+                "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt = ?, last_error = ''"
+                " WHERE integration = ? AND status = 'disabled'",
+                (now, integration),
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return cur.rowcount > 0
+
+    @_locked
     def disabled(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT integration, reason FROM disabled_integrations").fetchall())
+
+    @_locked
+    def disabled_details(self) -> list[DisabledIntegration]:
+        rows = self.db.execute(
+            "SELECT integration, reason, at, config FROM disabled_integrations ORDER BY integration"
+        )
+        return [DisabledIntegration(i, r or "", a or 0.0, c or "") for i, r, a, c in rows]
 
     @_locked
     def depth(self) -> dict[str, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import random
 import ssl
@@ -20,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
+import orjson
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from pydantic import BaseModel, SecretStr
 
 from watchtower.adapters.email import EmailSender
 from watchtower.adapters.webhook import WebhookSender
@@ -34,7 +37,13 @@ from watchtower.domain.alerts.lifecycle import Transition, advance
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.model import AlertState, TrackedAlert
 from watchtower.domain.alerts.notify import NotifyEntry, needs_update
-from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outcome, idempotency_key
+from watchtower.domain.alerts.outbox import (
+    DeliveryResult,
+    DisabledIntegration,
+    OutboxMessage,
+    Outcome,
+    idempotency_key,
+)
 from watchtower.domain.alerts.payload import webhook_payload
 from watchtower.domain.alerts.rules import RuleInput, RuleSettings, WatchHealth, evaluate_rules
 from watchtower.domain.alerts.silences import Silence, expire, new_silence, silenced_by
@@ -65,8 +74,10 @@ class AlertStore(Protocol):
     def delivered(self, msg_id: int, now: float) -> None: ...
     def retry_at(self, msg_id: int, when: float, error: str) -> None: ...
     def failed(self, msg_id: int, error: str) -> None: ...
-    def disable(self, integration: str, reason: str, now: float) -> None: ...
+    def disable(self, integration: str, reason: str, now: float, *, config: str = "") -> None: ...
+    def enable(self, integration: str, now: float) -> bool: ...
     def disabled(self) -> dict[str, str]: ...
+    def disabled_details(self) -> list[DisabledIntegration]: ...
     def depth(self) -> dict[str, int]: ...
     def oldest_pending(self) -> float | None: ...
     def messages(self, *, limit: int = 50, status: str | None = None) -> list[OutboxMessage]: ...
@@ -127,6 +138,22 @@ def integrations(cfg: AlertingConfig) -> dict[str, list[Integration]]:
         lst.extend(
             Integration(f"{r.name}/webhook/{i}", r.name, w.send_resolved) for i, w in enumerate(r.webhooks)
         )
+    return out
+
+
+def integration_configs(cfg: AlertingConfig) -> dict[str, str]:
+    """Return integration id → a digest of its configuration (secrets included), to notice a change."""
+    out: dict[str, str] = {}
+    for r in cfg.receivers:
+        kinds: list[tuple[str, Sequence[BaseModel]]] = [("email", r.email), ("webhook", r.webhooks)]
+        for kind, items in kinds:
+            for i, c in enumerate(items):
+                body = orjson.dumps(
+                    c.model_dump(),
+                    default=lambda v: v.get_secret_value() if isinstance(v, SecretStr) else str(v),
+                    option=orjson.OPT_SORT_KEYS,
+                )
+                out[f"{r.name}/{kind}/{i}"] = hashlib.sha256(body).hexdigest()[:16]
     return out
 
 
@@ -231,6 +258,9 @@ class AlertingService:
         self.lifecycle = cfg.rules.lifecycle(cfg.resolved_retention)
         self.inhibit_rules = cfg.inhibitions()
         self.integrations = integrations(cfg)
+        self.integration_configs = integration_configs(cfg)
+        self._receivers_checked = False
+        self._on_enqueued: Callable[[], None] | None = None
         self.store = store
         self.metrics = metrics
         self.health = health
@@ -271,6 +301,9 @@ class AlertingService:
         self._apply(after, changes, now)
 
     def _rule_input(self, snapshot: QueueSnapshot, now: float) -> RuleInput:
+        if not self._receivers_checked:
+            self.enable_changed_receivers(now)
+            self._receivers_checked = True
         state = self.cluster() if self.cluster is not None else None
         return RuleInput(
             snapshot=snapshot,
@@ -445,6 +478,7 @@ class AlertingService:
 
     async def run(self, clock: Clock, *, on_enqueued: Callable[[], None] | None = None) -> None:
         """Flush groups when they are due, until cancelled."""
+        self._on_enqueued = on_enqueued
         while True:
             now = clock.now()
             if await self.flush(now) and on_enqueued is not None:
@@ -491,6 +525,37 @@ class AlertingService:
     def silences(self) -> list[Silence]:
         return self.store.silences()
 
+    # ---- receivers --------------------------------------------------------------------------------------
+
+    def enable_changed_receivers(self, now: float) -> list[str]:
+        """Enable again the integrations disabled under a configuration that has changed since (or that
+        no longer exist); return their ids. A fixed URL should not wait for someone to call the API."""
+        out = []
+        for d in self.store.disabled_details():
+            if self.integration_configs.get(d.integration) != d.config:
+                self.store.enable(d.integration, now)
+                log.info("%s: configuration changed since it was disabled; enabled again", d.integration)
+                out.append(d.integration)
+        return out
+
+    def receivers(self) -> list[tuple[str, list[tuple[Integration, DisabledIntegration | None]]]]:
+        """Return each receiver with its integrations and, for a disabled one, why and since when."""
+        off = {d.integration: d for d in self.store.disabled_details()}
+        return [(name, [(i, off.get(i.id)) for i in lst]) for name, lst in self.integrations.items()]
+
+    def enable_receiver(self, name: str, now: float) -> list[str] | None:
+        """Deliver again to a receiver's disabled integrations; return the ids enabled, None if there is
+        no such receiver."""
+        if name not in self.integrations:
+            return None
+        off = self.store.disabled()
+        done = [i.id for i in self.integrations[name] if i.id in off and self.store.enable(i.id, now)]
+        if done:
+            log.info("receiver %s enabled again: %s", name, ", ".join(done))
+            if self._on_enqueued is not None:
+                self._on_enqueued()  # its held-back messages are pending again
+        return done
+
     def listed_alerts(self, now: float) -> list[tuple[TrackedAlert, list[str]]]:
         """Return every known alert (pending, firing, recently resolved) with why it is muted, if it is."""
         muted = self.muted(now)
@@ -524,6 +589,7 @@ class DeliveryWorker:
     ) -> None:
         self.store, self.senders, self.clock, self.metrics, self.rnd = store, senders, clock, metrics, rnd
         self.delivery = cfg.delivery
+        self.configs = integration_configs(cfg)
         self.wake = asyncio.Event()
 
     async def drain(self) -> int:
@@ -562,7 +628,12 @@ class DeliveryWorker:
             return True
         if res.outcome is Outcome.GONE:
             log.warning("%s answered 410 Gone: disabled (%s)", msg.integration, res.detail)
-            self.store.disable(msg.integration, f"410 Gone at {msg.integration}: {res.detail}", done)
+            self.store.disable(
+                msg.integration,
+                f"410 Gone at {msg.integration}: {res.detail}",
+                done,
+                config=self.configs.get(msg.integration, ""),
+            )
             self._count("failed", msg.integration)
             return False
         if res.outcome is Outcome.REJECTED or msg.attempts + 1 >= self.delivery.max_attempts:

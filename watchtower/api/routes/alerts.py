@@ -1,4 +1,6 @@
-"""Alerts and silences: `/api/v1/alerts` (list), `/api/v1/silences` (list, create, expire; token required)."""
+"""Alerts, silences and receivers: `/api/v1/alerts` (list), `/api/v1/silences` (list, create, expire),
+`/api/v1/receivers` (list, with the integrations disabled after a 410 Gone; enable again). Changing
+anything needs the token."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
 from watchtower.domain.alerts.model import TrackedAlert
+from watchtower.domain.alerts.outbox import DisabledIntegration
 from watchtower.domain.alerts.payload import rfc3339
 from watchtower.domain.alerts.silences import Silence, SilenceError
 from watchtower.ports import Clock
-from watchtower.services.alerting import AlertingService
+from watchtower.services.alerting import AlertingService, Integration
 
 
 class MatcherIn(BaseModel):
@@ -72,6 +75,24 @@ def alert_dict(a: TrackedAlert, muted: list[str]) -> dict[str, Any]:
     }
 
 
+def receiver_dict(
+    name: str, integrations: list[tuple[Integration, DisabledIntegration | None]]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "integrations": [
+            {
+                "id": i.id,
+                "type": i.id.split("/")[1],
+                "disabled": d is not None,
+                "disabledReason": d.reason if d is not None else None,
+                "disabledAt": rfc3339(d.at) if d is not None else None,
+            }
+            for i, d in integrations
+        ],
+    }
+
+
 def build_router(service: AlertingService, *, require_token: Callable[..., None], clock: Clock) -> APIRouter:
     """Return the router; `require_token` guards the endpoints that change anything."""
     router = APIRouter(prefix="/api/v1", tags=["alerts"])
@@ -119,5 +140,17 @@ def build_router(service: AlertingService, *, require_token: Callable[..., None]
         if s is None:
             raise HTTPException(status_code=404, detail=f"no silence {silence_id!r}")
         return silence_dict(s, now)
+
+    @router.get("/receivers")
+    def list_receivers() -> list[dict[str, Any]]:
+        return [receiver_dict(name, integ) for name, integ in service.receivers()]
+
+    @router.post("/receivers/{name}/enable", dependencies=[Depends(require_token)])
+    def enable_receiver(name: str) -> dict[str, Any]:
+        done = service.enable_receiver(name, clock.now())
+        if done is None:
+            raise HTTPException(status_code=404, detail=f"no receiver {name!r}")
+        listed = dict(service.receivers())
+        return {"enabled": done, **receiver_dict(name, listed[name])}
 
     return router

@@ -31,6 +31,16 @@ class OutboxMessage:
     delivered_at: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DisabledIntegration:
+    """An integration no longer delivered to (its endpoint answered 410 Gone), until enabled again."""
+
+    integration: str
+    reason: str
+    at: float
+    config: str = ""  # digest of its configuration when it was disabled
+
+
 def idempotency_key(integration: str, group_key: str, at: float, fingerprints: Iterable[str]) -> str:
     """Return a key naming one notification: the same inputs always give the same key."""
     h = hashlib.sha256()

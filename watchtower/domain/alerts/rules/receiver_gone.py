@@ -20,7 +20,10 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
             },
             {
                 "summary": f"Notifications to {name} are disabled: the endpoint answered 410 Gone",
-                "description": f"{why}. Fix or remove the receiver in the configuration, then restart.",
+                "description": (
+                    f"{why}. Fix the receiver's configuration (a changed configuration is enabled again "
+                    "at the next start), or enable it with POST /api/v1/receivers/<receiver>/enable."
+                ),
                 **links(inp.settings, NAME, None),
             },
         )
