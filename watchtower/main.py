@@ -8,9 +8,9 @@ import logging
 import socket
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -19,6 +19,13 @@ from prometheus_client import CollectorRegistry
 from watchtower.config import ConfigError, Settings, load_settings
 from watchtower.container import Container
 from watchtower.ports import Clock, ClusterSource, SystemClock
+
+if TYPE_CHECKING:
+    from watchtower.adapters.store_sqlite import SQLiteAlertStore
+    from watchtower.domain.queue import QueueSnapshot
+    from watchtower.services.alerting import AlertStore
+    from watchtower.services.gpu_usage import GpuUsageService
+    from watchtower.services.watch import Watcher
 
 cli = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Watch the GPU job queue of a Kubernetes cluster."
@@ -94,7 +101,7 @@ def analyze(
     except DecodeError as e:
         typer.echo(f"{objects}: not a Kubernetes List in JSON: {e}", err=True)
         raise typer.Exit(2) from None
-    doc = analysis_dict(result, policy)
+    doc = analysis_dict(result, policy, settings)
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     else:
@@ -111,9 +118,18 @@ def build_container(
     source_health: Callable[[], Mapping[str, Any]],
     source_name: str,
     registry: CollectorRegistry | None = None,
+    alert_store: AlertStore | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> Container:
-    """Return the service's parts wired together: metrics on their own registry, the watcher, settings."""
+    """Return the service's parts wired together: metrics on their own registry, the watcher, the GPU-usage
+    service (when `settings.prometheus` is set) and alerting (when an `alert_store` is given).
+
+    Snapshot consumers run in this order each tick: GPU usage, then alerting (which reads the GPU
+    findings of the same tick), then whatever the API adds.
+    """
     from watchtower.adapters.metrics import WatchtowerMetrics
+    from watchtower.services.alerting import AlertingMetrics, AlertingService
+    from watchtower.services.gpu_usage import gpu_usage_from_settings
     from watchtower.services.watch import Watcher, feed_health_of
 
     metrics = WatchtowerMetrics(
@@ -122,9 +138,60 @@ def build_container(
         feed_health=lambda: feed_health_of(source_health()),
     )
     watcher = Watcher(settings=settings, clock=clock, metrics=metrics, source_health=source_health)
-    return Container(
-        settings=settings, clock=clock, watcher=watcher, metrics=metrics, source_name=source_name
+    gpu = gpu_usage_from_settings(
+        settings,
+        team_of=lambda ns: watcher.state.team_of(ns),
+        class_priority=lambda: {pc.name: pc.value for pc in watcher.state.priority_classes.values()},
     )
+    if gpu is not None:
+        watcher.consumers.append(_gpu_consumer(gpu, watcher))
+    alerting = None
+    if alert_store is not None and settings.alerting.enabled:
+        alerting = AlertingService(
+            settings=settings,
+            store=alert_store,
+            metrics=AlertingMetrics(registry=metrics.registry),
+            health=source_health,
+            cluster=lambda: watcher.state,
+            gpu_alerts=gpu.alerts if gpu is not None else None,
+        )
+        watcher.consumers.append(alerting.on_snapshot)
+    return Container(
+        settings=settings,
+        clock=clock,
+        watcher=watcher,
+        metrics=metrics,
+        source_name=source_name,
+        alerting=alerting,
+        alert_store=alert_store if alerting is not None else None,
+        gpu=gpu,
+        links=dict(links or {}),
+    )
+
+
+def _gpu_consumer(
+    gpu: GpuUsageService, watcher: Watcher
+) -> Callable[[QueueSnapshot, float], Awaitable[None]]:
+    """Return the GPU-usage snapshot consumer.
+
+    Prometheus stamps samples with the wall clock, whatever clock the cluster runs on (a simulator's runs
+    faster), so GPU figures are read as of wall-clock now. A tick's snapshot holds waiting workloads only;
+    the workloads holding idle GPUs are added to it, because the verdicts need their live status.
+    """
+    wall = SystemClock()
+
+    async def consume(snapshot: QueueSnapshot, now: float) -> None:
+        at = wall.now()
+        if gpu.due(at):
+            await gpu.refresh(at)
+        holders: list[tuple[str, str]] = []
+        if gpu.view is not None:
+            holders += [(w.key.namespace, w.key.name) for w in gpu.view.idle()]
+        holders += [(v.idle.key.namespace, v.idle.key.name) for v in gpu.verdicts]
+        await gpu.on_snapshot(watcher.with_statuses(snapshot, holders, now), at)
+
+    consume.__qualname__ = "GpuUsageService.on_snapshot"
+    return consume
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -142,71 +209,149 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(container: Container, source: ClusterSource, sock: socket.socket) -> None:
-    """Run the feed, the evaluation tick and the HTTP server until interrupted."""
+def open_alert_store(settings: Settings) -> SQLiteAlertStore | None:
+    """Open the alert store the settings name (`alerting.store_path`, else `store.path`); None if disabled."""
+    if not settings.alerting.enabled:
+        return None
+    from watchtower.adapters.store_sqlite import SQLiteAlertStore
+
+    return SQLiteAlertStore(settings.alerting.store_path or settings.store.path)
+
+
+async def serve(
+    container: Container,
+    source: ClusterSource,
+    sock: socket.socket,
+    *,
+    started: asyncio.Event | None = None,
+) -> None:
+    """Run the feed, the evaluation tick, alert delivery and the HTTP server until interrupted or cancelled.
+
+    Tasks are cancelled and awaited, the HTTP client is closed on the way out; the alert store belongs to
+    whoever opened it. `started` is set once the server accepts connections.
+    """
+    import httpx
     import uvicorn
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+    from watchtower.api import deps
     from watchtower.api.app import create_app
+    from watchtower.api.routes.alerts import build_router
+    from watchtower.services.alerting import DeliveryWorker, build_senders
 
     log = logging.getLogger("watchtower")
     watcher = container.watcher
+    settings = container.settings
+    http = httpx.AsyncClient()
+    tasks: list[asyncio.Task[None]] = []
+    routers = []
+
+    def ended(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s stopped: %s", task.get_name(), task.exception())
+
+    def spawn(coro: Coroutine[Any, Any, None], name: str) -> None:
+        t = asyncio.create_task(coro, name=name)
+        t.add_done_callback(ended)
+        tasks.append(t)
+
+    if container.alerting is not None and container.alert_store is not None:
+        worker = DeliveryWorker(
+            store=container.alert_store,
+            senders=build_senders(settings.alerting, http=http),
+            clock=container.clock,
+            cfg=settings.alerting,
+            metrics=container.alerting.metrics,
+        )
+        spawn(container.alerting.run(container.clock, on_enqueued=worker.wake.set), "alert grouping")
+        spawn(worker.run(), "notification delivery")
+        routers.append(
+            build_router(container.alerting, require_token=deps.require_token, clock=container.clock)
+        )
+    app = create_app(container, routers=routers)
     scheduler = AsyncIOScheduler()
     watcher.schedule(scheduler)
     scheduler.start()
-
-    def feed_ended(task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("the cluster feed stopped: %s", task.exception())
-
-    feed = asyncio.create_task(source.run(on_list=watcher.on_list, on_change=watcher.on_change))
-    feed.add_done_callback(feed_ended)
-    config = uvicorn.Config(create_app(container), log_level="warning", access_log=False, lifespan="off")
+    spawn(source.run(on_list=watcher.on_list, on_change=watcher.on_change), "the cluster feed")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
+
+    async def announce() -> None:
+        while not server.started:
+            await asyncio.sleep(0.02)
+        if started is not None:
+            started.set()
+
+    spawn(announce(), "start-up notice")
     try:
         await server.serve(sockets=[sock])
     finally:
-        feed.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await feed
+        server.should_exit = True
         scheduler.shutdown(wait=False)
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        await http.aclose()
+        if container.gpu is not None:
+            close = getattr(container.gpu.reader, "close", None)
+            if close is not None:
+                close()
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per tick is noise
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per webhook is noise
+    logging.getLogger("mail.log").setLevel(logging.WARNING)  # the demo SMTP sink logs every SMTP verb
 
 
 def _run_service(settings: Settings, *, host: str, port: int) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per tick is noise
+    _logging()
     source: ClusterSource
     clock: Clock
-    if settings.cluster.source == "sim":
-        from watchtower.adapters.sim.cluster import SimulatedCluster
+    store = open_alert_store(settings)
+    try:
+        if settings.cluster.source == "sim":
+            from watchtower.adapters.sim.cluster import SimulatedCluster
 
-        sim = SimulatedCluster(settings.simulator)
-        source, clock = sim, sim  # simulated time drives waits and thresholds
-        container = build_container(settings, clock=clock, source_health=sim.health, source_name="sim")
-    else:
-        from watchtower.adapters.kube import KubeSource
+            sim = SimulatedCluster(settings.simulator)
+            source, clock = sim, sim  # simulated time drives waits and thresholds
+            container = build_container(
+                settings, clock=clock, source_health=sim.health, source_name="sim", alert_store=store
+            )
+        else:
+            from watchtower.adapters.kube import KubeSource
 
-        clock = SystemClock()
-        # The source needs the watcher's decoder (it trims listed objects to what is kept) and the
-        # watcher needs the source's health: bind the health probe late.
-        container = build_container(
-            settings, clock=clock, source_health=lambda: source.health(), source_name="kube"
-        )
-        source = KubeSource.connect(
-            kubeconfig=settings.cluster.kubeconfig,
-            context=settings.cluster.context,
-            decoder=container.watcher.decoder,
-            page_size=settings.cluster.page_size,
-            watch_timeout=settings.cluster.watch_timeout,
-            clock=clock,
-        )
-    sock = bind(host, port)
-    actual = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"Watchtower ({settings.cluster.source}) serving at http://{shown}:{actual}/", err=False)
-    sys.stdout.flush()
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(container, source, sock))
+            clock = SystemClock()
+            # The source needs the watcher's decoder (it trims listed objects to what is kept) and the
+            # watcher needs the source's health: bind the health probe late.
+            container = build_container(
+                settings,
+                clock=clock,
+                source_health=lambda: source.health(),
+                source_name="kube",
+                alert_store=store,
+            )
+            source = KubeSource.connect(
+                kubeconfig=settings.cluster.kubeconfig,
+                context=settings.cluster.context,
+                decoder=container.watcher.decoder,
+                page_size=settings.cluster.page_size,
+                watch_timeout=settings.cluster.watch_timeout,
+                clock=clock,
+            )
+        sock = bind(host, port)
+        actual = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        typer.echo(f"Watchtower ({settings.cluster.source}) serving at http://{shown}:{actual}/", err=False)
+        sys.stdout.flush()
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(container, source, sock))
+    finally:
+        if store is not None:
+            store.close()
 
 
 @cli.command()
@@ -223,15 +368,23 @@ def run(
 def demo(
     port: Annotated[int, typer.Option(help="listen port on 127.0.0.1 (0: a free one)")] = 0,
     seed: Annotated[int | None, typer.Option(help="simulator seed")] = None,
+    prometheus: Annotated[
+        bool, typer.Option(help="start a local Prometheus when the binary is installed")
+    ] = True,
 ) -> None:
-    """Run the service on a simulated cluster with built-in defaults and print the URL."""
-    settings = Settings()
-    cluster = settings.cluster.model_copy(update={"source": "sim"})
-    sim = settings.simulator if seed is None else settings.simulator.model_copy(update={"seed": seed})
-    # Simulated time runs `speed` times faster: evaluate often enough that the page moves smoothly.
-    queue = settings.queue.model_copy(update={"evaluate_every": 2.0})
-    settings = settings.model_copy(update={"cluster": cluster, "simulator": sim, "queue": queue})
-    _run_service(settings, host="127.0.0.1", port=port)
+    """Run the service on a simulated cluster, with local mail and webhook sinks (and Prometheus), and print
+    the URLs."""
+    from watchtower.demo import DemoOptions, run_demo
+
+    _logging()
+    opts = DemoOptions(port=port, seed=seed, prometheus=prometheus)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run_demo(opts, echo=_echo))
+
+
+def _echo(line: str) -> None:
+    typer.echo(line)
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from watchtower.container import Container
 from watchtower.domain.queue import QueueSnapshot
 
 from .documents import DocumentCache
-from .routes import health, metrics, preemptions, queue, status_page, workloads
+from .routes import gpu, health, metrics, preemptions, queue, status_page, workloads
 
 
 def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> FastAPI:
@@ -34,7 +34,7 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
 
     container.watcher.consumers.append(prebuild)
     app.state.pages = status_page.PageRenderer()
-    for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router):
+    for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router, gpu.router):
         app.include_router(r)
     for r in routers:
         app.include_router(r)

@@ -6,6 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from watchtower.config.durations import format_duration
+from watchtower.domain.alerts.payload import title
+from watchtower.services.alerting import AlertingService, AlertStore
 from watchtower.services.queue_view import rfc3339
 from watchtower.services.watch import Picture, Readiness
 
@@ -173,3 +175,103 @@ def _epoch(at_text: str | None) -> float | None:
         return datetime.fromisoformat(at_text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+ALERTS_SHOWN = 50
+MESSAGES_SHOWN = 15
+IDLE_SHOWN = 30
+
+
+def alerts_context(service: AlertingService | None, store: AlertStore | None, now: float) -> dict[str, Any]:
+    """Return the "Alerts" and "Last notifications" sections: pending/firing (muted ones flagged), newest
+    messages with their receiver, subject and idempotency key."""
+    if service is None:
+        return {"alerting": False}
+    rows = []
+    counts = {"firing": 0, "pending": 0, "silenced": 0}
+    for a, muted in service.listed_alerts(now):
+        if a.state.value not in ("firing", "pending"):
+            continue
+        silenced = any(m.startswith("silence:") for m in muted)
+        inhibited = any(m.startswith("inhibited:") for m in muted)
+        state = "silenced" if silenced else ("inhibited" if inhibited else a.state.value)
+        if state in counts:
+            counts[state] += 1
+        since = a.fired_at if a.fired_at is not None else a.active_at
+        labels = a.labels
+        rows.append(
+            {
+                "alertname": a.alertname,
+                "severity": a.severity or "none",
+                "state": state,
+                "summary": a.annotations.get("summary", ""),
+                "where": "/".join(x for x in (labels.get("namespace", ""), labels.get("workload", "")) if x),
+                "team": labels.get("team", ""),
+                "since": _ago(now - since),
+            }
+        )
+    messages = []
+    if store is not None:
+        for m in store.messages(limit=MESSAGES_SHOWN):
+            receiver, _, channel = m.integration.partition("/")
+            messages.append(
+                {
+                    "receiver": receiver,
+                    "channel": channel.replace("/", " #"),
+                    "subject": title(m.payload),
+                    "key": m.key,
+                    "status": m.status.value,
+                    "attempts": m.attempts,
+                    "error": m.last_error,
+                    "when": rfc3339(m.delivered_at if m.delivered_at is not None else m.created),
+                    "ago": _ago(now - (m.delivered_at if m.delivered_at is not None else m.created)),
+                }
+            )
+    return {
+        "alerting": True,
+        "alerts": rows[:ALERTS_SHOWN],
+        "alerts_more": max(0, len(rows) - ALERTS_SHOWN),
+        "alert_counts": counts,
+        "messages": messages,
+    }
+
+
+def gpu_context(report: dict[str, Any] | None) -> dict[str, Any]:
+    """Return the "Idle GPUs" section from GpuUsageService.report(), or say why there is none."""
+    if report is None:
+        return {"gpu": None}
+    prom = report["prometheus"]
+    idle = []
+    waiting_for = {(x["namespace"], x["kind"], x["name"]): x for x in report.get("idle_while_waiting", [])}
+    for w in report.get("idle_workloads", [])[:IDLE_SHOWN]:
+        v = waiting_for.get((w["namespace"], w["kind"], w["name"]))
+        idle.append(
+            {
+                "workload": f"{w['namespace']}/{w['name']}",
+                "kind": w["kind"],
+                "team": w["team"],
+                "idle": w["idle_gpu_equivalent"],
+                "allocated": w["gpus"] or w["gpus_allocated"],
+                "util": w["util_avg_percent"],
+                "blocking": f"{len(v['waiting'])} waiting, up to tier {v['highest_waiting_tier']}"
+                if v
+                else "",
+            }
+        )
+    return {
+        "gpu": {
+            "url": prom["url"],
+            "up": prom["up"],
+            "error": prom["last_error"] or "",
+            "available": report["available"],
+            "stale": report["stale"],
+            "as_of": report["as_of"],
+            "threshold": report["threshold_percent"],
+            "window": format_duration(report["window_seconds"]),
+            "idle_gpus": report["idle_gpus"],
+            "idle_slices": report["idle_slices"],
+            "workloads": idle,
+            "more": max(0, len(report.get("idle_workloads", [])) - IDLE_SHOWN),
+            "while_waiting": len(report.get("idle_while_waiting", [])),
+        }
+    }

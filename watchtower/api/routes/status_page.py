@@ -8,7 +8,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ..deps import ContainerDep
 from ..documents import DocumentCache
-from ..status_view import page_context
+from ..status_view import alerts_context, gpu_context, page_context
 
 router = APIRouter(tags=["status page"])
 
@@ -30,7 +30,8 @@ class PageRenderer:
 
 
 @router.get("/", response_class=HTMLResponse)
-def status_page(request: Request, container: ContainerDep) -> HTMLResponse:
+async def status_page(request: Request, container: ContainerDep) -> HTMLResponse:
+    # On the event loop, where alerting and GPU usage change their state: no half-updated reads.
     watcher = container.watcher
     picture = watcher.picture
     cache: DocumentCache = request.app.state.documents
@@ -42,6 +43,10 @@ def status_page(request: Request, container: ContainerDep) -> HTMLResponse:
         tiers=list(watcher.policy.tiers.tiers),
         source=container.source_name,
     )
+    now = container.clock.now()
+    ctx.update(alerts_context(container.alerting, container.alert_store, now))
+    ctx.update(gpu_context(container.gpu.report() if container.gpu is not None else None))
+    ctx["links"] = sorted(container.links.items())
     renderer: PageRenderer = request.app.state.pages
     html = renderer.render(ctx)
     return HTMLResponse(

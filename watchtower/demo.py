@@ -1,0 +1,248 @@
+"""`watchtower demo`: the whole service on a simulated cluster, with somewhere for its notifications to go.
+
+Started here, all on 127.0.0.1 and all stopped on the way out: the simulator and its DCGM/KSM exporter, an
+SMTP sink and a webhook sink (signatures checked) as the demo receivers, a local Prometheus scraping the
+exporter and Watchtower when the `prometheus` binary is installed, and the service itself. Everything it
+writes goes to a temporary directory removed at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from watchtower.adapters.demo_sinks import SmtpSink, WebhookSink, new_secret
+from watchtower.config.alerting import (
+    AlertingConfig,
+    EmailConfig,
+    ReceiverConfig,
+    RouteConfig,
+    WebhookConfig,
+)
+from watchtower.config.model import Settings
+from watchtower.config.prometheus import PrometheusConfig
+from watchtower.container import Container
+
+log = logging.getLogger(__name__)
+
+RECEIVER = "demo-oncall"
+MAIL_TO = "oncall@demo.invalid"
+# Wall-clock seconds: Prometheus stamps samples with real time, however fast the simulator runs.
+SCRAPE_EVERY = 2.0
+IDLE_WINDOW = 30.0
+
+
+@dataclass
+class DemoOptions:
+    port: int = 0
+    seed: int | None = None
+    prometheus: bool = True
+    speed: float | None = None  # simulated seconds per real second (default: the simulator's, 60)
+    evaluate_every: float = 2.0  # real seconds between evaluations
+
+
+@dataclass
+class DemoRun:
+    """A running demo, handed to `on_ready` (tests read the sinks and the container through it)."""
+
+    url: str
+    container: Container
+    sim: Any  # SimulatedCluster
+    smtp: SmtpSink
+    webhooks: WebhookSink
+    prometheus_url: str | None
+    api_token: str
+    links: dict[str, str] = field(default_factory=dict)
+
+
+def demo_settings(
+    base: Settings,
+    *,
+    opts: DemoOptions,
+    url: str,
+    smtp_port: int,
+    hook_url: str,
+    secret: str,
+    store_path: str,
+    prometheus_url: str | None,
+    api_token: str,
+) -> Settings:
+    """Return `base` with the demo's simulator, receivers (the sinks), store, token and Prometheus."""
+    sim_update: dict[str, Any] = {"metrics_port": 0}  # the demo serves the exporter itself
+    if opts.seed is not None:
+        sim_update["seed"] = opts.seed
+    if opts.speed is not None:
+        sim_update["speed"] = opts.speed
+    receiver = ReceiverConfig(
+        name=RECEIVER,
+        email=[
+            EmailConfig.model_validate(
+                {
+                    "to": [MAIL_TO],
+                    "from": "watchtower@demo.invalid",
+                    "smarthost": "127.0.0.1",
+                    "port": smtp_port,
+                    "security": "none",
+                }
+            )
+        ],
+        webhooks=[WebhookConfig(url=hook_url, secret=SecretStr(secret))],
+    )
+    alerting = AlertingConfig(
+        rules=base.alerting.rules,
+        route=RouteConfig(receiver=RECEIVER, group_by=["alertname", "namespace"]),
+        receivers=[receiver],
+        delivery=base.alerting.delivery,
+        store_path=store_path,
+    )
+    prometheus = None
+    if prometheus_url is not None:
+        prometheus = PrometheusConfig(
+            url=prometheus_url,
+            timeout=5.0,
+            retries=1,
+            scrape_interval=SCRAPE_EVERY,
+            query_every=5.0,
+            query_step=SCRAPE_EVERY,
+            idle_window=IDLE_WINDOW,
+        )
+    return base.model_copy(
+        update={
+            "cluster": base.cluster.model_copy(update={"source": "sim"}),
+            "simulator": base.simulator.model_copy(update=sim_update),
+            # Simulated time runs `speed` times faster: evaluate often enough that the page moves smoothly.
+            "queue": base.queue.model_copy(update={"evaluate_every": opts.evaluate_every}),
+            "server": base.server.model_copy(
+                update={"host": "127.0.0.1", "external_url": url, "api_token": SecretStr(api_token)}
+            ),
+            "alerting": alerting,
+            "prometheus": prometheus,
+        }
+    )
+
+
+async def run_demo(
+    opts: DemoOptions,
+    *,
+    echo: Callable[[str], object] = print,
+    on_ready: Callable[[DemoRun], object] | None = None,
+    base: Settings | None = None,
+) -> None:
+    """Run the demo until cancelled (or interrupted); every part it started is stopped on the way out."""
+    from watchtower.adapters.prometheus_process import (
+        INSTALL_HINT,
+        LocalPrometheusError,
+        start_local_prometheus,
+    )
+    from watchtower.adapters.sim.cluster import SimulatedCluster
+    from watchtower.adapters.store_sqlite import SQLiteAlertStore
+    from watchtower.main import bind, build_container, serve
+
+    base = base or Settings()
+    workdir = Path(tempfile.mkdtemp(prefix="watchtower-demo-"))
+    secret = new_secret()
+    token = secrets.token_urlsafe(18)
+    stack = contextlib.AsyncExitStack()
+    try:
+        stack.callback(shutil.rmtree, workdir, True)
+        smtp = SmtpSink().start()
+        stack.callback(smtp.stop)
+        sim_cfg = base.simulator.model_copy(
+            update={k: v for k, v in (("seed", opts.seed), ("speed", opts.speed)) if v is not None}
+        )
+        sim = SimulatedCluster(sim_cfg)
+        # The sender signs with the cluster's clock (simulated here): the sink checks against the same.
+        webhooks = WebhookSink(secret=secret, now=sim.now, smtp=smtp).start()
+        stack.callback(webhooks.stop)
+        exporter = await sim.serve_metrics("127.0.0.1", 0)
+        stack.push_async_callback(exporter.close)
+        sock = bind("127.0.0.1", opts.port)
+        stack.callback(sock.close)
+        port = sock.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+
+        prom = None
+        prom_note = ""
+        if opts.prometheus:
+            try:
+                prom = await asyncio.to_thread(
+                    start_local_prometheus,
+                    exporter_port=exporter.port,
+                    watchtower_port=port,
+                    scrape_interval=SCRAPE_EVERY,
+                )
+            except LocalPrometheusError as e:
+                prom_note = f"did not start ({str(e)[:300]})"
+            if prom is not None:
+                stack.callback(prom.stop)
+            elif not prom_note:
+                prom_note = "not started: " + INSTALL_HINT
+        else:
+            prom_note = "not started (--no-prometheus)"
+
+        settings = demo_settings(
+            base,
+            opts=opts,
+            url=url,
+            smtp_port=smtp.port,
+            hook_url=webhooks.hook_url,
+            secret=secret,
+            store_path=str(workdir / "alerts.db"),
+            prometheus_url=prom.url if prom is not None else None,
+            api_token=token,
+        )
+        store = SQLiteAlertStore(workdir / "alerts.db")
+        stack.callback(store.close)
+        links = {"mail and webhook sinks (JSON)": webhooks.url}
+        if prom is not None:
+            links["Prometheus"] = prom.url
+        container = build_container(
+            settings, clock=sim, source_health=sim.health, source_name="sim", alert_store=store, links=links
+        )
+        speed = settings.simulator.speed
+        echo(f"Watchtower demo: a simulated cluster at {speed:g}x real time")
+        echo(f"  status page     {url}/")
+        echo(f"  alerts          {url}/api/v1/alerts")
+        echo(f"  idle GPUs       {url}/api/v1/gpu/idle")
+        echo(f"  Prometheus      {prom.url + '/' if prom is not None else prom_note}")
+        echo(f"  SMTP sink       127.0.0.1:{smtp.port} (mail to {MAIL_TO})")
+        echo(f"  webhook sink    {webhooks.hook_url} (Standard Webhooks signatures checked)")
+        echo(f"  sinks received  {webhooks.url}/")
+        echo(f"  API token       {token} (Authorization: Bearer …, to create silences)")
+        started = asyncio.Event()
+        serving = asyncio.create_task(serve(container, sim, sock, started=started))
+        try:
+            waiter = asyncio.create_task(started.wait())
+            await asyncio.wait({serving, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if started.is_set() and on_ready is not None:
+                on_ready(
+                    DemoRun(
+                        url=url,
+                        container=container,
+                        sim=sim,
+                        smtp=smtp,
+                        webhooks=webhooks,
+                        prometheus_url=prom.url if prom is not None else None,
+                        api_token=token,
+                        links=links,
+                    )
+                )
+            await serving
+        finally:
+            if not serving.done():
+                serving.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await serving
+    finally:
+        await stack.aclose()
