@@ -5,6 +5,7 @@ the feed still (a slow consumer) while the test changes the cluster behind its b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -36,6 +37,7 @@ class Feed:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="feed", daemon=True)
         self._task: Future[None] | None = None
+        self._inner: asyncio.Task[None] | None = None
 
     def _wait_gate(self) -> None:
         if not self.gate.is_set():
@@ -56,14 +58,23 @@ class Feed:
 
     def start(self) -> None:
         self._thread.start()
-        self._task = asyncio.run_coroutine_threadsafe(
-            self.source.run(on_list=self.on_list, on_change=self.on_change), self._loop
-        )
+        self._task = asyncio.run_coroutine_threadsafe(self._run(), self._loop)
+
+    async def _run(self) -> None:
+        self._inner = asyncio.current_task()
+        await self.source.run(on_list=self.on_list, on_change=self.on_change)
+
+    async def _cancel(self) -> None:
+        if self._inner is not None:
+            self._inner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._inner
 
     def stop(self) -> None:
         self.gate.set()
         if self._task is not None:
-            self._task.cancel()
+            # Cancel from inside the loop and wait, so the source's task group unwinds before the loop stops.
+            asyncio.run_coroutine_threadsafe(self._cancel(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
 
