@@ -61,3 +61,54 @@ def snapshot(objs: list[dict], at: float, s: Settings) -> tuple[QueueSnapshot, C
     dec = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
     a = analyze(data, policy=s.queue_policy(), decoder=dec, at=at)
     return a.snapshot, a.state
+
+
+# ---- cluster state built object by object, as the watch applies them ------------------------------------
+
+DECODER = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
+
+
+def apply(state: ClusterState, obj: dict, *, deleted: bool = False) -> None:
+    """Apply a Pod or Node as a watch event would (ADDED/MODIFIED, or DELETED with the final object)."""
+    data = orjson.dumps(obj)
+    if obj["kind"] == "Pod":
+        p = DECODER.pod(data)
+        if deleted:
+            state.delete_pod(p.uid, p)
+        else:
+            state.upsert_pod(p)
+    elif obj["kind"] == "Node":
+        state.upsert_node(DECODER.node(data))
+    else:
+        raise ValueError(f"no need for {obj['kind']} here")
+
+
+def state_of(*objs: dict) -> ClusterState:
+    state = ClusterState()
+    for obj in objs:
+        apply(state, obj)
+    return state
+
+
+def paddle_owner(job: str) -> dict:
+    return o.owner_ref("PaddleJob", job, api_version=o.PADDLE_API, uid=o.new_uid(f"pj/{job}"))
+
+
+def pending_pod(name: str, *, ns: str, created: float, message: str, **kw: Any) -> dict:
+    return o.pod(
+        name=name, namespace=ns, created=created, conditions=[o.unschedulable(created + 1, message)], **kw
+    )
+
+
+def running_pod(name: str, node: str, *, ns: str, created: float, **kw: Any) -> dict:
+    return o.pod(
+        name=name,
+        namespace=ns,
+        created=created,
+        node=node,
+        phase="Running",
+        conditions=[o.scheduled(created + 10)],
+        start_time=created + 11,
+        running_since=created + 70,
+        **kw,
+    )

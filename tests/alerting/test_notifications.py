@@ -38,11 +38,12 @@ def hook_settings(url: str, **route):
 
 
 class Rig:
-    def __init__(self, s, tmp_path, clock, tls=None):
+    def __init__(self, s, tmp_path, clock, tls=None, service_kwargs=None):
         self.s, self.clock = s, clock
         self.store = SQLiteAlertStore(tmp_path / "alerts.db")
         self.http = httpx.AsyncClient()
-        self.svc = AlertingService(settings=s, store=self.store)
+        kw = service_kwargs if service_kwargs is not None else self._service_kwargs()
+        self.svc = AlertingService(settings=s, store=self.store, **kw)
         self.worker = DeliveryWorker(
             store=self.store,
             senders=build_senders(s.alerting, http=self.http, tls_context=tls),
@@ -50,6 +51,9 @@ class Rig:
             cfg=s.alerting,
             rnd=lambda: 0.5,
         )
+
+    def _service_kwargs(self):
+        return {}
 
     async def tick(self, objs, at):
         self.clock.t = at
