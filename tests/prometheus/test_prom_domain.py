@@ -224,3 +224,24 @@ def test_gpu_findings_become_alert_candidates_through_the_rule_framework() -> No
     assert by_name[IDLE_ALERT].labels["workload"] == "idle"
     assert by_name[IDLE_ALERT].annotations["runbook_url"].endswith("#gpuidlewhilequeuewaits")
     assert by_name[UNREACHABLE_ALERT].labels["team"] == "watchtower"
+
+
+def test_ksm_series_are_read_across_one_missed_scrape_and_teams_never_drop_a_namespace() -> None:
+    q = Queries(QueryConfig(ksm_bridge=60))
+    assert (
+        'last_over_time(kube_pod_status_phase{job="kube-state-metrics",phase="Running"}[1m])'
+        in q.pod_running()
+    )
+    assert "last_over_time(kube_pod_container_resource_requests{" in q.pod_gpus_allocated()
+    plain = Queries(QueryConfig(ksm_bridge=0)).pod_running()
+    assert "last_over_time" not in plain and 'kube_pod_status_phase{job="kube-state-metrics"' in plain
+    assert "unless on (namespace)" in q.team_gpus_allocated()
+    with pytest.raises(ValueError, match="ksm_bridge"):
+        QueryConfig(ksm_bridge=-1)
+
+
+def test_the_configured_scrape_interval_sets_the_ksm_bridge() -> None:
+    from watchtower.config.prometheus import PrometheusConfig
+
+    cfg = PrometheusConfig(url="http://prometheus:9090", scrape_interval=15, idle_window=1800)
+    assert cfg.query_config().ksm_bridge == 30

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 from prom_exposition import Device, KsmPod, dcgm_text, ksm_text
-from prom_server import HTTPServer, PrometheusProcess, free_port, metrics_route
+from prom_server import CONTENT_TYPE, HTTPServer, PrometheusProcess, free_port, metrics_route
 from prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 
 from watchtower.adapters.prometheus import (
@@ -21,7 +21,7 @@ from watchtower.adapters.prometheus import (
 )
 from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import IDLE_ALERT, UNREACHABLE_ALERT, IdlePolicy
-from watchtower.domain.promql import Queries
+from watchtower.domain.promql import Queries, QueryConfig
 from watchtower.services.gpu_usage import GpuUsageService
 
 SCRAPE = 1.0
@@ -155,6 +155,39 @@ def test_idle_alert_resolves_on_fresh_figures_once_nothing_waits(tmp_path, expor
     finally:
         reader.close()
         prom.stop()
+
+
+def test_a_failed_kube_state_metrics_scrape_does_not_empty_the_allocation(tmp_path, real_prometheus) -> None:
+    pods = [KsmPod("ml", "idle-0", 2, owner_name="idle-job")]
+    failing = threading.Event()
+
+    def ksm() -> tuple[int, str, bytes]:
+        if failing.is_set():
+            return 500, "text/plain", b"kube-state-metrics is overloaded"
+        return 200, CONTENT_TYPE, ksm_text(pods, {"ml": None}).encode()
+
+    server = HTTPServer({"/ksm": ksm, "/dcgm": metrics_route(lambda: dcgm_text([]))}).start()
+    prom = PrometheusProcess(config=_config(server.url), data_dir=tmp_path / "data")
+    prom.start()
+    reader = PrometheusReader(url=prom.url, timeout=2, retries=1, backoff=0.1)
+    q = Queries()
+    try:
+        while not reader.query_sync(q.pod_gpus_allocated()):
+            time.sleep(0.3)
+        failing.set()
+        # wait until Prometheus has seen the failed scrape: `up` is 0 and the plain series are stale
+        while reader.query_sync('up{job="kube-state-metrics"} == 0') == [] or reader.query_sync(
+            "kube_pod_status_phase"
+        ):
+            time.sleep(0.3)
+        got = reader.query_sync(q.pod_gpus_allocated())
+        assert [(s.labels["pod"], s.value) for s in got] == [("idle-0", 2.0)]
+        assert reader.query_sync(Queries(QueryConfig(ksm_bridge=0)).pod_gpus_allocated()) == []
+    finally:
+        failing.clear()
+        reader.close()
+        prom.stop()
+        server.stop()
 
 
 # --- a slow, refusing or rejecting server ----------------------------------------------------------------

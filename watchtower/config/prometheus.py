@@ -75,6 +75,7 @@ class PrometheusConfig(Section):
             dcgm_selector=self.dcgm_selector,
             ksm_selector=self.ksm_selector,
             team_label=team_label,
+            ksm_bridge=2 * self.scrape_interval,  # one missed KSM scrape must not empty the allocation
         )
 
     def idle_policy(self) -> IdlePolicy:

@@ -66,11 +66,18 @@ class QueryConfig:
     dcgm_selector: str = ""  # e.g. job="dcgm-exporter"; "" keeps every job
     ksm_selector: str = 'job="kube-state-metrics"'  # the kubernetes-mixin selects KSM this way
     team_label: str = "team"  # namespace label; KSM exposes it as kube_namespace_labels{label_team}
+    # KSM series are read as their last value within this many seconds (0: the plain instant value). One
+    # failed KSM scrape marks every series stale; read plainly, every allocation would vanish until the next
+    # scrape and idle alerts would resolve and fire again. Two scrape intervals bridge one miss; a deleted
+    # pod is then counted at most this long after it is gone (a finished pod's phase turns 0 at once).
+    ksm_bridge: float = 60.0
 
     def __post_init__(self) -> None:
         for sel in (self.dcgm_selector, self.ksm_selector):
             if any(c in sel for c in "{}"):
                 raise ValueError(f"a selector is the text inside braces, without them: {sel!r}")
+        if self.ksm_bridge < 0:
+            raise ValueError(f"ksm_bridge is seconds, 0 or more, got {self.ksm_bridge!r}")
 
 
 def duration(seconds: float) -> str:
@@ -175,17 +182,21 @@ class Queries:
 
     # --- allocation (kube-state-metrics) ------------------------------------------------------------------
 
+    def _ksm(self, metric: str, *matchers: str) -> str:
+        sel = metric + _sel(self.config.ksm_selector, *matchers)
+        if self.config.ksm_bridge <= 0:
+            return sel
+        return f"last_over_time({sel}[{duration(self.config.ksm_bridge)}])"
+
     def pod_running(self) -> str:
         """1 per running pod (namespace, pod, uid)."""
-        k = self.config.ksm_selector
-        running = _sel(k, 'phase="Running"')
-        return self.normalise_ksm(f"kube_pod_status_phase{running} == 1")
+        return self.normalise_ksm(self._ksm("kube_pod_status_phase", 'phase="Running"') + " == 1")
 
     def pod_gpus_allocated(self) -> str:
         """GPUs requested by each running pod (namespace, pod)."""
-        k = self.config.ksm_selector
-        gpus = _sel(k, f'resource="{GPU_RESOURCE}"')
-        req = self.normalise_ksm(f"kube_pod_container_resource_requests{gpus}")
+        req = self.normalise_ksm(
+            self._ksm("kube_pod_container_resource_requests", f'resource="{GPU_RESOURCE}"')
+        )
         return (
             f"sum by (namespace, pod) (sum by (namespace, pod, uid) ({req}) "
             f"and on (namespace, pod, uid) {self.pod_running()})"
@@ -193,26 +204,31 @@ class Queries:
 
     def pod_owner(self) -> str:
         """1 per pod with its controller: labels owner_kind, owner_name ("<none>" for a bare pod)."""
-        k = self.config.ksm_selector
-        controller = _sel(k, 'owner_is_controller!="false"')
-        own = self.normalise_ksm(f"kube_pod_owner{controller}")
+        own = self.normalise_ksm(self._ksm("kube_pod_owner", 'owner_is_controller!="false"'))
         return f"max by (namespace, pod, owner_kind, owner_name) ({own})"
 
     def pod_priority_class(self) -> str:
         """1 per pod with its PriorityClass name (label priority_class), from kube_pod_info."""
-        k = self.config.ksm_selector
-        return f"max by (namespace, pod, priority_class) ({self.normalise_ksm('kube_pod_info' + _sel(k))})"
+        return f"max by (namespace, pod, priority_class) ({self.normalise_ksm(self._ksm('kube_pod_info'))})"
 
     def namespace_team(self) -> str:
         """1 per namespace with label `team`: the namespace's team label, else the namespace name."""
-        k = self.config.ksm_selector
         lbl = "label_" + "".join(c if c.isalnum() else "_" for c in self.config.team_label)
-        base = "kube_namespace_labels"
-        with_label, without = _sel(k, f'{lbl}!=""'), _sel(k, f'{lbl}=""')
-        named = f'label_replace({base}{with_label}, "team", "$1", "{lbl}", "(.*)")'
-        unnamed = f'label_replace({base}{without}, "team", "$1", "namespace", "(.*)")'
+        with_label = self._ksm("kube_namespace_labels", f'{lbl}!=""')
+        without = self._ksm("kube_namespace_labels", f'{lbl}=""')
+        named = f'label_replace({with_label}, "team", "$1", "{lbl}", "(.*)")'
+        unnamed = f'label_replace({without}, "team", "$1", "namespace", "(.*)")'
         both = self.normalise_ksm(f"{named} or {unnamed}")
         return f"max by (namespace, team) ({both})"
+
+    def _with_team(self, expr: str) -> str:
+        """Return `expr` with a `team` label joined from its namespace; a namespace KSM has no
+        kube_namespace_labels for (collector off, namespace just created) is its own team, not dropped."""
+        team = self.namespace_team()
+        return (
+            f"({expr} * on (namespace) group_left (team) {team}) or "
+            f'label_replace({expr} unless on (namespace) {team}, "team", "$1", "namespace", "(.*)")'
+        )
 
     def namespace_gpus_allocated(self) -> str:
         """GPUs requested by running pods, per namespace."""
@@ -220,7 +236,7 @@ class Queries:
 
     def team_gpus_allocated(self) -> str:
         """GPUs requested by running pods, per team."""
-        return f"sum by (team) ({self.pod_gpus_allocated()} * on (namespace) group_left (team) {self.namespace_team()})"
+        return f"sum by (team) ({self._with_team(self.pod_gpus_allocated())})"
 
     def cluster_gpus_allocated(self) -> str:
         """GPUs requested by running pods in the whole cluster."""
@@ -247,7 +263,7 @@ class Queries:
     def team_utilisation_avg(self, window: float) -> str:
         """Mean utilisation over `window` of the devices in use by each team, percent."""
         dev = self.device_utilisation_avg(window)
-        return f"avg by (team) ({dev} * on (namespace) group_left (team) {self.namespace_team()})"
+        return f"avg by (team) ({self._with_team(dev)})"
 
     def cluster_utilisation_avg(self, window: float) -> str:
         """Mean utilisation over `window` of every device DCGM reports, percent."""
@@ -264,9 +280,7 @@ class Queries:
         """Devices of running pods whose mean utilisation over `step` is under `threshold` %, per team."""
         dev = self.device_utilisation_avg(step, kind=kind)
         busy_or_idle = f"({dev} < {threshold:g}) and on (namespace, pod) {self.pod_running()}"
-        return (
-            f"count by (team) (({busy_or_idle}) * on (namespace) group_left (team) {self.namespace_team()})"
-        )
+        return f"count by (team) ({self._with_team(f'({busy_or_idle})')})"
 
     # --- history ------------------------------------------------------------------------------------------
 
