@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from watchtower.domain.queue import QueueSnapshot
     from watchtower.services.alerting import AlertStore
     from watchtower.services.gpu_usage import GpuUsageService
-    from watchtower.services.watch import Watcher
 
 cli = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Watch the GPU job queue of a Kubernetes cluster."
@@ -142,9 +141,11 @@ def build_container(
         settings,
         team_of=lambda ns: watcher.state.team_of(ns),
         class_priority=lambda: {pc.name: pc.value for pc in watcher.state.priority_classes.values()},
+        # The GPU service passes its own (wall-clock) `now`; the statuses are the cluster's, at its time.
+        with_statuses=lambda snapshot, names, now=None: watcher.with_statuses(snapshot, names),
     )
     if gpu is not None:
-        watcher.consumers.append(_gpu_consumer(gpu, watcher))
+        watcher.consumers.append(_gpu_consumer(gpu))
     alerting = None
     if alert_store is not None and settings.alerting.enabled:
         alerting = AlertingService(
@@ -169,26 +170,16 @@ def build_container(
     )
 
 
-def _gpu_consumer(
-    gpu: GpuUsageService, watcher: Watcher
-) -> Callable[[QueueSnapshot, float], Awaitable[None]]:
+def _gpu_consumer(gpu: GpuUsageService) -> Callable[[QueueSnapshot, float], Awaitable[None]]:
     """Return the GPU-usage snapshot consumer.
 
     Prometheus stamps samples with the wall clock, whatever clock the cluster runs on (a simulator's runs
-    faster), so GPU figures are read as of wall-clock now. A tick's snapshot holds waiting workloads only;
-    the workloads holding idle GPUs are added to it, because the verdicts need their live status.
+    faster), so GPU figures are read as of wall-clock now.
     """
     wall = SystemClock()
 
     async def consume(snapshot: QueueSnapshot, now: float) -> None:
-        at = wall.now()
-        if gpu.due(at):
-            await gpu.refresh(at)
-        holders: list[tuple[str, str]] = []
-        if gpu.view is not None:
-            holders += [(w.key.namespace, w.key.name) for w in gpu.view.idle()]
-        holders += [(v.idle.key.namespace, v.idle.key.name) for v in gpu.verdicts]
-        await gpu.on_snapshot(watcher.with_statuses(snapshot, holders, now), at)
+        await gpu.on_snapshot(snapshot, wall.now())
 
     consume.__qualname__ = "GpuUsageService.on_snapshot"
     return consume

@@ -78,6 +78,8 @@ class ReceivedWebhook:
     status: str  # "firing" / "resolved" from the Alertmanager body
     alerts: int
     group_key: str
+    alertnames: list[str]
+    workloads: list[str]  # namespace/workload of the alerts that name one
 
 
 class SmtpSink:
@@ -170,12 +172,13 @@ class WebhookSink:
 
     def receive(self, headers: dict[str, str], body: bytes) -> ReceivedWebhook:
         problem = verify_signature(self.secret, headers, body, now=self.now())
-        status, alerts, group = "", 0, ""
+        status, group = "", ""
+        items: list[dict[str, Any]] = []
         if not problem:
             try:
                 doc = json.loads(body)
                 status, group = str(doc.get("status", "")), str(doc.get("groupKey", ""))
-                alerts = len(doc.get("alerts", []))
+                items = [a.get("labels", {}) for a in doc.get("alerts", [])]
             except (ValueError, AttributeError):
                 problem = "body is not an Alertmanager JSON object"
         got = ReceivedWebhook(
@@ -184,8 +187,12 @@ class WebhookSink:
             verified=not problem,
             problem=problem,
             status=status,
-            alerts=alerts,
+            alerts=len(items),
             group_key=group[:500],
+            alertnames=sorted({str(lb.get("alertname", "")) for lb in items}),
+            workloads=sorted(
+                {f"{lb.get('namespace', '')}/{lb['workload']}" for lb in items if lb.get("workload")}
+            ),
         )
         with self._lock:
             self.received.append(got)

@@ -1,0 +1,174 @@
+"""The demo composition end to end: the simulator, the service, a real SMTP sink (aiosmtpd) and a real webhook
+sink that checks Standard Webhooks signatures, all on 127.0.0.1 and free ports, in this process; the status page
+read by a real headless Chromium; with the real Prometheus binary for the idle-GPU section."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from watchtower.adapters.sim.workloads import PodTemplate, WorkloadSpec, team_namespace
+from watchtower.config import Settings
+from watchtower.demo import DemoOptions, DemoRun, run_demo
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+OVERSIZED = "e2e-oversized"  # asks for 16 GPUs in one pod: no 8-GPU node ever fits it
+
+
+def _dump_dom(url: str, profile: Path) -> str:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium is not installed (tests/setup/system-deps.sh installs it)")
+    profile.mkdir(exist_ok=True)
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
+async def _until(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if asyncio.iscoroutine(got):
+            got = await got
+        if got:
+            return got
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"not within {timeout:g}s: {what}")
+
+
+@contextlib.asynccontextmanager
+async def _start(opts: DemoOptions) -> AsyncIterator[tuple[DemoRun, list[str]]]:
+    lines: list[str] = []
+    ready: asyncio.Future[DemoRun] = asyncio.get_running_loop().create_future()
+    # No quotas: the oversized pod must wait on the scheduler, not be refused by its namespace's quota.
+    base = Settings().model_copy(
+        update={"simulator": Settings().simulator.model_copy(update={"team_gpu_quota": 0})}
+    )
+    task = asyncio.create_task(run_demo(opts, echo=lines.append, on_ready=ready.set_result, base=base))
+    try:
+        done, _ = await asyncio.wait({task, ready}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            task.result()  # raises what stopped it
+        assert ready.done(), "the demo did not start within 120 s"
+        yield ready.result(), lines
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def _submit_oversized(run: DemoRun) -> str:
+    ns = team_namespace("vision")
+    run.sim.submit(
+        WorkloadSpec(
+            kind="Pod",
+            name=OVERSIZED,
+            namespace=ns,
+            team="vision",
+            priority_class="urgent-debug",
+            pods=(PodTemplate(OVERSIZED, "main", 16, "8", "32Gi", "paddlepaddle/paddle:2.6"),),
+            duration=3600.0,
+            grace=30,
+        )
+    )
+    return ns
+
+
+async def test_a_crossed_wait_threshold_reaches_the_mail_and_webhook_sinks_the_api_and_the_page(
+    tmp_path: Path,
+) -> None:
+    async with _start(DemoOptions(prometheus=False)) as (run, lines):
+        assert any(run.url in line for line in lines), lines
+        ns = _submit_oversized(run)
+        target = f"{ns}/{OVERSIZED}"
+
+        # Critical tier: warning after 5 simulated minutes, critical after 15 (60x: 5 s and 15 s here).
+        hooks = await _until(
+            "a signed webhook naming the oversized pod",
+            lambda: [w for w in run.webhooks.webhooks() if target in w.workloads and w.status == "firing"],
+        )
+        assert all(w.verified for w in run.webhooks.webhooks()), run.webhooks.webhooks()
+        alertname = hooks[0].alertnames[0]
+        assert alertname in ("WorkloadWaitWarning", "WorkloadWaitCritical")
+        emails = await _until(
+            "an email for the same alert",
+            lambda: [e for e in run.smtp.emails() if alertname in e.subject and ns in e.subject],
+        )
+        assert emails[0].rcpt_to == ["oncall@demo.invalid"]
+        assert emails[0].subject.startswith("[FIRING:")
+
+        async with httpx.AsyncClient(base_url=run.url) as c:
+            alerts = (await c.get("/api/v1/alerts", params={"state": "firing"})).json()
+            mine = [a for a in alerts if a["labels"].get("workload") == OVERSIZED]
+            assert mine and mine[0]["labels"]["namespace"] == ns
+            assert mine[0]["labels"]["tier"] == "critical"
+            no_prom = await c.get("/api/v1/gpu/idle")
+            assert no_prom.status_code == 404
+            assert "no prometheus section" in no_prom.json()["detail"]
+
+        delivered = [
+            m for m in run.container.alert_store.messages(limit=200) if m.status.value == "delivered"
+        ]
+        key = next(m.key for m in delivered if m.integration.endswith("/webhook/0"))
+        assert key in {w.webhook_id for w in run.webhooks.webhooks()}
+
+        dom = await asyncio.to_thread(_dump_dom, run.url + "/", tmp_path / "profile")
+        alerts_section = dom.split('id="alerts"', 1)[1].split("</section>", 1)[0]
+        assert OVERSIZED in alerts_section and "firing" in alerts_section
+        sent_section = dom.split('id="notifications"', 1)[1].split("</section>", 1)[0]
+        assert "delivered" in sent_section
+        assert any(m.key in sent_section for m in delivered[:15])
+        idle_section = dom.split('id="idle-gpus"', 1)[1].split("</section>", 1)[0]
+        assert "Prometheus is not configured" in idle_section
+
+
+@pytest.mark.prometheus
+async def test_with_the_real_prometheus_the_page_lists_the_simulators_idle_gpus(tmp_path: Path) -> None:
+    if shutil.which("prometheus") is None:
+        pytest.skip("the prometheus binary is not installed (apt-get install prometheus)")
+    async with _start(DemoOptions(prometheus=True)) as (run, lines):
+        assert run.prometheus_url is not None
+        assert any(run.prometheus_url in line for line in lines), lines
+
+        async def idle_report() -> dict[str, Any] | None:
+            async with httpx.AsyncClient(base_url=run.url) as c:
+                r = await c.get("/api/v1/gpu/idle")
+            body = r.json()
+            return body if r.status_code == 200 and body["idle_workloads"] else None
+
+        # The idle window is 30 s of wall time and a device must be seen for all of it.
+        report = await _until("idle GPUs in /api/v1/gpu/idle", idle_report, timeout=150)
+        assert report["prometheus"]["up"] is True and report["stale"] is False
+        sim_idle = {
+            (w.spec.namespace, w.spec.name) for w in run.sim.workloads if w.spec.pattern.value == "idle"
+        }
+        listed = {(w["namespace"], w["name"]) for w in report["idle_workloads"]}
+        assert listed and listed <= sim_idle, (listed, sim_idle)
+
+        dom = await asyncio.to_thread(_dump_dom, run.url + "/", tmp_path / "profile")
+        section = dom.split('id="idle-gpus"', 1)[1].split("</section>", 1)[0]
+        ns, name = sorted(listed)[0]
+        assert f"{ns}/{name}" in section
