@@ -72,11 +72,16 @@ def self_signed(dirpath: Path) -> tuple[Path, Path]:
 class Inbox:
     def __init__(self) -> None:
         self.messages: list[tuple[str, list[str], bytes]] = []  # (mail from, rcpt tos, data)
+        self.tls: list[bool] = []  # per message: did it arrive over TLS
         self.lock = threading.Lock()
 
     async def handle_DATA(self, server, session, envelope):  # aiosmtpd handler hook
         with self.lock:
             self.messages.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.original_content))
+            # session.ssl is only filled by STARTTLS; implicit TLS shows on the transport.
+            self.tls.append(
+                session.ssl is not None or server.transport.get_extra_info("ssl_object") is not None
+            )
         return "250 OK"
 
     def parsed(self):
@@ -107,6 +112,37 @@ def smtp_server(cert: Path, key: Path, port: int | None = None) -> tuple[Control
         authenticator=_auth,
         auth_required=True,
         auth_require_tls=True,
+    )
+    ctl.start()
+    return ctl, inbox
+
+
+def plain_smtp_server(*, offer_starttls_with: tuple[Path, Path] | None = None) -> tuple[Controller, Inbox]:
+    """Start an SMTP server without TLS and without AUTH (it may offer STARTTLS, never requiring it)."""
+    ctx = None
+    if offer_starttls_with is not None:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(*(str(p) for p in offer_starttls_with))
+    inbox = Inbox()
+    ctl = Controller(inbox, hostname="127.0.0.1", port=free_port(), tls_context=ctx)
+    ctl.start()
+    return ctl, inbox
+
+
+def implicit_tls_smtp_server(cert: Path, key: Path) -> tuple[Controller, Inbox]:
+    """Start an SMTP server that speaks TLS from the first byte (as on port 465), with AUTH required."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(str(cert), str(key))
+    inbox = Inbox()
+    ctl = Controller(
+        inbox,
+        hostname="127.0.0.1",
+        port=free_port(),
+        ssl_context=ctx,
+        authenticator=_auth,
+        auth_required=True,
+        # aiosmtpd only counts STARTTLS as TLS for AUTH; here every byte is already encrypted.
+        auth_require_tls=False,
     )
     ctl.start()
     return ctl, inbox
