@@ -87,3 +87,11 @@ def test_backoff_grows_is_capped_and_honours_retry_after():
     assert next_delay(1, base=5, cap=600, jitter=0.0, rnd=0.5, retry_after=120) == 120
     assert next_delay(1, base=5, cap=600, jitter=0.0, rnd=0.5, retry_after=10**9) == 3600
     assert 4 <= next_delay(1, base=5, cap=600, jitter=0.2, rnd=0.0) < 5
+
+
+def test_fingerprints_keep_their_values_so_a_store_written_before_still_matches():
+    # Pinned values (computed by the first, one-update-per-part implementation): an alert stored by an
+    # earlier version must keep its identity after an upgrade.
+    assert fingerprint({"alertname": "WorkloadWaitWarning", "namespace": "team-a"}) == "de19324505dd0150"
+    assert fingerprint({"workload": "é", "a": ""}) == "28342bd1e9de6f44"
+    assert AlertCandidate({"b": "2", "a": "1"}).fingerprint == fingerprint({"a": "1", "b": "2"})

@@ -307,3 +307,23 @@ async def test_hostile_annotation_is_escaped_in_html_and_cannot_inject_headers(t
         await rig.close()
     finally:
         ctl.stop()
+
+
+async def test_a_restart_after_a_storm_keeps_the_alerts_and_sends_nothing_again(tmp_path, receiver):
+    s = hook_settings(receiver.url, group_by=["alertname", "namespace"], group_wait="0s")
+    objs = [pending(f"job-{i}", "medium", T0 - 31 * 60, ns=f"team-{i % 3}") for i in range(30)]
+    rig = Rig(s, tmp_path, Clock())
+    await rig.tick(objs, T0)
+    await rig.tick(objs, T0 + 20)  # within LAST_SEEN_SLACK: nothing rewritten, still all stored
+    assert len(receiver.requests) == 3
+    await rig.close()
+
+    again = Rig(s, tmp_path, Clock())  # same database file: a restart
+    assert len(again.svc.alerts) == 30 and all(a.state.value == "firing" for a in again.svc.alerts.values())
+    assert {a.fired_at for a in again.svc.alerts.values()} == {T0}
+    await again.tick(objs, T0 + 40)
+    assert len(receiver.requests) == 3
+    # Scheduled since: resolved, and the restarted service sends that.
+    await again.tick([], T0 + 400)
+    assert [r["body"]["status"] for r in receiver.requests[3:]] == ["resolved"] * 3
+    await again.close()
