@@ -152,6 +152,10 @@ class Watcher:
         self._ticking = asyncio.Lock()  # a kick and the scheduled tick must not hand out snapshots at once
         self._awaiting_attribution: dict[str, tuple[Preemption, float]] = {}
         self._counted: dict[str, float] = {}  # victim uid → when counted, so a replay never counts twice
+        # Running workloads per tier, for the page: recounted every `running_every` real seconds.
+        self.running_every = 30.0
+        self._running: dict[str, int] = {}
+        self._running_at: float | None = None
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
         )
@@ -246,7 +250,10 @@ class Watcher:
         started = time.perf_counter()
         with self._lock:
             snap = self.evaluator.evaluate(self.state, now=now)
-            running = self._running_by_tier(snap)
+            mono = time.monotonic()
+            if self._running_at is None or mono - self._running_at >= self.running_every:
+                self._running, self._running_at = self._running_by_tier(snap), mono
+            running = self._running
             tiers = self.policy.tiers
             preemptions = tuple(preemption_dict(p, tiers, self.state) for p in snap.preemptions)
             quota = tuple(
@@ -269,18 +276,25 @@ class Watcher:
         return picture
 
     def _running_by_tier(self, snap: QueueSnapshot) -> dict[str, int]:
-        """Count running workloads per tier from one bound training pod each: a dict walk, not an evaluation."""
+        """Count running workloads per tier from one bound training pod each: a dict walk, not an evaluation.
+
+        Still ~0.7 s over 137,000 workloads (150,000 pods), hence refreshed every `running_every` seconds only.
+        """
         tiers, selector = self.policy.tiers, self.policy.selector
         listed = {w.key for w in snap.workloads}
         pods = self.state.pods
         out = dict.fromkeys((t.name for t in tiers.tiers), 0)
+        tier_memo: dict[tuple[int, str], str] = {}
         for key, members in self.state.by_workload.items():
             if key in listed:
                 continue
             for uid in members:
                 p = pods.get(uid)
                 if p is not None and p.holds_resources and not p.terminal and selector.matches(p):
-                    tier = tiers.tier_of(p.priority, p.priority_class).name
+                    k = (p.priority, p.priority_class)
+                    tier = tier_memo.get(k)
+                    if tier is None:
+                        tier = tier_memo[k] = tiers.tier_of(p.priority, p.priority_class).name
                     out[tier] = out.get(tier, 0) + 1
                     break
         return out
