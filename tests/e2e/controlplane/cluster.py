@@ -88,6 +88,18 @@ class Process:
     def alive(self) -> bool:
         return self.popen is not None and self.popen.poll() is None
 
+    def peak_rss_mib(self) -> float | None:
+        """Return the process's peak resident memory so far (VmHWM), while it runs."""
+        if self.popen is None:
+            return None
+        try:
+            for line in Path(f"/proc/{self.popen.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            return None
+        return None
+
     def stop(self, timeout: float = 15.0) -> None:
         p = self.popen
         if p is None or p.poll() is not None:
@@ -110,6 +122,8 @@ class ControlPlane:
     procs: dict[str, Process] = field(default_factory=dict)
     kubeconfig: Path = field(init=False)
     watch_cache: bool = True
+    startup_seconds: float = 0.0  # from nothing to all four ready, certificates included
+    peak_rss: dict[str, float] = field(default_factory=dict)  # MiB per process, read when stopped
 
     @property
     def url(self) -> str:
@@ -210,6 +224,7 @@ class ControlPlane:
     # ---- lifecycle --------------------------------------------------------------------------------
 
     def start(self, *, timeout: float = 120.0) -> None:
+        t0 = time.monotonic()
         self.pki = make_pki(self.workdir / "pki")
         self.etcd_port = free_port()
         self.apiserver_port = free_port()
@@ -223,12 +238,16 @@ class ControlPlane:
             self._launch(self._controller_manager())
             self._launch(self._scheduler())
             self._wait("the default ServiceAccount", self._default_sa, timeout)
+            self.startup_seconds = time.monotonic() - t0
         except Exception:
             self.stop()
             raise
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):
+            rss = self.procs[name].peak_rss_mib()
+            if rss is not None:
+                self.peak_rss[name] = rss
             self.procs[name].stop()
 
     def restart_apiserver(self, *, watch_cache: bool | None = None, timeout: float = 120.0) -> None:
