@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .model import Node
 
 
-@dataclass(frozen=True, slots=True)
-class NodeCapacity:
+class NodeCapacity(NamedTuple):
+    """One node's GPUs. A tuple: a tick makes one per GPU node (thousands), so it must be cheap to build."""
+
     name: str
     allocatable: int
     used: int
@@ -30,7 +32,7 @@ class Capacity:
     largest_free: int = field(init=False)
 
     def __post_init__(self) -> None:
-        free = [n.free for n in self.nodes]
+        free = [max(0, n.allocatable - n.used) if n.schedulable else 0 for n in self.nodes]
         object.__setattr__(self, "allocatable", sum(n.allocatable for n in self.nodes))
         object.__setattr__(self, "used", sum(n.used for n in self.nodes))
         object.__setattr__(self, "free_total", sum(free))
@@ -42,10 +44,11 @@ class Capacity:
 
 
 def capacity(nodes: Mapping[str, Node], gpus_used: Mapping[str, int]) -> Capacity:
-    """Return allocatable and used GPUs per GPU node; a cordoned node counts as having none free."""
+    """Return allocatable and used GPUs per GPU node, by name; a cordoned node counts as having none free."""
+    used = gpus_used.get
     out = [
-        NodeCapacity(n.name, n.gpus, gpus_used.get(n.name, 0), not n.unschedulable)
-        for n in sorted(nodes.values(), key=lambda n: n.name)
-        if n.gpus > 0 or gpus_used.get(n.name, 0) > 0
+        NodeCapacity(name, n.gpus, used(name, 0), not n.unschedulable)
+        for name, n in sorted(nodes.items())
+        if n.gpus > 0 or used(name, 0) > 0
     ]
     return Capacity(tuple(out))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -59,12 +58,11 @@ class QueuePolicy:
     thrash_window: float = 3600.0  # window for "preempted N times"
 
 
-@dataclass(slots=True)
-class WorkloadStatus:
-    """One workload as a tick sees it. Read-only by convention: each tick makes fresh ones.
+@dataclass(frozen=True, slots=True)
+class WorkloadFacts:
+    """What a tick knows about a workload apart from the clock: shared, unchanged, across ticks.
 
-    Not a frozen dataclass on purpose: a frozen 30-field record costs ~10x more to build, and a tick
-    builds one per waiting workload (20,000 of them on a busy cluster)."""
+    A tick re-derives these only for workloads whose pods changed; the rest are reused as they are."""
 
     key: WorkloadKey
     team: str
@@ -73,7 +71,6 @@ class WorkloadStatus:
     priority_class: str
     state: WorkloadState
     since: float | None  # when the current wait began
-    wait_seconds: float
     warn_after: float
     critical_after: float
     gpus_requested: int
@@ -89,39 +86,172 @@ class WorkloadStatus:
     nominated_node: str = ""
     oldest_pod: str = ""
     quota: QuotaRefusal | None = None
-    ahead: int = 0  # waiting workloads the scheduler will consider first
-    ahead_higher_tier: int = 0  # of those, the ones in a higher tier
     preemptions_recent: int = 0  # times its pods were preempted within the thrash window
     annotations: Mapping[str, str] = field(default_factory=dict)  # display notes of its oldest pod
+    order: tuple[int, int, float, WorkloadKey] = (0, 0, 0.0, WorkloadKey("", "", ""))  # scheduler's order
+
+    def wait_at(self, now: float) -> float:
+        if self.since is None or self.state is WorkloadState.RUNNING:
+            return 0.0
+        return max(0.0, now - self.since)
+
+
+class WorkloadStatus:
+    """One workload as of one tick: its facts, its wait at the tick, and its place in the queue.
+
+    A view, not a copy: a tick on a queue of 20,000 workloads makes 20,000 of these, so each holds one
+    reference to shared `WorkloadFacts` plus the three numbers that change with the clock and the order."""
+
+    __slots__ = ("ahead", "ahead_higher_tier", "facts", "wait_seconds")
+
+    def __init__(
+        self, facts: WorkloadFacts, wait_seconds: float, ahead: int = 0, ahead_higher_tier: int = 0
+    ) -> None:
+        self.facts = facts
+        self.wait_seconds = wait_seconds
+        self.ahead = ahead  # waiting workloads the scheduler will consider first
+        self.ahead_higher_tier = ahead_higher_tier  # of those, the ones in a higher tier
+
+    def __repr__(self) -> str:
+        return f"WorkloadStatus({self.facts.key}, {self.facts.state.value}, wait={self.wait_seconds:.0f}s)"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WorkloadStatus):
+            return NotImplemented
+        return (self.facts, self.wait_seconds, self.ahead, self.ahead_higher_tier) == (
+            other.facts,
+            other.wait_seconds,
+            other.ahead,
+            other.ahead_higher_tier,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def key(self) -> WorkloadKey:
+        return self.facts.key
+
+    @property
+    def team(self) -> str:
+        return self.facts.team
+
+    @property
+    def tier(self) -> str:
+        return self.facts.tier
+
+    @property
+    def priority(self) -> int:
+        return self.facts.priority
+
+    @property
+    def priority_class(self) -> str:
+        return self.facts.priority_class
+
+    @property
+    def state(self) -> WorkloadState:
+        return self.facts.state
+
+    @property
+    def since(self) -> float | None:
+        return self.facts.since
+
+    @property
+    def warn_after(self) -> float:
+        return self.facts.warn_after
+
+    @property
+    def critical_after(self) -> float:
+        return self.facts.critical_after
+
+    @property
+    def gpus_requested(self) -> int:
+        return self.facts.gpus_requested
+
+    @property
+    def gpus_held(self) -> int:
+        return self.facts.gpus_held
+
+    @property
+    def gpus_per_pod(self) -> int:
+        return self.facts.gpus_per_pod
+
+    @property
+    def pods_pending(self) -> int:
+        return self.facts.pods_pending
+
+    @property
+    def pods_running(self) -> int:
+        return self.facts.pods_running
+
+    @property
+    def pods_gated(self) -> int:
+        return self.facts.pods_gated
+
+    @property
+    def diagnosis(self) -> SchedulingDiagnosis | None:
+        return self.facts.diagnosis
+
+    @property
+    def scheduling_reason(self) -> str:
+        return self.facts.scheduling_reason
+
+    @property
+    def preemption(self) -> PreemptionVerdict:
+        return self.facts.preemption
+
+    @property
+    def why(self) -> str:
+        return self.facts.why
+
+    @property
+    def nominated_node(self) -> str:
+        return self.facts.nominated_node
+
+    @property
+    def oldest_pod(self) -> str:
+        return self.facts.oldest_pod
+
+    @property
+    def quota(self) -> QuotaRefusal | None:
+        return self.facts.quota
+
+    @property
+    def preemptions_recent(self) -> int:
+        return self.facts.preemptions_recent
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return self.facts.annotations
 
     @property
     def namespace(self) -> str:
-        return self.key.namespace
+        return self.facts.key.namespace
 
     @property
     def name(self) -> str:
-        return self.key.name
+        return self.facts.key.name
 
     @property
     def kind(self) -> str:
-        return self.key.kind
+        return self.facts.key.kind
 
     @property
     def gang(self) -> bool:
-        return self.key.gang
+        return self.facts.key.gang
 
     @property
     def waiting(self) -> bool:
-        return self.state in WAITING_STATES
+        return self.facts.state in WAITING_STATES
 
     @property
     def severity(self) -> str:
         """Return "critical", "warning" or "" from the wait against the tier's thresholds."""
-        if not self.waiting:
+        f = self.facts
+        if f.state not in WAITING_STATES:
             return ""
-        if self.wait_seconds >= self.critical_after:
+        if self.wait_seconds >= f.critical_after:
             return "critical"
-        if self.wait_seconds >= self.warn_after:
+        if self.wait_seconds >= f.warn_after:
             return "warning"
         return ""
 
@@ -168,8 +298,14 @@ class QueueEvaluator:
         self._memo_limit = memo_limit
         # Per workload: what its status was worked out from (pod generation, team, quota refusal, recent
         # preemptions) and the status itself. Same inputs → same status but for the wait, which is now - since.
-        self._cache: dict[WorkloadKey, tuple[int, str, QuotaRefusal | None, int, WorkloadStatus]] = {}
-        self._order: list[WorkloadKey] = []  # the last tick's queue order
+        # What the last evaluation derived, so that the next re-derives only what changed since.
+        self._known: dict[WorkloadKey, WorkloadFacts] | None = None
+        self._seen_state: ClusterState | None = None
+        self._epoch = -1
+        self._position = 0
+        self._refusals: dict[WorkloadKey, QuotaRefusal] = {}
+        self._thrash: Counter[WorkloadKey] = Counter()
+        self._order: list[WorkloadFacts] = []  # the last evaluation's waiting workloads in queue order
 
     def diagnose(self, message: str) -> SchedulingDiagnosis:
         d = self._memo.get(message)
@@ -180,64 +316,37 @@ class QueueEvaluator:
         return d
 
     def evaluate(self, state: ClusterState, *, now: float, include_running: bool = False) -> QueueSnapshot:
-        """Return the queue at `now`: waiting workloads (and running ones if asked), capacity, preemptions."""
+        """Return the queue at `now`: waiting workloads (and running ones if asked), capacity, preemptions.
+
+        Successive calls on the same state re-derive only the workloads that changed since the last call
+        (the state's change log, quota refusals entering or leaving their window, thrash counts); the
+        rest keep their facts and get their wait as of `now`.
+        """
         policy = self.policy
         cap = capacity(state.nodes, state.gpus_used)
-        keys: set[WorkloadKey] = set(state.waiting_workloads)
         refusals = {
             k: q
             for k, q in state.quota_refusals.items()
             if q.last is not None and now - policy.quota_window <= q.last <= now + 60
         }
-        keys.update(refusals)
-        if include_running:
-            keys.update(state.by_workload)
         thrash = self._thrash_counts(state.preemptions.values(), now=now)
+        if include_running:
+            keys = set(state.by_workload) | set(refusals)
+            facts = self._derive(state, keys, refusals, thrash, now)
+            listed = sorted(facts.values(), key=_order_key)
+        else:
+            listed = self._waiting_facts(state, refusals, thrash, now)
 
-        statuses: list[WorkloadStatus] = []
         frags: list[Fragmentation] = []
         gated_total = 0
-        cache, fresh = self._cache, {}
-        all_reused = True
-        generation = state.workload_generation
-        for key in keys:
-            gen = generation.get(key, -1)
-            refusal, n_thrash, team = refusals.get(key), thrash.get(key, 0), state.team_of(key.namespace)
-            hit = cache.get(key)
-            if (
-                hit is not None
-                and gen != -1  # a workload with no pods (quota-refused) reads priority classes: recompute
-                and hit[0] == gen
-                and hit[1] == team
-                and hit[2] is refusal
-                and hit[3] == n_thrash
-            ):
-                st: WorkloadStatus | None = _as_of(hit[4], now)
-            else:
-                all_reused = False
-                members = state.by_workload.get(key, ())
-                st = self._status(state, key, [state.pods[u] for u in members], refusal, now, thrash)
-            if st is None:
-                continue
-            fresh[key] = (gen, team, refusal, n_thrash, st)
-            gated_total += st.pods_gated
-            if st.state is not WorkloadState.RUNNING or include_running:
-                statuses.append(st)
-            if st.state in (WorkloadState.PENDING, WorkloadState.PARTIAL) and cap.fragmented(st.gpus_per_pod):
-                frags.append(Fragmentation(key, st.gpus_per_pod, cap.free_total, cap.largest_free))
-
-        self._cache = fresh
-        prev = self._order
-        if all_reused and len(prev) == len(statuses):
-            # Nothing changed but the clock: same workloads, same order, same positions (copied along).
-            by_key = {w.key: w for w in statuses}
-            if all(k in by_key for k in prev):
-                statuses = [by_key[k] for k in prev]
-            else:
-                statuses = _with_queue_positions(statuses, policy.tiers)
-        else:
-            statuses = _with_queue_positions(statuses, policy.tiers)
-        self._order = [w.key for w in statuses]
+        fragmentable = (WorkloadState.PENDING, WorkloadState.PARTIAL)
+        lo, hi = cap.largest_free, cap.free_total
+        for f in listed:
+            gated_total += f.pods_gated
+            # fragmented: fits the free GPUs in total (<= hi) but no single node (> lo)
+            if lo < f.gpus_per_pod <= hi and f.state in fragmentable:
+                frags.append(Fragmentation(f.key, f.gpus_per_pod, hi, lo))
+        statuses = _positioned(listed, now)
         horizon = now - policy.preemption_window
         preemptions = sorted(
             (p for p in state.preemptions.values() if p.at is None or p.at >= horizon),
@@ -259,6 +368,72 @@ class QueueEvaluator:
             gated_pods=gated_total,
         )
 
+    def _derive(
+        self,
+        state: ClusterState,
+        keys: Iterable[WorkloadKey],
+        refusals: Mapping[WorkloadKey, QuotaRefusal],
+        thrash: Counter[WorkloadKey],
+        now: float,
+    ) -> dict[WorkloadKey, WorkloadFacts]:
+        out: dict[WorkloadKey, WorkloadFacts] = {}
+        pods, by_workload = state.pods, state.by_workload
+        for key in keys:
+            members = by_workload.get(key, ())
+            f = self._facts(state, key, [pods[u] for u in members], refusals.get(key), now, thrash)
+            if f is not None:
+                out[key] = f
+        return out
+
+    def _waiting_facts(
+        self,
+        state: ClusterState,
+        refusals: dict[WorkloadKey, QuotaRefusal],
+        thrash: Counter[WorkloadKey],
+        now: float,
+    ) -> list[WorkloadFacts]:
+        """Return the facts of every non-running workload in queue order, re-deriving only what changed."""
+        end = state.changes_base + len(state.changes)
+        prev = self._known
+        if prev is None or self._seen_state is not state or self._epoch != state.epoch:
+            keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals)
+            derived = self._derive(state, keys, refusals, thrash, now)
+            known = {k: f for k, f in derived.items() if f.state is not WorkloadState.RUNNING}
+            dirty = True
+        else:
+            known = prev
+            changed = set(state.changes[self._position - state.changes_base :])
+            old_refusals, old_thrash = self._refusals, self._thrash
+            for k in refusals.keys() | old_refusals.keys():
+                if refusals.get(k) is not old_refusals.get(k):
+                    changed.add(k)
+            for k in thrash.keys() | old_thrash.keys():
+                if thrash.get(k, 0) != old_thrash.get(k, 0):
+                    changed.add(k)
+            waiting = state.waiting_workloads
+            changed = {k for k in changed if k in waiting or k in refusals or k in known}
+            dirty = bool(changed)
+            if changed:
+                fresh = self._derive(
+                    state, [k for k in changed if k in waiting or k in refusals], refusals, thrash, now
+                )
+                for k in changed:
+                    f = fresh.get(k)
+                    if f is None or f.state is WorkloadState.RUNNING:
+                        known.pop(k, None)
+                    else:
+                        known[k] = f
+        known = (
+            {k: f for k, f in known.items() if f.state is not WorkloadState.RUNNING}
+            if prev is None
+            else known
+        )
+        self._known, self._seen_state, self._epoch, self._position = known, state, state.epoch, end
+        self._refusals, self._thrash = refusals, thrash
+        if dirty or len(self._order) != len(known):
+            self._order = sorted(known.values(), key=_order_key)
+        return self._order
+
     def status_of(self, state: ClusterState, key: WorkloadKey, *, now: float) -> WorkloadStatus | None:
         """Return one workload's status at `now`, running or not, without evaluating the whole queue.
 
@@ -272,9 +447,10 @@ class QueueEvaluator:
             refusal = None
         members = state.by_workload.get(key, ())
         thrash = self._thrash_counts(state.preemptions.values(), now=now)
-        return self._status(
+        facts = self._facts(
             state, key, [state.pods[u] for u in members if u in state.pods], refusal, now, thrash
         )
+        return None if facts is None else WorkloadStatus(facts, facts.wait_at(now))
 
     def _thrash_counts(self, preemptions: Iterable[Preemption], *, now: float) -> Counter[WorkloadKey]:
         since = now - self.policy.thrash_window
@@ -290,7 +466,7 @@ class QueueEvaluator:
                 c[p.victim_workload] += 1
         return c
 
-    def _status(
+    def _facts(
         self,
         state: ClusterState,
         key: WorkloadKey,
@@ -298,7 +474,7 @@ class QueueEvaluator:
         refusal: QuotaRefusal | None,
         now: float,
         thrash: Counter[WorkloadKey],
-    ) -> WorkloadStatus | None:
+    ) -> WorkloadFacts | None:
         policy = self.policy
         if refusal is not None and pods and max(p.created for p in pods) > (refusal.last or 0.0):
             # The controller created a pod after its last refusal: that refusal is history, not a block.
@@ -371,7 +547,7 @@ class QueueEvaluator:
         if state_ is WorkloadState.PARTIAL:
             why = f"gang partly placed: {len(bound)} pod(s) hold {sum(p.gpus for p in bound)} GPU(s), " + why
 
-        return WorkloadStatus(
+        return WorkloadFacts(
             key=key,
             team=state.team_of(key.namespace),
             tier=tier.name,
@@ -379,9 +555,6 @@ class QueueEvaluator:
             priority_class=pclass,
             state=state_,
             since=since,
-            wait_seconds=max(0.0, now - since)
-            if since is not None and state_ is not WorkloadState.RUNNING
-            else 0.0,
             warn_after=tier.warn_after,
             critical_after=tier.critical_after,
             gpus_requested=gpus_requested,
@@ -399,17 +572,37 @@ class QueueEvaluator:
             quota=refusal if state_ is WorkloadState.QUOTA_BLOCKED else None,
             preemptions_recent=thrash.get(key, 0),
             annotations=notes,
+            order=(
+                policy.tiers.rank(tier.name),
+                -priority,
+                since if since is not None else float("inf"),
+                key,
+            ),
         )
 
 
-_FIELDS = operator.attrgetter(*WorkloadStatus.__dataclass_fields__)
+def _order_key(f: WorkloadFacts) -> tuple[int, int, float, WorkloadKey]:
+    return f.order
 
 
-def _as_of(w: WorkloadStatus, now: float) -> WorkloadStatus:
-    """Return a copy of a status worked out at an earlier tick, with the wait as of `now`."""
-    out = WorkloadStatus(*_FIELDS(w))
-    if w.since is not None and w.state is not WorkloadState.RUNNING:
-        out.wait_seconds = max(0.0, now - w.since)
+def _positioned(order: list[WorkloadFacts], now: float) -> list[WorkloadStatus]:
+    """Return the tick's views in queue order, each with its wait at `now` and who is ahead of it."""
+    out: list[WorkloadStatus] = []
+    append = out.append
+    ahead = 0
+    per_tier: dict[str, int] = {}
+    queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
+    running = WorkloadState.RUNNING
+    for f in order:
+        since, state = f.since, f.state
+        wait = 0.0 if since is None or state is running else max(0.0, now - since)
+        if state in queued:
+            same = per_tier.get(f.tier, 0)
+            append(WorkloadStatus(f, wait, ahead, ahead - same))
+            ahead += 1
+            per_tier[f.tier] = same + 1
+        else:
+            append(WorkloadStatus(f, wait))
     return out
 
 
@@ -426,27 +619,3 @@ def _quota_words(q: QuotaRefusal) -> str:
     for res, want in sorted(q.requested.items()):
         parts.append(f"{res} requested {want}, used {q.used.get(res, '?')} of {q.limited.get(res, '?')}")
     return "; ".join(parts) or q.message
-
-
-def _with_queue_positions(statuses: list[WorkloadStatus], tiers: TierPolicy) -> list[WorkloadStatus]:
-    """Order workloads as the scheduler would (priority, then age) and count who is ahead of each."""
-    order = sorted(
-        statuses,
-        key=lambda w: (
-            tiers.rank(w.tier),
-            -w.priority,
-            w.since if w.since is not None else float("inf"),
-            w.key,
-        ),
-    )
-    ahead = 0
-    per_tier: Counter[str] = Counter()
-    for w in order:
-        if w.state in (WorkloadState.PENDING, WorkloadState.PARTIAL):
-            # These records were made by this tick and are not shared yet: filling them in place costs a
-            # fraction of dataclasses.replace, which dominated a 20,000-workload tick.
-            object.__setattr__(w, "ahead", ahead)
-            object.__setattr__(w, "ahead_higher_tier", ahead - per_tier[w.tier])
-            ahead += 1
-            per_tier[w.tier] += 1
-    return order

@@ -73,6 +73,25 @@ class ClusterState:
     # Bumped whenever one of the workload's pods changes: lets an evaluator reuse what it worked out before.
     workload_generation: dict[WorkloadKey, int] = field(default_factory=dict)
     _generation: int = 0
+    # Workloads touched since the log began, in order: an evaluator reads it from where it left off and
+    # re-derives only those. `epoch` moves when every workload may have changed (a namespace's team, the
+    # priority classes) or when the log was cut short; an evaluator then starts over.
+    changes: list[WorkloadKey] = field(default_factory=list)
+    changes_base: int = 0  # position of changes[0] since the state was made
+    epoch: int = 0
+    max_changes: int = 500_000
+
+    def touch(self, key: WorkloadKey) -> None:
+        """Note that something a workload's status is derived from has changed."""
+        changes = self.changes
+        changes.append(key)
+        if len(changes) > self.max_changes:
+            self.changes_base += len(changes)
+            changes.clear()
+            self.epoch += 1
+
+    def touch_all(self) -> None:
+        self.epoch += 1
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -100,6 +119,7 @@ class ClusterState:
         if wkey is not None:
             self._generation += 1
             self.workload_generation[wkey] = self._generation
+            self.touch(wkey)
             if old is not None and old.waiting:
                 left = self.waiting_workloads.get(wkey, 0) - 1
                 if left > 0:
@@ -196,6 +216,7 @@ class ClusterState:
                 first = q.first
                 if prev is not None and prev.first is not None and (first is None or prev.first < first):
                     first = prev.first
+                self.touch(q.workload)
                 self.quota_refusals[q.workload] = QuotaRefusal(
                     q.workload,
                     q.quota,
@@ -219,16 +240,23 @@ class ClusterState:
         self.nodes.pop(name, None)
 
     def upsert_namespace(self, ns: Namespace) -> None:
+        old = self.namespaces.get(ns.name)
         self.namespaces[ns.name] = ns
+        if old is None or old.team != ns.team:
+            self.touch_all()
 
     def delete_namespace(self, name: str) -> None:
-        self.namespaces.pop(name, None)
+        if self.namespaces.pop(name, None) is not None:
+            self.touch_all()
 
     def upsert_priority_class(self, pc: PriorityClass) -> None:
-        self.priority_classes[pc.name] = pc
+        if self.priority_classes.get(pc.name) != pc:
+            self.priority_classes[pc.name] = pc
+            self.touch_all()
 
     def delete_priority_class(self, name: str) -> None:
-        self.priority_classes.pop(name, None)
+        if self.priority_classes.pop(name, None) is not None:
+            self.touch_all()
 
     def upsert_quota(self, q: ResourceQuota) -> None:
         self.quotas[(q.namespace, q.name)] = q

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .model import Pod
 
@@ -14,8 +14,9 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, *JOB_NAME_LABELS})
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class WorkloadKey:
+class WorkloadKey(NamedTuple):
+    """A tuple, so that hashing and ordering run in C: every index and every tick is keyed by it."""
+
     namespace: str
     kind: str  # PaddleJob, VolcanoJob, Job, ReplicaSet, ..., or Pod for a bare pod
     name: str
