@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -240,7 +241,12 @@ class Scenario:
 
     @staticmethod
     def save_fixture(name: str, obj: Any) -> None:
-        """Keep a real object for the fast tests (tests/fixtures/real/); volatile metadata is dropped."""
+        """Keep a real object for the fast tests (tests/fixtures/real/) when WATCHTOWER_SAVE_FIXTURES=1.
+
+        Opt-in: every run makes new uids and times, and the fixtures read together must come from one run.
+        """
+        if os.environ.get("WATCHTOWER_SAVE_FIXTURES") != "1":
+            return
         FIXTURES.mkdir(parents=True, exist_ok=True)
 
         def scrub(o: Any) -> Any:
