@@ -47,10 +47,8 @@ def test_request_no_node_fits_while_total_free_would_is_reported_as_fragmentatio
     w = _workload(doc, "wide")
     assert w["message"] == message
     assert w["nodes_total"] == 2
-    # v1.36 appends the DRA plugin's post-filter words ("no new claims to deallocate,") to the reasons; the
-    # exact split is checked on the saved message in tests/domain/test_real_objects.py.
-    assert [r["nodes"] for r in w["reasons"]] == [2]
-    assert w["reasons"][0]["reason"].startswith("Insufficient nvidia.com/gpu")
+    # v1.36 puts the DRA plugin's post-filter words ("no new claims to deallocate,") after the reasons.
+    assert [(r["reason"], r["nodes"]) for r in w["reasons"]] == [("Insufficient nvidia.com/gpu", 2)]
     # Same priority everywhere: nothing to evict.
     assert w["preemption"] == "no_victims", message
     s.save_fixture("pod-unschedulable-fragmented", pod)
@@ -97,7 +95,7 @@ def test_preemption_policy_never_and_a_too_big_request_get_the_schedulers_verdic
     assert "Preemption is not helpful for scheduling" in h["message"], h["message"]
     assert h["preemption"] == "not_helpful"
     assert h["tier"] == "critical"
-    assert [r["nodes"] for r in h["reasons"]] == [2]
+    assert [(r["reason"], r["nodes"]) for r in h["reasons"]] == [("Insufficient nvidia.com/gpu", 2)]
     # The busy pods were not touched: nothing was preempted for either.
     assert doc["preemptions"] == []
     s.save_fixture("pod-unschedulable-policy-never", polite)
