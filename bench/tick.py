@@ -17,8 +17,9 @@ import random
 import statistics
 import time
 from collections import defaultdict
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from watchtower.domain.messages import parse_scheduling_message
 from watchtower.domain.model import Condition, Node, OwnerRef, Pod
@@ -137,12 +138,8 @@ def build(n_pods: int, n_pending: int, seed: int = 1) -> tuple[list[Pod], list[N
     for k in range(0, len(pods), 400):
         p = pods[k]
         if p.node:
-            pods[k] = Pod(
-                **{
-                    f: getattr(p, f)
-                    for f in Pod.__dataclass_fields__
-                    if f not in ("disruption", "deleted_at")
-                },
+            pods[k] = replace(
+                p,
                 disruption=Condition("True", "PreemptionByScheduler", "", NOW - 600),
                 deleted_at=NOW - 600,
             )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 
 from watchtower.domain.model import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
 from watchtower.domain.queue import QueueEvaluator, QueuePolicy
