@@ -326,6 +326,7 @@ class AlertingService:
         )
         for fp in gone:
             self._saved_seen.pop(fp, None)
+        self.dispatcher.place(after.values())
         return after, changes
 
     def _apply(self, after: dict[str, TrackedAlert], changes: list[Transition], now: float) -> None:
@@ -426,13 +427,21 @@ class AlertingService:
             flushes = self.dispatcher.due(now=now)
             if not flushes:
                 return 0
-            stored = await asyncio.to_thread(self._enqueue, flushes, now)
+            muted = await asyncio.to_thread(self.muted, now)
+            stored = 0
+            # Group by group, each in its own transaction, telling the worker as each lands: in a storm the
+            # first group goes out while the others are still being built.
             for f in flushes:
+                n = await asyncio.to_thread(self._enqueue, [f], now, muted)
                 self.dispatcher.flushed(f)
+                stored += n
+                if n and self._on_enqueued is not None:
+                    self._on_enqueued()
             return stored
 
-    def _enqueue(self, flushes: list[Flush], now: float) -> int:
-        muted = self.muted(now)
+    def _enqueue(self, flushes: list[Flush], now: float, muted: Mapping[str, list[str]] | None = None) -> int:
+        if muted is None:
+            muted = self.muted(now)
         items: list[tuple[OutboxMessage | None, str, str, NotifyEntry]] = []
         for f in flushes:
             live = [a for a in f.alerts if a.fingerprint not in muted]

@@ -49,6 +49,13 @@ class Dispatcher:
             self._placement[a.fingerprint] = hit
         return hit
 
+    def place(self, alerts: Iterable[TrackedAlert]) -> None:
+        """Work out where these alerts go, ahead of `ingest` (which then only files them): lets a caller
+        do the costly part of a storm elsewhere than where it ingests."""
+        for a in alerts:
+            if a.state is not AlertState.PENDING:
+                self._place(a)
+
     def ingest(self, alerts: Iterable[TrackedAlert], *, now: float) -> None:
         """Put each firing or resolved alert in its groups (pending ones are not sent anywhere)."""
         batch = list(alerts)
