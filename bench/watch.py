@@ -52,7 +52,7 @@ async def through_adapter(kubeconfig: Path, events: int) -> tuple[float, Ingesto
         if seen == events:
             done.set()
 
-    task = asyncio.create_task(source.run(on_list=ingestor.replace, on_change=on_change))
+    task = asyncio.create_task(source.run(on_list=ingestor.list_page, on_change=on_change))
     await done.wait()
     elapsed = time.perf_counter() - first
     task.cancel()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 import msgspec
@@ -23,8 +23,19 @@ class SystemClock:
 
 # A sink for one decoded-or-not API change: (kind, "ADDED"|"MODIFIED"|"DELETED", raw object).
 ObjectSink = Callable[[str, str, msgspec.Raw | bytes], None]
-# A sink for a full LIST of one kind (initial list or re-list after 410 Gone).
-ListSink = Callable[[str, list[msgspec.Raw]], None]
+
+
+class ListSink(Protocol):
+    """Takes a LIST of one kind (the initial list, or a re-list after 410 Gone) page by page as it arrives.
+
+    `first` starts a list and `last` ends it: objects of the kind not given since `first` are gone. A
+    page is applied when it arrives, so a 150,000-pod list is never held whole. A source that has the
+    whole list at once (the simulator, a dump) makes one call and leaves both flags at their default.
+    """
+
+    def __call__(
+        self, kind: str, items: Sequence[msgspec.Raw], *, first: bool = True, last: bool = True
+    ) -> None: ...
 
 
 class ClusterSource(Protocol):

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from watchtower.adapters.kube import RESOURCES, KubeSource
@@ -33,7 +34,8 @@ class Running:
     state: ClusterState
     ingestor: Ingestor
     happenings: list[Happening] = field(default_factory=list)
-    lists: list[tuple[str, int]] = field(default_factory=list)  # (kind, items) per on_list call
+    lists: list[tuple[str, int]] = field(default_factory=list)  # (kind, items) per complete LIST
+    pages: list[tuple[str, int, bool, bool]] = field(default_factory=list)  # (kind, items, first, last)
 
 
 @pytest.fixture
@@ -68,9 +70,14 @@ async def running(
     ingestor = Ingestor(state, decoder)
     r = Running(source, state, ingestor)
 
-    def on_list(kind: str, items: list) -> None:  # type: ignore[type-arg]
-        r.lists.append((kind, len(items)))
-        r.happenings.extend(ingestor.replace(kind, items))
+    listing: dict[str, int] = {}
+
+    def on_list(kind: str, items: Sequence[msgspec.Raw], *, first: bool = True, last: bool = True) -> None:
+        r.pages.append((kind, len(items), first, last))
+        listing[kind] = (0 if first else listing[kind]) + len(items)
+        r.happenings.extend(ingestor.list_page(kind, items, first=first, last=last))
+        if last:
+            r.lists.append((kind, listing.pop(kind)))
 
     def on_change(kind: str, typ: str, raw: object) -> None:
         r.happenings.extend(ingestor.apply(kind, typ, raw))  # type: ignore[arg-type]

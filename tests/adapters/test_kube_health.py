@@ -101,7 +101,7 @@ async def test_kubeconfig_context_chooses_the_cluster(tmp_path: Path) -> None:
         source = KubeSource.connect(kubeconfig=str(cfg), context="second", decoder=decoder)
         seen: list[tuple[str, int]] = []
         task = asyncio.create_task(
-            source.run(on_list=lambda k, items: seen.append((k, len(items))), on_change=lambda *a: None)
+            source.run(on_list=lambda k, items, **_: seen.append((k, len(items))), on_change=lambda *a: None)
         )
         await until(lambda: ("Pod", 1) in seen, "pods listed from the second cluster")
         task.cancel()

@@ -6,9 +6,17 @@ which also lets them cut connections and expire resourceVersions on demand.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
+
+from watchtower.adapters.kube import KubeSource, Resource
+from watchtower.adapters.kube_decode import ObjectDecoder
 from watchtower.adapters.sim import objects as o
+from watchtower.domain.state import ClusterState
+from watchtower.services.ingest import Ingestor
 
 from .conftest import PODS, running, until
 from .fake_apiserver import FakeApiServer
@@ -173,3 +181,40 @@ async def test_malformed_listed_pod_is_skipped_and_counted_the_rest_is_kept(
         await until(lambda: r.source.kind_health("Pod").connected, "pod watch open")
         assert set(r.state.pods) == {"uid-00001"}
         assert r.ingestor.skipped["Pod"] == 1
+
+
+async def test_each_listed_page_reaches_the_sink_before_the_rest_of_the_list_is_fetched(
+    apiserver, tmp_path: Path
+) -> None:
+    for i in range(250):
+        apiserver.put(PODS, make_pod(i))
+    decoder = ObjectDecoder()
+    source = KubeSource.connect(
+        kubeconfig=str(apiserver.write_kubeconfig(tmp_path / "kubeconfig")),
+        context=None,
+        decoder=decoder,
+        page_size=100,
+        resources=(Resource("Pod", PODS),),
+    )
+    ingestor = Ingestor(ClusterState(), decoder)
+    pages: list[tuple[int, bool, bool, int, int]] = []
+
+    def on_list(kind: str, items: Sequence[msgspec.Raw], *, first: bool = True, last: bool = True) -> None:
+        fetched = sum(1 for _, p, q in apiserver.requests if p == PODS and "watch" not in q)
+        ingestor.list_page(kind, items, first=first, last=last)
+        pages.append((len(items), first, last, fetched, len(ingestor.state.pods)))
+
+    task = asyncio.create_task(source.run(on_list=on_list, on_change=lambda *a: None))
+    try:
+        await until(lambda: source.kind_health("Pod").connected, "pod watch open")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        source.transport.close()
+    # The state grows page by page; at most the next page is fetched ahead while one is applied.
+    assert [(n, first, last, held) for n, first, last, _, held in pages] == [
+        (100, True, False, 100),
+        (100, False, False, 200),
+        (50, False, True, 250),
+    ]
+    assert [fetched <= k + 2 for k, (_, _, _, fetched, _) in enumerate(pages)] == [True, True, True]

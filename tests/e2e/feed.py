@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,11 +45,14 @@ class Feed:
             self.gate.wait()
             self.held.clear()
 
-    def on_list(self, kind: str, items: list[msgspec.Raw]) -> None:
+    def on_list(
+        self, kind: str, items: Sequence[msgspec.Raw], *, first: bool = True, last: bool = True
+    ) -> None:
         self._wait_gate()
         with self.lock:
-            self.lists.append(kind)
-            self.happenings.extend(self.ingestor.replace(kind, items))
+            if last:  # one entry per complete LIST, however many pages it came in
+                self.lists.append(kind)
+            self.happenings.extend(self.ingestor.list_page(kind, items, first=first, last=last))
 
     def on_change(self, kind: str, event_type: str, raw: msgspec.Raw | bytes) -> None:
         self._wait_gate()

@@ -2,7 +2,8 @@
 
 msgspec Structs declare only the fields Watchtower reads, so the rest of each object is skipped without
 building Python objects for it. Each list item is decoded on its own: one malformed object is reported
-and skipped, never the whole page.
+and skipped, never the whole page. The wire structs are not GC-tracked: a page of pods makes thousands of
+them, and tracked ones would set off collections that walk the whole (large, long-lived) cluster state.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class DecodeError(ValueError):
 # ---- wire structs: only what is read -------------------------------------------------------------
 
 
-class _Owner(msgspec.Struct):
+class _Owner(msgspec.Struct, gc=False):
     kind: str = ""
     name: str = ""
     apiVersion: str = ""
@@ -55,7 +56,7 @@ class _Owner(msgspec.Struct):
     controller: bool | None = None
 
 
-class _Meta(msgspec.Struct):
+class _Meta(msgspec.Struct, gc=False):
     name: str | None = None
     namespace: str | None = None
     uid: str | None = None
@@ -67,17 +68,21 @@ class _Meta(msgspec.Struct):
     ownerReferences: list[_Owner] | None = None
 
 
-class _Resources(msgspec.Struct):
+class _Resources(msgspec.Struct, gc=False):
     requests: dict[str, Qty] | None = None
     limits: dict[str, Qty] | None = None
 
 
-class _Container(msgspec.Struct):
+_NO_RAW = msgspec.Raw(b"")
+
+
+class _Container(msgspec.Struct, gc=False):
     image: str | None = None
-    resources: _Resources | None = None
+    # Left as JSON text: the pods of a job repeat it byte for byte, so its sums are memoised on the bytes.
+    resources: msgspec.Raw = _NO_RAW
 
 
-class _PodSpec(msgspec.Struct):
+class _PodSpec(msgspec.Struct, gc=False):
     nodeName: str | None = None
     priority: int | None = None
     priorityClassName: str | None = None
@@ -85,10 +90,10 @@ class _PodSpec(msgspec.Struct):
     schedulingGates: list[msgspec.Raw] | None = None
     containers: list[_Container] | None = None
     initContainers: list[_Container] | None = None
-    overhead: dict[str, Qty] | None = None
+    overhead: msgspec.Raw = _NO_RAW
 
 
-class _Cond(msgspec.Struct):
+class _Cond(msgspec.Struct, gc=False):
     type: str = ""
     status: str = ""
     reason: str | None = None
@@ -96,20 +101,20 @@ class _Cond(msgspec.Struct):
     lastTransitionTime: str | None = None
 
 
-class _StartedAt(msgspec.Struct):
+class _StartedAt(msgspec.Struct, gc=False):
     startedAt: str | None = None
 
 
-class _CState(msgspec.Struct):
+class _CState(msgspec.Struct, gc=False):
     running: _StartedAt | None = None
     terminated: _StartedAt | None = None
 
 
-class _CStatus(msgspec.Struct):
+class _CStatus(msgspec.Struct, gc=False):
     state: _CState | None = None
 
 
-class _PodStatus(msgspec.Struct):
+class _PodStatus(msgspec.Struct, gc=False):
     phase: str | None = None
     reason: str | None = None
     startTime: str | None = None
@@ -118,77 +123,77 @@ class _PodStatus(msgspec.Struct):
     containerStatuses: list[_CStatus] | None = None
 
 
-class _Pod(msgspec.Struct):
+class _Pod(msgspec.Struct, gc=False):
     metadata: _Meta | None = None
     spec: _PodSpec | None = None
     status: _PodStatus | None = None
 
 
-class _Taint(msgspec.Struct):
+class _Taint(msgspec.Struct, gc=False):
     key: str = ""
     value: str | None = None
     effect: str = ""
 
 
-class _NodeSpec(msgspec.Struct):
+class _NodeSpec(msgspec.Struct, gc=False):
     unschedulable: bool | None = None
     taints: list[_Taint] | None = None
 
 
-class _NodeStatus(msgspec.Struct):
+class _NodeStatus(msgspec.Struct, gc=False):
     allocatable: dict[str, Qty] | None = None
     capacity: dict[str, Qty] | None = None
 
 
-class _Node(msgspec.Struct):
+class _Node(msgspec.Struct, gc=False):
     metadata: _Meta | None = None
     spec: _NodeSpec | None = None
     status: _NodeStatus | None = None
 
 
-class _Namespace(msgspec.Struct):
+class _Namespace(msgspec.Struct, gc=False):
     metadata: _Meta | None = None
 
 
-class _PriorityClass(msgspec.Struct):
+class _PriorityClass(msgspec.Struct, gc=False):
     metadata: _Meta | None = None
     value: int | None = None
     preemptionPolicy: str | None = None
     globalDefault: bool | None = None
 
 
-class _QuotaStatus(msgspec.Struct):
+class _QuotaStatus(msgspec.Struct, gc=False):
     hard: dict[str, Qty] | None = None
     used: dict[str, Qty] | None = None
 
 
-class _QuotaSpec(msgspec.Struct):
+class _QuotaSpec(msgspec.Struct, gc=False):
     hard: dict[str, Qty] | None = None
 
 
-class _Quota(msgspec.Struct):
+class _Quota(msgspec.Struct, gc=False):
     metadata: _Meta | None = None
     spec: _QuotaSpec | None = None
     status: _QuotaStatus | None = None
 
 
-class _Ref(msgspec.Struct):
+class _Ref(msgspec.Struct, gc=False):
     kind: str | None = None
     namespace: str | None = None
     name: str | None = None
     uid: str | None = None
 
 
-class _Series(msgspec.Struct):
+class _Series(msgspec.Struct, gc=False):
     count: int | None = None
     lastObservedTime: str | None = None
 
 
-class _Source(msgspec.Struct):
+class _Source(msgspec.Struct, gc=False):
     component: str | None = None
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     """core/v1 Event and events.k8s.io/v1 Event in one: each fills its own names."""
 
     metadata: _Meta | None = None
@@ -212,26 +217,26 @@ class _Event(msgspec.Struct):
     reportingController: str | None = None
 
 
-class _Head(msgspec.Struct):
+class _Head(msgspec.Struct, gc=False):
     kind: str | None = None
     apiVersion: str | None = None
     metadata: _Meta | None = None
 
 
-class _ListMeta(msgspec.Struct):
+class _ListMeta(msgspec.Struct, gc=False):
     resourceVersion: str | None = None
     # `continue` is a Python keyword: renamed on the wire.
     cont: str | None = msgspec.field(default=None, name="continue")
 
 
-class _List(msgspec.Struct):
+class _List(msgspec.Struct, gc=False):
     kind: str | None = None
     apiVersion: str | None = None
     metadata: _ListMeta | None = None
     items: list[msgspec.Raw] | None = None
 
 
-class _WatchEvent(msgspec.Struct):
+class _WatchEvent(msgspec.Struct, gc=False):
     type: str = ""
     # msgspec cannot decode `Raw | None`; an absent or null object becomes None in decode_watch_line.
     object: msgspec.Raw = msgspec.Raw(b"")
@@ -301,18 +306,17 @@ def parse_time(ts: str | None) -> float | None:
         return None
     t = _TS_CACHE.get(ts)
     if t is None:
-        dt = datetime.fromisoformat(ts.replace("Z", "+00:00") if ts.endswith("Z") else ts)
+        dt = datetime.fromisoformat(ts)  # takes the "Z" suffix since Python 3.11
         if dt.tzinfo is None:
             raise ValueError(f"time without zone: {ts[:40]!r}")
         t = dt.timestamp()
-        if len(_TS_CACHE) > 100_000:
+        if len(_TS_CACHE) > 200_000:
             _TS_CACHE.clear()
         _TS_CACHE[ts] = t
     return t
 
 
-def _request(c: _Container, resource: str) -> Decimal:
-    r = c.resources
+def _request(r: _Resources | None, resource: str) -> Decimal:
     if r is None:
         return Decimal(0)
     if r.requests and resource in r.requests:
@@ -323,58 +327,53 @@ def _request(c: _Container, resource: str) -> Decimal:
     return Decimal(0)
 
 
-def _effective(spec: _PodSpec, resource: str) -> Decimal:
+def _effective(
+    containers: list[_Resources | None],
+    init: list[_Resources | None],
+    overhead: dict[str, Qty] | None,
+    resource: str,
+) -> Decimal:
     """The scheduler's effective request: max(sum of containers, largest init container) + overhead."""
-    total = sum((_request(c, resource) for c in spec.containers or ()), Decimal(0))
-    init = max((_request(c, resource) for c in spec.initContainers or ()), default=Decimal(0))
-    over = parse_quantity((spec.overhead or {}).get(resource))
-    return max(total, init) + over
+    total = sum((_request(r, resource) for r in containers), Decimal(0))
+    largest_init = max((_request(r, resource) for r in init), default=Decimal(0))
+    return max(total, largest_init) + parse_quantity((overhead or {}).get(resource))
 
 
-_ResKey = tuple[Any, ...]
-_RES_CACHE: dict[_ResKey, tuple[int, int, int]] = {}
+_RESOURCES_OF = msgspec.json.Decoder(_Resources | None)
+_OVERHEAD_OF = msgspec.json.Decoder(dict[str, Qty] | None)
 
 
-def _res_key(cs: list[_Container] | None) -> _ResKey:
-    if not cs:
-        return ()
-    out: list[object] = []
-    for c in cs:
-        r = c.resources
-        if r is None:
-            out.append(None)
-        else:
-            out.append(
-                (tuple(r.requests.items()) if r.requests else (), tuple(r.limits.items()) if r.limits else ())
-            )
-    return tuple(out)
+def _sums(spec: _PodSpec) -> tuple[int, int, int]:
+    """Return (GPUs, CPU millis, memory bytes) the scheduler counts for the pod, parsing every quantity."""
 
+    def parsed(cs: list[_Container] | None) -> list[_Resources | None]:
+        return [_RESOURCES_OF.decode(c.resources) if len(c.resources) else None for c in cs or ()]
 
-def _resources(spec: _PodSpec) -> tuple[int, int, int]:
-    """Return (GPUs, CPU millis, memory bytes) the scheduler counts for the pod.
-
-    Memoised on the containers' requests and limits: the pods of a job repeat them, and parsing
-    quantities was most of the cost of decoding a pod.
-    """
-    key = (
-        _res_key(spec.containers),
-        _res_key(spec.initContainers),
-        tuple(spec.overhead.items()) if spec.overhead else (),
+    containers, init = parsed(spec.containers), parsed(spec.initContainers)
+    overhead = _OVERHEAD_OF.decode(spec.overhead) if len(spec.overhead) else None
+    return (
+        _ceil_int(_effective(containers, init, overhead, GPU)),
+        _ceil_int(_effective(containers, init, overhead, "cpu") * 1000),
+        _ceil_int(_effective(containers, init, overhead, "memory")),
     )
-    got = _RES_CACHE.get(key)
-    if got is None:
-        got = (
-            _ceil_int(_effective(spec, GPU)),
-            _ceil_int(_effective(spec, "cpu") * 1000),
-            _ceil_int(_effective(spec, "memory")),
-        )
-        if len(_RES_CACHE) > 10_000:
-            _RES_CACHE.clear()
-        _RES_CACHE[key] = got
-    return got
+
+
+def _sums_key(spec: _PodSpec) -> object:
+    """Return what the pod's resource sums depend on: the JSON text of its containers' resources."""
+    cs = spec.containers
+    if cs is not None and len(cs) == 1 and not spec.initContainers and not len(spec.overhead):
+        return bytes(cs[0].resources)  # the usual pod: one container
+    return (
+        tuple([bytes(c.resources) for c in cs or ()]),
+        tuple([bytes(c.resources) for c in spec.initContainers or ()]),
+        bytes(spec.overhead),
+    )
 
 
 _NO_STRINGS: Mapping[str, str] = MappingProxyType({})
+_NO_SPEC = _PodSpec()
+_NO_STATUS = _PodStatus()
+_SHARED_LIMIT = 500_000  # distinct values remembered before starting over: hostile churn stays bounded
 
 
 # ---- the decoder ----------------------------------------------------------------------------------
@@ -391,6 +390,7 @@ class ObjectDecoder:
 
     def __post_init__(self) -> None:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
+        self._label_keys = tuple(sorted(self._labels))
         self._dec_pod = msgspec.json.Decoder(_Pod)
         self._dec_node = msgspec.json.Decoder(_Node)
         self._dec_ns = msgspec.json.Decoder(_Namespace)
@@ -400,10 +400,12 @@ class ObjectDecoder:
         self._dec_head = msgspec.json.Decoder(_Head)
         self._dec_list = msgspec.json.Decoder(_List)
         self._dec_watch = msgspec.json.Decoder(_WatchEvent)
-        self._enc = msgspec.json.Encoder()
         # One object per distinct value (namespaces, node names, owners, messages, label sets): 150,000
         # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
         self._shared: dict[object, Any] = {}
+        self._owners: dict[tuple[str, str, str, str], OwnerRef] = {}
+        self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+        self._sums: dict[object, tuple[int, int, int]] = {}
 
     # lists and watch lines
 
@@ -435,25 +437,6 @@ class ObjectDecoder:
         m = h.metadata or _Meta()
         return h.kind or "", m.resourceVersion or "", m.uid or ""
 
-    def compact_pod(self, raw: msgspec.Raw) -> msgspec.Raw:
-        """Return the pod's JSON cut down to what `pod()` reads, kept labels and annotations only.
-
-        A listed pod is held until the whole LIST has arrived; its full JSON (managedFields, env, volumes)
-        is ~4 KB, the part read is a few hundred bytes. An unreadable pod is returned as it is, so the
-        Ingestor reports it.
-        """
-        try:
-            p = self._dec_pod.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return raw
-        m = p.metadata
-        if m is not None:
-            if m.labels:
-                m.labels = {k: v for k, v in m.labels.items() if k in self._labels}
-            if m.annotations:
-                m.annotations = {k: v for k, v in m.annotations.items() if k in self.keep_annotations}
-        return msgspec.Raw(self._enc.encode(p))
-
     # kinds
 
     def _meta(self, meta: _Meta | None, kind: str, *, namespaced: bool = True) -> _Meta:
@@ -481,55 +464,68 @@ class ObjectDecoder:
             raise DecodeError(f"Pod {meta.namespace}/{name}: {e}", kind="Pod", uid=uid, name=name) from e
 
     def _share(self, v: Any) -> Any:
-        got = self._shared.get(v)
-        if got is None:
-            if len(self._shared) > 500_000:
-                self._shared.clear()
-            self._shared[v] = got = v
-        return got
+        if len(self._shared) > _SHARED_LIMIT:
+            self._shared.clear()
+        return self._shared.setdefault(v, v)
 
     def _pod(self, p: _Pod, meta: _Meta) -> Pod:
-        spec = p.spec or _PodSpec()
-        st = p.status or _PodStatus()
+        # About 5 µs per pod here is the budget of a 150,000-pod LIST (DESIGN §8): no intermediate
+        # objects, one dict lookup per repeated value, and the resource sums memoised.
+        spec = p.spec or _NO_SPEC
+        st = p.status or _NO_STATUS
+        shared = self._shared
+        if len(shared) > _SHARED_LIMIT:
+            shared.clear()
+        share = shared.setdefault
         created = parse_time(meta.creationTimestamp)
         if created is None:
             raise ValueError("no creationTimestamp")
         owner = None
-        refs = meta.ownerReferences or []
-        ctrl = [r for r in refs if r.controller] or refs[:1]
-        share = self._share
-        if ctrl:
-            o = ctrl[0]
-            okey = ("owner", o.kind, o.name, o.apiVersion, o.uid)
-            owner = self._shared.get(okey)
+        refs = meta.ownerReferences
+        if refs:
+            o = refs[0]
+            if not o.controller:
+                o = next((r for r in refs if r.controller), o)
+            okey = (o.kind, o.name, o.apiVersion, o.uid)
+            owner = self._owners.get(okey)
             if owner is None:
-                owner = self._shared[okey] = OwnerRef(o.kind, o.name, o.apiVersion, o.uid)
-        labels = meta.labels
+                if len(self._owners) > _SHARED_LIMIT:
+                    self._owners.clear()
+                owner = self._owners[okey] = OwnerRef(*okey)
         kept: Mapping[str, str] = _NO_STRINGS
+        labels = meta.labels
         if labels:
-            items = tuple((k, v) for k, v in labels.items() if k in self._labels)
+            items = tuple([(k, labels[k]) for k in self._label_keys if k in labels])
             if items:
                 kept = self._label_set(items)
         scheduled = disruption = None
         for c in st.conditions or ():
             if c.type == "PodScheduled":
                 scheduled = Condition(
-                    c.status, c.reason or "", share(c.message or ""), parse_time(c.lastTransitionTime)
+                    share(c.status, c.status),
+                    share(c.reason or "", c.reason or ""),
+                    share(c.message or "", c.message or ""),
+                    parse_time(c.lastTransitionTime),
                 )
             elif c.type == "DisruptionTarget":
                 disruption = Condition(
-                    c.status, c.reason or "", share(c.message or ""), parse_time(c.lastTransitionTime)
+                    share(c.status, c.status),
+                    share(c.reason or "", c.reason or ""),
+                    share(c.message or "", c.message or ""),
+                    parse_time(c.lastTransitionTime),
                 )
         running_since = None
         for cs in st.containerStatuses or ():
             s = cs.state
             if s is None:
                 continue
-            started = (s.running or s.terminated or _StartedAt()).startedAt
-            t = parse_time(started)
+            started = s.running or s.terminated
+            t = parse_time(started.startedAt) if started is not None else None
             if t is not None and (running_since is None or t < running_since):
                 running_since = t
-        images = share(tuple(c.image for c in spec.containers or () if c.image))
+        containers = spec.containers or ()
+        images = tuple([c.image for c in containers if c.image])
+        images = share(images, images)
         notes: Mapping[str, str] = _NO_STRINGS
         if self.keep_annotations and meta.annotations:
             cut: dict[str, str] = {}
@@ -539,40 +535,56 @@ class ObjectDecoder:
                     cut[k] = v[: self.annotation_limit]
             if cut:
                 notes = cut
-        gpus, cpu_millis, memory_bytes = _resources(spec)
+        skey = _sums_key(spec)
+        sums = self._sums.get(skey)
+        if sums is None:
+            sums = _sums(spec)
+            if len(self._sums) > 10_000:
+                self._sums.clear()
+            self._sums[skey] = sums
+        namespace = meta.namespace or ""
+        phase = st.phase or "Pending"
+        priority = spec.priority or 0
+        pclass = spec.priorityClassName or ""
+        policy = spec.preemptionPolicy or "PreemptLowerPriority"
+        node = spec.nodeName or ""
+        nominated = st.nominatedNodeName or ""
+        reason = st.reason or ""
+        # Positional, in Pod's field order: keywords cost more than the rest of building the record.
         return Pod(
-            uid=meta.uid or "",
-            namespace=share(meta.namespace or ""),
-            name=meta.name or "",
-            created=created,
-            phase=share(st.phase or "Pending"),
-            priority=spec.priority or 0,
-            priority_class=share(spec.priorityClassName or ""),
-            preemption_policy=share(spec.preemptionPolicy or "PreemptLowerPriority"),
-            gpus=gpus,
-            cpu_millis=cpu_millis,
-            memory_bytes=memory_bytes,
-            node=share(spec.nodeName or ""),
-            nominated_node=share(st.nominatedNodeName or ""),
-            owner=owner,
-            labels=kept,
-            annotations=notes,
-            images=images,
-            scheduling_gated=bool(spec.schedulingGates),
-            scheduled=scheduled,
-            disruption=disruption,
-            start_time=parse_time(st.startTime),
-            running_since=running_since,
-            deleted_at=parse_time(meta.deletionTimestamp),
-            status_reason=share(st.reason or ""),
+            meta.uid or "",
+            share(namespace, namespace),
+            meta.name or "",
+            created,
+            share(phase, phase),
+            share(priority, priority),
+            share(pclass, pclass),
+            share(policy, policy),
+            sums[0],
+            sums[1],
+            sums[2],
+            share(node, node),
+            share(nominated, nominated),
+            owner,
+            kept,
+            notes,
+            images,
+            bool(spec.schedulingGates),
+            scheduled,
+            disruption,
+            parse_time(st.startTime),
+            running_since,
+            parse_time(meta.deletionTimestamp),
+            share(reason, reason),
         )
 
     def _label_set(self, items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
         """Return the one shared read-only mapping for this set of kept labels."""
-        key = ("labels", items)
-        got = self._shared.get(key)
+        got = self._label_sets.get(items)
         if got is None:
-            got = self._shared[key] = MappingProxyType(dict(items))
+            if len(self._label_sets) > _SHARED_LIMIT:
+                self._label_sets.clear()
+            got = self._label_sets[items] = MappingProxyType(dict(items))
         return got
 
     def node(self, raw: bytes | msgspec.Raw) -> Node:

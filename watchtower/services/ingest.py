@@ -46,6 +46,8 @@ class Ingestor:
         self._on_skip = on_skip
         self._reported: set[str] = set()
         self._report_limit = report_limit
+        # Per kind with a LIST under way: the keys held before it that no page has listed yet.
+        self._unlisted: dict[str, set[object]] = {}
 
     def _skip(self, kind: str, err: DecodeError | Exception) -> None:
         uid = getattr(err, "uid", "") or ""
@@ -93,39 +95,93 @@ class Ingestor:
         return []
 
     def replace(self, kind: str, raws: Iterable[bytes | msgspec.Raw]) -> list[Happening]:
-        """Make the state's objects of `kind` exactly these (a LIST): apply each, drop the ones absent."""
-        out: list[Happening] = []
+        """Make the state's objects of `kind` exactly these (a whole LIST); return what newly happened."""
+        return self.list_page(kind, raws, first=True, last=True)
+
+    def list_page(
+        self, kind: str, raws: Iterable[bytes | msgspec.Raw], *, first: bool = True, last: bool = True
+    ) -> list[Happening]:
+        """Apply one page of a LIST of `kind`; at the `last` page drop the objects no page listed.
+
+        `first` notes the objects held now; each listed object is crossed off; what is left at `last` was
+        deleted while the watch was down. Pages are applied as they come, so a long list is never held.
+        """
         st = self.state
+        if first or kind not in self._unlisted:
+            self._unlisted[kind] = set(self._keys(kind))
+        unlisted = self._unlisted[kind]
+        out: list[Happening] = []
         if kind == "Pod":
-            pods = []
+            pod_of, upsert = self.decoder.pod, st.upsert_pod
             for raw in raws:
                 try:
-                    pods.append(self.decoder.pod(raw))
+                    pod = pod_of(raw)
                 except DecodeError as e:
                     self._skip(kind, e)
-            return st.replace_pods(pods)
-        seen: set[object] = set()
-        for raw in raws:
-            out.extend(self.apply(kind, "ADDED", raw))
-            try:
-                if kind == "Node":
-                    seen.add(self.decoder.node(raw).name)
-                elif kind == "Namespace":
-                    seen.add(self.decoder.namespace(raw).name)
-                elif kind == "PriorityClass":
-                    seen.add(self.decoder.priority_class(raw).name)
-                elif kind == "ResourceQuota":
-                    q = self.decoder.quota(raw)
-                    seen.add((q.namespace, q.name))
-            except DecodeError:
-                pass
-        table: dict[object, object] | None = {
+                    continue
+                unlisted.discard(pod.uid)
+                out.extend(upsert(pod))
+        else:
+            for raw in raws:
+                key = self._upsert(kind, raw, out)
+                if key is not None:
+                    unlisted.discard(key)
+        if last:
+            for key in self._unlisted.pop(kind):
+                out.extend(self._delete(kind, key))
+        return out
+
+    def _keys(self, kind: str) -> Iterable[object]:
+        st = self.state
+        tables: dict[str, Iterable[object]] = {
+            "Pod": st.pods,
             "Node": st.nodes,
             "Namespace": st.namespaces,
             "PriorityClass": st.priority_classes,
             "ResourceQuota": st.quotas,
-        }.get(kind)  # type: ignore[assignment]
-        if table is not None:
-            for key in [k for k in table if k not in seen]:
-                del table[key]
-        return out
+        }
+        return tables.get(kind, ())  # events expire on their own; a re-list does not drop them
+
+    def _upsert(self, kind: str, raw: bytes | msgspec.Raw, out: list[Happening]) -> object | None:
+        """Apply one listed object other than a pod; return its key, None when it was skipped."""
+        st, dec = self.state, self.decoder
+        try:
+            if kind == "Node":
+                n = dec.node(raw)
+                st.upsert_node(n)
+                return n.name
+            if kind == "Namespace":
+                ns = dec.namespace(raw)
+                st.upsert_namespace(ns)
+                return ns.name
+            if kind == "PriorityClass":
+                pc = dec.priority_class(raw)
+                st.upsert_priority_class(pc)
+                return pc.name
+            if kind == "ResourceQuota":
+                q = dec.quota(raw)
+                st.upsert_quota(q)
+                return (q.namespace, q.name)
+            out.extend(self.apply(kind, "ADDED", raw))
+        except DecodeError as e:
+            self._skip(kind, e)
+        except Exception as e:  # a bug of ours on hostile input must not stop the feed either
+            log.exception("unexpected error applying a listed %s", kind)
+            self._skip(kind, e)
+        return None
+
+    def _delete(self, kind: str, key: object) -> list[Happening]:
+        st = self.state
+        if isinstance(key, tuple):  # a ResourceQuota: (namespace, name)
+            st.delete_quota(*key)
+        elif not isinstance(key, str):
+            pass
+        elif kind == "Pod":
+            return st.delete_pod(key)
+        elif kind == "Node":
+            st.delete_node(key)
+        elif kind == "Namespace":
+            st.delete_namespace(key)
+        elif kind == "PriorityClass":
+            st.delete_priority_class(key)
+        return []

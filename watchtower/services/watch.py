@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -162,15 +163,21 @@ class Watcher:
 
     # ---- sinks for a ClusterSource --------------------------------------------------------------------
 
-    def on_list(self, kind: str, items: list[msgspec.Raw]) -> None:
+    def on_list(
+        self, kind: str, items: Sequence[msgspec.Raw], *, first: bool = True, last: bool = True
+    ) -> None:
         with self._lock:
-            happenings = self.ingestor.replace(kind, items)
+            happenings = self.ingestor.list_page(kind, items, first=first, last=last)
             feed = self.feeds.setdefault(kind, _KindFeed())
-            first = feed.listed_at is None
-            feed.listed_at = self.clock.now()
-            feed.listed_objects = len(items)
+            feed.listed_objects = len(items) if first else feed.listed_objects + len(items)
             self._observe(happenings)
-        if first and self.listed_all():
+            if not last:
+                return
+            initial = feed.listed_at is None
+            feed.listed_at = self.clock.now()
+        if initial and self.listed_all():
+            # The listed objects live as long as the service: frozen, full collections stop walking them.
+            gc.freeze()
             self._kick()
 
     def on_change(self, kind: str, event_type: str, raw: msgspec.Raw | bytes) -> None:

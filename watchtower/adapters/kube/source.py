@@ -1,8 +1,8 @@
 """The Kubernetes cluster source: paged LIST, then WATCH with bookmarks, per kind, until cancelled.
 
-Each kind follows its own loop: list (pages of `page_size`, `continue` tokens) → hand the full list to
-`on_list` → watch from the list's resourceVersion, tracking it from every event and bookmark → when
-the server ends the watch, watch again from where it stopped. 410 Gone (HTTP status or an ERROR event)
+Each kind follows its own loop: list (pages of `page_size`, `continue` tokens), handing each page to
+`on_list` as it arrives while the next one is fetched → watch from the list's resourceVersion, tracking
+it from every event and bookmark → when the server ends the watch, watch again from where it stopped. 410 Gone (HTTP status or an ERROR event)
 means the resourceVersion is too old: list again and let the Ingestor diff. Connection loss, 5xx and
 truncated streams reconnect with exponential back-off and jitter; a line that cannot be read is
 counted and skipped. Blocking HTTP runs on threads; decoding and the sinks run on the event loop, so
@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-
-import msgspec
 
 from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
 from watchtower.ports import Clock, ListSink, ObjectSink, SystemClock
@@ -53,8 +51,7 @@ class KubeSource:
         rng: random.Random | None = None,
     ) -> None:
         self.transport = transport
-        # Pass the Ingestor's decoder: listed pods are cut down to the labels and annotations it keeps.
-        self.decoder = decoder
+        self.decoder = decoder  # reads the list and watch framing; the sinks decode the objects
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.resources = resources
@@ -101,9 +98,7 @@ class KubeSource:
         while True:
             try:
                 if need_list:
-                    items, rv = await self._list(r, h)
-                    on_list(r.kind, items)
-                    del items
+                    rv = await self._list(r, h, on_list)
                     if h.synced:
                         h.relists += 1
                     h.synced, h.present, h.resource_version = True, True, rv
@@ -153,33 +148,49 @@ class KubeSource:
         finally:
             resp.release_conn()
 
-    async def _list(self, r: Resource, h: KindHealth) -> tuple[list[msgspec.Raw], str]:
-        """Return every object of the kind and the list's resourceVersion, page by page."""
-        items: list[msgspec.Raw] = []
-        cont, expired = "", 0
-        while True:
-            query: Query = [("limit", str(self.page_size))]
-            if cont:
-                query.append(("continue", cont))
-            try:
-                data = await asyncio.to_thread(self._fetch, r.path, query)
-            except ApiStatus as e:
-                # The continue token outlived the snapshot it pages: start the list over, a few times.
-                if cont and e.gone and expired < 3:
-                    expired += 1
-                    items, cont = [], ""
-                    continue
-                raise
-            page, rv, cont = self.decoder.decode_list(data)
-            del data
-            if r.kind == "Pod":
-                # Cut each pod to what is read now: a page's bytes are ~2 MB, 300 of them would not fit.
-                items.extend(self.decoder.compact_pod(raw) for raw in page)
-            else:
-                items.extend(page)
-            h.contact(self.clock.now())
-            if not cont:
-                return items, rv
+    def _page_query(self, cont: str) -> Query:
+        query: Query = [("limit", str(self.page_size))]
+        if cont:
+            query.append(("continue", cont))
+        return query
+
+    async def _list(self, r: Resource, h: KindHealth, on_list: ListSink) -> str:
+        """Hand every object of the kind to `on_list`, page by page; return the list's resourceVersion.
+
+        The next page is fetched on a thread while this one is decoded and applied on the loop, so the
+        transfer and the decoding overlap; at most two pages are held at once.
+        """
+
+        def fetch(cont: str) -> asyncio.Future[bytes]:
+            return asyncio.ensure_future(asyncio.to_thread(self._fetch, r.path, self._page_query(cont)))
+
+        cont, expired, first = "", 0, True
+        pending = fetch(cont)
+        try:
+            while True:
+                try:
+                    data = await pending
+                except ApiStatus as e:
+                    # The continue token outlived the snapshot it pages: start the list over, a few times.
+                    if cont and e.gone and expired < 3:
+                        expired += 1
+                        cont, first = "", True
+                        pending = fetch(cont)
+                        continue
+                    raise
+                items, rv, cont = self.decoder.decode_list(data)
+                del data
+                if cont:
+                    pending = fetch(cont)
+                h.contact(self.clock.now())
+                on_list(r.kind, items, first=first, last=not cont)
+                first = False
+                if not cont:
+                    return rv
+        finally:
+            # A page fetched for a list that failed: nobody will read it, nor report how it failed.
+            if not pending.cancel() and not pending.cancelled():
+                pending.exception()
 
     # ---- WATCH -------------------------------------------------------------------------------------
 
