@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import msgspec
+
 from .capacity import Capacity, capacity
 from .disruptions import Disruption, Preemption
 from .messages import PreemptionVerdict, SchedulingDiagnosis, explain, parse_scheduling_message
@@ -58,8 +60,7 @@ class QueuePolicy:
     thrash_window: float = 3600.0  # window for "preempted N times"
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadFacts:
+class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     """What a tick knows about a workload apart from the clock: shared, unchanged, across ticks.
 
     A tick re-derives these only for workloads whose pods changed; the rest are reused as they are."""
@@ -87,7 +88,7 @@ class WorkloadFacts:
     oldest_pod: str = ""
     quota: QuotaRefusal | None = None
     preemptions_recent: int = 0  # times its pods were preempted within the thrash window
-    annotations: Mapping[str, str] = field(default_factory=dict)  # display notes of its oldest pod
+    annotations: Mapping[str, str] = msgspec.field(default_factory=dict)  # display notes of its oldest pod
     order: tuple[int, int, float, WorkloadKey] = (0, 0, 0.0, WorkloadKey("", "", ""))  # scheduler's order
 
     def wait_at(self, now: float) -> float:
@@ -96,36 +97,17 @@ class WorkloadFacts:
         return max(0.0, now - self.since)
 
 
-class WorkloadStatus:
+class WorkloadStatus(msgspec.Struct, gc=False):
     """One workload as of one tick: its facts, its wait at the tick, and its place in the queue.
 
     A view, not a copy: a tick on a queue of 20,000 workloads makes 20,000 of these, so each holds one
-    reference to shared `WorkloadFacts` plus the three numbers that change with the clock and the order."""
+    reference to shared `WorkloadFacts` plus the three numbers that change with the clock and the order.
+    Read-only by convention."""
 
-    __slots__ = ("ahead", "ahead_higher_tier", "facts", "wait_seconds")
-
-    def __init__(
-        self, facts: WorkloadFacts, wait_seconds: float, ahead: int = 0, ahead_higher_tier: int = 0
-    ) -> None:
-        self.facts = facts
-        self.wait_seconds = wait_seconds
-        self.ahead = ahead  # waiting workloads the scheduler will consider first
-        self.ahead_higher_tier = ahead_higher_tier  # of those, the ones in a higher tier
-
-    def __repr__(self) -> str:
-        return f"WorkloadStatus({self.facts.key}, {self.facts.state.value}, wait={self.wait_seconds:.0f}s)"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, WorkloadStatus):
-            return NotImplemented
-        return (self.facts, self.wait_seconds, self.ahead, self.ahead_higher_tier) == (
-            other.facts,
-            other.wait_seconds,
-            other.ahead,
-            other.ahead_higher_tier,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+    facts: WorkloadFacts
+    wait_seconds: float
+    ahead: int = 0  # waiting workloads the scheduler will consider first
+    ahead_higher_tier: int = 0  # of those, the ones in a higher tier
 
     @property
     def key(self) -> WorkloadKey:
@@ -394,14 +376,13 @@ class QueueEvaluator:
     ) -> list[WorkloadFacts]:
         """Return the facts of every non-running workload in queue order, re-deriving only what changed."""
         end = state.changes_base + len(state.changes)
-        prev = self._known
-        if prev is None or self._seen_state is not state or self._epoch != state.epoch:
+        known = self._known
+        if known is None or self._seen_state is not state or self._epoch != state.epoch:
             keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals)
             derived = self._derive(state, keys, refusals, thrash, now)
             known = {k: f for k, f in derived.items() if f.state is not WorkloadState.RUNNING}
-            dirty = True
+            self._order = sorted(known.values(), key=_order_key)
         else:
-            known = prev
             changed = set(state.changes[self._position - state.changes_base :])
             old_refusals, old_thrash = self._refusals, self._thrash
             for k in refusals.keys() | old_refusals.keys():
@@ -412,26 +393,27 @@ class QueueEvaluator:
                     changed.add(k)
             waiting = state.waiting_workloads
             changed = {k for k in changed if k in waiting or k in refusals or k in known}
-            dirty = bool(changed)
             if changed:
                 fresh = self._derive(
                     state, [k for k in changed if k in waiting or k in refusals], refusals, thrash, now
                 )
+                added: list[WorkloadFacts] = []
                 for k in changed:
                     f = fresh.get(k)
                     if f is None or f.state is WorkloadState.RUNNING:
                         known.pop(k, None)
                     else:
                         known[k] = f
-        known = (
-            {k: f for k, f in known.items() if f.state is not WorkloadState.RUNNING}
-            if prev is None
-            else known
-        )
+                        added.append(f)
+                # The kept part is still in order; sorting it with the sorted additions appended is a
+                # merge of two runs (linear), not a full sort of the queue.
+                order = [f for f in self._order if f.key not in changed]
+                added.sort(key=_order_key)
+                order.extend(added)
+                order.sort(key=_order_key)
+                self._order = order
         self._known, self._seen_state, self._epoch, self._position = known, state, state.epoch, end
         self._refusals, self._thrash = refusals, thrash
-        if dirty or len(self._order) != len(known):
-            self._order = sorted(known.values(), key=_order_key)
         return self._order
 
     def status_of(self, state: ClusterState, key: WorkloadKey, *, now: float) -> WorkloadStatus | None:
