@@ -5,6 +5,14 @@
 # Prints the bin directory on its last line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# Binaries built elsewhere (the fixture honours the same variable): nothing to build, no Go needed.
+if [ -n "${WATCHTOWER_CONTROLPLANE_BIN:-}" ]; then
+  for b in kube-apiserver kube-scheduler kube-controller-manager etcd; do
+    [ -x "$WATCHTOWER_CONTROLPLANE_BIN/$b" ] || { echo "build.sh: WATCHTOWER_CONTROLPLANE_BIN=$WATCHTOWER_CONTROLPLANE_BIN lacks $b" >&2; exit 3; }
+  done
+  echo "$WATCHTOWER_CONTROLPLANE_BIN"
+  exit 0
+fi
 kube_version=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/kube/go.mod")
 etcd_version=$(grep -oE "go.etcd.io/etcd/server/v3 v[0-9.]+" "$here/etcd/go.mod" | head -1 | cut -d" " -f2)
 cache=${WATCHTOWER_CACHE:-$HOME/.cache/watchtower}/controlplane/kube-$kube_version-etcd-$etcd_version
@@ -16,7 +24,29 @@ need=()
 for b in kube-apiserver kube-scheduler kube-controller-manager etcd; do
   [ -x "$bin/$b" ] || need+=("$b")
 done
+# The wrapper modules' `go` lines name the oldest Go that builds them; with GOTOOLCHAIN=local a Go that is
+# too old (or none at all) would otherwise end in a wall of module errors.
+go_needed=$(awk '/^go [0-9]/ {print $2}' "$here/kube/go.mod" "$here/etcd/go.mod" | sort -V | tail -1)
+check_go() {
+  local have hint="install Go >= $go_needed, or point WATCHTOWER_CONTROLPLANE_BIN at"
+  hint+=" a directory holding kube-apiserver, kube-scheduler, kube-controller-manager and etcd;"
+  hint+=" \`make unit\` runs the tests that need no control plane"
+  if ! command -v go >/dev/null; then
+    echo "build.sh: the control plane (kube $kube_version, etcd $etcd_version) is built from source" \
+      "and needs Go >= $go_needed, but no \`go\` is on PATH: $hint" >&2
+    exit 3
+  fi
+  have=$(go env GOVERSION 2>/dev/null || true)
+  have=${have#go}
+  have=${have%%[!0-9.]*}  # go1.27rc1 -> 1.27
+  if [ -z "$have" ] || [ "$(printf '%s\n%s\n' "$go_needed" "$have" | sort -V | head -1)" != "$go_needed" ]; then
+    echo "build.sh: kube $kube_version and etcd $etcd_version need Go >= $go_needed;" \
+      "found Go ${have:-of unknown version} at $(command -v go) (GOTOOLCHAIN=local: no download): $hint" >&2
+    exit 3
+  fi
+}
 if [ ${#need[@]} -gt 0 ]; then
+  check_go
   echo "building ${need[*]} (kube $kube_version, etcd $etcd_version) into $bin" >&2
   start=$(date +%s)
   # Links take ~2 GiB each; on 2 cores one at a time is as fast and safer.
