@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import msgspec
 import orjson
+import pytest
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
@@ -86,3 +87,48 @@ def test_a_relisted_pod_that_became_malformed_is_dropped() -> None:
     ing.list_page("Pod", [pod(1), msgspec.Raw(orjson.dumps(bad))], first=True, last=True)
     assert set(ing.state.pods) == {"u1"}
     assert ing.skipped["Pod"] == 1
+
+
+def page_body(*items: bytes, cont: str = "") -> bytes:
+    meta = {"resourceVersion": "7", **({"continue": cont} if cont else {})}
+    return (
+        b'{"kind":"PodList","apiVersion":"v1","metadata":'
+        + orjson.dumps(meta)
+        + b',"items":['
+        + b",".join(items)
+        + b"]}"
+    )
+
+
+def test_a_list_page_is_read_from_its_head_and_its_pods_in_one_pass() -> None:
+    ing = ingestor_with_pods()
+    page, rv, cont = ing.decoder.list_page(page_body(bytes(pod(1)), bytes(pod(2)), cont="next"))
+    assert (rv, cont) == ("7", "next")
+    ing.list_page("Pod", page, first=True, last=True)
+    assert set(ing.state.pods) == {"u1", "u2"}
+    assert page.unsplit and len(page) == 2  # counted by the one-pass decode, never split
+
+
+def test_a_page_with_a_pod_of_the_wrong_shape_keeps_the_others_and_counts_the_bad_one() -> None:
+    ing = ingestor_with_pods()
+    odd = o.pod(name="odd", namespace="team-a", created=T0, uid="uodd")
+    odd["spec"]["priority"] = "high"  # fails the typed decode of the whole page
+    page, _, _ = ing.decoder.list_page(page_body(bytes(pod(1)), orjson.dumps(odd), bytes(pod(2))))
+    ing.list_page("Pod", page, first=True, last=True)
+    assert set(ing.state.pods) == {"u1", "u2"}
+    assert ing.skipped["Pod"] == 1
+
+
+def test_an_unreadable_page_raises_and_drops_nothing() -> None:
+    ing = ingestor_with_pods(1, 2)
+    page, _, _ = ing.decoder.list_page(page_body(bytes(pod(1)), bytes(pod(3)))[:-40])  # truncated
+    with pytest.raises(DecodeError):
+        ing.list_page("Pod", page, first=True, last=True)
+    assert set(ing.state.pods) == {"u1", "u2"}
+
+
+def test_a_body_whose_items_come_before_its_metadata_is_read_whole() -> None:
+    dec = ObjectDecoder()
+    body = b'{"items":[' + bytes(pod(1)) + b'],"metadata":{"resourceVersion":"9","continue":"c"}}'
+    page, rv, cont = dec.list_page(body)
+    assert (rv, cont, len(page)) == ("9", "c", 1)

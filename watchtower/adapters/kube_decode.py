@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, DecimalException
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar, cast, overload
 
 import msgspec
+from msgspec.structs import astuple
 
 from watchtower.domain.model import (
     Condition,
@@ -123,10 +124,45 @@ class _PodStatus(msgspec.Struct, gc=False):
     containerStatuses: list[_CStatus] | None = None
 
 
+class _PodMeta(_Meta, gc=False):
+    # Per decoder, structs with one field per kept key (`_kept`): the other labels and annotations are
+    # skipped without building a string for them (label maps were the dearest part of a pod to decode).
+    labels: msgspec.Struct | None = None  # type: ignore[assignment]
+    annotations: msgspec.Struct | None = None  # type: ignore[assignment]
+
+
 class _Pod(msgspec.Struct, gc=False):
-    metadata: _Meta | None = None
+    metadata: _PodMeta | None = None
     spec: _PodSpec | None = None
     status: _PodStatus | None = None
+
+
+class _PodPage(msgspec.Struct, gc=False):
+    items: list[_Pod] | None = None
+
+
+def _kept(name: str, keys: tuple[str, ...]) -> type[msgspec.Struct]:
+    """Return a struct that reads only these keys of a string map; its fields follow `keys`."""
+    fields = [(f"k{i}", str | None, msgspec.field(default=None, name=k)) for i, k in enumerate(keys)]
+    return msgspec.defstruct(name, fields, gc=False)
+
+
+def _pod_types(
+    labels: tuple[str, ...], annotations: tuple[str, ...]
+) -> tuple[type[_Pod], type[msgspec.Struct]]:
+    """Return the pod struct and the LIST page struct that keep only these labels and annotations."""
+    meta = msgspec.defstruct(
+        "_PodMeta",
+        [
+            ("labels", _kept("_Labels", labels) | None, None),
+            ("annotations", _kept("_Annotations", annotations) | None, None),
+        ],
+        bases=(_PodMeta,),
+        gc=False,
+    )
+    pod = msgspec.defstruct("_Pod", [("metadata", meta | None, None)], bases=(_Pod,), gc=False)
+    page = msgspec.defstruct("_PodPage", [("items", list[pod] | None, None)], bases=(_PodPage,), gc=False)  # type: ignore[valid-type]
+    return cast(type[_Pod], pod), cast(type[_PodPage], page)
 
 
 class _Taint(msgspec.Struct, gc=False):
@@ -371,9 +407,53 @@ def _sums_key(spec: _PodSpec) -> object:
 
 
 _NO_STRINGS: Mapping[str, str] = MappingProxyType({})
+_M = TypeVar("_M", bound=_Meta)
 _NO_SPEC = _PodSpec()
 _NO_STATUS = _PodStatus()
 _SHARED_LIMIT = 500_000  # distinct values remembered before starting over: hostile churn stays bounded
+
+
+# ---- a page of a LIST ---------------------------------------------------------------------------
+
+
+class ListPage(Sequence[msgspec.Raw]):
+    """One LIST response: its items as raw objects, split out of the body only when first read.
+
+    `ObjectDecoder.pods` decodes a page of pods straight from `body` in one pass instead, and notes how
+    many there were, so that counting them does not split the body either.
+    """
+
+    __slots__ = ("_decoder", "_items", "body", "size")
+
+    def __init__(self, body: bytes, decoder: ObjectDecoder, items: list[msgspec.Raw] | None = None) -> None:
+        self.body = body
+        self._decoder = decoder
+        self._items = items
+        self.size: int | None = None if items is None else len(items)
+
+    @property
+    def unsplit(self) -> bool:
+        return self._items is None
+
+    def _split(self) -> list[msgspec.Raw]:
+        """Return the raw items; raise DecodeError when the body cannot be read."""
+        if self._items is None:
+            self._items = self._decoder.decode_list(self.body)[0]
+            self.size = len(self._items)
+        return self._items
+
+    def __len__(self) -> int:
+        return self.size if self.size is not None else len(self._split())
+
+    @overload
+    def __getitem__(self, i: int) -> msgspec.Raw: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[msgspec.Raw]: ...
+    def __getitem__(self, i: int | slice) -> msgspec.Raw | list[msgspec.Raw]:
+        return self._split()[i]
+
+    def __iter__(self) -> Iterator[msgspec.Raw]:
+        return iter(self._split())
 
 
 # ---- the decoder ----------------------------------------------------------------------------------
@@ -391,7 +471,9 @@ class ObjectDecoder:
     def __post_init__(self) -> None:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
         self._label_keys = tuple(sorted(self._labels))
-        self._dec_pod = msgspec.json.Decoder(_Pod)
+        self._note_keys = tuple(sorted(self.keep_annotations))
+        pod_type, page_type = _pod_types(self._label_keys, self._note_keys)
+        self._dec_pod: msgspec.json.Decoder[_Pod] = msgspec.json.Decoder(pod_type)
         self._dec_node = msgspec.json.Decoder(_Node)
         self._dec_ns = msgspec.json.Decoder(_Namespace)
         self._dec_pc = msgspec.json.Decoder(_PriorityClass)
@@ -399,12 +481,13 @@ class ObjectDecoder:
         self._dec_event = msgspec.json.Decoder(_Event)
         self._dec_head = msgspec.json.Decoder(_Head)
         self._dec_list = msgspec.json.Decoder(_List)
+        self._dec_pod_page: msgspec.json.Decoder[_PodPage] = msgspec.json.Decoder(page_type)
         self._dec_watch = msgspec.json.Decoder(_WatchEvent)
         # One object per distinct value (namespaces, node names, owners, messages, label sets): 150,000
         # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
         self._shared: dict[object, Any] = {}
         self._owners: dict[tuple[str, str, str, str], OwnerRef] = {}
-        self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+        self._label_sets: dict[tuple[str | None, ...], Mapping[str, str]] = {}
         self._sums: dict[object, tuple[int, int, int]] = {}
 
     # lists and watch lines
@@ -417,6 +500,25 @@ class ObjectDecoder:
             raise DecodeError(f"unreadable list: {e}") from e
         meta = lst.metadata or _ListMeta()
         return list(lst.items or ()), meta.resourceVersion or "", meta.cont or ""
+
+    def list_page(self, data: bytes) -> tuple[ListPage, str, str]:
+        """Return (page, resourceVersion, continue token) of a LIST response, reading only its head.
+
+        The API server writes a list's metadata before its items, so the head is read alone and the
+        items are left for one pass later (`pods`). A body whose head does not read that way is read
+        whole at once; raise DecodeError when it is unreadable.
+        """
+        cut = data.find(b'"items"')
+        meta = None
+        if cut > 0:
+            try:
+                meta = self._dec_list.decode(data[:cut] + b'"items":null}').metadata
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                meta = None
+        if meta is None:
+            items, rv, cont = self.decode_list(data)
+            return ListPage(data, self, items), rv, cont
+        return ListPage(data, self), meta.resourceVersion or "", meta.cont or ""
 
     def decode_watch_line(self, line: bytes) -> tuple[str, msgspec.Raw | None]:
         """Return (type, raw object) of one watch event line; raise DecodeError."""
@@ -439,7 +541,7 @@ class ObjectDecoder:
 
     # kinds
 
-    def _meta(self, meta: _Meta | None, kind: str, *, namespaced: bool = True) -> _Meta:
+    def _meta(self, meta: _M | None, kind: str, *, namespaced: bool = True) -> _M:
         if meta is None:
             raise DecodeError(f"{kind} without metadata", kind=kind)
         if not meta.name:
@@ -454,6 +556,37 @@ class ObjectDecoder:
             p = self._dec_pod.decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise DecodeError(f"Pod: {e}", kind="Pod") from e
+        return self._record(p)
+
+    def pods(
+        self, items: Iterable[bytes | msgspec.Raw], on_error: Callable[[DecodeError], None]
+    ) -> Iterator[Pod]:
+        """Yield the Pod record of each item; hand each unusable one to `on_error` and go on.
+
+        A `ListPage` is decoded in one pass over its body (splitting it into items first would read the
+        bytes twice); when that fails (a malformed pod, or the body itself), it is read item by item,
+        which raises DecodeError if the body cannot be read at all.
+        """
+        if isinstance(items, ListPage) and items.unsplit:
+            try:
+                wire = self._dec_pod_page.decode(items.body).items or []
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                wire = None
+            if wire is not None:
+                items.size = len(wire)
+                for p in wire:
+                    try:
+                        yield self._record(p)
+                    except DecodeError as e:
+                        on_error(e)
+                return
+        for raw in items:
+            try:
+                yield self.pod(raw)
+            except DecodeError as e:
+                on_error(e)
+
+    def _record(self, p: _Pod) -> Pod:
         meta = self._meta(p.metadata, "Pod")
         uid, name = meta.uid or "", meta.name or ""
         if not uid:
@@ -463,12 +596,7 @@ class ObjectDecoder:
         except (ValueError, TypeError, OverflowError) as e:
             raise DecodeError(f"Pod {meta.namespace}/{name}: {e}", kind="Pod", uid=uid, name=name) from e
 
-    def _share(self, v: Any) -> Any:
-        if len(self._shared) > _SHARED_LIMIT:
-            self._shared.clear()
-        return self._shared.setdefault(v, v)
-
-    def _pod(self, p: _Pod, meta: _Meta) -> Pod:
+    def _pod(self, p: _Pod, meta: _PodMeta) -> Pod:
         # About 5 µs per pod here is the budget of a 150,000-pod LIST (DESIGN §8): no intermediate
         # objects, one dict lookup per repeated value, and the resource sums memoised.
         spec = p.spec or _NO_SPEC
@@ -493,11 +621,8 @@ class ObjectDecoder:
                     self._owners.clear()
                 owner = self._owners[okey] = OwnerRef(*okey)
         kept: Mapping[str, str] = _NO_STRINGS
-        labels = meta.labels
-        if labels:
-            items = tuple([(k, labels[k]) for k in self._label_keys if k in labels])
-            if items:
-                kept = self._label_set(items)
+        if meta.labels is not None:
+            kept = self._label_set(astuple(meta.labels))
         scheduled = disruption = None
         for c in st.conditions or ():
             if c.type == "PodScheduled":
@@ -527,12 +652,13 @@ class ObjectDecoder:
         images = tuple([c.image for c in containers if c.image])
         images = share(images, images)
         notes: Mapping[str, str] = _NO_STRINGS
-        if self.keep_annotations and meta.annotations:
-            cut: dict[str, str] = {}
-            for k in self.keep_annotations:
-                v = meta.annotations.get(k)
-                if v is not None:
-                    cut[k] = v[: self.annotation_limit]
+        if self._note_keys and meta.annotations is not None:
+            limit = self.annotation_limit
+            cut = {
+                k: v[:limit]
+                for k, v in zip(self._note_keys, astuple(meta.annotations), strict=True)
+                if v is not None
+            }
             if cut:
                 notes = cut
         skey = _sums_key(spec)
@@ -578,13 +704,14 @@ class ObjectDecoder:
             share(reason, reason),
         )
 
-    def _label_set(self, items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
-        """Return the one shared read-only mapping for this set of kept labels."""
-        got = self._label_sets.get(items)
+    def _label_set(self, values: tuple[str | None, ...]) -> Mapping[str, str]:
+        """Return the one shared read-only mapping of the kept labels with these values (None: absent)."""
+        got = self._label_sets.get(values)
         if got is None:
             if len(self._label_sets) > _SHARED_LIMIT:
                 self._label_sets.clear()
-            got = self._label_sets[items] = MappingProxyType(dict(items))
+            kept = {k: v for k, v in zip(self._label_keys, values, strict=True) if v is not None}
+            got = self._label_sets[values] = MappingProxyType(kept) if kept else _NO_STRINGS
         return got
 
     def node(self, raw: bytes | msgspec.Raw) -> Node:

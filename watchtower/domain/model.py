@@ -73,7 +73,8 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     nominated_node: str = ""
     owner: OwnerRef | None = None
     labels: Mapping[str, str] = msgspec.field(default_factory=dict)
-    annotations: Mapping[str, str] = msgspec.field(default_factory=dict)  # only the keys configured for display
+    # Only the annotation keys configured for display.
+    annotations: Mapping[str, str] = msgspec.field(default_factory=dict)
     images: tuple[str, ...] = ()
     scheduling_gated: bool = False
     scheduled: Condition | None = None  # PodScheduled

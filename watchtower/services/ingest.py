@@ -103,6 +103,8 @@ class Ingestor:
     ) -> list[Happening]:
         """Apply one page of a LIST of `kind`; at the `last` page drop the objects no page listed.
 
+        Raises DecodeError when the page as a whole cannot be read (the source then lists again).
+
         `first` notes the objects held now; each listed object is crossed off; what is left at `last` was
         deleted while the watch was down. Pages are applied as they come, so a long list is never held.
         """
@@ -112,13 +114,8 @@ class Ingestor:
         unlisted = self._unlisted[kind]
         out: list[Happening] = []
         if kind == "Pod":
-            pod_of, upsert = self.decoder.pod, st.upsert_pod
-            for raw in raws:
-                try:
-                    pod = pod_of(raw)
-                except DecodeError as e:
-                    self._skip(kind, e)
-                    continue
+            upsert = st.upsert_pod
+            for pod in self.decoder.pods(raws, lambda e: self._skip("Pod", e)):
                 unlisted.discard(pod.uid)
                 out.extend(upsert(pod))
         else:

@@ -178,12 +178,14 @@ class KubeSource:
                         pending = fetch(cont)
                         continue
                     raise
-                items, rv, cont = self.decoder.decode_list(data)
+                page, rv, cont = self.decoder.list_page(data)
                 del data
                 if cont:
                     pending = fetch(cont)
                 h.contact(self.clock.now())
-                on_list(r.kind, items, first=first, last=not cont)
+                # A page whose items turn out unreadable raises out of the sink: the list is tried again.
+                on_list(r.kind, page, first=first, last=not cont)
+                del page
                 first = False
                 if not cont:
                     return rv
