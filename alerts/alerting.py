@@ -1,0 +1,180 @@
+"""Alerting rules for Prometheus that mirror the service's own alerts, on the `watchtower_*` metrics.
+
+The service alerts per workload and delivers itself; these rules alert per tier from what it exports, for teams
+who route everything through their own Alertmanager, and they watch the watcher (down, stalled, stale).
+Thresholds are the tier policy's, `for` the service's `pending_for` (per alert, or per the service alert a rule
+mirrors), runbook links the service's pattern.
+"""
+
+from __future__ import annotations
+
+import re
+
+from watchtower.domain.alerts.rules import gpu_idle, self_health, tiered_wait
+from watchtower.domain.alerts.rules.base import human
+from watchtower.domain.promql import duration
+from watchtower.domain.tiers import Tier
+
+from .params import RuleParams
+
+QUEUE_WAIT_WARNING = "WatchtowerQueueWaitWarning"
+QUEUE_WAIT_CRITICAL = "WatchtowerQueueWaitCritical"
+DOWN = "WatchtowerDown"
+STALLED = "WatchtowerEvaluationStalled"
+KUBERNETES_STALE = "WatchtowerKubernetesStale"
+GPU_IDLE = "WatchtowerGPUIdleWhileQueueWaits"
+
+ALERTNAMES = (QUEUE_WAIT_WARNING, QUEUE_WAIT_CRITICAL, DOWN, STALLED, KUBERNETES_STALE, GPU_IDLE)
+
+
+def queue_wait_expr(p: RuleParams, tier: str, threshold: float) -> str:
+    # >= as in the service: a workload that has waited exactly its threshold is over it.
+    return f'max by (tier) (watchtower_oldest_wait_seconds{{{p.watchtower_selector},tier="{tier}"}}) >= {threshold:g}'
+
+
+def _rule(
+    p: RuleParams,
+    name: str,
+    expr: str,
+    *,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    mirrors: str = "",
+    for_: float | None = None,
+) -> dict[str, object]:
+    out: dict[str, object] = {"alert": name, "expr": expr}
+    wait = p.for_of(name, mirrors) if for_ is None else for_
+    if wait:
+        out["for"] = duration(wait)
+    if p.keep_firing_for:
+        out["keep_firing_for"] = duration(p.keep_firing_for)
+    out["labels"] = labels
+    out["annotations"] = {**annotations, "runbook_url": p.runbook_url(name)}
+    return out
+
+
+def _queue_wait(p: RuleParams, t: Tier, severity: str) -> dict[str, object]:
+    name, mirrors, threshold, key = {
+        "warning": (QUEUE_WAIT_WARNING, tiered_wait.WARNING, t.warn_after, "warn_after"),
+        "critical": (QUEUE_WAIT_CRITICAL, tiered_wait.CRITICAL, t.critical_after, "critical_after"),
+    }[severity]
+    return _rule(
+        p,
+        name,
+        queue_wait_expr(p, t.name, threshold),
+        mirrors=mirrors,
+        labels={"severity": severity, "tier": t.name},
+        annotations={
+            "summary": f"Work in the {t.name} tier has waited {{{{ $value | humanizeDuration }}}}, "
+            f"over its {severity} threshold of {human(threshold)}",
+            "description": f"The oldest waiting workload of tier {t.name} has waited "
+            f"{{{{ $value | humanizeDuration }}}} ({key} of the tier: {human(threshold)}). "
+            "Watchtower's status page and its own alerts name the workloads and why they wait.",
+        },
+    )
+
+
+def _classes_regex(classes: list[str]) -> str:
+    # PromQL strings need their backslashes doubled on top of the regular expression's own escaping.
+    return "|".join(re.escape(c) for c in sorted(classes)).replace("\\", "\\\\")
+
+
+def gpu_idle_expr(p: RuleParams, waiting: Tier) -> str:
+    """Idle devices per namespace (with its team) held by pods not of a tier above `waiting`, while work of
+    that tier waits. KSM gives a pod's PriorityClass name, not its value: a class listed under a higher tier
+    is above; every other class counts as the lowest tier (pods without a class have priority 0)."""
+    q = p.queries
+    idle = q.pod_idle_devices(p.idle_window, p.idle_threshold)
+    rank = p.tiers.rank(waiting.name)
+    above = [c for t in p.tiers.tiers[:rank] for c in t.classes]
+    if above:
+        sel = f'{q.config.ksm_selector},priority_class=~"{_classes_regex(above)}"'.lstrip(",")
+        info = f"kube_pod_info{{{sel}}}"
+        if q.config.ksm_bridge > 0:
+            info = f"last_over_time({info}[{duration(q.config.ksm_bridge)}])"
+        idle = f"({idle}) unless on (namespace, pod) max by (namespace, pod) ({q.normalise_ksm(info)})"
+    per_ns = f"sum by (namespace) ({idle})"
+    team = q.namespace_team()
+    with_team = (
+        f"(({per_ns}) * on (namespace) group_left (team) {team}) or "
+        f'label_replace(({per_ns}) unless on (namespace) {team}, "team", "$1", "namespace", "(.*)")'
+    )
+    pending = f'sum(watchtower_pending_workloads{{{p.watchtower_selector},tier="{waiting.name}"}}) > 0'
+    return f"({with_team}) and on () ({pending})"
+
+
+def _gpu_idle(p: RuleParams, t: Tier) -> dict[str, object]:
+    return _rule(
+        p,
+        GPU_IDLE,
+        gpu_idle_expr(p, t),
+        mirrors=gpu_idle.NAME,
+        labels={"severity": "warning", "tier": t.name},
+        annotations={
+            "summary": "{{ $value }} GPU device(s) of namespace {{ $labels.namespace }} (team "
+            "{{ $labels.team }}) idle for " + human(p.idle_window) + f" while {t.name}-tier work waits",
+            "description": "Pods of namespace {{ $labels.namespace }} hold {{ $value }} GPU device(s) (whole GPUs "
+            f"and MIG slices) whose utilisation stayed under {p.idle_threshold:g} % for {human(p.idle_window)}, "
+            f"while workloads of the {t.name} tier wait and those pods are not of a higher tier.",
+        },
+    )
+
+
+def alerting_group(p: RuleParams) -> dict[str, object]:
+    """Return the rule group of alerts: per-tier waits, idle GPUs while a tier waits, Watchtower's health."""
+    wt = p.watchtower_selector
+    rules: list[dict[str, object]] = []
+    for t in p.tiers.tiers:
+        rules.append(_queue_wait(p, t, "warning"))
+        rules.append(_queue_wait(p, t, "critical"))
+    rules.append(
+        _rule(
+            p,
+            DOWN,
+            f"(up{{{wt}}} == 0) or absent(up{{{wt}}})",
+            for_=p.down_for,
+            labels={"severity": "critical"},
+            annotations={
+                "summary": "Watchtower's /metrics cannot be scraped",
+                "description": "Prometheus has not scraped Watchtower ({{ $labels.job }} "
+                "{{ $labels.instance }}) for " + human(p.down_for) + ": queue alerts from these rules "
+                "and from Watchtower itself may be missing.",
+            },
+        )
+    )
+    stall = p.w(p.stall_window)
+    rules.append(
+        _rule(
+            p,
+            STALLED,
+            f"changes(watchtower_last_evaluation_timestamp_seconds{{{wt}}}[{stall}]) == 0",
+            for_=0.0,
+            labels={"severity": "critical"},
+            annotations={
+                "summary": f"Watchtower has not evaluated the queue for {human(p.stall_window)}",
+                "description": "Watchtower ({{ $labels.instance }}) is scraped but its last evaluation "
+                f"did not change for {human(p.stall_window)} (it evaluates every "
+                f"{human(p.evaluate_every)}): its queue figures and alerts are frozen.",
+            },
+        )
+    )
+    rules.append(
+        _rule(
+            p,
+            KUBERNETES_STALE,
+            f'max by (job, instance) (watchtower_picture_staleness_seconds{{{wt},kind="all"}}) '
+            f">= {p.unreachable_after:g}",
+            mirrors=self_health.NAME,
+            labels={"severity": "critical"},
+            annotations={
+                "summary": "Watchtower has not heard from the Kubernetes API for "
+                "{{ $value | humanizeDuration }}",
+                "description": "Watchtower's picture of the cluster is {{ $value | humanizeDuration }} old "
+                f"(alert at {human(p.unreachable_after)}): queue figures and alerts are based on a stale "
+                "picture until its watch recovers.",
+            },
+        )
+    )
+    for t in p.tiers.tiers:
+        rules.append(_gpu_idle(p, t))
+    return {"name": "watchtower.alerts", "rules": rules}

@@ -1,0 +1,129 @@
+"""An Alertmanager configuration from the `alerting:` section: the same route tree, receivers and inhibitions.
+
+The tree is the one the service routes with (config `alerting.route`): per tier and per team exactly as the
+operator wrote it, with every timing filled in from the parent as the service does, so Alertmanager and
+Watchtower send an alert to the same receiver. Secrets are referenced by file, never written here: a receiver
+whose secret came from an environment variable or inline text is refused with the path to fix.
+"""
+
+from __future__ import annotations
+
+from watchtower.config import Settings
+from watchtower.config.alerting import EmailConfig, InhibitConfig, ReceiverConfig, RouteConfig, WebhookConfig
+from watchtower.domain.alerts.inhibition import critical_inhibits_warning
+from watchtower.domain.promql import duration
+
+# The service's default inhibition keys on the workload; the per-tier rules carry no workload, so without
+# `tier` a critical wait in one tier would mute the warning of every other tier.
+TIER_LABEL = "tier"
+
+
+class SecretInlineError(ValueError):
+    """A receiver's secret is known only as text: Alertmanager must read it from a file."""
+
+
+def _route(r: RouteConfig, *, top: bool) -> dict[str, object]:
+    out: dict[str, object] = {}
+    if r.receiver or top:
+        out["receiver"] = r.receiver
+    if r.matchers:
+        out["matchers"] = list(r.matchers)
+    if r.group_by is not None:
+        out["group_by"] = list(r.group_by)
+    for key in ("group_wait", "group_interval", "repeat_interval"):
+        v = getattr(r, key)
+        if v is not None:
+            out[key] = duration(v)
+    if r.continue_:
+        out["continue"] = True
+    if r.routes:
+        out["routes"] = [_route(c, top=False) for c in r.routes]
+    return out
+
+
+def route_tree(settings: Settings) -> dict[str, object]:
+    """Return Alertmanager's `route:`; the top node carries the service's effective timings (its defaults
+    differ from Alertmanager's), children inherit them as in both."""
+    cfg = settings.alerting.route
+    top = cfg.build()
+    out = _route(cfg, top=True)
+    out["group_by"] = list(top.group_by)
+    out["group_wait"] = duration(top.group_wait)
+    out["group_interval"] = duration(top.group_interval)
+    out["repeat_interval"] = duration(top.repeat_interval)
+    return out
+
+
+def _email(e: EmailConfig, where: str) -> dict[str, object]:
+    out: dict[str, object] = {
+        "to": ", ".join(e.to),
+        "from": e.from_,
+        "smarthost": f"{e.smarthost}:{e.port}",
+        "send_resolved": e.send_resolved,
+        # Alertmanager speaks implicit TLS by itself on port 465; "none" must not ask for STARTTLS.
+        "require_tls": e.security != "none",
+    }
+    if e.username:
+        out["auth_username"] = e.username
+        if e.password_file:
+            out["auth_password_file"] = e.password_file
+        elif e.password is not None:
+            raise SecretInlineError(
+                f"{where}.password: give password_file, the file Alertmanager reads it from"
+            )
+    tls: dict[str, object] = {}
+    if e.ca_file:
+        tls["ca_file"] = e.ca_file
+    if not e.verify:
+        tls["insecure_skip_verify"] = True
+    if tls:
+        out["tls_config"] = tls
+    return out
+
+
+def _webhook(w: WebhookConfig) -> dict[str, object]:
+    # Alertmanager cannot sign with Standard Webhooks: the secret stays with Watchtower's own delivery, and a
+    # receiver that checks signatures rejects Alertmanager's posts unless it is told not to.
+    return {"url": w.url, "send_resolved": w.send_resolved}
+
+
+def _receiver(r: ReceiverConfig, i: int) -> dict[str, object]:
+    out: dict[str, object] = {"name": r.name}
+    where = f"alerting.receivers[{i}]"
+    if r.email:
+        out["email_configs"] = [_email(e, f"{where}.email[{j}]") for j, e in enumerate(r.email)]
+    if r.webhooks:
+        out["webhook_configs"] = [_webhook(w) for w in r.webhooks]
+    return out
+
+
+def _inhibit(i: InhibitConfig) -> dict[str, object]:
+    return {
+        "source_matchers": list(i.source_matchers),
+        "target_matchers": list(i.target_matchers),
+        "equal": list(i.equal),
+    }
+
+
+def inhibit_rules(settings: Settings) -> list[dict[str, object]]:
+    """Return the configured inhibitions; by default the service's "critical mutes warning", keyed on the tier
+    as well (it changes nothing for workload alerts: one workload has one tier)."""
+    if settings.alerting.inhibit_rules is not None:
+        return [_inhibit(i) for i in settings.alerting.inhibit_rules]
+    d = critical_inhibits_warning()
+    return [
+        {
+            "source_matchers": [str(m) for m in d.source],
+            "target_matchers": [str(m) for m in d.target],
+            "equal": [*d.equal, TIER_LABEL],
+        }
+    ]
+
+
+def alertmanager_config(settings: Settings) -> dict[str, object]:
+    """Return an Alertmanager configuration; raise SecretInlineError for a secret not held in a file."""
+    return {
+        "route": route_tree(settings),
+        "inhibit_rules": inhibit_rules(settings),
+        "receivers": [_receiver(r, i) for i, r in enumerate(settings.alerting.receivers)],
+    }

@@ -1,0 +1,90 @@
+"""Recording rules: the queue per tier from Watchtower's own metrics, GPUs per team from DCGM and KSM.
+
+Names follow `level:metric:operations`. The GPU expressions are the ones the service runs (domain/promql.py),
+so a figure on a dashboard is the figure Watchtower alerts on. The dashboards read these series: they need the
+rules loaded, as kubernetes-mixin dashboards do.
+"""
+
+from __future__ import annotations
+
+from watchtower.domain.promql import MIG_PROFILE
+
+from .params import RuleParams
+
+PENDING_BY_TIER = "tier:watchtower_pending_workloads:sum"
+PENDING_BY_NAMESPACE_TIER = "namespace_tier:watchtower_pending_workloads:sum"
+OLDEST_WAIT_BY_TIER = "tier:watchtower_oldest_wait_seconds:max"
+SCHEDULE_P50 = "tier:watchtower_time_to_schedule_seconds:p50"
+SCHEDULE_P95 = "tier:watchtower_time_to_schedule_seconds:p95"
+PREEMPTIONS_RATE = "victim_tier_preemptor_tier:watchtower_preemptions:rate"
+GPU_HOURS_LOST_RATE = "victim_tier:watchtower_preemption_gpu_hours_lost:rate"
+NAMESPACE_TEAM = "namespace_team:kube_namespace_labels:max"
+TEAM_ALLOCATED = "team:watchtower_gpus_allocated:sum"
+NAMESPACE_ALLOCATED = "namespace:watchtower_gpus_allocated:sum"
+CLUSTER_ALLOCATED = "cluster:watchtower_gpus_allocated:sum"
+TEAM_UTILISATION = "team:watchtower_gpu_utilisation:avg"
+NAMESPACE_UTILISATION = "namespace:watchtower_gpu_utilisation:avg"
+CLUSTER_UTILISATION = "cluster:watchtower_gpu_utilisation:avg"
+POD_IDLE_DEVICES = "namespace_pod:watchtower_idle_devices:count"
+TEAM_IDLE_GPUS = "team:watchtower_idle_gpus:count"
+TEAM_IDLE_SLICES = "team:watchtower_idle_mig_slices:count"
+MIG_SLICES = "profile:watchtower_mig_slices:count"
+MIG_SLICES_USED = "profile:watchtower_mig_slices_in_use:count"
+
+
+def _rule(name: str, expr: str) -> dict[str, object]:
+    return {"record": name, "expr": expr}
+
+
+def queue_group(p: RuleParams) -> dict[str, object]:
+    """Return the rule group summing Watchtower's queue metrics per tier."""
+    wt = p.watchtower_selector
+    rate = p.w(p.rate_window)
+    buckets = f"sum by (tier, le) (rate(watchtower_time_to_schedule_seconds_bucket{{{wt}}}[{rate}]))"
+    return {
+        "name": "watchtower.queue.rules",
+        "rules": [
+            _rule(PENDING_BY_TIER, f"sum by (tier) (watchtower_pending_workloads{{{wt}}})"),
+            _rule(
+                PENDING_BY_NAMESPACE_TIER, f"sum by (namespace, tier) (watchtower_pending_workloads{{{wt}}})"
+            ),
+            # max, not sum: two replicas (leader and standby) report the same queue.
+            _rule(OLDEST_WAIT_BY_TIER, f"max by (tier) (watchtower_oldest_wait_seconds{{{wt}}})"),
+            _rule(SCHEDULE_P50, f"histogram_quantile(0.5, {buckets})"),
+            _rule(SCHEDULE_P95, f"histogram_quantile(0.95, {buckets})"),
+            _rule(
+                PREEMPTIONS_RATE,
+                f"sum by (victim_tier, preemptor_tier) (rate(watchtower_preemptions_total{{{wt}}}[{rate}]))",
+            ),
+            _rule(
+                GPU_HOURS_LOST_RATE,
+                f"sum by (victim_tier) (rate(watchtower_preemption_gpu_hours_lost_total{{{wt}}}[{rate}]))",
+            ),
+        ],
+    }
+
+
+def gpu_group(p: RuleParams) -> dict[str, object]:
+    """Return the rule group of GPU allocation and utilisation per team, namespace and cluster."""
+    q = p.queries
+    avg = p.rate_window
+    p.w(p.idle_window)  # refuse an idle window of fewer than 4 scrapes before writing anything
+    mig = q.device_utilisation(kind="slice")
+    running = q.pod_running()
+    return {
+        "name": "watchtower.gpu.rules",
+        "rules": [
+            _rule(NAMESPACE_TEAM, q.namespace_team()),
+            _rule(TEAM_ALLOCATED, q.team_gpus_allocated()),
+            _rule(NAMESPACE_ALLOCATED, q.namespace_gpus_allocated()),
+            _rule(CLUSTER_ALLOCATED, q.cluster_gpus_allocated()),
+            _rule(TEAM_UTILISATION, q.team_utilisation_avg(avg)),
+            _rule(NAMESPACE_UTILISATION, q.namespace_utilisation_avg(avg)),
+            _rule(CLUSTER_UTILISATION, q.cluster_utilisation_avg(avg)),
+            _rule(POD_IDLE_DEVICES, q.pod_idle_devices(p.idle_window, p.idle_threshold)),
+            _rule(TEAM_IDLE_GPUS, q.team_idle_devices(avg, p.idle_threshold, kind="gpu")),
+            _rule(TEAM_IDLE_SLICES, q.team_idle_devices(avg, p.idle_threshold, kind="slice")),
+            _rule(MIG_SLICES, f"count by ({MIG_PROFILE}) ({mig})"),
+            _rule(MIG_SLICES_USED, f"count by ({MIG_PROFILE}) (({mig}) and on (namespace, pod) {running})"),
+        ],
+    }

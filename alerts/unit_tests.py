@@ -1,0 +1,157 @@
+"""promtool unit tests (`promtool test rules`) computed from the tier policy, so a changed threshold keeps
+them right. Only fields that promtool 2.42 accepts: rule_files, evaluation_interval, tests with interval,
+input_series, alert_rule_test (eval_time, alertname, exp_alerts) and promql_expr_test."""
+
+from __future__ import annotations
+
+import math
+
+from watchtower.domain.alerts.rules.base import human
+from watchtower.domain.promql import duration
+from watchtower.domain.tiers import Tier
+
+from . import alerting, recording
+from .params import RuleParams
+
+STEP = 60  # input samples and rule evaluations, seconds
+INSTANCE = "watchtower:8080"
+
+
+def humanize_duration(v: float) -> str:
+    """Return Prometheus' `humanizeDuration` of `v` seconds (whole seconds and up: "5m 0s", "1d 2h 0m 0s")."""
+    if v == 0 or abs(v) < 1:
+        return f"{v:.4g}s"
+    sign = "-" if v < 0 else ""
+    n = int(abs(v))
+    d, h, m, s = n // 86400, n // 3600 % 24, n // 60 % 60, n % 60
+    if d:
+        return f"{sign}{d}d {h}h {m}m {s}s"
+    if h:
+        return f"{sign}{h}h {m}m {s}s"
+    if m:
+        return f"{sign}{m}m {s}s"
+    return f"{sign}{abs(v):.4g}s"
+
+
+def _series(p: RuleParams, metric: str, extra: str = "") -> str:
+    sel = f'{p.watchtower_selector},instance="{INSTANCE}"' + (f",{extra}" if extra else "")
+    return f"{metric}{{{sel}}}"
+
+
+def _minutes_up(seconds: float) -> int:
+    return math.ceil(seconds / STEP) * STEP
+
+
+def _wait_expectations(p: RuleParams, t: Tier, severity: str) -> list[dict[str, object]]:
+    name = alerting.QUEUE_WAIT_WARNING if severity == "warning" else alerting.QUEUE_WAIT_CRITICAL
+    threshold = t.warn_after if severity == "warning" else t.critical_after
+    key = "warn_after" if severity == "warning" else "critical_after"
+    mirrors = "WorkloadWaitWarning" if severity == "warning" else "WorkloadWaitCritical"
+    crossed = _minutes_up(threshold)  # the oldest wait grows 60 s a minute from 0 at time 0
+    fires = crossed + _minutes_up(p.for_of(name, mirrors))
+    waited = humanize_duration(fires)
+    out: list[dict[str, object]] = []
+    if fires - STEP > 0:
+        out.append({"eval_time": duration(fires - STEP), "alertname": name, "exp_alerts": []})
+    out.append(
+        {
+            "eval_time": duration(fires),
+            "alertname": name,
+            "exp_alerts": [
+                {
+                    "exp_labels": {"severity": severity, "tier": t.name},
+                    "exp_annotations": {
+                        "summary": f"Work in the {t.name} tier has waited {waited}, over its {severity} "
+                        f"threshold of {human(threshold)}",
+                        "description": f"The oldest waiting workload of tier {t.name} has waited {waited} "
+                        f"({key} of the tier: {human(threshold)}). Watchtower's status page and its own "
+                        "alerts name the workloads and why they wait.",
+                        "runbook_url": p.runbook_url(name),
+                    },
+                }
+            ],
+        }
+    )
+    return out
+
+
+def tier_test(p: RuleParams, t: Tier) -> dict[str, object]:
+    """Return one test: the oldest wait of tier `t` grows from 0; nothing before each threshold, the warning
+    from its threshold on, the critical from its own."""
+    last = _minutes_up(t.critical_after) + _minutes_up(
+        p.for_of(alerting.QUEUE_WAIT_CRITICAL, "WorkloadWaitCritical")
+    )
+    n = last // STEP + 2
+    return {
+        "interval": duration(STEP),
+        "input_series": [
+            {
+                "series": _series(p, "watchtower_oldest_wait_seconds", f'tier="{t.name}"'),
+                "values": f"0+60x{n}",
+            },
+            {"series": _series(p, "up"), "values": f"1x{n}"},
+        ],
+        "alert_rule_test": _wait_expectations(p, t, "warning") + _wait_expectations(p, t, "critical"),
+        "promql_expr_test": [
+            {
+                "expr": recording.OLDEST_WAIT_BY_TIER,
+                "eval_time": duration(last),
+                "exp_samples": [
+                    {"labels": f'{recording.OLDEST_WAIT_BY_TIER}{{tier="{t.name}"}}', "value": float(last)}
+                ],
+            }
+        ],
+    }
+
+
+def health_test(p: RuleParams) -> dict[str, object]:
+    """Return one test: the scrape fails from minute 2 on; WatchtowerDown fires after its `for`, not before."""
+    start = 2 * STEP
+    fires = start + _minutes_up(p.down_for)
+    n = fires // STEP + 2
+    return {
+        "interval": duration(STEP),
+        "input_series": [{"series": _series(p, "up"), "values": f"1 1 0x{n}"}],
+        "alert_rule_test": [
+            {"eval_time": duration(fires - STEP), "alertname": alerting.DOWN, "exp_alerts": []},
+            {
+                "eval_time": duration(fires),
+                "alertname": alerting.DOWN,
+                "exp_alerts": [
+                    {
+                        "exp_labels": {
+                            "severity": "critical",
+                            **_selector_labels(p),
+                            "instance": INSTANCE,
+                        },
+                        "exp_annotations": {
+                            "summary": "Watchtower's /metrics cannot be scraped",
+                            "description": f"Prometheus has not scraped Watchtower ({_selector_labels(p).get('job', '')} "
+                            f"{INSTANCE}) for {human(p.down_for)}: queue alerts from these rules and from "
+                            "Watchtower itself may be missing.",
+                            "runbook_url": p.runbook_url(alerting.DOWN),
+                        },
+                    }
+                ],
+            },
+        ],
+    }
+
+
+def _selector_labels(p: RuleParams) -> dict[str, str]:
+    """The equality matchers of the Watchtower selector, as labels a scraped series carries."""
+    out = {}
+    for part in p.watchtower_selector.split(","):
+        name, sep, value = part.partition("=")
+        if sep and not name.endswith(("!", "~")) and not value.startswith("~"):
+            out[name.strip()] = value.strip().strip('"')
+    return out
+
+
+def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
+    """Return the promtool test file for the rules at `rule_file` (relative to the test file)."""
+    return {
+        "rule_files": [rule_file],
+        "evaluation_interval": duration(STEP),
+        "tests": [tier_test(p, t) for t in p.tiers.tiers] + [health_test(p)],
+    }
