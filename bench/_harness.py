@@ -63,4 +63,15 @@ def rss_bytes() -> int:
 
 
 def peak_rss_bytes() -> int:
+    """Return the RSS high-water mark: since the last reset_peak_rss(), where /proc allows resetting it."""
+    with open(f"/proc/{os.getpid()}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def reset_peak_rss() -> None:
+    """Reset this process's RSS high-water mark (VmHWM), so a later reading covers only what follows."""
+    with open(f"/proc/{os.getpid()}/clear_refs", "w") as f:
+        f.write("5")

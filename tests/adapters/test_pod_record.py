@@ -114,3 +114,13 @@ def test_pods_share_repeated_values_and_are_not_tracked_by_the_garbage_collector
     assert a.uid != b.uid
     assert a.owner is b.owner and a.labels is b.labels and a.namespace is b.namespace and a.node is b.node
     assert not gc.is_tracked(a) and not gc.is_tracked(a.scheduled) and not gc.is_tracked(a.owner)
+
+
+def test_a_value_repeated_in_another_field_keeps_each_field_its_own_type() -> None:
+    dec = ObjectDecoder()
+    same = full_pod()
+    same["spec"]["containers"][0]["image"] = "team-a"  # also the namespace
+    same["spec"]["nodeName"] = "team-a"
+    first, second = dec.pod(raw(same)), dec.pod(raw(same))
+    for pod in (first, second):
+        assert (pod.namespace, pod.node, pod.images) == ("team-a", "team-a", ("team-a",))

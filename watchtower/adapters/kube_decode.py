@@ -396,11 +396,8 @@ def _sums(spec: _PodSpec) -> tuple[int, int, int]:
 
 def _sums_key(spec: _PodSpec) -> object:
     """Return what the pod's resource sums depend on: the JSON text of its containers' resources."""
-    cs = spec.containers
-    if cs is not None and len(cs) == 1 and not spec.initContainers and not len(spec.overhead):
-        return bytes(cs[0].resources)  # the usual pod: one container
     return (
-        tuple([bytes(c.resources) for c in cs or ()]),
+        tuple([bytes(c.resources) for c in spec.containers or ()]),
         tuple([bytes(c.resources) for c in spec.initContainers or ()]),
         bytes(spec.overhead),
     )
@@ -472,6 +469,7 @@ class ObjectDecoder:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
         self._label_keys = tuple(sorted(self._labels))
         self._note_keys = tuple(sorted(self.keep_annotations))
+        self._no_notes: tuple[None, ...] = (None,) * len(self._note_keys)
         pod_type, page_type = _pod_types(self._label_keys, self._note_keys)
         self._dec_pod: msgspec.json.Decoder[_Pod] = msgspec.json.Decoder(pod_type)
         self._dec_node = msgspec.json.Decoder(_Node)
@@ -489,6 +487,7 @@ class ObjectDecoder:
         self._owners: dict[tuple[str, str, str, str], OwnerRef] = {}
         self._label_sets: dict[tuple[str | None, ...], Mapping[str, str]] = {}
         self._sums: dict[object, tuple[int, int, int]] = {}
+        self._images: dict[str, tuple[str]] = {}  # image → (image,), the images of one-container pods
 
     # lists and watch lines
 
@@ -604,8 +603,11 @@ class ObjectDecoder:
         shared = self._shared
         if len(shared) > _SHARED_LIMIT:
             shared.clear()
+            self._images.clear()
         share = shared.setdefault
-        created = parse_time(meta.creationTimestamp)
+        times = _TS_CACHE  # parse_time's memo, read inline: five look-ups per pod
+        ts = meta.creationTimestamp
+        created = (times.get(ts) or parse_time(ts)) if ts else None
         if created is None:
             raise ValueError("no creationTimestamp")
         owner = None
@@ -626,11 +628,12 @@ class ObjectDecoder:
         scheduled = disruption = None
         for c in st.conditions or ():
             if c.type == "PodScheduled":
+                ts = c.lastTransitionTime
                 scheduled = Condition(
                     share(c.status, c.status),
                     share(c.reason or "", c.reason or ""),
                     share(c.message or "", c.message or ""),
-                    parse_time(c.lastTransitionTime),
+                    (times.get(ts) or parse_time(ts)) if ts else None,
                 )
             elif c.type == "DisruptionTarget":
                 disruption = Condition(
@@ -645,23 +648,28 @@ class ObjectDecoder:
             if s is None:
                 continue
             started = s.running or s.terminated
-            t = parse_time(started.startedAt) if started is not None else None
-            if t is not None and (running_since is None or t < running_since):
-                running_since = t
-        containers = spec.containers or ()
-        images = tuple([c.image for c in containers if c.image])
-        images = share(images, images)
+            ts = started.startedAt if started is not None else None
+            if ts:
+                t = times.get(ts) or parse_time(ts)
+                if t is not None and (running_since is None or t < running_since):
+                    running_since = t
+        ctrs = spec.containers
+        if ctrs is not None and len(ctrs) == 1:
+            image = ctrs[0].image
+            images: tuple[str, ...] = self._images.setdefault(image, (image,)) if image else ()
+        else:
+            images = tuple([c.image for c in ctrs or () if c.image])
+            images = share(images, images)
         notes: Mapping[str, str] = _NO_STRINGS
-        if self._note_keys and meta.annotations is not None:
-            limit = self.annotation_limit
-            cut = {
-                k: v[:limit]
-                for k, v in zip(self._note_keys, astuple(meta.annotations), strict=True)
-                if v is not None
-            }
-            if cut:
-                notes = cut
-        skey = _sums_key(spec)
+        if meta.annotations is not None:
+            found = astuple(meta.annotations)
+            if found != self._no_notes:  # most pods carry none of the kept annotations
+                limit = self.annotation_limit
+                notes = {k: v[:limit] for k, v in zip(self._note_keys, found, strict=True) if v is not None}
+        if ctrs is not None and len(ctrs) == 1 and not spec.initContainers and not len(spec.overhead):
+            skey: object = bytes(ctrs[0].resources)  # the usual pod: one container
+        else:
+            skey = _sums_key(spec)
         sums = self._sums.get(skey)
         if sums is None:
             sums = _sums(spec)
@@ -676,6 +684,8 @@ class ObjectDecoder:
         node = spec.nodeName or ""
         nominated = st.nominatedNodeName or ""
         reason = st.reason or ""
+        ts = st.startTime
+        start_time = (times.get(ts) or parse_time(ts)) if ts else None
         # Positional, in Pod's field order: keywords cost more than the rest of building the record.
         return Pod(
             meta.uid or "",
@@ -698,7 +708,7 @@ class ObjectDecoder:
             bool(spec.schedulingGates),
             scheduled,
             disruption,
-            parse_time(st.startTime),
+            start_time,
             running_since,
             parse_time(meta.deletionTimestamp),
             share(reason, reason),
