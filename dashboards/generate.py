@@ -1,0 +1,162 @@
+"""Write the dashboards (`dashboards/*.dashboard.py`) as Grafana JSON into `dashboards/generated/`.
+
+    python -m dashboards.generate [--config FILE] [--out DIR] [--check]
+
+Without --config the defaults are used (the committed files). --check writes nothing and exits 1 when a file
+differs from what would be written (the no-drift check of CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from grafanalib._gen import DashboardEncoder
+
+from watchtower.config import ConfigError, Settings, load_settings
+
+HERE = Path(__file__).parent
+COMMAND = "python -m dashboards.generate"
+
+# grafanalib 0.7 still writes parts of Grafana's older dashboard model: the row-based layout keys, the
+# pre-7 table and graph options, the pre-9 heatmap options, threshold steps with graph-era fields, variables
+# with tag queries. Grafana ignores or migrates them on load, and its JSON schema has no room for them, so
+# they are dropped here and the files hold the model Grafana saves today. The dashboards set the modern
+# equivalents themselves (fieldConfig, options). Per object kind, since the same key means other things
+# elsewhere.
+_LEGACY_DASHBOARD = ("__inputs", "rows", "style", "hideControls", "sharedCrosshair", "inputs", "gnetId", "id")
+_LEGACY_PANEL = (
+    "span",
+    "height",
+    "minSpan",
+    "error",
+    "editable",
+    "cacheTimeout",
+    "hideTimeOverride",
+    # pre-7 table
+    "color",
+    "columns",
+    "fontSize",
+    "mappings",
+    # pre-9 heatmap
+    "cards",
+    "dataFormat",
+    "heatmap",
+    "hideZeroBuckets",
+    "highlightCards",
+    "legend",
+    "reverseYBuckets",
+    "tooltip",
+    "xAxis",
+    "yAxis",
+)
+_LEGACY_VARIABLE = ("useTags", "tagsQuery", "tagValuesQuery")
+
+
+def sources() -> list[Path]:
+    return sorted(HERE.glob("*.dashboard.py"))
+
+
+def load(path: Path) -> ModuleType:
+    """Import a `*.dashboard.py` file (its dotted name cannot be imported the usual way)."""
+    spec = importlib.util.spec_from_file_location(f"dashboards._{path.name.split('.')[0]}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _drop_none(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _drop_none(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [_drop_none(v) for v in node]
+    return node
+
+
+def normalise(data: dict[str, Any]) -> dict[str, Any]:
+    """Return grafanalib's dashboard dict in the model Grafana saves: legacy keys and nulls dropped."""
+    out = _drop_none({k: v for k, v in data.items() if k not in _LEGACY_DASHBOARD})
+    out["timepicker"] = {}
+    out["panels"] = [_panel(p) for p in out.get("panels", [])]
+    out["templating"] = {"list": [_variable(v) for v in out.get("templating", {}).get("list", [])]}
+    return out
+
+
+def _panel(p: dict[str, Any]) -> dict[str, Any]:
+    p = {k: v for k, v in p.items() if k not in _LEGACY_PANEL}
+    if p.get("type") == "row":
+        return {k: p[k] for k in ("type", "collapsed", "title", "gridPos", "id", "panels") if k in p}
+    if not isinstance(p.get("options"), dict):
+        p["options"] = {}
+    fc = p.setdefault("fieldConfig", {})
+    fc.setdefault("defaults", {})
+    fc.setdefault("overrides", [])
+    steps = fc["defaults"].get("thresholds", {}).get("steps")
+    if steps is not None:
+        # The first step is the base colour, from -Infinity: Grafana writes its value as null.
+        fc["defaults"]["thresholds"]["steps"] = [
+            {"color": st["color"], "value": None if i == 0 else st["value"]} for i, st in enumerate(steps)
+        ]
+    return p
+
+
+def _variable(v: dict[str, Any]) -> dict[str, Any]:
+    v = {k: val for k, val in v.items() if k not in _LEGACY_VARIABLE}
+    cur = v.get("current")
+    if not (isinstance(cur, dict) and "text" in cur and "value" in cur):
+        v.pop("current", None)  # nothing selected yet: Grafana picks the first option (or All)
+    return v
+
+
+def render(module: ModuleType, settings: Settings) -> tuple[str, str]:
+    """Return (file name, JSON text) of one dashboard module built from `settings`."""
+    board = module.build(settings)
+    raw = json.loads(json.dumps(board.to_json_data(), cls=DashboardEncoder))
+    text = json.dumps(normalise(raw), indent=2, ensure_ascii=False) + "\n"
+    return f"{board.uid}.json", text
+
+
+def render_all(settings: Settings) -> dict[Path, str]:
+    out = {}
+    for path in sources():
+        name, text = render(load(path), settings)
+        out[Path("generated") / name] = text
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog=COMMAND, description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--config", help="Watchtower configuration file (default: the built-in defaults)")
+    ap.add_argument("--out", type=Path, default=HERE, help="output directory (default: dashboards/)")
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file would change")
+    args = ap.parse_args(argv)
+    try:
+        files = render_all(load_settings(args.config))
+    except (ConfigError, ValueError) as e:
+        print(f"dashboards.generate: {e}", file=sys.stderr)
+        return 2
+    stale = [
+        rel
+        for rel, text in files.items()
+        if not (args.out / rel).exists() or (args.out / rel).read_text(encoding="utf-8") != text
+    ]
+    if args.check:
+        for rel in stale:
+            print(f"out of date: {args.out / rel} (run {COMMAND})", file=sys.stderr)
+        return 1 if stale else 0
+    for rel in stale:
+        (args.out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (args.out / rel).write_text(files[rel], encoding="utf-8")
+        print(f"wrote {args.out / rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

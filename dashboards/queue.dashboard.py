@@ -1,0 +1,216 @@
+"""Watchtower — Queue: what waits, how long against its tier's thresholds, what was preempted, what quota holds.
+
+Reads Watchtower's own `watchtower_*` metrics; thresholds are drawn from the tier policy of the configuration.
+`build(settings)` returns the dashboard; grafanalib's `generate-dashboard` reads the module's `dashboard`
+attribute, built on first access from the default configuration.
+"""
+
+from __future__ import annotations
+
+from grafanalib import core as g
+
+from dashboards.panels import (
+    DATASOURCE,
+    Grid,
+    dashboard,
+    datasource_variable,
+    query_variable,
+    target,
+    targets,
+    wait_thresholds,
+)
+from watchtower.config import Settings
+
+TITLE = "Watchtower — Queue"
+UID = "watchtower-queue"
+NS = 'namespace=~"$namespace"'
+
+
+def build(settings: Settings) -> g.Dashboard:
+    tiers = settings.tier_policy().tiers
+    grid = Grid()
+
+    grid.row("Waiting work")
+    grid.add(
+        g.TimeSeries(
+            title="Pending workloads per tier",
+            description="Workloads waiting (pending, partial gang or quota-blocked), by tier.",
+            dataSource=DATASOURCE,
+            targets=[target(f"sum by (tier) (watchtower_pending_workloads{{{NS}}})", "{{tier}}")],
+            stacking={"mode": "normal", "group": "A"},
+            fillOpacity=20,
+            unit="short",
+        ),
+        w=12,
+    )
+    grid.add(
+        g.Table(
+            title="Pending workloads by namespace, tier and reason",
+            description="The main reason most nodes gave the scheduler, per namespace and tier.",
+            dataSource=DATASOURCE,
+            targets=[
+                g.Target(
+                    expr=f"sum by (namespace, tier, reason) (watchtower_pending_workloads{{{NS}}}) > 0",
+                    format="table",
+                    instant=True,
+                    refId="A",
+                    datasource=DATASOURCE,
+                )
+            ],
+            transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True}}}],
+        ),
+        w=12,
+    )
+    for t in tiers:
+        grid.add(
+            g.TimeSeries(
+                title=f"Oldest wait: {t.name} tier",
+                description=f"Longest current wait in the {t.name} tier; lines at warn_after "
+                f"({t.warn_after:g} s) and critical_after ({t.critical_after:g} s) of the tier policy.",
+                dataSource=DATASOURCE,
+                targets=[
+                    target(f'max(watchtower_oldest_wait_seconds{{tier="{t.name}"}})', "oldest wait"),
+                ],
+                unit="s",
+                thresholds=wait_thresholds(t.warn_after, t.critical_after),
+                thresholdsStyleMode="line",
+                axisSoftMax=round(t.critical_after * 1.2),  # the critical line stays in view
+            ),
+            w=24 // min(len(tiers), 4),
+            h=7,
+        )
+
+    grid.row("Time to schedule")
+    grid.add(
+        g.Heatmap(
+            title="Time to schedule (all tiers)",
+            description="Creation to binding of GPU pods: how many were scheduled in each wait bucket.",
+            dataSource=DATASOURCE,
+            targets=[
+                g.Target(
+                    expr="sum by (le) (increase(watchtower_time_to_schedule_seconds_bucket[$__rate_interval]))",
+                    format="heatmap",
+                    legendFormat="{{le}}",
+                    refId="A",
+                    datasource=DATASOURCE,
+                )
+            ],
+            extraJson={
+                "options": {
+                    "calculate": False,
+                    "yAxis": {"unit": "s"},
+                    "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
+                    "filterValues": {"le": 1e-9},
+                    "cellValues": {"unit": "short"},
+                }
+            },
+        ),
+        w=12,
+    )
+    rate = "rate(watchtower_time_to_schedule_seconds_bucket[$__rate_interval])"
+    grid.add(
+        g.TimeSeries(
+            title="Time to schedule per tier: p50 and p95",
+            description="Percentiles from the histogram (the tier thresholds are bucket bounds).",
+            dataSource=DATASOURCE,
+            targets=targets(
+                (f"histogram_quantile(0.5, sum by (tier, le) ({rate}))", "{{tier}} p50"),
+                (f"histogram_quantile(0.95, sum by (tier, le) ({rate}))", "{{tier}} p95"),
+            ),
+            unit="s",
+            scaleDistributionType="log",
+            scaleDistributionLog=2,
+        ),
+        w=12,
+    )
+
+    grid.row("Preemption and gangs")
+    grid.add(
+        g.TimeSeries(
+            title="Preemptions by victim tier",
+            description="Pods preempted by the scheduler per hour, by the tier of the victim and of the preemptor.",
+            dataSource=DATASOURCE,
+            targets=[
+                target(
+                    "sum by (victim_tier, preemptor_tier) (rate(watchtower_preemptions_total[$__rate_interval])) * 3600",
+                    "{{victim_tier}} by {{preemptor_tier}}",
+                )
+            ],
+            unit="short",
+        ),
+        w=8,
+    )
+    grid.add(
+        g.TimeSeries(
+            title="GPU-hours lost to preemption by victim tier",
+            description="GPUs × time the victims had run, lost per hour.",
+            dataSource=DATASOURCE,
+            targets=[
+                target(
+                    "sum by (victim_tier) (rate(watchtower_preemption_gpu_hours_lost_total[$__rate_interval])) * 3600",
+                    "{{victim_tier}}",
+                )
+            ],
+            unit="short",
+        ),
+        w=8,
+    )
+    grid.add(
+        g.TimeSeries(
+            title="Partial gangs and the GPUs they hold",
+            description="Gangs with some pods bound and some waiting: their bound pods hold GPUs that do no work.",
+            dataSource=DATASOURCE,
+            targets=targets(
+                ("sum by (tier) (watchtower_partial_gangs)", "{{tier}} gangs"),
+                ("sum by (tier) (watchtower_partial_gang_gpus_held)", "{{tier}} GPUs held"),
+            ),
+            unit="short",
+        ),
+        w=8,
+    )
+
+    grid.row("Quota")
+    grid.add(
+        g.BarGauge(
+            title="GPU quota use per namespace",
+            description="requests.nvidia.com/gpu used as a share of the ResourceQuota's hard limit.",
+            dataSource=DATASOURCE,
+            targets=[
+                target(
+                    f"sum by (namespace) (watchtower_quota_gpus_used{{{NS}}}) / "
+                    f"sum by (namespace) (watchtower_quota_gpus_hard{{{NS}}}) > 0",
+                    "{{namespace}}",
+                    instant=True,
+                )
+            ],
+            format="percentunit",
+            min=0,
+            max=1,
+            orientation="horizontal",
+            thresholds=[
+                g.Threshold("green", 0, 0.0),
+                g.Threshold("orange", 1, 0.8),
+                g.Threshold("red", 2, 1.0),
+            ],
+        ),
+        w=24,
+        h=10,
+    )
+
+    return dashboard(
+        TITLE,
+        UID,
+        "The GPU queue as Watchtower sees it. Generated from the Watchtower configuration: do not edit.",
+        grid,
+        [
+            datasource_variable(),
+            query_variable("namespace", "Namespace", "label_values(watchtower_pending_workloads, namespace)"),
+        ],
+    )
+
+
+def __getattr__(name: str) -> g.Dashboard:
+    # grafanalib's generate-dashboard reads `dashboard`; built on access, not at import time.
+    if name == "dashboard":
+        return build(Settings())
+    raise AttributeError(name)
