@@ -1,0 +1,108 @@
+"""The generated Prometheus rules with the real promtool (Debian prometheus 2.42): they load, their generated
+unit tests pass, and the unit tests follow a changed tier policy."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from alerts import alerting, generate
+from watchtower.config import Settings, settings_from_mapping
+
+ROOT = Path(__file__).parents[2]
+RULES = ROOT / "alerts" / generate.RULES
+TESTS = ROOT / "alerts" / generate.TESTS
+
+CUSTOM = {
+    "tiers": [
+        {"name": "urgent", "min_priority": 1000, "classes": ["pager"], "warn_after": "90s", "critical_after": "4m"},
+        {"name": "bulk", "min_priority": 0, "warn_after": "45m", "critical_after": "3h"},
+    ],
+    "alerting": {"rules": {"pending_for_by_rule": {"WorkloadWaitCritical": "2m"}}},
+}
+
+
+def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def _write(settings: Settings, out: Path) -> None:
+    generate.write_all(generate.render_all(settings), out)
+
+
+def test_promtool_accepts_the_committed_rules(promtool: str) -> None:
+    done = _run(promtool, "check", "rules", str(RULES))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout
+
+
+def test_the_committed_unit_tests_pass_under_promtool(promtool: str) -> None:
+    done = _run(promtool, "test", "rules", str(TESTS))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_tier_threshold_has_a_before_and_after_case() -> None:
+    doc = yaml.safe_load(TESTS.read_text())
+    cases = {
+        (c["alertname"], c["eval_time"], bool(c["exp_alerts"]))
+        for t in doc["tests"]
+        for c in t.get("alert_rule_test", [])
+    }
+    for tier in Settings().tier_policy().tiers:
+        for name, threshold in (
+            (alerting.QUEUE_WAIT_WARNING, tier.warn_after),
+            (alerting.QUEUE_WAIT_CRITICAL, tier.critical_after),
+        ):
+            minutes = int(threshold // 60)
+            assert (name, f"{minutes}m", True) in cases or (name, f"{minutes // 60}h", True) in cases
+            assert any(n == name and not fired for n, _, fired in cases)
+
+
+def test_a_changed_tier_policy_regenerates_rules_and_tests_that_still_pass(promtool: str, tmp_path: Path) -> None:
+    settings = settings_from_mapping(CUSTOM, env={})
+    _write(settings, tmp_path)
+    rules = (tmp_path / generate.RULES).read_text()
+    assert 'tier="urgent"}) >= 90' in rules and 'tier="bulk"}) >= 10800' in rules
+    assert 'tier="critical"' not in rules
+    critical = [
+        r for g in yaml.safe_load(rules)["groups"] for r in g["rules"] if r.get("alert") == alerting.QUEUE_WAIT_CRITICAL
+    ]
+    assert {r["for"] for r in critical} == {"2m"}  # the service's `for` of the alert it mirrors
+    done = _run(promtool, "test", "rules", str(tmp_path / generate.TESTS))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_promtool_fails_the_unit_tests_when_a_threshold_in_the_rules_moves(promtool: str, tmp_path: Path) -> None:
+    """The generated unit tests are not vacuous: rules whose warning threshold differs from the policy fail."""
+    _write(Settings(), tmp_path)
+    rules = tmp_path / generate.RULES
+    rules.write_text(rules.read_text().replace('tier="critical"}) >= 300', 'tier="critical"}) >= 420'))
+    done = _run(promtool, "test", "rules", str(tmp_path / generate.TESTS))
+    assert done.returncode != 0
+    assert "WatchtowerQueueWaitWarning" in done.stdout + done.stderr
+
+
+def test_windows_span_four_scrapes_and_rules_avoid_what_prometheus_3_changed() -> None:
+    text = RULES.read_text()
+    assert "holt_winters" not in text
+    assert 'le="' not in text  # le is "1.0" in Prometheus 3: never matched literally
+    settings = settings_from_mapping({"prometheus": {"url": "http://127.0.0.1:9", "scrape_interval": "2m"}}, env={})
+    files = generate.render_all(settings)
+    # rate windows grow with the scrape interval: 4 × 2m
+    assert "[8m]" in files[generate.RULES]
+
+
+def test_every_alert_links_its_runbook_section() -> None:
+    runbooks = (ROOT / "docs" / "runbooks.md").read_text()
+    anchors = {line[3:].strip() for line in runbooks.splitlines() if line.startswith("## ")}
+    doc = yaml.safe_load(RULES.read_text())
+    alerts = [r for g in doc["groups"] for r in g["rules"] if "alert" in r]
+    assert {a["alert"] for a in alerts} == set(alerting.ALERTNAMES)
+    for a in alerts:
+        url = a["annotations"]["runbook_url"]
+        assert url == f"docs/runbooks.md#{a['alert'].lower()}"
+        assert url.split("#")[1] in anchors, f"docs/runbooks.md has no section for {a['alert']}"
+        assert a["labels"]["severity"] in ("warning", "critical")
+        assert a["annotations"]["summary"] and a["annotations"]["description"]
