@@ -1,0 +1,140 @@
+"""The generated Alertmanager configuration with the real amtool (Debian prometheus-alertmanager 0.25): it
+loads, and Alertmanager routes an alert to the receiver Watchtower's own router picks for the same tree."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from alerts import generate
+from alerts.alertmanager import SecretInlineError, alertmanager_config
+from watchtower.config import settings_from_mapping
+
+ROOT = Path(__file__).parents[2]
+
+
+def _routing(secret: Path) -> dict:
+    return {
+        "alerting": {
+            "route": {
+                "receiver": "platform",
+                "group_by": ["alertname", "namespace"],
+                "group_wait": "10s",
+                "routes": [
+                    {
+                        "matchers": ['team="vision"'],
+                        "receiver": "vision",
+                        "repeat_interval": "1h",
+                        "routes": [{"matchers": ['severity="critical"'], "receiver": "vision-pager"}],
+                    },
+                    {"matchers": ['tier=~"critical|high"', 'severity="critical"'], "receiver": "platform-pager"},
+                ],
+            },
+            "receivers": [
+                {"name": "platform", "email": [{"to": ["platform@example.org"], "smarthost": "smtp.example.org"}]},
+                {
+                    "name": "vision",
+                    "email": [
+                        {
+                            "to": ["vision@example.org"],
+                            "smarthost": "smtp.example.org",
+                            "port": 587,
+                            "username": "watchtower",
+                            "password_file": str(secret),
+                        }
+                    ],
+                },
+                {"name": "vision-pager", "webhooks": [{"url": "https://pager.example.org/hook"}]},
+                {"name": "platform-pager", "webhooks": [{"url": "https://pager.example.org/platform"}]},
+            ],
+        }
+    }
+
+
+@pytest.fixture
+def routed(tmp_path: Path):
+    secret = tmp_path / "smtp-password"
+    secret.write_text("s3cret-value\n")
+    settings = settings_from_mapping(_routing(secret), env={})
+    path = tmp_path / "alertmanager.yaml"
+    path.write_text(generate.render_all(settings)[generate.ALERTMANAGER])
+    return settings, path
+
+
+def _amtool(amtool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([amtool, *args], capture_output=True, text=True, check=False)
+
+
+def test_amtool_accepts_the_committed_configuration(amtool: str) -> None:
+    done = _amtool(amtool, "check-config", str(ROOT / "alerts" / generate.ALERTMANAGER))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_amtool_accepts_a_configuration_with_team_routes_and_receivers(amtool: str, routed) -> None:
+    _, path = routed
+    done = _amtool(amtool, "check-config", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 receivers" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("labels", "receiver"),
+    [
+        ({"alertname": "WorkloadWaitCritical", "severity": "critical", "team": "vision", "tier": "low"}, "vision-pager"),
+        ({"alertname": "WorkloadWaitWarning", "severity": "warning", "team": "vision", "tier": "high"}, "vision"),
+        ({"alertname": "WatchtowerQueueWaitCritical", "severity": "critical", "tier": "high"}, "platform-pager"),
+        ({"alertname": "WorkloadWaitCritical", "severity": "critical", "team": "nlp", "tier": "low"}, "platform"),
+    ],
+)
+def test_alertmanager_routes_as_watchtower_does(amtool: str, routed, labels: dict, receiver: str) -> None:
+    settings, path = routed
+    ours = [r.receiver for r in settings.alerting.route_tree().match(labels)]
+    assert ours == [receiver]
+    args = [f"{k}={v}" for k, v in labels.items()]
+    done = _amtool(amtool, "config", "routes", "test", f"--config.file={path}", f"--verify.receivers={receiver}", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == receiver
+
+
+def test_amtool_verification_fails_for_the_wrong_receiver(amtool: str, routed) -> None:
+    _, path = routed
+    done = _amtool(
+        amtool, "config", "routes", "test", f"--config.file={path}", "--verify.receivers=platform",
+        "severity=critical", "team=vision",
+    )
+    assert done.returncode != 0
+
+
+def test_secrets_are_referenced_by_file_never_written(routed) -> None:
+    _, path = routed
+    text = path.read_text()
+    assert "s3cret-value" not in text
+    vision = next(r for r in yaml.safe_load(text)["receivers"] if r["name"] == "vision")
+    assert vision["email_configs"][0]["auth_password_file"].endswith("smtp-password")
+
+
+def test_a_password_not_from_a_file_is_refused_with_the_path_to_fix() -> None:
+    settings = settings_from_mapping(
+        {
+            "alerting": {
+                "route": {"receiver": "r"},
+                "receivers": [
+                    {"name": "r", "email": [{"to": ["a@example.org"], "username": "u", "password": "inline"}]}
+                ],
+            }
+        },
+        env={},
+    )
+    with pytest.raises(SecretInlineError, match=r"alerting\.receivers\[0\]\.email\[0\]\.password: give password_file"):
+        alertmanager_config(settings)
+
+
+def test_critical_inhibits_warning_of_the_same_workload_and_tier() -> None:
+    doc = yaml.safe_load((ROOT / "alerts" / generate.ALERTMANAGER).read_text())
+    (rule,) = doc["inhibit_rules"]
+    assert rule["source_matchers"] == ['severity="critical"']
+    assert rule["target_matchers"] == ['severity="warning"']
+    assert {"namespace", "workload", "tier"} <= set(rule["equal"])
