@@ -12,6 +12,7 @@ sys.path.insert(0, str(ROOT))
 # The real-Prometheus helpers of tests/prometheus (process by pid, exporter servers on 127.0.0.1).
 sys.path.insert(0, str(Path(__file__).parents[1] / "prometheus"))
 
+
 @pytest.fixture(scope="session")
 def promtool() -> str:
     """Fails (not skips) when missing: tests/setup/system-deps.sh installs the Debian package prometheus."""

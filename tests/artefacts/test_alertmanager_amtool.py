@@ -30,11 +30,17 @@ def _routing(secret: Path) -> dict:
                         "repeat_interval": "1h",
                         "routes": [{"matchers": ['severity="critical"'], "receiver": "vision-pager"}],
                     },
-                    {"matchers": ['tier=~"critical|high"', 'severity="critical"'], "receiver": "platform-pager"},
+                    {
+                        "matchers": ['tier=~"critical|high"', 'severity="critical"'],
+                        "receiver": "platform-pager",
+                    },
                 ],
             },
             "receivers": [
-                {"name": "platform", "email": [{"to": ["platform@example.org"], "smarthost": "smtp.example.org"}]},
+                {
+                    "name": "platform",
+                    "email": [{"to": ["platform@example.org"], "smarthost": "smtp.example.org"}],
+                },
                 {
                     "name": "vision",
                     "email": [
@@ -83,10 +89,22 @@ def test_amtool_accepts_a_configuration_with_team_routes_and_receivers(amtool: s
 @pytest.mark.parametrize(
     ("labels", "receiver"),
     [
-        ({"alertname": "WorkloadWaitCritical", "severity": "critical", "team": "vision", "tier": "low"}, "vision-pager"),
-        ({"alertname": "WorkloadWaitWarning", "severity": "warning", "team": "vision", "tier": "high"}, "vision"),
-        ({"alertname": "WatchtowerQueueWaitCritical", "severity": "critical", "tier": "high"}, "platform-pager"),
-        ({"alertname": "WorkloadWaitCritical", "severity": "critical", "team": "nlp", "tier": "low"}, "platform"),
+        (
+            {"alertname": "WorkloadWaitCritical", "severity": "critical", "team": "vision", "tier": "low"},
+            "vision-pager",
+        ),
+        (
+            {"alertname": "WorkloadWaitWarning", "severity": "warning", "team": "vision", "tier": "high"},
+            "vision",
+        ),
+        (
+            {"alertname": "WatchtowerQueueWaitCritical", "severity": "critical", "tier": "high"},
+            "platform-pager",
+        ),
+        (
+            {"alertname": "WorkloadWaitCritical", "severity": "critical", "team": "nlp", "tier": "low"},
+            "platform",
+        ),
     ],
 )
 def test_alertmanager_routes_as_watchtower_does(amtool: str, routed, labels: dict, receiver: str) -> None:
@@ -94,7 +112,9 @@ def test_alertmanager_routes_as_watchtower_does(amtool: str, routed, labels: dic
     ours = [r.receiver for r in settings.alerting.route_tree().match(labels)]
     assert ours == [receiver]
     args = [f"{k}={v}" for k, v in labels.items()]
-    done = _amtool(amtool, "config", "routes", "test", f"--config.file={path}", f"--verify.receivers={receiver}", *args)
+    done = _amtool(
+        amtool, "config", "routes", "test", f"--config.file={path}", f"--verify.receivers={receiver}", *args
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == receiver
 
@@ -102,8 +122,14 @@ def test_alertmanager_routes_as_watchtower_does(amtool: str, routed, labels: dic
 def test_amtool_verification_fails_for_the_wrong_receiver(amtool: str, routed) -> None:
     _, path = routed
     done = _amtool(
-        amtool, "config", "routes", "test", f"--config.file={path}", "--verify.receivers=platform",
-        "severity=critical", "team=vision",
+        amtool,
+        "config",
+        "routes",
+        "test",
+        f"--config.file={path}",
+        "--verify.receivers=platform",
+        "severity=critical",
+        "team=vision",
     )
     assert done.returncode != 0
 
@@ -128,7 +154,9 @@ def test_a_password_not_from_a_file_is_refused_with_the_path_to_fix() -> None:
         },
         env={},
     )
-    with pytest.raises(SecretInlineError, match=r"alerting\.receivers\[0\]\.email\[0\]\.password: give password_file"):
+    with pytest.raises(
+        SecretInlineError, match=r"alerting\.receivers\[0\]\.email\[0\]\.password: give password_file"
+    ):
         alertmanager_config(settings)
 
 

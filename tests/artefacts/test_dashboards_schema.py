@@ -42,7 +42,10 @@ def test_both_dashboards_are_generated() -> None:
 
 @pytest.mark.parametrize("path", GENERATED, ids=[p.name for p in GENERATED])
 def test_dashboard_validates_against_grafanas_schema(path: Path) -> None:
-    errors = [f"{list(e.absolute_path)}: {e.message}" for e in _validator().iter_errors(json.loads(path.read_text()))]
+    errors = [
+        f"{list(e.absolute_path)}: {e.message}"
+        for e in _validator().iter_errors(json.loads(path.read_text()))
+    ]
     assert errors == []
 
 
@@ -79,8 +82,12 @@ def test_every_query_uses_the_datasource_variable(path: Path) -> None:
 
 def test_wait_panels_draw_the_tier_policys_thresholds() -> None:
     settings = settings_from_mapping(
-        {"tiers": [{"name": "gold", "min_priority": 10, "warn_after": "7m", "critical_after": "21m"},
-                   {"name": "tin", "min_priority": 0, "warn_after": "1h", "critical_after": "5h"}]},
+        {
+            "tiers": [
+                {"name": "gold", "min_priority": 10, "warn_after": "7m", "critical_after": "21m"},
+                {"name": "tin", "min_priority": 0, "warn_after": "1h", "critical_after": "5h"},
+            ]
+        },
         env={},
     )
     name, text = generate.render(generate.load(ROOT / "dashboards" / "queue.dashboard.py"), settings)

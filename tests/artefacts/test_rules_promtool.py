@@ -17,7 +17,13 @@ TESTS = ROOT / "alerts" / generate.TESTS
 
 CUSTOM = {
     "tiers": [
-        {"name": "urgent", "min_priority": 1000, "classes": ["pager"], "warn_after": "90s", "critical_after": "4m"},
+        {
+            "name": "urgent",
+            "min_priority": 1000,
+            "classes": ["pager"],
+            "warn_after": "90s",
+            "critical_after": "4m",
+        },
         {"name": "bulk", "min_priority": 0, "warn_after": "45m", "critical_after": "3h"},
     ],
     "alerting": {"rules": {"pending_for_by_rule": {"WorkloadWaitCritical": "2m"}}},
@@ -60,21 +66,28 @@ def test_every_tier_threshold_has_a_before_and_after_case() -> None:
             assert any(n == name and not fired for n, _, fired in cases)
 
 
-def test_a_changed_tier_policy_regenerates_rules_and_tests_that_still_pass(promtool: str, tmp_path: Path) -> None:
+def test_a_changed_tier_policy_regenerates_rules_and_tests_that_still_pass(
+    promtool: str, tmp_path: Path
+) -> None:
     settings = settings_from_mapping(CUSTOM, env={})
     _write(settings, tmp_path)
     rules = (tmp_path / generate.RULES).read_text()
     assert 'tier="urgent"}) >= 90' in rules and 'tier="bulk"}) >= 10800' in rules
     assert 'tier="critical"' not in rules
     critical = [
-        r for g in yaml.safe_load(rules)["groups"] for r in g["rules"] if r.get("alert") == alerting.QUEUE_WAIT_CRITICAL
+        r
+        for g in yaml.safe_load(rules)["groups"]
+        for r in g["rules"]
+        if r.get("alert") == alerting.QUEUE_WAIT_CRITICAL
     ]
     assert {r["for"] for r in critical} == {"2m"}  # the service's `for` of the alert it mirrors
     done = _run(promtool, "test", "rules", str(tmp_path / generate.TESTS))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_promtool_fails_the_unit_tests_when_a_threshold_in_the_rules_moves(promtool: str, tmp_path: Path) -> None:
+def test_promtool_fails_the_unit_tests_when_a_threshold_in_the_rules_moves(
+    promtool: str, tmp_path: Path
+) -> None:
     """The generated unit tests are not vacuous: rules whose warning threshold differs from the policy fail."""
     _write(Settings(), tmp_path)
     rules = tmp_path / generate.RULES
@@ -88,7 +101,9 @@ def test_windows_span_four_scrapes_and_rules_avoid_what_prometheus_3_changed() -
     text = RULES.read_text()
     assert "holt_winters" not in text
     assert 'le="' not in text  # le is "1.0" in Prometheus 3: never matched literally
-    settings = settings_from_mapping({"prometheus": {"url": "http://127.0.0.1:9", "scrape_interval": "2m"}}, env={})
+    settings = settings_from_mapping(
+        {"prometheus": {"url": "http://127.0.0.1:9", "scrape_interval": "2m"}}, env={}
+    )
     files = generate.render_all(settings)
     # rate windows grow with the scrape interval: 4 × 2m
     assert "[8m]" in files[generate.RULES]
