@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane clean
+.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane clean artefacts
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
@@ -46,6 +46,11 @@ bench: deps
 fmt: deps
 	$(BIN)/ruff format watchtower dashboards alerts tests bench
 	$(BIN)/ruff check --fix watchtower dashboards alerts tests bench
+
+# Dashboards, Prometheus rules + promtool tests, Alertmanager config from the configuration (CONFIG=FILE or defaults).
+artefacts: deps
+	$(BIN)/python -m alerts.generate $(if $(CONFIG),--config $(CONFIG))
+	$(BIN)/python -m dashboards.generate $(if $(CONFIG),--config $(CONFIG))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
