@@ -103,10 +103,9 @@ class Ingestor:
     ) -> list[Happening]:
         """Apply one page of a LIST of `kind`; at the `last` page drop the objects no page listed.
 
-        Raises DecodeError when the page as a whole cannot be read (the source then lists again).
-
         `first` notes the objects held now; each listed object is crossed off; what is left at `last` was
         deleted while the watch was down. Pages are applied as they come, so a long list is never held.
+        Raises DecodeError when the page as a whole cannot be read (the source then lists again).
         """
         st = self.state
         if first or kind not in self._unlisted:
