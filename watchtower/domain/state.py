@@ -156,15 +156,14 @@ class ClusterState:
 
     def _happenings(self, old: Pod | None, new: Pod, *, deleted: bool = False) -> list[Happening]:
         out: list[Happening] = []
-        if not deleted:
+        if not deleted and old is not None:
+            # Only transitions seen happen: a pod first seen already bound (the initial LIST after a
+            # restart) was scheduled before we watched, and counting it again at every start-up would
+            # put a burst of old waits into the time-to-schedule histograms.
             at = new.scheduled_at
-            if at is not None and (old is None or old.scheduled_at is None):
+            if at is not None and old.scheduled_at is None:
                 out.append(PodScheduled(new, at, max(0.0, at - new.created)))
-            if (
-                at is not None
-                and new.running_since is not None
-                and (old is None or old.running_since is None)
-            ):
+            if at is not None and new.running_since is not None and old.running_since is None:
                 out.append(PodStarted(new, max(0.0, new.running_since - at)))
         p = preemption_from_pod(new)
         if p is not None:
