@@ -281,14 +281,22 @@ async def serve(
         scheduler.shutdown(wait=False)
         for t in tasks:
             t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        # A part that ignores its cancellation must not keep the process from exiting: wait a while, name
+        # it, and go on.
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE)
+            for t in stuck:
+                log.warning(
+                    "%s did not stop within %g s of shutdown; leaving it", t.get_name(), SHUTDOWN_GRACE
+                )
         await http.aclose()
         if container.gpu is not None:
             close = getattr(container.gpu.reader, "close", None)
             if close is not None:
                 close()
+
+
+SHUTDOWN_GRACE = 10.0
 
 
 def _logging() -> None:

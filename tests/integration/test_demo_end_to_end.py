@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -77,7 +78,14 @@ async def _start(opts: DemoOptions) -> AsyncIterator[tuple[DemoRun, list[str]]]:
         yield ready.result(), lines
     finally:
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        done, _ = await asyncio.wait({task}, timeout=60)
+        if not done:
+            # Say what is stuck instead of hanging the whole run.
+            for t in asyncio.all_tasks():
+                t.print_stack(file=sys.stderr)
+            raise AssertionError("the demo did not stop within 60 s of being cancelled")
+        with contextlib.suppress(asyncio.CancelledError):
+            task.result()
 
 
 def _submit_oversized(run: DemoRun) -> str:
