@@ -5,9 +5,11 @@ A malformed object is skipped, counted per kind and logged once per uid: the fee
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import msgspec
@@ -26,6 +28,26 @@ class Skipped:
     uid: str
     name: str
     error: str
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one LIST page, unless someone else already paused it.
+
+    Decoding a page of 500 pods allocates ~2,000 lists that live until the page is applied: enough to
+    set off three young collections per page, whose survivors are promoted and, every few dozen pages,
+    walked again by a full collection of the whole heap. All of it is acyclic and freed by reference
+    counting at the end of the page, so the collector would find nothing: pausing it saved ~5 µs of
+    the ~55 µs per pod of a 150,000-pod LIST (bench/ingest.py). Collection resumes after the page.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class Ingestor:
@@ -107,6 +129,12 @@ class Ingestor:
         deleted while the watch was down. Pages are applied as they come, so a long list is never held.
         Raises DecodeError when the page as a whole cannot be read (the source then lists again).
         """
+        with _collector_paused():
+            return self._list_page(kind, raws, first=first, last=last)
+
+    def _list_page(
+        self, kind: str, raws: Iterable[bytes | msgspec.Raw], *, first: bool, last: bool
+    ) -> list[Happening]:
         st = self.state
         if first or kind not in self._unlisted:
             self._unlisted[kind] = set(self._keys(kind))
@@ -114,9 +142,19 @@ class Ingestor:
         out: list[Happening] = []
         if kind == "Pod":
             upsert = st.upsert_pod
-            for pod in self.decoder.pods(raws, lambda e: self._skip("Pod", e)):
-                unlisted.discard(pod.uid)
-                out.extend(upsert(pod))
+            pods = self.decoder.pods(raws, lambda e: self._skip("Pod", e))
+            if unlisted:
+                discard = unlisted.discard
+                for pod in pods:
+                    discard(pod.uid)
+                    happened = upsert(pod)
+                    if happened:
+                        out.extend(happened)
+            else:  # the first list: nothing held before to cross off
+                for pod in pods:
+                    happened = upsert(pod)
+                    if happened:
+                        out.extend(happened)
         else:
             for raw in raws:
                 key = self._upsert(kind, raw, out)
