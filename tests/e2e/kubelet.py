@@ -98,6 +98,14 @@ class Kubelet:
                 self.sync(time.time())
             except httpx.TransportError:
                 self.disconnects += 1  # the API server restarting (scenario 6): try again next pass
+            except ApiError as e:
+                if (
+                    e.status != 503
+                ):  # 503 "apiserver is shutting down": the same restart, seen a moment earlier
+                    self.errors.append(repr(e))
+                    log.warning("kubelet stand-in: %r", e)
+                else:
+                    self.disconnects += 1
             except Exception as e:  # keep the stand-in alive; the scenario's own waits will report it
                 self.errors.append(repr(e))
                 log.warning("kubelet stand-in: %r", e)
