@@ -184,7 +184,8 @@ def main() -> None:
         print(f"{a.clients} concurrent clients ({how})\n")
         targets = [
             ("/healthz (reference)", "/healthz"),
-            ("/api/v1/queue (first page, 500)", "/api/v1/queue"),
+            ("/api/v1/queue (first page, default 100)", "/api/v1/queue"),
+            ("/api/v1/queue?limit=500", "/api/v1/queue?limit=500"),
             ("/api/v1/queue?tier=critical&namespace=team-3", "/api/v1/queue?tier=critical&namespace=team-3"),
             (
                 "/api/v1/queue?state=waiting&offset=10000&limit=100",

@@ -17,7 +17,7 @@ from watchtower.domain.tiers import TierPolicy
 from watchtower.services.queue_view import SCHEMA_VERSION, rfc3339, workload_dict
 from watchtower.services.watch import Picture
 
-DEFAULT_LIMIT = 500  # a workload is ~1 KB of JSON: 20,000 of them would be a 20 MB answer
+DEFAULT_LIMIT = 100  # a workload is ~1.3 KB of JSON: pages keep answers small (20,000 would be 27 MB)
 MAX_LIMIT = 100_000
 CACHED_BODIES = 64
 
