@@ -16,6 +16,7 @@ from .disruptions import (
     disruption_from_pod,
     preemption_from_event,
     preemption_from_pod,
+    started_at,
 )
 from .model import Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
 from .quota import QuotaRefusal, quota_refusal
@@ -70,9 +71,6 @@ class ClusterState:
     workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
     # Waiting pods per workload, so that a tick finds the waiting workloads without walking the pods.
     waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
-    # Bumped whenever one of the workload's pods changes: lets an evaluator reuse what it worked out before.
-    workload_generation: dict[WorkloadKey, int] = field(default_factory=dict)
-    _generation: int = 0
     # Workloads touched since the log began, in order: an evaluator reads it from where it left off and
     # re-derives only those. `epoch` moves when every workload may have changed (a namespace's team, the
     # priority classes) or when the log was cut short; an evaluator then starts over.
@@ -117,8 +115,6 @@ class ClusterState:
         if wkey is None and new is not None:
             wkey = workload_of(new)
         if wkey is not None:
-            self._generation += 1
-            self.workload_generation[wkey] = self._generation
             self.touch(wkey)
             if old is not None and old.waiting:
                 left = self.waiting_workloads.get(wkey, 0) - 1
@@ -144,7 +140,6 @@ class ClusterState:
                         members.discard(old.uid)
                         if not members:
                             del self.by_workload[key]
-                            self.workload_generation.pop(key, None)
         if new is not None:
             if new.holds_resources and new.gpus:
                 self.gpus_used[new.node] = self.gpus_used.get(new.node, 0) + new.gpus
@@ -204,7 +199,7 @@ class ClusterState:
                     victim_priority=pod.priority,
                     victim_priority_class=pod.priority_class,
                     victim_gpus=pod.gpus,
-                    victim_started=pod.start_time if pod.start_time is not None else pod.scheduled_at,
+                    victim_started=started_at(pod),
                 )
                 p = p.merged(from_pod)
             return self._record_preemption(p)
