@@ -14,7 +14,14 @@ REFUSAL = (
 )
 
 
-def failed_create(at: float, last: float, count: int = 5, kind: str = "PaddleJob", name: str = "llm"):
+def failed_create(
+    at: float,
+    last: float,
+    count: int = 5,
+    kind: str = "PaddleJob",
+    name: str = "llm",
+    api_version: str = o.PADDLE_API,
+):
     return o.core_event(
         namespace=NS,
         reason="FailedCreate",
@@ -26,7 +33,7 @@ def failed_create(at: float, last: float, count: int = 5, kind: str = "PaddleJob
             "namespace": NS,
             "name": name,
             "uid": o.new_uid(name),
-            "apiVersion": o.PADDLE_API,
+            "apiVersion": api_version,
         },
         at=at,
         last=last,
@@ -80,3 +87,27 @@ def test_repeated_refusal_events_keep_the_first_time():
     state = state_of(failed_create(T0, T0 + 60), failed_create(T0 + 30, T0 + 600, count=9))
     q = state.quota_refusals[WorkloadKey(NS, "PaddleJob", "llm")]
     assert (q.first, q.last, q.count) == (T0, T0 + 600, 9)
+
+
+VOLCANO_API = "batch.volcano.sh/v1alpha1"
+
+
+def test_a_volcano_job_refused_by_quota_is_the_workload_its_pods_belong_to():
+    """Volcano names its job kind `Job`: the event's apiVersion keeps it apart from a batch/v1 Job."""
+    state = state_of(
+        o.node("gpu-1"), failed_create(T0, T0 + 60, kind="Job", name="sweep", api_version=VOLCANO_API)
+    )
+    key = WorkloadKey(NS, "VolcanoJob", "sweep")
+    assert evaluate(state, T0 + 100).by_key(key).state is WorkloadState.QUOTA_BLOCKED
+    owner = o.owner_ref("Job", "sweep", api_version=VOLCANO_API, uid=o.new_uid("vj/sweep"))
+    apply(state, running_pod("sweep-worker-0", "gpu-1", created=T0 + 120, gpus=8, owner=owner))
+    snap = evaluate(state, T0 + 200, include_running=True)
+    assert snap.by_key(key).state is WorkloadState.RUNNING
+    assert [w.key for w in snap.workloads] == [key]
+
+
+def test_a_batch_job_refused_by_quota_stays_a_job():
+    state = state_of(failed_create(T0, T0 + 60, kind="Job", name="etl", api_version="batch/v1"))
+    assert (
+        evaluate(state, T0 + 100).by_key(WorkloadKey(NS, "Job", "etl")).state is WorkloadState.QUOTA_BLOCKED
+    )

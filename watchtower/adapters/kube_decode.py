@@ -214,6 +214,7 @@ class _Quota(msgspec.Struct, gc=False):
 
 
 class _Ref(msgspec.Struct, gc=False):
+    apiVersion: str | None = None
     kind: str | None = None
     namespace: str | None = None
     name: str | None = None
@@ -812,8 +813,12 @@ class ObjectDecoder:
                 namespace=meta.namespace or "",
                 reason=e.reason or "",
                 message=e.message if e.message is not None else (e.note or ""),
-                regarding=ObjectRef(reg.kind or "", reg.namespace or "", reg.name or "", reg.uid or ""),
-                related=ObjectRef(rel.kind or "", rel.namespace or "", rel.name or "", rel.uid or "")
+                regarding=ObjectRef(
+                    reg.kind or "", reg.namespace or "", reg.name or "", reg.uid or "", reg.apiVersion or ""
+                ),
+                related=ObjectRef(
+                    rel.kind or "", rel.namespace or "", rel.name or "", rel.uid or "", rel.apiVersion or ""
+                )
                 if rel
                 else None,
                 first=first,

@@ -55,6 +55,7 @@ class ObjectRef:
     namespace: str = ""
     name: str = ""
     uid: str = ""
+    api_version: str = ""  # "batch.volcano.sh/v1alpha1": tells a Volcano Job from a batch/v1 Job
 
 
 class Pod(msgspec.Struct, frozen=True, gc=False):

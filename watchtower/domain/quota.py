@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from .model import Event
-from .workloads import WorkloadKey
+from .workloads import WorkloadKey, workload_kind
 
 GPU_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
 
@@ -67,7 +67,7 @@ def quota_refusal(ev: Event) -> QuotaRefusal | None:
     kind = reg.kind or "Unknown"
     if kind == "Job" and reg.uid == "" and reg.name == "":
         return None
-    workload = WorkloadKey(reg.namespace or ev.namespace, kind, reg.name)
+    workload = WorkloadKey(reg.namespace or ev.namespace, workload_kind(kind, reg.api_version), reg.name)
     return QuotaRefusal(
         workload=workload,
         quota=m.group("quota").strip(),

@@ -6,7 +6,6 @@ from typing import NamedTuple
 
 from .model import Pod
 
-PADDLE_GROUP = "batch.paddlepaddle.org"
 VOLCANO_GROUP = "batch.volcano.sh"
 VOLCANO_JOB_LABEL = "volcano.sh/job-name"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -30,16 +29,24 @@ class WorkloadKey(NamedTuple):
         return f"{self.namespace}/{self.kind}/{self.name}"
 
 
+def workload_kind(kind: str, api_version: str) -> str:
+    """Return the workload kind of a controller: Volcano's `Job` is told from batch/v1's by its group.
+
+    Pods (by their owner) and FailedCreate events (by the object they are about) both go through here,
+    so that a quota refusal lands on the same workload as the job's pods.
+    """
+    if kind == "Job" and api_version.rpartition("/")[0] == VOLCANO_GROUP:
+        return "VolcanoJob"
+    return kind
+
+
 def workload_of(pod: Pod) -> WorkloadKey:
     """Return the workload of a pod: its controller first, then job labels, else the pod itself."""
     ns = pod.namespace
     owner = pod.owner
     if owner is not None and owner.name:
-        group = owner.group
-        if owner.kind == "PaddleJob" and group in (PADDLE_GROUP, ""):
-            return WorkloadKey(ns, "PaddleJob", owner.name)
-        if owner.kind == "Job" and group == VOLCANO_GROUP:
-            return WorkloadKey(ns, "VolcanoJob", owner.name)
+        if owner.kind == "Job":
+            return WorkloadKey(ns, workload_kind("Job", owner.api_version), owner.name)
         if owner.kind != "Node":  # static (mirror) pods are owned by their Node: treat them as bare pods
             return WorkloadKey(ns, owner.kind, owner.name)
     labels = pod.labels
