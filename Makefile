@@ -40,7 +40,7 @@ e2e: deps system-deps controlplane
 # The tests drive real servers (Prometheus, the control plane, SMTP, Chromium) on a shared 2-core machine:
 # a failed test runs once more and the summary counts it as a rerun; a real regression fails twice.
 test: deps system-deps controlplane lint
-	$(BIN)/pytest -q --reruns 1 --reruns-delay 2
+	$(BIN)/pytest -q -rR --reruns 1 --reruns-delay 2
 
 bench: deps
 	$(BIN)/python bench/tick.py
