@@ -3,7 +3,6 @@ service's feed, and every write outside its own leader Lease is refused."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,19 +11,11 @@ import yaml
 from .api import Api, ApiError, wait_for
 from .controlplane.cluster import ControlPlane
 from .feed import Feed
+from .identity import PATHS, RBAC
 from .scenario import Scenario, pod_manifest
 
 pytestmark = pytest.mark.e2e
 
-RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
-RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
-PATHS = {
-    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
-    "ClusterRole": f"{RBAC_API}/clusterroles",
-    "ClusterRoleBinding": f"{RBAC_API}/clusterrolebindings",
-    "Role": f"{RBAC_API}/namespaces/{{ns}}/roles",
-    "RoleBinding": f"{RBAC_API}/namespaces/{{ns}}/rolebindings",
-}
 READS = [
     ("", "pods"),
     ("", "events"),
