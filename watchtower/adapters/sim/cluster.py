@@ -747,19 +747,19 @@ class SimulatedCluster:
         if p.node:
             st["hostIP"] = self.node_ip(p.node)
             st["podIP"] = p.ip
+        state: dict[str, Any] | None = None
         if p.node and p.running_since is None and not p.terminal:
-            st["containerStatuses"] = [
-                {
-                    "name": "main",
-                    "image": tpl.image,
-                    "imageID": "",
-                    "ready": False,
-                    "restartCount": 0,
-                    "started": False,
-                    "state": {"waiting": {"reason": "ContainerCreating"}},
-                }
-            ]
+            state = {"waiting": {"reason": "ContainerCreating"}}
         if p.terminal and p.running_since is not None:
+            state = {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": obj.ts(p.running_since),
+                    "finishedAt": obj.ts(p.finished_at),
+                }
+            }
+        if state is not None:  # obj.pod writes only a running container's status
             st["containerStatuses"] = [
                 {
                     "name": "main",
@@ -768,14 +768,7 @@ class SimulatedCluster:
                     "ready": False,
                     "restartCount": 0,
                     "started": False,
-                    "state": {
-                        "terminated": {
-                            "exitCode": 0,
-                            "reason": "Completed",
-                            "startedAt": obj.ts(p.running_since),
-                            "finishedAt": obj.ts(p.finished_at),
-                        }
-                    },
+                    "state": state,
                 }
             ]
         return orjson.dumps(body)
