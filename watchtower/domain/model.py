@@ -44,7 +44,12 @@ class OwnerRef(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def group(self) -> str:
-        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+        return api_group(self.api_version)
+
+
+def api_group(api_version: str) -> str:
+    """Return the API group of an apiVersion: "batch.volcano.sh/v1alpha1" → "batch.volcano.sh", "v1" → ""."""
+    return api_version.rpartition("/")[0]
 
 
 @dataclass(frozen=True, slots=True)

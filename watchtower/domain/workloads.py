@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .model import Pod
+from .model import Pod, api_group
 
 VOLCANO_GROUP = "batch.volcano.sh"
 VOLCANO_JOB_LABEL = "volcano.sh/job-name"
@@ -35,7 +35,7 @@ def workload_kind(kind: str, api_version: str) -> str:
     Pods (by their owner) and FailedCreate events (by the object they are about) both go through here,
     so that a quota refusal lands on the same workload as the job's pods.
     """
-    if kind == "Job" and api_version.rpartition("/")[0] == VOLCANO_GROUP:
+    if kind == "Job" and api_group(api_version) == VOLCANO_GROUP:
         return "VolcanoJob"
     return kind
 
