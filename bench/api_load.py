@@ -46,8 +46,8 @@ def serve(pending: int) -> None:
 
     from watchtower.adapters.sim import objects as o
     from watchtower.api.app import create_app
+    from watchtower.bootstrap import bind, build_container
     from watchtower.config import Settings
-    from watchtower.main import bind, build_container
 
     class Clock:
         def now(self) -> float:

@@ -25,11 +25,11 @@ import orjson
 
 from tests.alerting.helpers import SECRET, pending, settings, snapshot
 from tests.alerting.servers import Receiver
+from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.model import fingerprint
 from watchtower.domain.alerts.rules.base import workload_labels
 from watchtower.domain.queue import QueueSnapshot
-from watchtower.ports import SystemClock
 from watchtower.services.alerting import AlertingService, DeliveryWorker, build_senders
 
 

@@ -15,7 +15,7 @@ AT = "2027-01-15T10:00:00Z"
 
 def analyze(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "watchtower.main", "analyze", *args],
+        [sys.executable, "-m", "watchtower.cli", "analyze", *args],
         capture_output=True,
         input=stdin,
         timeout=120,

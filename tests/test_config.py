@@ -11,7 +11,7 @@ import pytest
 from watchtower.config import ConfigError, load_settings, settings_from_mapping
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "watchtower" / "config.example.yaml"
-CLI = [sys.executable, "-m", "watchtower.main"]
+CLI = [sys.executable, "-m", "watchtower.cli"]
 
 
 def check(path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

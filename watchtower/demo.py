@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from watchtower.adapters.demo_sinks import SmtpSink, WebhookSink, new_secret
+from watchtower.api.container import Container
 from watchtower.config.alerting import (
     AlertingConfig,
     EmailConfig,
@@ -31,7 +32,6 @@ from watchtower.config.alerting import (
 )
 from watchtower.config.model import Settings
 from watchtower.config.prometheus import PrometheusConfig
-from watchtower.container import Container
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ async def run_demo(
     )
     from watchtower.adapters.sim.cluster import SimulatedCluster
     from watchtower.adapters.store_sqlite import SQLiteAlertStore
-    from watchtower.main import bind, build_container, serve
+    from watchtower.bootstrap import bind, build_container, serve
 
     base = base or Settings()
     workdir = Path(tempfile.mkdtemp(prefix="watchtower-demo-"))
@@ -207,7 +207,12 @@ async def run_demo(
         if prom is not None:
             links["Prometheus"] = prom.url
         container = build_container(
-            settings, clock=sim, source_health=sim.health, source_name="sim", alert_store=store, links=links
+            settings,
+            clock=sim,
+            source_health=sim.feed_health,
+            source_name="sim",
+            alert_store=store,
+            links=links,
         )
         speed = settings.simulator.speed
         echo(f"Watchtower demo: a simulated cluster at {speed:g}x real time")

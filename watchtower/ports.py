@@ -1,11 +1,24 @@
-"""The ports: what the services need from the outside world, as Protocols the adapters implement."""
+"""The ports: what the services need from the outside world, as Protocols the adapters implement.
+
+Services receive these and never build an adapter; the composition root (watchtower.bootstrap) picks the
+adapters and hands them in.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
+
+from watchtower.domain.alerts.model import TrackedAlert
+from watchtower.domain.alerts.notify import NotifyEntry
+from watchtower.domain.alerts.outbox import DeliveryResult, DisabledIntegration, OutboxMessage
+from watchtower.domain.alerts.silences import Silence
+from watchtower.domain.gpu_usage import Sample
+from watchtower.domain.health import SourceHealth
+from watchtower.domain.model import Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
 
 
 class Clock(Protocol):
@@ -14,15 +27,12 @@ class Clock(Protocol):
         ...
 
 
-class SystemClock:
-    def now(self) -> float:
-        import time
-
-        return time.time()
+# ---- the cluster ----------------------------------------------------------------------------------------
 
 
 # A sink for one decoded-or-not API change: (kind, "ADDED"|"MODIFIED"|"DELETED", raw object).
-ObjectSink = Callable[[str, str, msgspec.Raw | bytes], None]
+class ObjectSink(Protocol):
+    def __call__(self, kind: str, event_type: str, raw: msgspec.Raw | bytes, /) -> None: ...
 
 
 class ListSink(Protocol):
@@ -45,17 +55,106 @@ class ClusterSource(Protocol):
         """List then watch until cancelled; reconnect by itself."""
         ...
 
-    def health(self) -> dict[str, object]:
-        """Return how fresh the picture is: per kind, last successful contact and restarts."""
+    def feed_health(self) -> SourceHealth:
+        """Return how fresh the picture is: overall and per kind."""
         ...
 
 
-class MetricsSource(Protocol):
-    async def query(self, promql: str, *, at: float | None = None) -> list[dict[str, object]]: ...
+class ObjectDecoder(Protocol):
+    """Turns the API server's JSON bytes into domain records, reading only what Watchtower keeps."""
+
+    def pod(self, raw: msgspec.Raw | bytes) -> Pod: ...
+    def event(self, raw: msgspec.Raw | bytes) -> Event: ...
+    def node(self, raw: msgspec.Raw | bytes) -> Node: ...
+    def namespace(self, raw: msgspec.Raw | bytes) -> Namespace: ...
+    def priority_class(self, raw: msgspec.Raw | bytes) -> PriorityClass: ...
+    def quota(self, raw: msgspec.Raw | bytes) -> ResourceQuota: ...
 
 
-class Notifier(Protocol):
-    async def send(self, payload: object) -> None: ...
+# ---- Prometheus -----------------------------------------------------------------------------------------
 
 
-Shutdown = Callable[[], Awaitable[None]]
+class PromReadError(Exception):
+    """Prometheus could not answer (down, timed out, refused the query): the figures are stale."""
+
+
+class PromReader(Protocol):
+    url: str
+
+    async def query_many(self, queries: Sequence[str], *, at: float | None = None) -> list[list[Sample]]:
+        """Return each query's instant vector at `at`; raise PromReadError when Prometheus cannot answer."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# ---- metrics of the service itself ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueGauges:
+    """The queue's gauges at one evaluation, as plain numbers keyed by label values."""
+
+    pending: Mapping[tuple[str, str, str], int] = field(default_factory=dict)  # tier, namespace, reason
+    oldest_wait: Mapping[str, float] = field(default_factory=dict)  # tier
+    partial_gangs: Mapping[str, int] = field(default_factory=dict)  # tier
+    partial_gang_gpus: Mapping[str, int] = field(default_factory=dict)  # tier
+    quota_used: Mapping[tuple[str, str], int] = field(default_factory=dict)  # namespace, resourcequota
+    quota_hard: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    gated_pods: int = 0
+    fragmented_workloads: int = 0
+    gpus_allocatable: int = 0
+    gpus_used: int = 0
+    evaluated_at: float | None = None
+
+
+class QueueMetrics(Protocol):
+    """What the watch loop records about the queue and itself (`/metrics`)."""
+
+    def scheduled(self, tier: str, wait: float) -> None: ...
+    def started(self, tier: str, latency: float) -> None: ...
+    def preempted(self, victim_tier: str, preemptor_tier: str, gpu_hours_lost: float | None) -> None: ...
+    def skipped_object(self, kind: str) -> None: ...
+    def evaluated(self, gauges: QueueGauges, duration: float) -> None: ...
+    def consumer_failed(self, consumer: str) -> None: ...
+
+
+# ---- alerting -------------------------------------------------------------------------------------------
+
+
+class AlertStore(Protocol):
+    """What alerting keeps across restarts; SQLiteAlertStore implements it, a PostgreSQL store could."""
+
+    def load_alerts(self) -> list[TrackedAlert]: ...
+    def save_alerts(self, upsert: Iterable[TrackedAlert], delete: Iterable[str] = ()) -> None: ...
+    def silences(self) -> list[Silence]: ...
+    def put_silence(self, s: Silence) -> None: ...
+    def nflog(self, integration: str, group_key: str) -> NotifyEntry | None: ...
+    def enqueue(self, items: Iterable[tuple[OutboxMessage | None, str, str, NotifyEntry]]) -> int: ...
+    def due(self, now: float) -> list[OutboxMessage]: ...
+    def next_attempt_at(self) -> float | None: ...
+    def begin_attempt(self, msg_id: int, now: float) -> None: ...
+    def delivered(self, msg_id: int, now: float) -> None: ...
+    def retry_at(self, msg_id: int, when: float, error: str) -> None: ...
+    def failed(self, msg_id: int, error: str) -> None: ...
+    def disable(self, integration: str, reason: str, now: float, *, config: str = "") -> None: ...
+    def enable(self, integration: str, now: float) -> bool: ...
+    def disabled(self) -> dict[str, str]: ...
+    def disabled_details(self) -> list[DisabledIntegration]: ...
+    def depth(self) -> dict[str, int]: ...
+    def oldest_pending(self) -> float | None: ...
+    def messages(self, *, limit: int = 50, status: str | None = None) -> list[OutboxMessage]: ...
+
+
+class Sender(Protocol):
+    """Delivers one outbox message to one integration (an email address list, a webhook URL)."""
+
+    async def send(self, msg: OutboxMessage, *, now: float) -> DeliveryResult: ...
+
+
+class MetricsExposition(Protocol):
+    """The service's own metrics in the Prometheus text format, for `/metrics`."""
+
+    content_type: str
+
+    def render(self) -> bytes: ...

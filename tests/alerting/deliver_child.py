@@ -7,9 +7,9 @@ import sys
 
 import httpx
 
+from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.adapters.webhook import WebhookSender
-from watchtower.ports import SystemClock
 from watchtower.services.alerting import DeliveryWorker
 
 from .helpers import SECRET, settings

@@ -276,7 +276,7 @@ def test_analyze_json_lists_the_alerts_firing_at_the_given_time(tmp_path):
     dump.write_bytes(orjson.dumps(o.object_list(objs)))
     at = "2025-10-09T08:53:20Z"  # T0
     out = subprocess.run(
-        [sys.executable, "-m", "watchtower.main", "analyze", "--objects", str(dump), "--at", at,
+        [sys.executable, "-m", "watchtower.cli", "analyze", "--objects", str(dump), "--at", at,
          "--format", "json"],
         cwd=ROOT, capture_output=True, timeout=120, check=False,
     )  # fmt: skip
@@ -293,7 +293,7 @@ def test_analyze_json_lists_the_alerts_firing_at_the_given_time(tmp_path):
     assert crit["summary"].startswith("Pod team-a/crit-16m (critical tier, 8 GPU) has waited 16m")
     # 66 minutes later the low one has waited 2h06m: past its 2 h warn threshold.
     later = subprocess.run(
-        [sys.executable, "-m", "watchtower.main", "analyze", "--objects", str(dump), "--at",
+        [sys.executable, "-m", "watchtower.cli", "analyze", "--objects", str(dump), "--at",
          "2025-10-09T10:00:00Z", "--format", "json"],
         cwd=ROOT, capture_output=True, timeout=120, check=False,
     )  # fmt: skip

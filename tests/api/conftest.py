@@ -15,11 +15,11 @@ from pydantic import SecretStr
 from services.scenario import ManualClock, ReplaySource, demo_cluster, list_everything
 
 from watchtower.api.app import create_app
+from watchtower.api.container import Container
 from watchtower.api.deps import require_token
+from watchtower.bootstrap import bind, build_container
 from watchtower.config import Settings
 from watchtower.config.model import ServerConfig
-from watchtower.container import Container
-from watchtower.main import bind, build_container
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -49,7 +49,7 @@ def make_service(*, token: str | None = TOKEN, evaluate: bool = True, listed: bo
     settings = Settings().model_copy(
         update={"server": ServerConfig(api_token=SecretStr(token) if token is not None else None)}
     )
-    container = build_container(settings, clock=clock, source_health=source.health, source_name="replay")
+    container = build_container(settings, clock=clock, source_health=source.feed_health, source_name="replay")
     if listed:
         list_everything(container.watcher, source.cluster)
         source.listed = set(source.cluster.objects)

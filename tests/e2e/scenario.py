@@ -220,7 +220,7 @@ class Scenario:
             [
                 sys.executable,
                 "-m",
-                "watchtower.main",
+                "watchtower.cli",
                 "analyze",
                 "--objects",
                 str(path),

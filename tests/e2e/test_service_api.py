@@ -182,7 +182,7 @@ def running_service(config: Path, workdir: Path) -> Iterator[tuple[str, subproce
     """Start `watchtower run --config`, yield its URL (read from its start-up line) and the process; stop it
     by pid (SIGINT, as Ctrl-C; SIGKILL if it does not go)."""
     exe = Path(sys.executable).with_name("watchtower")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "watchtower.main"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "watchtower.cli"]
     out, err = workdir / "service.out", workdir / "service.err"
     with out.open("wb") as o, err.open("wb") as e:
         proc = subprocess.Popen([*cmd, "run", "--config", str(config)], stdout=o, stderr=e)

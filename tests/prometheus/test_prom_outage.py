@@ -28,11 +28,6 @@ SCRAPE = 1.0
 WINDOW = 4.0
 
 
-def _already_included(snapshot, names, now=None):
-    """The snapshots of these tests are evaluated with running workloads included: nothing to add."""
-    return snapshot
-
-
 def _service(reader: PrometheusReader) -> GpuUsageService:
     return GpuUsageService(
         reader=reader,
@@ -41,7 +36,8 @@ def _service(reader: PrometheusReader) -> GpuUsageService:
         tiers=Settings().tier_policy(),
         step=SCRAPE,
         every=0.0,
-        with_statuses=_already_included,
+        # The snapshots of these tests are evaluated with running workloads included.
+        holders_included=True,
     )
 
 

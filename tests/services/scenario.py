@@ -16,6 +16,7 @@ import orjson
 
 from watchtower.adapters.sim import objects as o
 from watchtower.config import Settings
+from watchtower.domain.health import KindFreshness, SourceHealth
 from watchtower.ports import ListSink, ObjectSink
 
 NOW = 1_800_000_000.0
@@ -250,6 +251,24 @@ class ReplaySource:
         for kind, type_, obj in self.changes:
             on_change(kind, type_, orjson.dumps(obj))
         await asyncio.Event().wait()
+
+    def feed_health(self) -> SourceHealth:
+        return SourceHealth(
+            healthy=self.healthy,
+            stale_seconds=self.stale_seconds,
+            kinds={
+                k: KindFreshness(
+                    restarts=self.restarts,
+                    stale_seconds=self.stale_seconds,
+                    detail={
+                        "synced": k in self.listed,
+                        "stale_seconds": self.stale_seconds,
+                        "restarts": self.restarts,
+                    },
+                )
+                for k in ORDER
+            },
+        )
 
     def health(self) -> dict[str, object]:
         return {

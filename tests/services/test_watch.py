@@ -10,9 +10,9 @@ import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from watchtower.adapters.sim import objects as o
-from watchtower.container import Container
+from watchtower.api.container import Container
+from watchtower.bootstrap import build_container
 from watchtower.domain.queue import QueueSnapshot
-from watchtower.main import build_container
 from watchtower.services.watch import feed_health_of
 
 from .scenario import NO_GPU, NOW, ManualClock, ReplaySource, base_cluster, demo_cluster, list_everything
@@ -26,7 +26,11 @@ def make(cluster: Any = None, **settings_update: Any) -> tuple[Container, Replay
     s = Settings()
     if settings_update:
         s = s.model_copy(update=settings_update)
-    return build_container(s, clock=clock, source_health=source.health, source_name="test"), source, clock
+    return (
+        build_container(s, clock=clock, source_health=source.feed_health, source_name="test"),
+        source,
+        clock,
+    )
 
 
 def sample(c: Container, name: str, **labels: str) -> float | None:

@@ -15,6 +15,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
+from watchtower.domain.health import SourceHealth
+from watchtower.ports import QueueGauges
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # Waits in a GPU queue run from seconds to days; the tier thresholds are added as bucket bounds so that
@@ -44,29 +47,23 @@ UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
-class QueueGauges:
-    """The queue's gauges at one evaluation, as plain numbers keyed by label values."""
-
-    pending: Mapping[tuple[str, str, str], int] = field(default_factory=dict)  # tier, namespace, reason
-    oldest_wait: Mapping[str, float] = field(default_factory=dict)  # tier
-    partial_gangs: Mapping[str, int] = field(default_factory=dict)  # tier
-    partial_gang_gpus: Mapping[str, int] = field(default_factory=dict)  # tier
-    quota_used: Mapping[tuple[str, str], int] = field(default_factory=dict)  # namespace, resourcequota
-    quota_hard: Mapping[tuple[str, str], int] = field(default_factory=dict)
-    gated_pods: int = 0
-    fragmented_workloads: int = 0
-    gpus_allocatable: int = 0
-    gpus_used: int = 0
-    evaluated_at: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class FeedHealth:
     """What the cluster source says about its feed: restarts per kind and how stale the picture is."""
 
     restarts: Mapping[str, int] = field(default_factory=dict)
     staleness: Mapping[str, float] = field(default_factory=dict)  # per kind, seconds
     stale_seconds: float | None = None  # overall
+
+
+def feed_health_of(h: SourceHealth) -> FeedHealth:
+    """Return the source's health as the figures `/metrics` shows: restarts and staleness per kind."""
+    stale = {k: f.stale_seconds for k, f in h.kinds.items() if f.stale_seconds is not None}
+    overall = h.stale_seconds
+    if overall is None and stale:
+        overall = max(stale.values())
+    return FeedHealth(
+        restarts={k: f.restarts for k, f in h.kinds.items()}, staleness=stale, stale_seconds=overall
+    )
 
 
 class _QueueCollector:
@@ -169,6 +166,8 @@ class _QueueCollector:
 class WatchtowerMetrics:
     """The `watchtower_*` metrics on one registry."""
 
+    content_type = CONTENT_TYPE
+
     def __init__(
         self,
         *,
@@ -227,6 +226,29 @@ class WatchtowerMetrics:
 
     def set_queue(self, gauges: QueueGauges) -> None:
         self._queue.gauges = gauges
+
+    # ---- the QueueMetrics port -------------------------------------------------------------------------
+
+    def scheduled(self, tier: str, wait: float) -> None:
+        self.time_to_schedule.labels(tier).observe(wait)
+
+    def started(self, tier: str, latency: float) -> None:
+        self.startup.labels(tier).observe(latency)
+
+    def preempted(self, victim_tier: str, preemptor_tier: str, gpu_hours_lost: float | None) -> None:
+        self.preemptions.labels(victim_tier, preemptor_tier).inc()
+        if gpu_hours_lost:
+            self.gpu_hours_lost.labels(victim_tier, preemptor_tier).inc(gpu_hours_lost)
+
+    def skipped_object(self, kind: str) -> None:
+        self.skipped.labels(kind).inc()
+
+    def evaluated(self, gauges: QueueGauges, duration: float) -> None:
+        self.set_queue(gauges)
+        self.evaluation.observe(duration)
+
+    def consumer_failed(self, consumer: str) -> None:
+        self.consumer_failures.labels(consumer).inc()
 
     def render(self) -> bytes:
         """Return the registry in the Prometheus text format 0.0.4."""

@@ -18,6 +18,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from watchtower.domain.gpu_usage import Sample
+from watchtower.ports import PromReadError
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ _STATUS = re.compile(r"HTTP Status Code (\d+)")
 _ERRNO = re.compile(r"\[Errno -?\d+\][^'\")]*")
 
 
-class PrometheusError(Exception):
+class PrometheusError(PromReadError):
     """Prometheus could not answer a query."""
 
 

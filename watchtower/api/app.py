@@ -6,10 +6,7 @@ from collections.abc import Sequence
 
 from fastapi import APIRouter, FastAPI
 
-from watchtower.container import Container
-from watchtower.domain.queue import QueueSnapshot
-
-from .documents import DocumentCache
+from .container import Container
 from .routes import gpu, health, metrics, preemptions, queue, status_page, workloads
 
 
@@ -24,15 +21,6 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
         redoc_url=None,
     )
     app.state.container = container
-    documents = DocumentCache(container.watcher.policy.tiers)
-    app.state.documents = documents
-
-    async def prebuild(snapshot: QueueSnapshot, now: float) -> None:
-        picture = container.watcher.picture
-        if picture is not None and picture.snapshot is snapshot:
-            await documents.prebuild(picture)
-
-    container.watcher.consumers.append(prebuild)
     app.state.pages = status_page.PageRenderer()
     for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router, gpu.router):
         app.include_router(r)

@@ -1,4 +1,4 @@
-"""Typed dependencies shared by the routers: the container, the current picture, the API token."""
+"""Typed dependencies shared by the routers: the container, the latest tick, the API token."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from watchtower.container import Container
-from watchtower.services.watch import Picture, Watcher
+from watchtower.domain.tick import Tick
+from watchtower.services.watch import Watcher
 
-from .documents import DocumentCache, QueueDocuments
+from .container import Container
+from .documents import QueueDocuments
 
 
 def get_container(request: Request) -> Container:
@@ -29,23 +30,22 @@ def get_watcher(container: ContainerDep) -> Watcher:
 WatcherDep = Annotated[Watcher, Depends(get_watcher)]
 
 
-def get_picture(watcher: WatcherDep) -> Picture:
-    picture = watcher.picture
-    if picture is None:
+def get_tick(watcher: WatcherDep) -> Tick:
+    tick = watcher.latest
+    if tick is None:
         raise HTTPException(
             status_code=503,
             detail="the queue has not been evaluated yet: the cluster is still being listed",
             headers={"Retry-After": "5"},
         )
-    return picture
+    return tick
 
 
-PictureDep = Annotated[Picture, Depends(get_picture)]
+TickDep = Annotated[Tick, Depends(get_tick)]
 
 
-def get_documents(request: Request, picture: PictureDep) -> QueueDocuments:
-    cache: DocumentCache = request.app.state.documents
-    return cache.for_picture(picture)
+def get_documents(container: ContainerDep, tick: TickDep) -> QueueDocuments:
+    return container.documents.for_tick(tick)
 
 
 DocumentsDep = Annotated[QueueDocuments, Depends(get_documents)]

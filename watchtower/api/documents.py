@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 
+from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
-from watchtower.services.queue_view import SCHEMA_VERSION, rfc3339, workload_dict
-from watchtower.services.watch import Picture
+from watchtower.services.queue_view import SCHEMA_VERSION, preemption_dict, quota_dict, rfc3339, workload_dict
 
 DEFAULT_LIMIT = 100  # a workload is ~1.3 KB of JSON: pages keep answers small (20,000 would be 27 MB)
 MAX_LIMIT = 100_000
@@ -35,11 +35,12 @@ class Row:
 
 
 class QueueDocuments:
-    """One picture's workloads in display order (tier, waiting first, longest wait), with their JSON."""
+    """One tick's workloads in display order (tier, waiting first, longest wait), with their JSON, and its
+    preemptions and quotas as the API shows them: presented once per tick, shared by every request."""
 
-    def __init__(self, picture: Picture, tiers: TierPolicy) -> None:
-        self.picture = picture
-        snap = picture.snapshot
+    def __init__(self, tick: Tick, tiers: TierPolicy) -> None:
+        self.tick = tick
+        snap = tick.snapshot
         order = sorted(
             snap.workloads,
             key=lambda w: (tiers.rank(w.tier), not w.waiting, -w.wait_seconds, w.namespace, w.name),
@@ -55,6 +56,10 @@ class QueueDocuments:
         for r in self.rows:
             self._by_name.setdefault((r.namespace, r.name), []).append(r)
         self.at = rfc3339(snap.at)
+        self.preemptions: tuple[dict[str, Any], ...] = tuple(
+            preemption_dict(p, tiers, tick.preemptors) for p in snap.preemptions
+        )
+        self.quota: tuple[dict[str, Any], ...] = tuple(quota_dict(q) for q in tick.quota)
         # Dashboards and scripts repeat the same few queries until the next evaluation.
         self._bodies: dict[
             tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], int, int], bytes
@@ -104,10 +109,10 @@ class QueueDocuments:
 
 
 class DocumentCache:
-    """Holds the documents of the latest picture; a new picture replaces them once they are built.
+    """Holds the documents of the latest tick; a new tick replaces them once they are built.
 
     Building takes a second or so at 20,000 workloads. While one request (or the prebuild after a tick)
-    builds the new documents, other requests are answered from the previous picture instead of queueing.
+    builds the new documents, other requests are answered from the previous tick instead of queueing.
     """
 
     def __init__(self, tiers: TierPolicy) -> None:
@@ -119,21 +124,21 @@ class DocumentCache:
     def current(self) -> QueueDocuments | None:
         return self._current
 
-    def for_picture(self, picture: Picture) -> QueueDocuments:
+    def for_tick(self, tick: Tick) -> QueueDocuments:
         cur = self._current
-        if cur is not None and cur.picture is picture:
+        if cur is not None and cur.tick is tick:
             return cur
         if not self._lock.acquire(blocking=cur is None):
             assert cur is not None
             return cur
         try:
             cur = self._current
-            if cur is None or cur.picture is not picture:
-                cur = self._current = QueueDocuments(picture, self.tiers)
+            if cur is None or cur.tick is not tick:
+                cur = self._current = QueueDocuments(tick, self.tiers)
             return cur
         finally:
             self._lock.release()
 
-    async def prebuild(self, picture: Picture) -> None:
-        """Build a new picture's documents off the event loop, before the first request wants them."""
-        await asyncio.to_thread(self.for_picture, picture)
+    async def prebuild(self, tick: Tick) -> None:
+        """Build a new tick's documents off the event loop, before the first request wants them."""
+        await asyncio.to_thread(self.for_tick, tick)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from watchtower.config.durations import format_duration
+from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.payload import title
-from watchtower.services.alerting import AlertingService, AlertStore
+from watchtower.domain.tick import Tick
+from watchtower.ports import AlertStore
+from watchtower.services.alerting import AlertAdmin
+from watchtower.services.feeds import Readiness
 from watchtower.services.queue_view import rfc3339
-from watchtower.services.watch import Picture, Readiness
 
 from .documents import QueueDocuments
 
@@ -67,23 +69,23 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
 
 def page_context(
     *,
-    picture: Picture | None,
+    tick: Tick | None,
     docs: QueueDocuments | None,
     readiness: Readiness,
     tiers: list[Any],
     source: str,
 ) -> dict[str, Any]:
-    """Return the template's variables; without a picture yet, only the freshness section is filled."""
+    """Return the template's variables; without a tick yet, only the freshness section is filled."""
     ctx: dict[str, Any] = {
         "source": source,
         "ready": readiness.ready,
         "problems": list(readiness.problems),
         "stale_seconds": readiness.detail.get("stale_seconds"),
-        "evaluated": picture is not None,
+        "evaluated": tick is not None,
     }
-    if picture is None or docs is None:
+    if tick is None or docs is None:
         return ctx
-    snap = picture.snapshot
+    snap = tick.snapshot
     now = snap.at
     sections = []
     for t in tiers:
@@ -92,7 +94,7 @@ def page_context(
             for r in docs.rows
             if r.tier == t.name and r.state in ("pending", "partial", "quota_blocked")
         ]
-        running = picture.running_by_tier.get(t.name, 0)
+        running = tick.running_by_tier.get(t.name, 0)
         gated = sum(1 for r in docs.rows if r.tier == t.name and r.state == "gated")
         sections.append(
             {
@@ -109,11 +111,11 @@ def page_context(
         )
     cap = snap.capacity
     preemptions = []
-    for p in picture.preemptions[:PREEMPTIONS_SHOWN]:
+    for seen, p in zip(snap.preemptions[:PREEMPTIONS_SHOWN], docs.preemptions, strict=False):
         preemptor = "/".join(x for x in (p["preemptor_namespace"], p["preemptor_name"]) if x) or (
             p["preemptor_uid"] or "not known yet"
         )
-        at = _epoch(p["at"])
+        at = seen.at
         preemptions.append(
             {
                 "victim": f"{p['victim_namespace']}/{p['victim_name']}",
@@ -137,7 +139,7 @@ def page_context(
             else 100.0,
             "full": q["gpus_hard"] is not None and (q["gpus_used"] or 0) >= q["gpus_hard"],
         }
-        for q in picture.quota
+        for q in docs.quota
     ]
     frag = [
         {
@@ -153,7 +155,7 @@ def page_context(
         at=rfc3339(snap.at),
         sections=sections,
         preemptions=preemptions,
-        preemptions_total=len(picture.preemptions),
+        preemptions_total=len(docs.preemptions),
         partial_gangs=partial,
         quota=quota,
         fragmentation=frag,
@@ -168,21 +170,12 @@ def page_context(
     return ctx
 
 
-def _epoch(at_text: str | None) -> float | None:
-    if not at_text:
-        return None
-    try:
-        return datetime.fromisoformat(at_text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 ALERTS_SHOWN = 50
 MESSAGES_SHOWN = 15
 IDLE_SHOWN = 30
 
 
-def alerts_context(service: AlertingService | None, store: AlertStore | None, now: float) -> dict[str, Any]:
+def alerts_context(service: AlertAdmin | None, store: AlertStore | None, now: float) -> dict[str, Any]:
     """Return the "Alerts" and "Last notifications" sections: pending/firing (muted ones flagged), newest
     messages with their receiver, subject and idempotency key."""
     if service is None:
@@ -192,8 +185,8 @@ def alerts_context(service: AlertingService | None, store: AlertStore | None, no
     for a, muted in service.listed_alerts(now):
         if a.state.value not in ("firing", "pending"):
             continue
-        silenced = any(m.startswith("silence:") for m in muted)
-        inhibited = any(m.startswith("inhibited:") for m in muted)
+        silenced = bool(muted.silenced_by)
+        inhibited = bool(muted.inhibited_by)
         state = "silenced" if silenced else ("inhibited" if inhibited else a.state.value)
         if state in counts:
             counts[state] += 1
@@ -213,11 +206,13 @@ def alerts_context(service: AlertingService | None, store: AlertStore | None, no
     messages = []
     if store is not None:
         for m in store.messages(limit=MESSAGES_SHOWN):
-            receiver, _, channel = m.integration.partition("/")
+            integ = IntegrationId.parse(m.integration)
+            receiver = integ.receiver if integ is not None else m.integration
+            channel = f"{integ.kind} #{integ.index}" if integ is not None else ""
             messages.append(
                 {
                     "receiver": receiver,
-                    "channel": channel.replace("/", " #"),
+                    "channel": channel,
                     "subject": title(m.payload),
                     "key": m.key,
                     "status": m.status.value,

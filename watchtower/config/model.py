@@ -101,6 +101,8 @@ class ClusterConfig(Section):
     page_size: int = Field(500, ge=1, le=10_000)
     watch_timeout: Duration = 300.0
     resync_every: Duration = 0.0  # 0: never re-list unless the watch says 410 Gone
+    # One limit for "the picture is stale": the source's `healthy`, /readyz and the status page all use it.
+    stale_after: Duration = Field(120.0, gt=0)
 
 
 class ServerConfig(Section):

@@ -380,7 +380,7 @@ def recheck_while_stale(
     work waits" comes from Kubernetes, which is still watched: a workload that finished, was deleted or
     preempted holds nothing, and a queue that drained has nobody waiting, so on-call is not left with an
     alert they can see is false. With `holders_included` the snapshot carries the idle workloads' own
-    statuses (`Watcher.with_statuses`, or `evaluate(include_running=True)`) and one absent from it is gone;
+    statuses (a Tick's `holder_statuses`, or `evaluate(include_running=True)`) and one absent from it is gone;
     without, only the waiting side is rechecked and the holders are taken as still there."""
     waiting = _waiting_by_tier(snapshot, tiers)
     out: list[IdleWhileWaiting] = []

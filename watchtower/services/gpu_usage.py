@@ -1,25 +1,23 @@
 """GPU usage as a use case: read Prometheus, build the idle-GPU view, weigh it against the queue.
 
-`GpuUsageService.on_snapshot(snapshot, now)` has the snapshot-consumer shape of the watch loop: it refreshes
-the figures when due, and derives the alerts. A failed read never raises out of it: Prometheus being down
+`GpuUsageService.on_snapshot(snapshot, now)` refreshes the figures when due and derives the alerts; the
+composition root calls it each tick with the Tick's snapshot and the idle holders' statuses
+(`idle_holders()` names them beforehand). A failed read never raises out of it: Prometheus being down
 must not stop the Kubernetes-based alerts, so the failure becomes health, stale figures and a self-alert.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-from watchtower.adapters.prometheus import PrometheusError, PrometheusReader
-from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import (
     GpuAlert,
     IdlePolicy,
     IdleWhileWaiting,
     PrometheusHealth,
-    Sample,
     UsageView,
     WorkloadUsage,
     allocations_from_samples,
@@ -33,22 +31,9 @@ from watchtower.domain.gpu_usage import (
 from watchtower.domain.promql import Queries
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tiers import TierPolicy
+from watchtower.ports import PromReader, PromReadError
 
 log = logging.getLogger(__name__)
-
-
-class PromReader(Protocol):
-    url: str
-
-    async def query_many(self, queries: Sequence[str], *, at: float | None = None) -> list[list[Sample]]: ...
-
-
-class WithStatuses(Protocol):
-    """Adds the statuses of these (namespace, name) workloads to a snapshot (`Watcher.with_statuses`)."""
-
-    def __call__(
-        self, snapshot: QueueSnapshot, names: Iterable[tuple[str, str]], now: float | None = ..., /
-    ) -> QueueSnapshot: ...
 
 
 def _rfc3339(t: float | None) -> str | None:
@@ -68,7 +53,7 @@ class GpuUsageService:
         unreachable_failures: int = 1,
         team_of: Callable[[str], str] | None = None,
         class_priority: Callable[[], Mapping[str, int]] | None = None,
-        with_statuses: WithStatuses | None = None,
+        holders_included: bool = False,
     ) -> None:
         self.reader = reader
         self.queries = queries
@@ -79,7 +64,9 @@ class GpuUsageService:
         self.unreachable_failures = unreachable_failures
         self.team_of = team_of
         self.class_priority = class_priority
-        self.with_statuses = with_statuses
+        # True when each snapshot handed in carries the idle holders' own statuses (the service's ticks
+        # do): then one absent from it holds nothing any more.
+        self.holders_included = holders_included
         self.health = PrometheusHealth(up=False)
         self.view: UsageView | None = None
         self.verdicts: list[IdleWhileWaiting] = []
@@ -103,7 +90,7 @@ class GpuUsageService:
         self._last_attempt = now
         try:
             umax, uavg, seen, gpus, owners, classes = await self.reader.query_many(self._batch(), at=now)
-        except PrometheusError as e:
+        except PromReadError as e:
             self.health = self.health.failed(now, str(e))
             log.warning("GPU usage figures are stale: %s", e)
             if self.view is not None:
@@ -120,6 +107,10 @@ class GpuUsageService:
     def due(self, now: float) -> bool:
         return self._last_attempt is None or now - self._last_attempt >= self.every
 
+    async def refresh_if_due(self, now: float) -> None:
+        if self.due(now):
+            await self.refresh(now)
+
     async def on_snapshot(self, snapshot: QueueSnapshot, now: float) -> None:
         """Refresh when due, then weigh idle GPUs against the waiting queue. Stale figures hold the idle alerts
         for as long as the workload still holds GPUs and equal or higher-tier work still waits."""
@@ -128,17 +119,12 @@ class GpuUsageService:
         view = self.view
         if view is None:
             return
-        if self.with_statuses is not None:
-            # A tick evaluates the waiting workloads only; the idle holders' own statuses give their tier
-            # and, during an outage, whether they still hold GPUs at all.
-            holders = {(w.key.namespace, w.key.name) for w in view.idle()}
-            snapshot = self.with_statuses(snapshot, holders, now)
         if view.stale:
             # Utilisation is unknown, the queue is not: of the verdicts of the last reading, keep those
             # Kubernetes still bears out (rechecked from that reading each time, so a queue that drains and
             # fills again during the outage brings the same alert back; no new verdict on old figures).
             self.verdicts = recheck_while_stale(
-                self._fresh_verdicts, snapshot, self.tiers, holders_included=self.with_statuses is not None
+                self._fresh_verdicts, snapshot, self.tiers, holders_included=self.holders_included
             )
             self._idle_alerts = idle_alerts(self.verdicts)
             return
@@ -146,6 +132,12 @@ class GpuUsageService:
         self.verdicts = idle_while_waiting(view, snapshot, self.tiers, class_priority=prio)
         self._fresh_verdicts = self.verdicts
         self._idle_alerts = idle_alerts(self.verdicts)
+
+    def idle_holders(self) -> set[tuple[str, str]]:
+        """Return the (namespace, name) of the idle workloads: a tick evaluates the waiting workloads only,
+        and these holders' own statuses give their tier and, during an outage, whether they still hold GPUs."""
+        view = self.view
+        return {(w.key.namespace, w.key.name) for w in view.idle()} if view is not None else set()
 
     def alerts(self) -> list[GpuAlert]:
         """Return the active GPU alerts: idle-while-waiting (held while stale) and Prometheus unreachable."""
@@ -209,29 +201,3 @@ def _workload(w: WorkloadUsage) -> dict[str, Any]:
         "idle_gpu_equivalent": w.idle_gpu_equivalent,
         "util_avg_percent": round(w.util_avg, 2),
     }
-
-
-def gpu_usage_from_settings(
-    settings: Settings,
-    *,
-    team_of: Callable[[str], str] | None = None,
-    class_priority: Callable[[], Mapping[str, int]] | None = None,
-    with_statuses: WithStatuses | None = None,
-) -> GpuUsageService | None:
-    """Return the service the `prometheus:` section describes, or None when there is no such section."""
-    cfg = settings.prometheus
-    if cfg is None:
-        return None
-    reader = PrometheusReader(url=cfg.url, timeout=cfg.timeout, retries=cfg.retries, backoff=cfg.backoff)
-    return GpuUsageService(
-        reader=reader,
-        queries=Queries(cfg.query_config(settings.teams.label)),
-        policy=cfg.idle_policy(),
-        tiers=settings.tier_policy(),
-        step=cfg.query_step,
-        every=cfg.query_every,
-        unreachable_failures=cfg.unreachable_failures,
-        team_of=team_of,
-        class_priority=class_priority,
-        with_statuses=with_statuses,
-    )

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from watchtower.domain.disruptions import Preemption
 from watchtower.domain.latency import Distribution, TierLatency
+from watchtower.domain.model import Pod
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
+from watchtower.domain.tick import QuotaLine
 from watchtower.domain.tiers import TierPolicy
 
 SCHEMA_VERSION = 1
@@ -71,13 +74,26 @@ def workload_dict(w: WorkloadStatus) -> dict[str, Any]:
     }
 
 
-def preemption_dict(p: Preemption, tiers: TierPolicy, state: ClusterState | None = None) -> dict[str, Any]:
+def quota_dict(q: QuotaLine) -> dict[str, Any]:
+    return {
+        "namespace": q.namespace,
+        "name": q.name,
+        "team": q.team,
+        "gpus_hard": q.hard_gpus,
+        "gpus_used": q.used_gpus,
+    }
+
+
+def preemption_dict(
+    p: Preemption, tiers: TierPolicy, pods: Mapping[str, Pod] | None = None
+) -> dict[str, Any]:
+    """Return a preemption as the JSON shows it; `pods` (uid → pod) names the preemptor when it is known."""
     victim_tier = (
         tiers.tier_of(p.victim_priority, p.victim_priority_class).name
         if p.victim_priority is not None
         else None
     )
-    preemptor = state.pods.get(p.preemptor_uid) if state is not None and p.preemptor_uid else None
+    preemptor = pods.get(p.preemptor_uid) if pods is not None and p.preemptor_uid else None
     lost = p.gpu_hours_lost
     return {
         "victim_uid": p.victim_uid,
@@ -133,7 +149,9 @@ def snapshot_dict(
         "schema_version": SCHEMA_VERSION,
         "at": rfc3339(snap.at),
         "workloads": [workload_dict(w) for w in order],
-        "preemptions": [preemption_dict(p, tiers, state) for p in snap.preemptions],
+        "preemptions": [
+            preemption_dict(p, tiers, state.pods if state is not None else None) for p in snap.preemptions
+        ],
         "disruptions": [
             {
                 "uid": d.uid,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from watchtower.domain.health import KindFreshness, SourceHealth
+
 
 @dataclass
 class KindHealth:
@@ -69,3 +71,25 @@ def summary(
         "bad_lines": sum(h.bad_lines for h in kinds.values()),
         "kinds": {k: h.as_dict(now, started) for k, h in kinds.items()},
     }
+
+
+def source_health(
+    kinds: dict[str, KindHealth], *, now: float, started: float, stale_limit: float
+) -> SourceHealth:
+    """Return `summary` as the typed value the service reads (the port's `feed_health`)."""
+    s = summary(kinds, now=now, started=started, stale_limit=stale_limit)
+    per_kind = s["kinds"]
+    assert isinstance(per_kind, dict)
+    return SourceHealth(
+        healthy=bool(s["healthy"]),
+        stale_seconds=float(s["stale_seconds"]),  # type: ignore[arg-type]
+        kinds={
+            k: KindFreshness(
+                restarts=int(d["restarts"]),
+                stale_seconds=float(d["stale_seconds"]),
+                detail={n: v for n, v in d.items() if isinstance(v, str | int | float | bool | None)},
+            )
+            for k, d in per_kind.items()
+        },
+        detail={k: v for k, v in s.items() if isinstance(v, str | int | float | bool | None)},
+    )

@@ -15,12 +15,14 @@ import asyncio
 import logging
 import random
 
+from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
-from watchtower.ports import Clock, ListSink, ObjectSink, SystemClock
+from watchtower.domain.health import SourceHealth
+from watchtower.ports import Clock, ListSink, ObjectSink
 
 from .backoff import Backoff
 from .connection import ApiStatus, Query, Transport, api_client, status_error
-from .health import KindHealth, summary
+from .health import KindHealth, source_health, summary
 from .lines import LineSplitter
 from .resources import RESOURCES, Resource
 from .stream import StreamPump
@@ -85,6 +87,11 @@ class KubeSource:
     def health(self) -> dict[str, object]:
         """Return overall `healthy`, `stale_seconds`, restart and bad-line counters, and per-kind detail."""
         return summary(self._kinds, now=self.clock.now(), started=self._started, stale_limit=self.stale_limit)
+
+    def feed_health(self) -> SourceHealth:
+        return source_health(
+            self._kinds, now=self.clock.now(), started=self._started, stale_limit=self.stale_limit
+        )
 
     def kind_health(self, kind: str) -> KindHealth:
         return self._kinds[kind]

@@ -36,6 +36,7 @@ from watchtower.adapters.sim.workloads import (
     team_namespace,
 )
 from watchtower.config.model import SimulatorConfig
+from watchtower.domain.health import SourceHealth
 from watchtower.ports import ListSink, ObjectSink
 
 KINDS = ("Namespace", "PriorityClass", "Node", "ResourceQuota", "Pod", "Event")
@@ -354,6 +355,11 @@ class SimulatedCluster:
             "pods": len(self.pods),
             **self.stats,
         }
+
+    def feed_health(self) -> SourceHealth:
+        # Nothing is ever stale in a simulation: the feed is the cluster itself.
+        detail = {k: v for k, v in self.health().items() if isinstance(v, str | int | float | bool | None)}
+        return SourceHealth(healthy=True, detail=detail)
 
     # ---- metrics ----------------------------------------------------------------------------------
 

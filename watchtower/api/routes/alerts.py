@@ -11,13 +11,15 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
+from watchtower.domain.alerts.integration import Integration
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
 from watchtower.domain.alerts.model import TrackedAlert
+from watchtower.domain.alerts.muting import Muted
 from watchtower.domain.alerts.outbox import DisabledIntegration
 from watchtower.domain.alerts.payload import rfc3339
 from watchtower.domain.alerts.silences import Silence, SilenceError
 from watchtower.ports import Clock
-from watchtower.services.alerting import AlertingService, Integration
+from watchtower.services.alerting import AlertAdmin
 
 
 class MatcherIn(BaseModel):
@@ -61,7 +63,7 @@ def silence_dict(s: Silence, now: float) -> dict[str, Any]:
     }
 
 
-def alert_dict(a: TrackedAlert, muted: list[str]) -> dict[str, Any]:
+def alert_dict(a: TrackedAlert, muted: Muted) -> dict[str, Any]:
     return {
         "fingerprint": a.fingerprint,
         "state": a.state.value,
@@ -70,8 +72,8 @@ def alert_dict(a: TrackedAlert, muted: list[str]) -> dict[str, Any]:
         "activeAt": rfc3339(a.active_at),
         "startsAt": rfc3339(a.fired_at) if a.fired_at is not None else None,
         "endsAt": rfc3339(a.resolved_at) if a.resolved_at is not None else None,
-        "silencedBy": [m.split(":", 1)[1] for m in muted if m.startswith("silence:")],
-        "inhibitedBy": [m.split(":", 1)[1] for m in muted if m.startswith("inhibited:")],
+        "silencedBy": list(muted.silenced_by),
+        "inhibitedBy": list(muted.inhibited_by),
     }
 
 
@@ -82,8 +84,8 @@ def receiver_dict(
         "name": name,
         "integrations": [
             {
-                "id": i.id,
-                "type": i.id.split("/")[1],
+                "id": i.key,
+                "type": i.id.kind,
                 "disabled": d is not None,
                 "disabledReason": d.reason if d is not None else None,
                 "disabledAt": rfc3339(d.at) if d is not None else None,
@@ -93,7 +95,7 @@ def receiver_dict(
     }
 
 
-def build_router(service: AlertingService, *, require_token: Callable[..., None], clock: Clock) -> APIRouter:
+def build_router(service: AlertAdmin, *, require_token: Callable[..., None], clock: Clock) -> APIRouter:
     """Return the router; `require_token` guards the endpoints that change anything."""
     router = APIRouter(prefix="/api/v1", tags=["alerts"])
 

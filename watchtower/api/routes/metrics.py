@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from watchtower.adapters.metrics import CONTENT_TYPE
-
 from ..deps import ContainerDep
 
 router = APIRouter(tags=["metrics"])
@@ -14,4 +12,4 @@ router = APIRouter(tags=["metrics"])
 @router.get("/metrics", response_class=Response)
 def metrics(container: ContainerDep) -> Response:
     # Prometheus 3 refuses a scrape without a Content-Type it knows: set it exactly.
-    return Response(container.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+    return Response(container.metrics.render(), headers={"Content-Type": container.metrics.content_type})

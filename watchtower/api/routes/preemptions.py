@@ -6,9 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from watchtower.services.queue_view import rfc3339
-
-from ..deps import PictureDep
+from ..deps import DocumentsDep
 from ..schemas import Preemptions
 
 router = APIRouter(prefix="/api/v1", tags=["preemptions"])
@@ -16,9 +14,9 @@ router = APIRouter(prefix="/api/v1", tags=["preemptions"])
 
 @router.get("/preemptions", response_model=Preemptions)
 def get_preemptions(
-    picture: PictureDep,
+    docs: DocumentsDep,
     namespace: Annotated[str | None, Query(description="victim namespace")] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
 ) -> Preemptions:
-    rows = [p for p in picture.preemptions if namespace is None or p["victim_namespace"] == namespace]
-    return Preemptions(at=rfc3339(picture.snapshot.at), count=len(rows), preemptions=rows[:limit])
+    rows = [p for p in docs.preemptions if namespace is None or p["victim_namespace"] == namespace]
+    return Preemptions(at=docs.at, count=len(rows), preemptions=rows[:limit])

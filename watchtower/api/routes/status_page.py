@@ -7,7 +7,6 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ..deps import ContainerDep
-from ..documents import DocumentCache
 from ..status_view import alerts_context, gpu_context, page_context
 
 router = APIRouter(tags=["status page"])
@@ -33,18 +32,19 @@ class PageRenderer:
 async def status_page(request: Request, container: ContainerDep) -> HTMLResponse:
     # On the event loop, where alerting and GPU usage change their state: no half-updated reads.
     watcher = container.watcher
-    picture = watcher.picture
-    cache: DocumentCache = request.app.state.documents
-    docs = cache.for_picture(picture) if picture is not None else None
+    tick = watcher.latest
+    docs = container.documents.for_tick(tick) if tick is not None else None
     ctx = page_context(
-        picture=picture,
+        tick=tick,
         docs=docs,
         readiness=watcher.readiness(),
         tiers=list(watcher.policy.tiers.tiers),
         source=container.source_name,
     )
     now = container.clock.now()
-    ctx.update(alerts_context(container.alerting, container.alert_store, now))
+    ctx.update(
+        alerts_context(container.alerting.admin if container.alerting else None, container.alert_store, now)
+    )
     ctx.update(gpu_context(container.gpu.report() if container.gpu is not None else None))
     ctx["links"] = sorted(container.links.items())
     renderer: PageRenderer = request.app.state.pages

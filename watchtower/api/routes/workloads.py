@@ -33,7 +33,7 @@ def get_workload(
         # A tick evaluates waiting workloads only; a running one is worked out now, for this request.
         found = [
             workload_dict(st)
-            for st in watcher.find(namespace, name, now=docs.picture.snapshot.at)
+            for st in watcher.find(namespace, name, now=docs.tick.at)
             if kind is None or st.kind == kind
         ]
     if not found:
@@ -48,7 +48,7 @@ def get_workload(
     doc = found[0]
     preemptions = [
         p
-        for p in docs.picture.preemptions
+        for p in docs.preemptions
         if p["victim_namespace"] == namespace
         and p["victim_workload"] is not None
         and p["victim_workload"]["name"] == name

@@ -1,0 +1,147 @@
+"""The command line: `watchtower check-config | analyze | run | demo`. It parses arguments and calls the
+composition root (watchtower.bootstrap); nothing imports it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from watchtower.config import ConfigError, load_settings
+
+cli = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Watch the GPU job queue of a Kubernetes cluster."
+)
+
+
+def _settings_or_exit(path: Path | None):  # type: ignore[no-untyped-def]
+    try:
+        return load_settings(path)
+    except ConfigError as e:
+        typer.echo(f"{e.source}: configuration is not valid:", err=True)
+        for p in e.problems:
+            typer.echo(f"  {p}", err=True)
+        raise typer.Exit(2) from None
+
+
+@cli.command("check-config")
+def check_config(file: Annotated[Path, typer.Argument(help="YAML configuration file")]) -> None:
+    """Validate a configuration file; list every problem with its YAML path."""
+    s = _settings_or_exit(file)
+    tiers = ", ".join(f"{t.name}≥{t.min_priority}" for t in s.tier_policy().tiers)
+    typer.echo(f"{file}: OK (tiers: {tiers}; cluster source: {s.cluster.source})")
+
+
+def _parse_at(at: str | None) -> float:
+    if at is None:
+        return time.time()
+    from datetime import datetime
+
+    try:
+        dt = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(f"{at!r} is not an RFC 3339 time such as 2026-11-29T12:00:00Z") from None
+    if dt.tzinfo is None:
+        raise typer.BadParameter("give a time zone, e.g. 2026-11-29T12:00:00Z")
+    return dt.timestamp()
+
+
+@cli.command()
+def analyze(
+    objects: Annotated[
+        Path, typer.Option("--objects", help="output of kubectl get pods,events,nodes,... -A -o json")
+    ],
+    at: Annotated[str | None, typer.Option(help="evaluate as of this RFC 3339 time (default: now)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+    config: Annotated[
+        Path | None, typer.Option(help="configuration file (default: built-in defaults)")
+    ] = None,
+) -> None:
+    """Print the queue a dump describes: waits vs thresholds and why, gangs, preemptions, quota, fragmentation."""
+    from watchtower.adapters.kube_decode import DecodeError
+    from watchtower.bootstrap import object_decoder
+    from watchtower.services.analyze import analysis_dict
+    from watchtower.services.analyze import analyze as run_analysis
+    from watchtower.services.table import render
+
+    if fmt not in ("table", "json"):
+        raise typer.BadParameter("--format is table or json")
+    settings = _settings_or_exit(config)
+    now = _parse_at(at)
+    try:
+        data = sys.stdin.buffer.read() if str(objects) == "-" else objects.read_bytes()
+    except OSError as e:
+        typer.echo(f"{objects}: cannot read: {e.strerror}", err=True)
+        raise typer.Exit(2) from None
+    policy = settings.queue_policy()
+    try:
+        result = run_analysis(data, policy=policy, decoder=object_decoder(settings), at=now)
+    except DecodeError as e:
+        typer.echo(f"{objects}: not a Kubernetes List in JSON: {e}", err=True)
+        raise typer.Exit(2) from None
+    doc = analysis_dict(result, policy, settings)
+    if fmt == "json":
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    else:
+        typer.echo(render(doc), nl=False)
+
+
+@cli.command()
+def run(
+    config: Annotated[Path, typer.Option(help="YAML configuration file")],
+    port: Annotated[int | None, typer.Option(help="listen port (default: server.port)")] = None,
+) -> None:
+    """Run the service: watch the cluster (settings.cluster.source), serve the API, /metrics and the page."""
+    from watchtower.bootstrap import run_service
+
+    settings = _settings_or_exit(config)
+    try:
+        run_service(
+            settings,
+            host=settings.server.host,
+            port=settings.server.port if port is None else port,
+            echo=_echo,
+        )
+    except OSError as e:
+        if "cannot listen" not in str(e):
+            raise
+        raise typer.BadParameter(str(e).split("] ", 1)[-1]) from None
+
+
+@cli.command()
+def demo(
+    port: Annotated[int, typer.Option(help="listen port on 127.0.0.1 (0: a free one)")] = 0,
+    seed: Annotated[int | None, typer.Option(help="simulator seed")] = None,
+    prometheus: Annotated[
+        bool, typer.Option(help="start a local Prometheus when the binary is installed")
+    ] = True,
+) -> None:
+    """Run the service on a simulated cluster, with local mail and webhook sinks (and Prometheus), and print
+    the URLs."""
+    from watchtower.bootstrap import configure_logging
+    from watchtower.demo import DemoOptions, run_demo
+
+    configure_logging()
+    opts = DemoOptions(port=port, seed=seed, prometheus=prometheus)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run_demo(opts, echo=_echo))
+    except OSError as e:
+        if "cannot listen" not in str(e):
+            raise
+        raise typer.BadParameter(str(e).split("] ", 1)[-1]) from None
+
+
+def _echo(line: str) -> None:
+    typer.echo(line)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,36 @@
+"""How fresh the cluster source's picture is, as one typed value every reader shares.
+
+The Kubernetes adapter and the simulator both report a `SourceHealth`; readiness, the metrics, the status
+page and the Kubernetes-unreachable alert all read this one value instead of parsing a dict each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+Scalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class KindFreshness:
+    """One watched kind: restarts of its feed, how long it may have missed changes, and what the source
+    adds for people (resource version, last error, ...), shown as is in /readyz."""
+
+    restarts: int = 0
+    stale_seconds: float | None = None
+    detail: Mapping[str, Scalar] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceHealth:
+    healthy: bool = True
+    stale_seconds: float | None = None  # overall: the stalest kind; None when the source cannot tell
+    kinds: Mapping[str, KindFreshness] = field(default_factory=dict)
+    detail: Mapping[str, Scalar] = field(default_factory=dict)  # source-wide extras (simulated time, ...)
+
+    def stale_beyond(self, limit: float) -> bool:
+        return self.stale_seconds is not None and self.stale_seconds > limit
+
+
+HEALTHY = SourceHealth()

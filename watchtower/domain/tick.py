@@ -1,0 +1,55 @@
+"""One evaluation of the cluster as one immutable value, handed in turn to every consumer.
+
+The composition root builds a `Tick` from the watcher, lets GPU usage add its findings (`with_gpu`), then
+hands the same value to alerting and to the API's documents: nobody reaches back into the live state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .alerts.rules.base import GpuHolder
+from .gpu_usage import GpuAlert
+from .health import HEALTHY, SourceHealth
+from .model import Pod
+from .queue import QueueSnapshot, WorkloadStatus
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaLine:
+    """A namespace's GPU quota as shown to people: `requests.nvidia.com/gpu` of its status."""
+
+    namespace: str
+    name: str
+    team: str
+    hard_gpus: int
+    used_gpus: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    at: float  # cluster time of the evaluation (the simulator's runs faster than the wall clock)
+    snapshot: QueueSnapshot
+    health: SourceHealth = HEALTHY
+    holders: tuple[GpuHolder, ...] = ()  # GPUs each workload's bound pods hold, per node
+    # Running workloads are not evaluated each tick (they are most of a big cluster); those a consumer
+    # named beforehand (GPU usage's idle holders) are, and travel here, apart from the queue.
+    holder_statuses: tuple[WorkloadStatus, ...] = ()
+    quota: tuple[QuotaLine, ...] = ()
+    preemptors: Mapping[str, Pod] = field(default_factory=dict)  # uid → the preemptor pods still known
+    running_by_tier: Mapping[str, int] = field(default_factory=dict)
+    duration: float = 0.0  # seconds the evaluation took
+    gpu_alerts: tuple[GpuAlert, ...] = ()  # GPU usage's findings, added by `with_gpu`
+
+    def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:
+        return dataclasses.replace(self, gpu_alerts=alerts)
+
+    def snapshot_with_holders(self) -> QueueSnapshot:
+        """Return the queue snapshot with the named holders' statuses added (those not in it already)."""
+        if not self.holder_statuses:
+            return self.snapshot
+        have = {(w.namespace, w.name) for w in self.snapshot.workloads}
+        extra = tuple(w for w in self.holder_statuses if (w.namespace, w.name) not in have)
+        return dataclasses.replace(self.snapshot, workloads=(*self.snapshot.workloads, *extra))

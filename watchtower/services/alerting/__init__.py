@@ -1,0 +1,74 @@
+"""Alerting, split by job: evaluation (rules → lifecycle → store), notification (groups → outbox),
+delivery (outbox → senders) and administration (silences, receivers, listing).
+
+`build_alerting` wires the first, second and fourth on one store; the composition root adds the delivery
+worker with the senders it built.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from watchtower.config.model import Settings
+from watchtower.domain.tick import Tick
+from watchtower.ports import AlertStore
+
+from .admin import AlertAdmin
+from .delivery import DeliveryWorker
+from .evaluation import AlertEvaluator, alerts_for_snapshot, rule_settings
+from .integrations import integration_configs, integrations
+from .metrics import AlertingMetrics
+from .notify import GroupNotifier
+
+
+@dataclass(slots=True)
+class Alerting:
+    evaluator: AlertEvaluator
+    notifier: GroupNotifier
+    admin: AlertAdmin
+    store: AlertStore
+    metrics: AlertingMetrics | None = None
+    _receivers_checked: bool = field(default=False, repr=False)
+
+    async def on_tick(self, tick: Tick) -> None:
+        """Evaluate a Tick, then hand on the groups that are due."""
+        if not self._receivers_checked:
+            self.admin.enable_changed_receivers(tick.at)
+            self._receivers_checked = True
+        await self.evaluator.on_tick(tick)
+        await self.notifier.flush(tick.at)
+
+
+def build_alerting(
+    *,
+    settings: Settings,
+    store: AlertStore,
+    metrics: AlertingMetrics | None = None,
+    new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+) -> Alerting:
+    evaluator = AlertEvaluator(settings=settings, store=store, metrics=metrics)
+    notifier = GroupNotifier(
+        cfg=settings.alerting, external_url=settings.server.external_url, store=store, evaluator=evaluator
+    )
+    evaluator.on_changed = notifier.wake
+    admin = AlertAdmin(
+        cfg=settings.alerting, store=store, evaluator=evaluator, notifier=notifier, new_id=new_id
+    )
+    return Alerting(evaluator, notifier, admin, store, metrics)
+
+
+__all__ = [
+    "AlertAdmin",
+    "AlertEvaluator",
+    "Alerting",
+    "AlertingMetrics",
+    "DeliveryWorker",
+    "GroupNotifier",
+    "alerts_for_snapshot",
+    "build_alerting",
+    "integration_configs",
+    "integrations",
+    "rule_settings",
+]

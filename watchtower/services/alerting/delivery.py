@@ -1,0 +1,119 @@
+"""Delivery: drains the outbox, one message at a time per integration, in order, with backoff.
+
+A message is marked as attempted before it is sent and delivered after, so a crash re-sends at most that
+one message, under the same idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Mapping
+
+from watchtower.config.alerting import AlertingConfig
+from watchtower.domain.alerts.backoff import next_delay
+from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outcome
+from watchtower.ports import AlertStore, Clock, Sender
+
+from .integrations import integration_configs
+from .metrics import AlertingMetrics
+
+log = logging.getLogger(__name__)
+
+
+class DeliveryWorker:
+    """Drains the outbox: per integration, the oldest pending message first, retried with backoff."""
+
+    def __init__(
+        self,
+        *,
+        store: AlertStore,
+        senders: Mapping[str, Sender],
+        clock: Clock,
+        cfg: AlertingConfig,
+        metrics: AlertingMetrics | None = None,
+        rnd: Callable[[], float] = random.random,
+    ) -> None:
+        self.store, self.senders, self.clock, self.metrics, self.rnd = store, senders, clock, metrics, rnd
+        self.delivery = cfg.delivery
+        self.configs = integration_configs(cfg)
+        self.wake = asyncio.Event()
+
+    async def drain(self) -> int:
+        """Attempt every message that is due, integrations side by side; return the attempts made."""
+        made = 0
+        while True:
+            heads = self.store.due(self.clock.now())
+            if not heads:
+                break
+            results = await asyncio.gather(*(self._attempt(m) for m in heads))
+            made += len(heads)
+            if not any(results):
+                break  # every head failed and waits for its backoff
+        if self.metrics is not None:
+            self.metrics.observe_outbox(self.store, self.clock.now())
+        return made
+
+    async def _attempt(self, msg: OutboxMessage) -> bool:
+        """Try one message; return True if the integration may go on to its next message now."""
+        now = self.clock.now()
+        sender = self.senders.get(msg.integration)
+        if sender is None:
+            self.store.failed(msg.id, "no such integration in the configuration any more")
+            self._count("failed", msg.integration)
+            return True
+        self.store.begin_attempt(msg.id, now)
+        try:
+            res = await sender.send(msg, now=now)
+        except Exception as e:  # a sender bug must not kill the worker; the message is retried
+            log.exception("sender for %s failed", msg.integration)
+            res = DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
+        done = self.clock.now()
+        if res.outcome is Outcome.SENT:
+            self.store.delivered(msg.id, done)
+            self._count("sent", msg.integration)
+            return True
+        if res.outcome is Outcome.GONE:
+            log.warning("%s answered 410 Gone: disabled (%s)", msg.integration, res.detail)
+            self.store.disable(
+                msg.integration,
+                f"410 Gone at {msg.integration}: {res.detail}",
+                done,
+                config=self.configs.get(msg.integration, ""),
+            )
+            self._count("failed", msg.integration)
+            return False
+        if res.outcome is Outcome.REJECTED or msg.attempts + 1 >= self.delivery.max_attempts:
+            log.warning("giving up %s to %s: %s", msg.key, msg.integration, res.detail)
+            self.store.failed(msg.id, res.detail)
+            self._count("failed", msg.integration)
+            return True
+        d = self.delivery
+        delay = next_delay(
+            msg.attempts + 1,
+            base=d.backoff_base,
+            cap=d.backoff_cap,
+            jitter=d.jitter,
+            rnd=self.rnd(),
+            retry_after=res.retry_after,
+            retry_after_cap=d.retry_after_cap,
+        )
+        self.store.retry_at(msg.id, done + delay, res.detail)
+        self._count("retried", msg.integration)
+        return False
+
+    def _count(self, what: str, integration: str) -> None:
+        if self.metrics is not None:
+            getattr(self.metrics, what).labels(integration).inc()
+
+    async def run(self) -> None:
+        """Deliver until cancelled; sleeps until the next attempt is due or `wake` is set."""
+        while True:
+            await self.drain()
+            nxt = self.store.next_attempt_at()
+            wait = 5.0 if nxt is None else min(5.0, max(0.05, nxt - self.clock.now()))
+            self.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout=wait)

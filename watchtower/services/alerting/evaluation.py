@@ -1,0 +1,194 @@
+"""Evaluation: each Tick → the rules → every alert moved along its lifecycle → the store → groups placed.
+
+The rules, the lifecycle and the store write run in a worker thread: for a storm of 10,000 alerts they
+take a good part of a second, during which the API, the flushes and the deliveries must go on. What they
+read is immutable (the Tick, the alerts before); what they produce is applied back on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from watchtower.config.model import Settings
+from watchtower.domain.alerts.dispatch import Dispatcher
+from watchtower.domain.alerts.holders import gpu_holders
+from watchtower.domain.alerts.lifecycle import Transition, advance
+from watchtower.domain.alerts.model import AlertState, TrackedAlert
+from watchtower.domain.alerts.rules import RuleInput, RuleSettings, WatchHealth, evaluate_rules
+from watchtower.domain.health import SourceHealth
+from watchtower.domain.queue import QueueSnapshot
+from watchtower.domain.state import ClusterState
+from watchtower.domain.tick import Tick
+from watchtower.domain.tiers import TierPolicy
+from watchtower.ports import AlertStore
+
+from .metrics import AlertingMetrics
+
+log = logging.getLogger(__name__)
+
+# How far the stored `last_seen` of an alert may lag behind the one in memory (seconds).
+LAST_SEEN_SLACK = 60.0
+
+
+def rule_settings(settings: Settings) -> RuleSettings:
+    r = settings.alerting.rules
+    return RuleSettings(
+        thrash_count=r.thrash_count,
+        thrash_window=r.thrash_window,
+        gang_stall_after=r.gang_stall_after,
+        unreachable_after=r.unreachable_after,
+        inversion_tiers=frozenset(r.inversion_tiers),
+        status_url=settings.server.external_url,
+        dashboard_url=settings.server.dashboard_url,
+        disabled=frozenset(r.disabled),
+    )
+
+
+def alerts_for_snapshot(
+    snapshot: QueueSnapshot,
+    settings: Settings,
+    now: float,
+    *,
+    state: ClusterState | None = None,
+    tiers: TierPolicy | None = None,
+) -> list[dict[str, Any]]:
+    """Return the alerts the rules raise at `now` (ignoring `for`, silences and inhibition), for `analyze`."""
+    tiers = tiers or settings.tier_policy()
+    inp = RuleInput(
+        snapshot=snapshot,
+        now=now,
+        tiers=tiers,
+        settings=rule_settings(settings),
+        holders=gpu_holders(state, tiers) if state is not None else (),
+    )
+    return [
+        {
+            "rule": c.alertname,
+            "severity": c.severity,
+            "labels": dict(c.labels),
+            "summary": c.annotations.get("summary", ""),
+        }
+        for c in evaluate_rules(inp)
+    ]
+
+
+class AlertEvaluator:
+    """The alerts in memory (pending, firing, recently resolved) and the groups they are placed in."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: AlertStore,
+        metrics: AlertingMetrics | None = None,
+        on_changed: Callable[[], None] | None = None,
+    ) -> None:
+        cfg = settings.alerting
+        self.tiers = settings.tier_policy()
+        self.rule_settings = rule_settings(settings)
+        self.lifecycle = cfg.rules.lifecycle(cfg.resolved_retention)
+        self.store = store
+        self.metrics = metrics
+        self.on_changed = on_changed  # the notifier's wake-up
+        self.dispatcher = Dispatcher(cfg.route_tree())
+        self.alerts: dict[str, TrackedAlert] = {a.fingerprint: a for a in store.load_alerts()}
+        # fingerprint → the `last_seen` last written to the store
+        self._saved_seen: dict[str, float] = {fp: a.last_seen for fp, a in self.alerts.items()}
+        self._restored = False
+        self._unhealthy_since: float | None = None
+        self._evaluating = asyncio.Lock()
+        self.last_tick_at: float | None = None
+
+    async def on_tick(self, tick: Tick) -> None:
+        """Run the rules on a Tick and move every alert along its lifecycle; changes are saved first."""
+        async with self._evaluating:
+            inp = self._rule_input(tick)
+            before = self.alerts
+            after, changes = await asyncio.to_thread(self._advance_and_save, inp, before)
+            self._apply(after, changes, tick.at)
+
+    def _rule_input(self, tick: Tick) -> RuleInput:
+        return RuleInput(
+            snapshot=tick.snapshot,
+            now=tick.at,
+            tiers=self.tiers,
+            settings=self.rule_settings,
+            holders=tick.holders,
+            health=self._watch_health(tick.health, tick.at),
+            gone_receivers=self.store.disabled(),
+            gpu_alerts=tick.gpu_alerts,
+        )
+
+    def _advance_and_save(
+        self, inp: RuleInput, before: Mapping[str, TrackedAlert]
+    ) -> tuple[dict[str, TrackedAlert], list[Transition]]:
+        after, changes = advance(before, evaluate_rules(inp), now=inp.now, policy=self.lifecycle)
+        gone = [fp for fp in before if fp not in after]
+        self.store.save_alerts(
+            [a for a in after.values() if self._worth_saving(before.get(a.fingerprint), a)], gone
+        )
+        for fp in gone:
+            self._saved_seen.pop(fp, None)
+        self.dispatcher.place(after.values())
+        return after, changes
+
+    def _apply(self, after: dict[str, TrackedAlert], changes: list[Transition], now: float) -> None:
+        if not self._restored:
+            # After a restart, the groups are rebuilt from the stored alerts; the notification log keeps
+            # them from re-sending what was already sent.
+            self.dispatcher.ingest(self.alerts.values(), now=now)
+            self._restored = True
+        self.alerts = after
+        self.last_tick_at = now
+        resolved_now = [t.alert for t in changes if t.alert.state is AlertState.RESOLVED]
+        self.dispatcher.ingest(
+            [a for a in after.values() if a.state is AlertState.FIRING] + resolved_now, now=now
+        )
+        if self.metrics is not None:
+            self.metrics.firing.clear()
+            counts: dict[tuple[str, str], int] = {}
+            for a in after.values():
+                if a.state is AlertState.FIRING:
+                    k = (a.alertname, a.severity)
+                    counts[k] = counts.get(k, 0) + 1
+            for (n, sev), c in counts.items():
+                self.metrics.firing.labels(n, sev).set(c)
+        if self.on_changed is not None:
+            self.on_changed()
+
+    def _worth_saving(self, old: TrackedAlert | None, new: TrackedAlert) -> bool:
+        """Return True when the stored copy of an alert must be rewritten.
+
+        Every tick refreshes `last_seen` and the annotations (the wait grows), and rewriting 10,000 rows a
+        tick for that is what made a storm slow. What a restart needs is the state and its times; the
+        annotations come back with the first evaluation, and `last_seen` is kept fresh to within
+        LAST_SEEN_SLACK, which is all `keep_firing_for` can lose across a restart.
+        """
+        saved = self._saved_seen.get(new.fingerprint)
+        must = (
+            old is None
+            or saved is None
+            or old.state is not new.state
+            or old.active_at != new.active_at
+            or old.fired_at != new.fired_at
+            or old.resolved_at != new.resolved_at
+            or new.last_seen - saved >= LAST_SEEN_SLACK
+        )
+        if must:
+            self._saved_seen[new.fingerprint] = new.last_seen
+        return must
+
+    def _watch_health(self, h: SourceHealth, now: float) -> WatchHealth:
+        if h.healthy:
+            self._unhealthy_since = None
+            return WatchHealth()
+        since = self._unhealthy_since if self._unhealthy_since is not None else now
+        stale = h.stale_seconds
+        if stale is not None:
+            since = min(since, now - stale)
+        self._unhealthy_since = since
+        detail = f"stale for {stale}s" if stale is not None else "the watch reports unhealthy"
+        return WatchHealth(since, detail)
