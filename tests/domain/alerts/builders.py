@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from watchtower.domain.alerts.model import AlertCandidate
+from watchtower.domain.alerts.matchers import Matcher
+from watchtower.domain.alerts.model import AlertCandidate, AlertState, TrackedAlert, fingerprint
+from watchtower.domain.alerts.routing import Route
 from watchtower.domain.alerts.rules import GpuHolder, RuleInput, RuleSettings, WatchHealth
 from watchtower.domain.capacity import Capacity, NodeCapacity
 from watchtower.domain.disruptions import Preemption
@@ -336,3 +338,70 @@ def preempted_by(
 def evaluate_queue(state: ClusterState, now: float) -> QueueSnapshot:
     """Return the waiting workloads at `now`, as a tick hands them to the rules."""
     return QueueEvaluator(queue_policy()).evaluate(state, now=now)
+
+
+# --- alerts past the rules: routes, tracked alerts ----------------------------------------------------------
+
+GROUP_WAIT, GROUP_INTERVAL, REPEAT_INTERVAL = 30.0, 5 * MINUTE, 1 * HOUR
+
+
+def route(
+    receiver: str = "team",
+    *,
+    path: str = "0",
+    matchers: Iterable[str] = (),
+    group_by: tuple[str, ...] = ("alertname",),
+    continue_: bool = False,
+    routes: tuple[Route, ...] = (),
+) -> Route:
+    """Return a routing node with the timings of these tests, every field given."""
+    return Route(
+        path=path,
+        receiver=receiver,
+        matchers=tuple(Matcher.parse(m) for m in matchers),
+        group_by=group_by,
+        group_wait=GROUP_WAIT,
+        group_interval=GROUP_INTERVAL,
+        repeat_interval=REPEAT_INTERVAL,
+        continue_=continue_,
+        routes=routes,
+    )
+
+
+def alert_labels(
+    name: str = "train",
+    *,
+    alertname: str = "WorkloadWaitWarning",
+    severity: str = "warning",
+    ns: str = NS,
+    kind: str = "PaddleJob",
+    team: str = TEAM,
+) -> dict[str, str]:
+    """Return the labels a workload alert carries (see rules.base.workload_labels)."""
+    return {
+        "alertname": alertname,
+        "severity": severity,
+        "namespace": ns,
+        "team": team,
+        "workload": name,
+        "kind": kind,
+        "tier": "high",
+        "priority_class": "high-priority",
+        "gpus": "8",
+    }
+
+
+def tracked(
+    labels: Mapping[str, str], *, state: AlertState = AlertState.FIRING, at: float = T0
+) -> TrackedAlert:
+    """Return an alert as the lifecycle holds it at `at`: pending, firing, or resolved then."""
+    return TrackedAlert(
+        fingerprint=fingerprint(labels),
+        labels=dict(labels),
+        annotations={"summary": f"{labels.get('alertname', '')} {labels.get('workload', '')}"},
+        state=state,
+        active_at=at,
+        last_seen=at,
+        fired_at=None if state is AlertState.PENDING else at,
+        resolved_at=at if state is AlertState.RESOLVED else None,
+    )
