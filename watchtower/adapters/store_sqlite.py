@@ -12,6 +12,7 @@ import functools
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -46,6 +47,19 @@ CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (status, integration, id);
 CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, reason TEXT, at REAL,
     config TEXT NOT NULL DEFAULT '');
 """
+
+
+# The notification-log entry of a group that was told everything resolved.
+_NOTHING_FIRING = orjson.dumps([])
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """Rows removed by one prune, per table."""
+
+    silences: int
+    outbox: int
+    nflog: int
 
 
 P = ParamSpec("P")
@@ -127,10 +141,6 @@ class SQLiteAlertStore:
             "INSERT OR REPLACE INTO silences (id, body, ends_at) VALUES (?, ?, ?)",
             (s.id, orjson.dumps(_silence_body(s)), s.ends_at),
         )
-
-    @_locked
-    def prune_silences(self, *, before: float) -> None:
-        self._run("DELETE FROM silences WHERE ends_at < ?", (before,))
 
     # ---- notification log and outbox ----------------------------------------------------------------
 
@@ -287,6 +297,36 @@ class SQLiteAlertStore:
                 "SELECT * FROM outbox WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit)
             )
         return [_message(r) for r in rows]
+
+    # ---- retention ----------------------------------------------------------------------------------
+
+    @_locked
+    def prune(self, now: float, *, silence_retention: float, delivered_retention: float) -> PruneResult:
+        """Return the rows removed, per table, of what the store no longer acts on (one transaction).
+
+        Removed: silences that ended more than `silence_retention` ago; messages delivered, or given up
+        (failed) at their last attempt, more than `delivered_retention` ago; notification-log entries of
+        groups told that everything resolved, written more than `delivered_retention` ago. Pending
+        messages (retrying ones included) and disabled ones (pending again when their integration is
+        enabled) are kept whatever their age.
+        """
+        silences_before = now - silence_retention
+        delivered_before = now - delivered_retention
+        with self._tx() as db:
+            silences = db.execute("DELETE FROM silences WHERE ends_at < ?", (silences_before,)).rowcount
+            # A failed row has no time of failure: its next_attempt is when its last attempt fell due.
+            outbox = db.execute(
+                "DELETE FROM outbox WHERE (status = 'delivered' AND delivered_at < ?)"
+                " OR (status = 'failed' AND next_attempt < ?)",
+                (delivered_before, delivered_before),
+            ).rowcount
+            # Only entries with nothing firing: for the dedup stage (needs_update) such an entry decides
+            # exactly as no entry does, at any repeat_interval. An entry with alerts firing is kept: without
+            # it a group that resolves would never be told so, and one still firing would be told early.
+            nflog = db.execute(
+                "DELETE FROM nflog WHERE firing = ? AND at < ?", (_NOTHING_FIRING, delivered_before)
+            ).rowcount
+        return PruneResult(silences=silences, outbox=outbox, nflog=nflog)
 
 
 def _message(r: tuple[Any, ...]) -> OutboxMessage:
