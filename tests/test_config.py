@@ -110,3 +110,17 @@ def test_check_config_reads_the_environment_too(tmp_path):
     f.write_text("server: {}\n")
     r = check(f, env={**os.environ, "WATCHTOWER_SERVER__PORT": "-1"})
     assert r.returncode == 2 and "server.port" in r.stderr
+
+
+def test_store_retention_defaults_to_5d_for_silences_and_7d_for_sent_notifications_and_must_be_positive():
+    default = settings_from_mapping({}, env={}).alerting.retention
+    assert (default.silences, default.delivered) == (5 * 86400, 7 * 86400)
+    assert load_settings(EXAMPLE, env={}).alerting.retention == default  # the example shows the defaults
+    s = settings_from_mapping({"alerting": {"retention": {"silences": "120h", "delivered": "1d"}}}, env={})
+    assert (s.alerting.retention.silences, s.alerting.retention.delivered) == (120 * 3600, 86400)
+    with pytest.raises(ConfigError) as e:
+        settings_from_mapping({"alerting": {"retention": {"silences": "0s", "delivered": "soon"}}}, env={})
+    assert [p.split(":")[0] for p in e.value.problems] == [
+        "alerting.retention.silences",
+        "alerting.retention.delivered",
+    ]

@@ -7,10 +7,12 @@ alerts off the loop); a lock keeps the two from interleaving statements on the o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -47,6 +49,19 @@ CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, 
 """
 
 
+# The notification-log entry of a group that was told everything resolved.
+_NOTHING_FIRING = orjson.dumps([])
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """Rows removed by one prune, per table."""
+
+    silences: int
+    outbox: int
+    nflog: int
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -81,18 +96,22 @@ class SQLiteAlertStore:
     def close(self) -> None:
         self.db.close()
 
-    def _tx(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """Yield the connection inside one transaction: committed if the block ends, else rolled back."""
+        # IMMEDIATE: the write lock is taken here, so another process holding it makes us wait (busy_timeout)
+        # instead of failing at our first write.
         self.db.execute("BEGIN IMMEDIATE")
-        return self.db
-
-    def _run(self, sql: str, args: Iterable[Any] = ()) -> None:
-        self._tx()
         try:
-            self.db.execute(sql, tuple(args))
+            yield self.db
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+
+    def _run(self, sql: str, args: Iterable[Any] = ()) -> None:
+        with self._tx() as db:
+            db.execute(sql, tuple(args))
 
     # ---- alerts -------------------------------------------------------------------------------------
 
@@ -102,17 +121,12 @@ class SQLiteAlertStore:
 
     @_locked
     def save_alerts(self, upsert: Iterable[TrackedAlert], delete: Iterable[str] = ()) -> None:
-        self._tx()
-        try:
-            self.db.executemany(
+        with self._tx() as db:
+            db.executemany(
                 "INSERT OR REPLACE INTO alerts (fingerprint, body) VALUES (?, ?)",
                 ((a.fingerprint, orjson.dumps(_alert_body(a))) for a in upsert),
             )
-            self.db.executemany("DELETE FROM alerts WHERE fingerprint = ?", ((fp,) for fp in delete))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+            db.executemany("DELETE FROM alerts WHERE fingerprint = ?", ((fp,) for fp in delete))
 
     # ---- silences -----------------------------------------------------------------------------------
 
@@ -127,10 +141,6 @@ class SQLiteAlertStore:
             "INSERT OR REPLACE INTO silences (id, body, ends_at) VALUES (?, ?, ?)",
             (s.id, orjson.dumps(_silence_body(s)), s.ends_at),
         )
-
-    @_locked
-    def prune_silences(self, *, before: float) -> None:
-        self._run("DELETE FROM silences WHERE ends_at < ?", (before,))
 
     # ---- notification log and outbox ----------------------------------------------------------------
 
@@ -149,11 +159,10 @@ class SQLiteAlertStore:
         """Store notifications and the log entries that record them, all or nothing; a message whose key
         is already stored is not stored twice. Items: (message or None, integration, group key, entry)."""
         n = 0
-        self._tx()
-        try:
+        with self._tx() as db:
             for msg, integration, group_key, entry in items:
                 if msg is not None:
-                    cur = self.db.execute(
+                    cur = db.execute(
                         "INSERT OR IGNORE INTO outbox (key, integration, group_key, payload, created,"
                         " next_attempt, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (
@@ -167,7 +176,7 @@ class SQLiteAlertStore:
                         ),
                     )
                     n += cur.rowcount
-                self.db.execute(
+                db.execute(
                     "INSERT OR REPLACE INTO nflog (integration, group_key, firing, resolved, at)"
                     " VALUES (?, ?, ?, ?, ?)",
                     (
@@ -178,10 +187,6 @@ class SQLiteAlertStore:
                         entry.at,
                     ),
                 )
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return n
 
     @_locked
@@ -230,21 +235,16 @@ class SQLiteAlertStore:
     def disable(self, integration: str, reason: str, now: float, *, config: str = "") -> None:
         """Stop delivering to an integration; `config` is a digest of its configuration at that moment,
         so a changed configuration can be recognised and the integration enabled again."""
-        self._tx()
-        try:
-            self.db.execute(
+        with self._tx() as db:
+            db.execute(
                 "INSERT OR REPLACE INTO disabled_integrations (integration, reason, at, config)"
                 " VALUES (?, ?, ?, ?)",
                 (integration, reason[:500], now, config),
             )
-            self.db.execute(
+            db.execute(
                 "UPDATE outbox SET status = 'disabled' WHERE integration = ? AND status = 'pending'",
                 (integration,),
             )
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
 
     @_locked
     def enable(self, integration: str, now: float) -> bool:
@@ -254,18 +254,13 @@ class SQLiteAlertStore:
         log records them as sent, so dropping them would leave the receiver without news of those groups
         until their repeat interval.
         """
-        self._tx()
-        try:
-            cur = self.db.execute("DELETE FROM disabled_integrations WHERE integration = ?", (integration,))
-            self.db.execute(
+        with self._tx() as db:
+            cur = db.execute("DELETE FROM disabled_integrations WHERE integration = ?", (integration,))
+            db.execute(
                 "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt = ?, last_error = ''"
                 " WHERE integration = ? AND status = 'disabled'",
                 (now, integration),
             )
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return cur.rowcount > 0
 
     @_locked
@@ -302,6 +297,36 @@ class SQLiteAlertStore:
                 "SELECT * FROM outbox WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit)
             )
         return [_message(r) for r in rows]
+
+    # ---- retention ----------------------------------------------------------------------------------
+
+    @_locked
+    def prune(self, now: float, *, silence_retention: float, delivered_retention: float) -> PruneResult:
+        """Return the rows removed, per table, of what the store no longer acts on (one transaction).
+
+        Removed: silences that ended more than `silence_retention` ago; messages delivered, or given up
+        (failed) at their last attempt, more than `delivered_retention` ago; notification-log entries of
+        groups told that everything resolved, written more than `delivered_retention` ago. Pending
+        messages (retrying ones included) and disabled ones (pending again when their integration is
+        enabled) are kept whatever their age.
+        """
+        silences_before = now - silence_retention
+        delivered_before = now - delivered_retention
+        with self._tx() as db:
+            silences = db.execute("DELETE FROM silences WHERE ends_at < ?", (silences_before,)).rowcount
+            # A failed row has no time of failure: its next_attempt is when its last attempt fell due.
+            outbox = db.execute(
+                "DELETE FROM outbox WHERE (status = 'delivered' AND delivered_at < ?)"
+                " OR (status = 'failed' AND next_attempt < ?)",
+                (delivered_before, delivered_before),
+            ).rowcount
+            # Only entries with nothing firing: for the dedup stage (needs_update) such an entry decides
+            # exactly as no entry does, at any repeat_interval. An entry with alerts firing is kept: without
+            # it a group that resolves would never be told so, and one still firing would be told early.
+            nflog = db.execute(
+                "DELETE FROM nflog WHERE firing = ? AND at < ?", (_NOTHING_FIRING, delivered_before)
+            ).rowcount
+        return PruneResult(silences=silences, outbox=outbox, nflog=nflog)
 
 
 def _message(r: tuple[Any, ...]) -> OutboxMessage:

@@ -205,6 +205,14 @@ class DeliveryConfig(Section):
     retry_after_cap: Duration = 3600.0
 
 
+class RetentionConfig(Section):
+    """How long the alert store keeps what it no longer acts on, before the hourly prune removes it."""
+
+    # Alertmanager keeps expired silences 120h (--data.retention); expired ones stay listed for review.
+    silences: Duration = Field(5 * 86400.0, gt=0)  # after a silence ends
+    delivered: Duration = Field(7 * 86400.0, gt=0)  # after a notification is delivered or given up
+
+
 def _default_route() -> RouteConfig:
     return RouteConfig(receiver="default", group_by=["alertname", "namespace"])
 
@@ -218,6 +226,7 @@ class AlertingConfig(Section):
     delivery: DeliveryConfig = DeliveryConfig()
     store_path: str = ""  # "": the `store.path` database
     resolved_retention: Duration = 3600.0
+    retention: RetentionConfig = RetentionConfig()  # of the store: expired silences, sent notifications
 
     @model_validator(mode="after")
     def _receivers_exist(self) -> AlertingConfig:
