@@ -26,11 +26,14 @@ import orjson
 from tests.alerting.helpers import SECRET, pending, settings, snapshot
 from tests.alerting.servers import Receiver
 from watchtower.adapters.clock import SystemClock
+from watchtower.adapters.senders import build_senders
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.domain.alerts.holders import gpu_holders
 from watchtower.domain.alerts.model import fingerprint
 from watchtower.domain.alerts.rules.base import workload_labels
 from watchtower.domain.queue import QueueSnapshot
-from watchtower.services.alerting import AlertingService, DeliveryWorker, build_senders
+from watchtower.domain.tick import Tick
+from watchtower.services.alerting import DeliveryWorker, build_alerting
 
 
 def reference_fingerprints(snap: QueueSnapshot) -> float:
@@ -98,23 +101,25 @@ async def main(n: int, namespaces: int, group_wait: float, tick: float) -> None:
         stalls: list[float] = []
         reevaluations: list[float] = []
         async with httpx.AsyncClient() as http:
-            svc = AlertingService(settings=s, store=store, cluster=lambda: state)
+            svc = build_alerting(settings=s, store=store)
             worker = DeliveryWorker(
                 store=store, senders=build_senders(s.alerting, http=http), clock=clock, cfg=s.alerting
             )
-            flusher = asyncio.create_task(svc.run(clock, on_enqueued=worker.wake.set))
+            svc.notifier.on_enqueued = worker.wake.set
+            flusher = asyncio.create_task(svc.notifier.run(clock))
+            holders = gpu_holders(state, s.tier_policy())  # what the watcher puts in each Tick
             sender = asyncio.create_task(worker.run())
             lag = asyncio.create_task(watch_loop_lag(stalls))
             await asyncio.sleep(0.05)
             t0 = time.perf_counter()
             w0 = clock.now()
-            await svc.on_snapshot(snap, w0)
+            await svc.on_tick(Tick(at=w0, snapshot=snap, holders=holders))
             evaluate = time.perf_counter() - t0
             next_tick = t0 + tick
             while len(rcv.requests) < namespaces and time.perf_counter() - t0 < group_wait + 30:
                 if time.perf_counter() >= next_tick:
                     t1 = time.perf_counter()
-                    await svc.on_snapshot(snap, clock.now())
+                    await svc.on_tick(Tick(at=clock.now(), snapshot=snap, holders=holders))
                     reevaluations.append(time.perf_counter() - t1)
                     next_tick += tick
                 await asyncio.sleep(0.01)

@@ -17,7 +17,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from watchtower.adapters.clock import SystemClock
-from watchtower.adapters.kube.decode import ObjectDecoder as KubeObjectDecoder
+from watchtower.adapters.kube_decode import ObjectDecoder as KubeObjectDecoder
 from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
@@ -259,11 +259,9 @@ async def serve(
         spawn(alerting.notifier.run(container.clock), "alert grouping")
         spawn(worker.run(), "notification delivery")
         routers.append(build_router(alerting.admin, require_token=deps.require_token, clock=container.clock))
-        prune = getattr(store, "prune", None)
-        if prune is not None:
-            scheduler.add_job(
-                _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
-            )
+        scheduler.add_job(
+            _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
+        )
     app = create_app(container, routers=routers)
     loop.schedule(scheduler)
     scheduler.start()
@@ -298,7 +296,7 @@ async def serve(
             container.gpu.reader.close()
 
 
-def _prune_store(store: Any, settings: Settings, clock: Clock) -> None:
+def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:
     r = settings.alerting.retention
     removed = store.prune(clock.now(), silence_retention=r.silences, delivered_retention=r.delivered)
     log.info("alert store pruned: %s", removed)

@@ -14,7 +14,7 @@ import msgspec
 
 from watchtower.domain.alerts.model import TrackedAlert
 from watchtower.domain.alerts.notify import NotifyEntry
-from watchtower.domain.alerts.outbox import DeliveryResult, DisabledIntegration, OutboxMessage
+from watchtower.domain.alerts.outbox import DeliveryResult, DisabledIntegration, OutboxMessage, PruneResult
 from watchtower.domain.alerts.silences import Silence
 from watchtower.domain.gpu_usage import Sample
 from watchtower.domain.health import SourceHealth
@@ -144,6 +144,7 @@ class AlertStore(Protocol):
     def depth(self) -> dict[str, int]: ...
     def oldest_pending(self) -> float | None: ...
     def messages(self, *, limit: int = 50, status: str | None = None) -> list[OutboxMessage]: ...
+    def prune(self, now: float, *, silence_retention: float, delivered_retention: float) -> PruneResult: ...
 
 
 class Sender(Protocol):

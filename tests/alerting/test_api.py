@@ -11,7 +11,8 @@ from fastapi import FastAPI, Header, HTTPException
 
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.routes.alerts import build_router
-from watchtower.services.alerting import AlertingService
+from watchtower.domain.tick import Tick
+from watchtower.services.alerting import build_alerting
 
 from .helpers import T0, Clock, pending, settings, snapshot
 from .servers import free_port
@@ -27,11 +28,11 @@ def require_token(authorization: str = Header("")) -> None:
 async def test_silences_are_created_listed_and_expired_with_the_token_only(tmp_path):
     s = settings({})
     clock = Clock(T0)
-    svc = AlertingService(settings=s, store=SQLiteAlertStore(tmp_path / "a.db"))
+    svc = build_alerting(settings=s, store=SQLiteAlertStore(tmp_path / "a.db"))
     snap, _ = snapshot([pending("job", "critical", T0 - 400)], T0, s)
-    await svc.on_snapshot(snap, T0)
+    await svc.on_tick(Tick(at=T0, snapshot=snap))
     app = FastAPI()
-    app.include_router(build_router(svc, require_token=require_token, clock=clock))
+    app.include_router(build_router(svc.admin, require_token=require_token, clock=clock))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import ssl
 
+from watchtower.adapters.senders import build_senders
 from watchtower.domain.alerts.outbox import OutboxMessage, Outcome
-from watchtower.services.alerting import build_senders
 
 from .helpers import T0, Clock, pending
 from .servers import client_tls, implicit_tls_smtp_server, plain_smtp_server, self_signed

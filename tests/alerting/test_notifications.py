@@ -1,4 +1,4 @@
-"""End to end through the real parts: object fixtures → queue → AlertingService → SQLite outbox →
+"""End to end through the real parts: object fixtures → queue → alerting (evaluation, notification) → SQLite outbox →
 DeliveryWorker → a real webhook receiver / a real SMTP server (STARTTLS + AUTH). The clock is injected."""
 
 from __future__ import annotations
@@ -6,9 +6,12 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from watchtower.adapters.senders import build_senders
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.matchers import Matcher
-from watchtower.services.alerting import AlertingService, DeliveryWorker, build_senders
+from watchtower.domain.health import HEALTHY
+from watchtower.domain.tick import Tick
+from watchtower.services.alerting import DeliveryWorker, build_alerting
 
 from .helpers import SECRET, T0, Clock, pending, settings, snapshot
 from .servers import PASSWORD, USER, Receiver, client_tls, self_signed, smtp_server
@@ -43,7 +46,9 @@ class Rig:
         self.store = SQLiteAlertStore(tmp_path / "alerts.db")
         self.http = httpx.AsyncClient()
         kw = service_kwargs if service_kwargs is not None else self._service_kwargs()
-        self.svc = AlertingService(settings=s, store=self.store, **kw)
+        # What the composition root puts in each Tick: the source's health (healthy unless a test says).
+        self.health = kw.get("health", lambda: HEALTHY)
+        self.svc = build_alerting(settings=s, store=self.store)
         self.worker = DeliveryWorker(
             store=self.store,
             senders=build_senders(s.alerting, http=self.http, tls_context=tls),
@@ -58,7 +63,7 @@ class Rig:
     async def tick(self, objs, at):
         self.clock.t = at
         snap, _ = snapshot(objs, at, self.s)
-        await self.svc.on_snapshot(snap, at)
+        await self.svc.on_tick(Tick(at=at, snapshot=snap, health=self.health()))
         return await self.worker.drain()
 
     async def close(self):
@@ -118,7 +123,7 @@ async def test_a_workload_that_gets_scheduled_sends_a_resolved_notification(tmp_
 
 async def test_a_silence_mutes_until_it_expires_then_the_alert_is_sent(tmp_path, receiver):
     rig = Rig(hook_settings(receiver.url), tmp_path, Clock())
-    rig.svc.add_silence(
+    rig.svc.admin.add_silence(
         matchers=[Matcher.parse('namespace="team-a"'), Matcher.parse('alertname=~"WorkloadWait.*"')],
         starts_at=T0 - 1,
         ends_at=T0 + 600,
@@ -130,8 +135,8 @@ async def test_a_silence_mutes_until_it_expires_then_the_alert_is_sent(tmp_path,
     for t in (T0, T0 + 30, T0 + 330):
         await rig.tick(objs, t)
     assert receiver.requests == []
-    listed = rig.svc.listed_alerts(T0 + 330)
-    assert listed[0][1][0].startswith("silence:")
+    listed = rig.svc.admin.listed_alerts(T0 + 330)
+    assert listed[0][1].silenced_by  # muted by the silence (a typed Muted, no "silence:<id>" string)
     await rig.tick(objs, T0 + 630)  # silence over, next group interval
     assert [alerts_in(r) for r in receiver.requests] == [[("WorkloadWaitWarning", "job", "firing")]]
     await rig.close()
@@ -179,7 +184,7 @@ async def test_webhook_410_disables_the_endpoint_and_raises_a_self_alert(tmp_pat
     await rig.tick(objs, T0 + 30)
     assert rig.store.disabled().keys() == {"hook/webhook/0"}
     await rig.tick(objs, T0 + 60)
-    names = {a.alertname for a, _ in rig.svc.listed_alerts(T0 + 60)}
+    names = {a.alertname for a, _ in rig.svc.admin.listed_alerts(T0 + 60)}
     assert "WatchtowerReceiverGone" in names
     await rig.tick(objs, T0 + 400)
     assert len(receiver.requests) == 1  # nothing more is sent to it
@@ -319,8 +324,10 @@ async def test_a_restart_after_a_storm_keeps_the_alerts_and_sends_nothing_again(
     await rig.close()
 
     again = Rig(s, tmp_path, Clock())  # same database file: a restart
-    assert len(again.svc.alerts) == 30 and all(a.state.value == "firing" for a in again.svc.alerts.values())
-    assert {a.fired_at for a in again.svc.alerts.values()} == {T0}
+    assert len(again.svc.evaluator.alerts) == 30 and all(
+        a.state.value == "firing" for a in again.svc.evaluator.alerts.values()
+    )
+    assert {a.fired_at for a in again.svc.evaluator.alerts.values()} == {T0}
     await again.tick(objs, T0 + 40)
     assert len(receiver.requests) == 3
     # Scheduled since: resolved, and the restarted service sends that.

@@ -11,7 +11,8 @@ from fastapi import FastAPI, Header, HTTPException
 
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.routes.alerts import build_router
-from watchtower.services.alerting import AlertingService, integration_configs
+from watchtower.domain.tick import Tick
+from watchtower.services.alerting import build_alerting, integration_configs
 
 from .helpers import SECRET, T0, Clock, pending, snapshot
 from .servers import Receiver, serve
@@ -39,10 +40,10 @@ async def test_a_receiver_gone_410_is_listed_enabled_with_the_token_and_then_get
         await rig.tick(both, T0 + 60)
         await rig.tick(both, T0 + 90)  # the second group is stored, not sent
         assert len(receiver.requests) == 1
-        assert {a.alertname for a, _ in rig.svc.listed_alerts(T0 + 90)} >= {"WatchtowerReceiverGone"}
+        assert {a.alertname for a, _ in rig.svc.admin.listed_alerts(T0 + 90)} >= {"WatchtowerReceiverGone"}
 
         app = FastAPI()
-        app.include_router(build_router(rig.svc, require_token=require_token, clock=clock))
+        app.include_router(build_router(rig.svc.admin, require_token=require_token, clock=clock))
         async with serve(app) as base, httpx.AsyncClient(base_url=base) as c:
             (hook,) = (await c.get("/api/v1/receivers")).json()
             assert hook["name"] == "hook"
@@ -72,7 +73,7 @@ async def test_a_receiver_gone_410_is_listed_enabled_with_the_token_and_then_get
         assert workload[0]["id"] == receiver.requests[0]["id"]  # the same message, the same id
         await rig.tick(both, T0 + 150)
         assert "WatchtowerReceiverGone" not in {
-            a.alertname for a, _ in rig.svc.listed_alerts(T0 + 150) if a.state.value == "firing"
+            a.alertname for a, _ in rig.svc.admin.listed_alerts(T0 + 150) if a.state.value == "firing"
         }
         await rig.close()
     finally:
@@ -87,13 +88,13 @@ async def test_a_changed_configuration_enables_the_integration_again_and_an_unch
     )
     snap, _ = snapshot([pending("job", "low", T0 - 60)], T0, old)
 
-    same = AlertingService(settings=old, store=store)
-    await same.on_snapshot(snap, T0)
+    same = build_alerting(settings=old, store=store)
+    await same.on_tick(Tick(at=T0, snapshot=snap))
     assert store.disabled().keys() == {"hook/webhook/0"}
 
     moved = hook_settings("http://127.0.0.1:9/new-hook")
-    changed = AlertingService(settings=moved, store=store)
-    await changed.on_snapshot(snap, T0 + 10)
+    changed = build_alerting(settings=moved, store=store)
+    await changed.on_tick(Tick(at=T0 + 10, snapshot=snap))
     assert store.disabled() == {}
     store.close()
 

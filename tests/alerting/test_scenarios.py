@@ -1,5 +1,5 @@
 """Rule scenarios from real-shaped objects through the real decoder, cluster state and queue, into the
-AlertingService, the SQLite outbox and a real webhook receiver on 127.0.0.1; the clock is injected.
+alerting (evaluation, notification), the SQLite outbox and a real webhook receiver on 127.0.0.1; the clock is injected.
 Plus `watchtower analyze --format json` run as a subprocess on a dump."""
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ import orjson
 import pytest
 
 from watchtower.adapters.sim import objects as o
+from watchtower.domain.alerts.holders import gpu_holders
+from watchtower.domain.health import SourceHealth
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
+from watchtower.domain.tick import Tick
 
 from .helpers import (
     SECRET,
@@ -57,17 +60,22 @@ class StateRig(Rig):
         super().__init__(s, tmp_path, clock, **kw)
 
     def _service_kwargs(self):
-        return {"cluster": lambda: self.state}
+        return {}
 
     async def tick_state(self, at):
         self.clock.t = at
         snap = QueueEvaluator(self.s.queue_policy()).evaluate(self.state, now=at, include_running=True)
-        await self.svc.on_snapshot(snap, at)
+        holders = gpu_holders(self.state, self.s.tier_policy())
+        await self.svc.on_tick(Tick(at=at, snapshot=snap, holders=holders, health=self.health()))
         return await self.worker.drain()
 
 
 def firing(rig, at, alertname):
-    return [a for a, _ in rig.svc.listed_alerts(at) if a.alertname == alertname and a.state.value == "firing"]
+    return [
+        a
+        for a, _ in rig.svc.admin.listed_alerts(at)
+        if a.alertname == alertname and a.state.value == "firing"
+    ]
 
 
 async def test_priority_inversion_names_the_lower_tier_workload_holding_the_gpus(tmp_path, receiver):
@@ -180,7 +188,7 @@ async def test_kubernetes_unreachable_fires_after_two_minutes_unhealthy_and_reso
     health = {"healthy": True}
     s = hook_settings(receiver.url, group_wait="0s", group_interval="1s")
     clock = Clock()
-    rig = Rig(s, tmp_path, clock, service_kwargs={"health": lambda: health})
+    rig = Rig(s, tmp_path, clock, service_kwargs={"health": lambda: SourceHealth(healthy=health["healthy"])})
     await rig.tick([], T0)
     health = {"healthy": False}
     await rig.tick([], T0 + 30)  # unhealthy from here
@@ -244,7 +252,7 @@ async def test_for_keeps_an_alert_pending_and_keep_firing_for_delays_its_resolut
     rig = Rig(s, tmp_path, Clock())
     job = [pending("job", "critical", T0 - 6 * 60)]
     await rig.tick(job, T0)
-    assert [a.state.value for a, _ in rig.svc.listed_alerts(T0)] == ["pending"]
+    assert [a.state.value for a, _ in rig.svc.admin.listed_alerts(T0)] == ["pending"]
     await rig.tick(job, T0 + 119)
     assert receiver.requests == []  # pending for 119 s of its 120
     await rig.tick(job, T0 + 120)
@@ -253,7 +261,7 @@ async def test_for_keeps_an_alert_pending_and_keep_firing_for_delays_its_resolut
     await rig.tick([], T0 + 130)
     await rig.tick([], T0 + 120 + 299)
     assert len(receiver.requests) == 1
-    assert [a.state.value for a, _ in rig.svc.listed_alerts(T0 + 419)] == ["firing"]
+    assert [a.state.value for a, _ in rig.svc.admin.listed_alerts(T0 + 419)] == ["firing"]
     await rig.tick([], T0 + 120 + 300)
     assert [alerts_in(r) for r in receiver.requests][1] == [("WorkloadWaitWarning", "job", "resolved")]
     # A condition that goes away while pending never notifies.

@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from services.scenario import HOSTILE, NOW, demo_cluster
 
 from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.bootstrap import TickLoop
 from watchtower.config import Settings
 from watchtower.services.analyze import analysis_dict, analyze
 
@@ -199,6 +200,6 @@ async def test_a_new_evaluation_replaces_the_cached_queue_document(
 
 async def test_a_tick_builds_the_queue_documents_before_any_request_asks() -> None:
     s = make_service(evaluate=False)
-    picture = await s.container.watcher.tick()
-    current = s.app.state.documents.current
-    assert current is not None and current.picture is picture
+    picture = await TickLoop(s.container).tick()
+    current = s.container.documents.current
+    assert current is not None and current.tick is picture

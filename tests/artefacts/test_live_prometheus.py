@@ -19,6 +19,7 @@ from alerts import generate as alerts_generate
 from alerts import recording
 from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
+from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.services.watch import Watcher
 
@@ -68,7 +69,13 @@ def prom(tmp_path_factory, real_prometheus_bin):
     metrics = WatchtowerMetrics(
         registry=CollectorRegistry(), tier_bounds=[t.warn_after for t in settings.tier_policy().tiers]
     )
-    watcher = Watcher(settings=settings, clock=SimClock(sim), metrics=metrics, source_health=dict)
+    watcher = Watcher(
+        settings=settings,
+        clock=SimClock(sim),
+        metrics=metrics,
+        decoder=object_decoder(settings),
+        source_health=sim.feed_health,
+    )
     for kind in KINDS:
         watcher.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
     for _ in range(20):  # 20 simulated minutes: arrivals, scheduling, waits, preemptions

@@ -9,11 +9,13 @@ import orjson
 import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from watchtower.adapters.metrics import feed_health_of
 from watchtower.adapters.sim import objects as o
 from watchtower.api.container import Container
-from watchtower.bootstrap import build_container
+from watchtower.bootstrap import TickLoop, build_container
+from watchtower.domain.health import KindFreshness, SourceHealth
 from watchtower.domain.queue import QueueSnapshot
-from watchtower.services.watch import feed_health_of
+from watchtower.domain.tick import Tick
 
 from .scenario import NO_GPU, NOW, ManualClock, ReplaySource, base_cluster, demo_cluster, list_everything
 
@@ -110,7 +112,7 @@ def test_preemption_without_a_preemptor_event_is_counted_as_unknown_after_the_gr
     list_everything(w, cluster)
     w.evaluate(clock.now())
     assert sample(c, "watchtower_preemptions_total", victim_tier="low", preemptor_tier="unknown") is None
-    clock.t += w.attribution_grace + 1
+    clock.t += w.preemptions.attribution_grace + 1
     w.evaluate(clock.now())
     assert sample(c, "watchtower_preemptions_total", victim_tier="low", preemptor_tier="unknown") == 1
 
@@ -173,16 +175,15 @@ async def test_tick_hands_the_snapshot_to_every_consumer_even_when_one_fails() -
     list_everything(w, demo_cluster())
     got: list[tuple[QueueSnapshot, float]] = []
 
-    async def broken(snapshot: QueueSnapshot, now: float) -> None:
+    async def broken(tick: Tick) -> None:
         raise RuntimeError("alerting is down")
 
-    async def recorder(snapshot: QueueSnapshot, now: float) -> None:
-        got.append((snapshot, now))
+    async def recorder(tick: Tick) -> None:
+        got.append((tick.snapshot, tick.at))
 
-    w.consumers.extend([broken, recorder])
-    picture = await w.tick()
+    picture = await TickLoop(c, extra=[broken, recorder]).tick()
     assert got == [(picture.snapshot, NOW)]
-    assert w.picture is picture
+    assert w.latest is picture
     assert sample(c, "watchtower_snapshot_consumer_failures_total", consumer=broken.__qualname__) == 1
 
 
@@ -193,24 +194,25 @@ async def test_the_scheduler_runs_the_evaluation_tick_and_the_first_full_listing
     w = c.watcher
     ticks: list[float] = []
 
-    async def recorder(snapshot: QueueSnapshot, now: float) -> None:
-        ticks.append(now)
+    async def recorder(tick: Tick) -> None:
+        ticks.append(tick.at)
 
-    w.consumers.append(recorder)
+    loop = TickLoop(c, extra=[recorder])
+    w.on_listed = loop.kick
     scheduler = AsyncIOScheduler()
-    w.schedule(scheduler)
+    loop.schedule(scheduler)
     scheduler.start()
     feed = asyncio.create_task(source.run(on_list=w.on_list, on_change=w.on_change))
     try:
         for _ in range(500):
-            if w.picture is not None and w.picture.snapshot.waiting():
+            if w.latest is not None and w.latest.snapshot.waiting():
                 break
             await asyncio.sleep(0.01)
     finally:
         feed.cancel()
         scheduler.shutdown(wait=False)
-    assert w.picture is not None
-    assert {x.name for x in w.picture.snapshot.waiting()} >= {"debug-1", "bert", "sweep-7"}
+    assert w.latest is not None
+    assert {x.name for x in w.latest.snapshot.waiting()} >= {"debug-1", "bert", "sweep-7"}
     assert ticks
 
 
@@ -235,17 +237,17 @@ def test_readiness_needs_every_kind_listed_and_a_fresh_feed_and_says_which_kind_
 
 def test_feed_health_reads_per_kind_restarts_and_staleness_from_the_kubernetes_adapter_shape() -> None:
     h = feed_health_of(
-        {
-            "healthy": True,
-            "stale_seconds": 3.5,
-            "kinds": {
-                "Pod": {"restarts": 2, "stale_seconds": 3.5},
-                "Node": {"restarts": 0, "stale_seconds": 0.0},
+        SourceHealth(
+            healthy=True,
+            stale_seconds=3.5,
+            kinds={
+                "Pod": KindFreshness(restarts=2, stale_seconds=3.5),
+                "Node": KindFreshness(restarts=0, stale_seconds=0.0),
             },
-        }
+        )
     )
     assert h.restarts == {"Pod": 2, "Node": 0}
     assert h.staleness == {"Pod": 3.5, "Node": 0.0}
     assert h.stale_seconds == 3.5
     # A source that reports nothing per kind (the simulator) gives no numbers rather than an error.
-    assert feed_health_of({"healthy": True}).restarts == {}
+    assert feed_health_of(SourceHealth(healthy=True)).restarts == {}

@@ -12,7 +12,6 @@ import functools
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -21,7 +20,7 @@ import orjson
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.model import AlertState, TrackedAlert
 from watchtower.domain.alerts.notify import NotifyEntry
-from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, OutboxStatus
+from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, OutboxStatus, PruneResult
 from watchtower.domain.alerts.silences import Silence
 
 SCHEMA = """
@@ -51,15 +50,6 @@ CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, 
 
 # The notification-log entry of a group that was told everything resolved.
 _NOTHING_FIRING = orjson.dumps([])
-
-
-@dataclass(frozen=True, slots=True)
-class PruneResult:
-    """Rows removed by one prune, per table."""
-
-    silences: int
-    outbox: int
-    nflog: int
 
 
 P = ParamSpec("P")

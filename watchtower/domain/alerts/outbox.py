@@ -62,3 +62,12 @@ class DeliveryResult:
     outcome: Outcome
     detail: str = ""
     retry_after: float | None = None  # what the receiver asked for (Retry-After), in seconds
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """Rows removed by one prune of the alert store, per table."""
+
+    silences: int
+    outbox: int
+    nflog: int
