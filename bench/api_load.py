@@ -48,6 +48,7 @@ def serve(pending: int) -> None:
     from watchtower.api.app import create_app
     from watchtower.bootstrap import bind, build_container
     from watchtower.config import Settings
+    from watchtower.domain.health import HEALTHY
 
     class Clock:
         def now(self) -> float:
@@ -55,9 +56,7 @@ def serve(pending: int) -> None:
 
     rng = random.Random(1)
     settings = Settings()
-    container = build_container(
-        settings, clock=Clock(), source_health=lambda: {"healthy": True}, source_name="bench"
-    )
+    container = build_container(settings, clock=Clock(), source_health=lambda: HEALTHY, source_name="bench")
     w = container.watcher
     w.on_list(
         "Namespace", [msgspec.Raw(orjson.dumps(o.namespace(f"team-{i}", team=f"t{i}"))) for i in range(40)]
@@ -92,7 +91,7 @@ def serve(pending: int) -> None:
     evaluate_s = time.perf_counter() - t0
     app = create_app(container)
     t0 = time.perf_counter()
-    docs = app.state.documents.for_picture(picture)
+    docs = container.documents.for_tick(picture)
     build_s = time.perf_counter() - t0
     sock = bind("127.0.0.1", 0)
     print(sock.getsockname()[1], len(docs.rows), evaluate_s, build_s, flush=True)
