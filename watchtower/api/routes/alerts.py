@@ -19,6 +19,8 @@ from watchtower.domain.alerts.silences import Silence, SilenceError
 from watchtower.ports import Clock
 from watchtower.services.alerting import AlertingService, Integration
 
+from .. import schemas
+
 
 class MatcherIn(BaseModel):
     """Alertmanager's API form: name, value, isRegex, isEqual."""
@@ -97,19 +99,25 @@ def build_router(service: AlertingService, *, require_token: Callable[..., None]
     """Return the router; `require_token` guards the endpoints that change anything."""
     router = APIRouter(prefix="/api/v1", tags=["alerts"])
 
-    @router.get("/alerts")
+    @router.get("/alerts", response_model=list[schemas.Alert])
     def list_alerts(state: str | None = None) -> list[dict[str, Any]]:
         now = clock.now()
         return [
             alert_dict(a, m) for a, m in service.listed_alerts(now) if state is None or a.state.value == state
         ]
 
-    @router.get("/silences")
+    @router.get("/silences", response_model=list[schemas.Silence])
     def list_silences() -> list[dict[str, Any]]:
         now = clock.now()
         return [silence_dict(s, now) for s in service.silences()]
 
-    @router.post("/silences", status_code=201, dependencies=[Depends(require_token)])
+    @router.post(
+        "/silences",
+        status_code=201,
+        dependencies=[Depends(require_token)],
+        response_model=schemas.CreatedSilence,
+        responses={422: {"model": schemas.Problem}},
+    )
     def create_silence(body: SilenceIn) -> dict[str, Any]:
         now = clock.now()
         try:
@@ -133,7 +141,12 @@ def build_router(service: AlertingService, *, require_token: Callable[..., None]
             raise HTTPException(status_code=422, detail=str(e)) from None
         return {"silenceID": s.id, **silence_dict(s, now)}
 
-    @router.delete("/silences/{silence_id}", dependencies=[Depends(require_token)])
+    @router.delete(
+        "/silences/{silence_id}",
+        dependencies=[Depends(require_token)],
+        response_model=schemas.Silence,
+        responses={404: {"model": schemas.Problem}},
+    )
     def expire_silence(silence_id: str) -> dict[str, Any]:
         now = clock.now()
         s = service.expire_silence(silence_id, now)
@@ -141,11 +154,16 @@ def build_router(service: AlertingService, *, require_token: Callable[..., None]
             raise HTTPException(status_code=404, detail=f"no silence {silence_id!r}")
         return silence_dict(s, now)
 
-    @router.get("/receivers")
+    @router.get("/receivers", response_model=list[schemas.Receiver])
     def list_receivers() -> list[dict[str, Any]]:
         return [receiver_dict(name, integ) for name, integ in service.receivers()]
 
-    @router.post("/receivers/{name}/enable", dependencies=[Depends(require_token)])
+    @router.post(
+        "/receivers/{name}/enable",
+        dependencies=[Depends(require_token)],
+        response_model=schemas.EnabledReceiver,
+        responses={404: {"model": schemas.Problem}},
+    )
     def enable_receiver(name: str) -> dict[str, Any]:
         done = service.enable_receiver(name, clock.now())
         if done is None:
