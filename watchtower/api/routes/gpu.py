@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 
 from ..deps import ContainerDep
-from ..schemas import Problem
+from ..schemas import IdleGpuReport, Problem
 
 router = APIRouter(prefix="/api/v1", tags=["gpu"])
 
@@ -17,7 +17,7 @@ NOT_CONFIGURED = (
 )
 
 
-@router.get("/gpu/idle", responses={404: {"model": Problem}})
+@router.get("/gpu/idle", response_model=IdleGpuReport, responses={404: {"model": Problem}})
 async def idle_gpus(container: ContainerDep) -> dict[str, Any]:
     """Workloads holding GPUs that stayed under the idle threshold for the window, and whether equal or
     higher-tier work waits meanwhile. `stale: true` when Prometheus could not be read lately."""

@@ -21,4 +21,5 @@ def readyz(watcher: WatcherDep) -> JSONResponse:
     """200 when every kind has been listed and the picture is fresh; the body says how stale, per kind."""
     r = watcher.readiness()
     body = Readiness(ready=r.ready, problems=list(r.problems), **r.detail)
-    return JSONResponse(body.model_dump(), status_code=200 if r.ready else 503)
+    # exclude_unset: a kind's `source` stays absent, not null, when the source reports nothing for it.
+    return JSONResponse(body.model_dump(exclude_unset=True), status_code=200 if r.ready else 503)

@@ -1,0 +1,35 @@
+"""Response bodies of the API, one module per resource, field by field as docs/json.md and docs/api.md
+describe them, so that /openapi.json documents every field.
+
+The queue and workload bodies are the `watchtower analyze` JSON shapes (services/queue_view.py) so that a
+script reads both the same way.
+"""
+
+from .alerts import Alert, CreatedSilence, EnabledReceiver, Receiver, Silence
+from .analysis import Analysis
+from .common import Body, Problem
+from .gpu import IdleGpuReport
+from .health import Health, KindReadiness, Readiness
+from .preemption import Preemption, Preemptions
+from .queue import Queue, WorkloadDetail
+from .workload import Workload
+
+__all__ = [
+    "Alert",
+    "Analysis",
+    "Body",
+    "CreatedSilence",
+    "EnabledReceiver",
+    "Health",
+    "IdleGpuReport",
+    "KindReadiness",
+    "Preemption",
+    "Preemptions",
+    "Problem",
+    "Queue",
+    "Readiness",
+    "Receiver",
+    "Silence",
+    "Workload",
+    "WorkloadDetail",
+]

@@ -1,0 +1,60 @@
+"""Preemptions, as `queue_view.preemption_dict` presents them (docs/json.md, "preemptions")."""
+
+from __future__ import annotations
+
+from .common import Body, Number, Time
+
+
+class VictimWorkload(Body):
+    kind: str
+    """the victim's workload kind"""
+    name: str
+    """the victim's workload name"""
+
+
+class Preemption(Body):
+    """One victim pod evicted by the scheduler to make room, however often it is replayed."""
+
+    victim_uid: str
+    """the evicted pod's uid"""
+    victim_namespace: str
+    """the evicted pod's namespace"""
+    victim_name: str
+    """the evicted pod's name"""
+    victim_workload: VictimWorkload | None
+    """its workload"""
+    victim_tier: str | None
+    """null when only the event was seen"""
+    victim_priority: int | None
+    """null when only the event was seen"""
+    preemptor_uid: str | None
+    """from the event (message or `related`)"""
+    preemptor_namespace: str | None
+    """from the event, or the preemptor pod if it is known"""
+    preemptor_name: str | None
+    """from the event, or the preemptor pod if it is known"""
+    preemptor_tier: str | None
+    """of the preemptor pod, if it is known"""
+    node: str | None
+    """where the victim ran"""
+    at: Time | None
+    """the `DisruptionTarget` condition's `lastTransitionTime` (else the event time)"""
+    gpus: int | None
+    """the victim's GPUs"""
+    ran_seconds: Number | None
+    """from its `status.startTime` (else binding) to `at`"""
+    gpu_hours_lost: Number | None
+    """`gpus × ran_seconds / 3600`"""
+    reason: str
+    """the condition reason (`PreemptionByScheduler`, ...), or `Preempted` when only the event was seen"""
+
+
+class Preemptions(Body):
+    """`/api/v1/preemptions`: the preemptions in `queue.preemption_window`, newest first."""
+
+    at: Time | None
+    """the evaluation the list is from"""
+    count: int
+    """preemptions matching the filter (before `limit`)"""
+    preemptions: list[Preemption]
+    """at most `limit` of them"""

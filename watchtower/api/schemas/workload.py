@@ -1,0 +1,118 @@
+"""A workload in the queue, as `queue_view.workload_dict` presents it (docs/json.md, "workloads")."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.queue import WorkloadState
+
+from .common import Body, Number, Time
+
+
+class Reason(Body):
+    """One clause of the scheduler's message, parsed."""
+
+    reason: str
+    """normalised: `Insufficient nvidia.com/gpu`, `Insufficient cpu`, `untolerated taint` (every taint wording
+    of every version), `node(s) didn't match Pod's node affinity/selector`, `node(s) were unschedulable`,
+    `Too many pods`, `no nodes`, ..., or `other` for text that is not in the grammar or was cut off"""
+    nodes: int
+    """how many nodes gave it (0 if unknown)"""
+    text: str
+    """the scheduler's words verbatim"""
+
+
+class WorkloadQuota(Body):
+    """The ResourceQuota refusing the controller's pod creation (its `FailedCreate ... exceeded quota` event)."""
+
+    name: str
+    """the ResourceQuota"""
+    requested: dict[str, str]
+    """resource → quantity the refused pod asked for"""
+    used: dict[str, str]
+    """resource → quantity in use, as the event says"""
+    limited: dict[str, str]
+    """resource → the quota's limit, as the event says"""
+    refusals: int
+    """how many refusals were seen"""
+    last_refused: Time | None
+    """the latest refusal"""
+
+
+class Workload(Body):
+    """The pods of one controller: PaddleJob, Volcano job, batch Job, any other controller, else the bare pod."""
+
+    namespace: str
+    """the workload's namespace"""
+    name: str
+    """the controller's name (the pod's name for `kind` `Pod`)"""
+    kind: str
+    """`PaddleJob`, `VolcanoJob`, `Job`, `ReplicaSet`, ..., or `Pod`"""
+    team: str
+    """the namespace's `team` label (configurable), else the namespace"""
+    tier: str
+    """from the highest-priority pod: a PriorityClass listed under a tier's `classes` wins, else the highest
+    tier whose `min_priority` it meets, else the lowest tier"""
+    priority: int
+    """`spec.priority` of that pod, as admission filled it in"""
+    priority_class: str
+    """`spec.priorityClassName` of that pod"""
+    state: WorkloadState
+    """`pending` (no pod bound, some queued), `partial` (some bound, some queued), `running` (nothing queued),
+    `gated` (only gated pods wait), `quota_blocked` (pod creation refused by a ResourceQuota)"""
+    since: Time | None
+    """when the current wait began: creation of the oldest queued pod; for `quota_blocked` the first refusal"""
+    wait_seconds: Number
+    """`at − since` (0 for `running`)"""
+    warn_after_seconds: Number
+    """the tier's warning threshold"""
+    critical_after_seconds: Number
+    """the tier's critical threshold"""
+    severity: Literal["warning", "critical"] | None
+    """set when a waiting workload (`pending`, `partial`, `quota_blocked`) passed a threshold; always null for
+    `gated` and `running`"""
+    gpus_requested: int
+    """GPUs of all its non-finished pods (plus the refused pod's request when `quota_blocked`)"""
+    gpus_held: int
+    """GPUs of its bound pods (a partial gang holds these while it waits)"""
+    gpus_per_pod: int
+    """the largest request of a queued pod: what must fit on one node"""
+    pods_pending: int
+    """queued pods"""
+    pods_running: int
+    """bound pods, terminating ones included"""
+    pods_gated: int
+    """pods held by `schedulingGates`"""
+    gang: bool
+    """true for PaddleJob and VolcanoJob: it waits until all its pods are bound"""
+    scheduling_reason: str | None
+    """the oldest queued pod's `PodScheduled` reason: `Unschedulable`, `SchedulerError`, `SchedulingGated`, or
+    `FailedCreate` for quota"""
+    reasons: list[Reason]
+    """the scheduler's message parsed"""
+    nodes_total: int | None
+    """the N of `0/N nodes are available`"""
+    message: str | None
+    """the raw `PodScheduled=False` message"""
+    message_truncated: bool
+    """the message was cut at 1024 bytes (` ...`)"""
+    preemption: PreemptionVerdict
+    """can preemption help: `possible` (a node is nominated, or victims are terminating), `no_victims`,
+    `not_helpful`, `policy_never` (the pod's `preemptionPolicy` is `Never`), `unknown`"""
+    why: str
+    """the same in plain words, for people; not for parsing"""
+    nominated_node: str | None
+    """`status.nominatedNodeName` of the oldest queued pod (it alone is not a preemption)"""
+    oldest_pending_pod: str | None
+    """that pod's name"""
+    ahead: int
+    """waiting workloads (`pending`/`partial`) the scheduler considers first (higher priority, then older)"""
+    ahead_higher_tier: int
+    """of those, how many are in a higher tier"""
+    preemptions_recent: int
+    """times its pods were preempted within `queue.thrash_window` (1 h); a gang preempted at once counts once"""
+    annotations: dict[str, str]
+    """the configured display annotations of its oldest pod (free text, at most 2 KiB each)"""
+    quota: WorkloadQuota | None
+    """for `quota_blocked`: the refusing quota"""
