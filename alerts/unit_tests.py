@@ -19,6 +19,8 @@ INSTANCE = "watchtower:8080"
 
 def humanize_duration(v: float) -> str:
     """Return Prometheus' `humanizeDuration` of `v` seconds (whole seconds and up: "5m 0s", "1d 2h 0m 0s")."""
+    # Not Watchtower's wording (domain.timefmt.format_duration): a copy of Prometheus' template function, so
+    # that the expected annotations are what promtool renders.
     if v == 0 or abs(v) < 1:
         return f"{v:.4g}s"
     sign = "-" if v < 0 else ""

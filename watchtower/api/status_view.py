@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from watchtower.config.durations import format_duration
 from watchtower.domain.alerts.payload import title
+from watchtower.domain.timefmt import format_duration
 from watchtower.services.alerting import AlertingService, AlertStore
 from watchtower.services.queue_view import rfc3339
 from watchtower.services.watch import Picture, Readiness

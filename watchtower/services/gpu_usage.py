@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from watchtower.adapters.prometheus import PrometheusError, PrometheusReader
@@ -33,6 +32,7 @@ from watchtower.domain.gpu_usage import (
 from watchtower.domain.promql import Queries
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tiers import TierPolicy
+from watchtower.domain.timefmt import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +49,6 @@ class WithStatuses(Protocol):
     def __call__(
         self, snapshot: QueueSnapshot, names: Iterable[tuple[str, str]], now: float | None = ..., /
     ) -> QueueSnapshot: ...
-
-
-def _rfc3339(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
 
 
 class GpuUsageService:
@@ -162,7 +158,7 @@ class GpuUsageService:
             "prometheus": {
                 "url": self.reader.url,
                 "up": h.up,
-                "last_success": _rfc3339(h.last_success),
+                "last_success": rfc3339(h.last_success, "auto"),
                 "consecutive_failures": h.consecutive_failures,
                 "last_error": h.last_error or None,
             },
@@ -170,7 +166,7 @@ class GpuUsageService:
             "window_seconds": self.policy.window,
             "available": v is not None,
             "stale": v.stale if v is not None else True,
-            "as_of": _rfc3339(v.as_of) if v is not None else None,
+            "as_of": rfc3339(v.as_of, "auto") if v is not None else None,
             "idle_gpus": v.idle_gpus if v is not None else 0,
             "idle_slices": v.idle_slices if v is not None else 0,
             "idle_workloads": [],

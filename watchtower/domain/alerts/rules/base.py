@@ -11,6 +11,7 @@ from urllib.parse import quote as _quote
 from watchtower.domain.gpu_usage import GpuAlert
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.tiers import TierPolicy
+from watchtower.domain.timefmt import format_duration
 from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
@@ -67,17 +68,8 @@ Rule = Callable[[RuleInput], list[AlertCandidate]]
 
 
 def human(seconds: float) -> str:
-    """Return a duration as people say it: 45s, 12m, 2h05m, 3d4h."""
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        h, m = divmod(s // 60, 60)
-        return f"{h}h{m:02d}m" if m else f"{h}h"
-    d, h = divmod(s // 3600, 24)
-    return f"{d}d{h}h" if h else f"{d}d"
+    """Return a duration as alert text says it: 45s, 12m, 2h05m, 3d4h."""
+    return format_duration(seconds, spoken=True)
 
 
 def workload_labels(w: WorkloadStatus, alertname: str, severity: str) -> dict[str, str]:
