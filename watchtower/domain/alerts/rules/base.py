@@ -120,12 +120,3 @@ def queue_context(w: WorkloadStatus) -> str:
     if w.ahead:
         return f"{w.ahead} workload(s) of its own tier are ahead of it; none of a higher tier."
     return "Nothing is ahead of it in the queue."
-
-
-PREEMPTION_WORDS = {
-    "possible": "preemption is under way: the scheduler nominated a node and is evicting lower-priority pods",
-    "no_victims": "preemption cannot help: no lower-priority pods could be evicted to make room",
-    "not_helpful": "preemption cannot help: evicting pods would not make it fit anywhere",
-    "policy_never": "preemption cannot help: its PriorityClass has preemptionPolicy Never",
-    "unknown": "the scheduler has said nothing about preemption",
-}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from watchtower.domain.messages import preemption_note
 from watchtower.domain.queue import WorkloadState
 
 from ..model import AlertCandidate
-from .base import PREEMPTION_WORDS, RuleInput, human, links, queue_context, workload_labels
+from .base import RuleInput, human, links, queue_context, workload_labels
 
 WARNING = "WorkloadWaitWarning"
 CRITICAL = "WorkloadWaitCritical"
@@ -24,17 +25,19 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
         key = w.key
         what = f"{key.kind} {key.namespace}/{key.name}"
         waited = human(wait)
-        verdict = w.preemption.value
         common = {
             "wait_seconds": str(round(wait)),
             "why": w.why,
-            "preemption": verdict,
+            "preemption": w.preemption.value,
             "ahead_higher_tier": str(w.ahead_higher_tier),
         }
         notes = {f"note_{k}": v for k, v in w.annotations.items()}
+        # The why usually words the verdict already (explain()); it is said apart only when it does not.
+        note = preemption_note(w.why, w.preemption)
         detail = (
             f"Why: {w.why or 'no reason recorded yet'}. "
-            f"Preemption: {PREEMPTION_WORDS.get(verdict, verdict)}. " + queue_context(w)
+            + (f"Preemption: {note}. " if note else "")
+            + queue_context(w)
         )
         for name, severity, threshold in (
             (WARNING, "warning", w.warn_after),
