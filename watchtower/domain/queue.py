@@ -227,7 +227,8 @@ class WorkloadStatus(msgspec.Struct, gc=False):
 
     @property
     def severity(self) -> str:
-        """Return "critical", "warning" or "" from the wait against the tier's thresholds."""
+        """Return "critical", "warning" or "" from the wait against the tier's thresholds: the severity of
+        its wait alerts, of the queue JSON and of the status page."""
         f = self.facts
         if f.state not in WAITING_STATES:
             return ""

@@ -10,6 +10,8 @@ from .base import RuleInput, human, links, queue_context, workload_labels
 
 WARNING = "WorkloadWaitWarning"
 CRITICAL = "WorkloadWaitCritical"
+# Past its critical threshold a workload has both alerts: the warning stays while the critical one fires.
+_ALERTS = {"warning": ((WARNING, "warning"),), "critical": ((WARNING, "warning"), (CRITICAL, "critical"))}
 
 
 def evaluate(inp: RuleInput) -> list[AlertCandidate]:
@@ -18,9 +20,10 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
     waiting = (WorkloadState.PENDING, WorkloadState.PARTIAL)
     for w in inp.snapshot.workloads:
         # Quota-blocked work has its own rule; gated work is not queued yet (DESIGN §3.4).
-        wait = w.wait_seconds
-        if wait < w.warn_after or w.state not in waiting:
+        reached = w.severity
+        if not reached or w.state not in waiting:
             continue
+        wait = w.wait_seconds
         # What both severities share is worked out once: a storm renders 10,000 of these a tick.
         key = w.key
         what = f"{key.kind} {key.namespace}/{key.name}"
@@ -39,12 +42,8 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
             + (f"Preemption: {note}. " if note else "")
             + queue_context(w)
         )
-        for name, severity, threshold in (
-            (WARNING, "warning", w.warn_after),
-            (CRITICAL, "critical", w.critical_after),
-        ):
-            if wait < threshold:
-                continue
+        for name, severity in _ALERTS[reached]:
+            threshold = w.critical_after if severity == "critical" else w.warn_after
             limit = human(threshold)
             out.append(
                 AlertCandidate(
