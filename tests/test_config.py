@@ -110,3 +110,12 @@ def test_check_config_reads_the_environment_too(tmp_path):
     f.write_text("server: {}\n")
     r = check(f, env={**os.environ, "WATCHTOWER_SERVER__PORT": "-1"})
     assert r.returncode == 2 and "server.port" in r.stderr
+
+
+def test_the_old_alerting_thrash_window_is_refused_and_names_the_key_that_replaced_it():
+    with pytest.raises(ConfigError) as e:
+        settings_from_mapping({"alerting": {"rules": {"thrash_window": "2h"}}}, env={})
+    assert "alerting.rules.thrash_window: moved to queue.thrash_window" in str(e.value)
+    assert (
+        settings_from_mapping({"queue": {"thrash_window": "2h"}}, env={}).queue_policy().thrash_window == 7200
+    )

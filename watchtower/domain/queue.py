@@ -248,6 +248,15 @@ class Fragmentation:
 
 
 @dataclass(frozen=True, slots=True)
+class RecentPreemptions:
+    """How often each workload was preempted within `window` seconds up to the snapshot (the policy's
+    thrash window); the pods of a gang preempted together count once. Workloads never preempted are absent."""
+
+    window: float
+    counts: Mapping[WorkloadKey, int]
+
+
+@dataclass(frozen=True, slots=True)
 class QueueSnapshot:
     at: float
     workloads: tuple[WorkloadStatus, ...]
@@ -256,6 +265,8 @@ class QueueSnapshot:
     preemptions: tuple[Preemption, ...]
     disruptions: tuple[Disruption, ...]
     gated_pods: int
+    # Every workload's count, running or not: each WorkloadStatus.preemptions_recent is its entry here.
+    recent_preemptions: RecentPreemptions
 
     def waiting(self) -> list[WorkloadStatus]:
         return [w for w in self.workloads if w.waiting]
@@ -349,6 +360,7 @@ class QueueEvaluator:
             preemptions=tuple(preemptions),
             disruptions=tuple(disruptions),
             gated_pods=gated_total,
+            recent_preemptions=RecentPreemptions(policy.thrash_window, thrash),
         )
 
     def _derive(
