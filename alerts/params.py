@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from watchtower.config import Settings
 from watchtower.config.prometheus import PrometheusConfig
-from watchtower.domain.alerts.rules.base import RuleSettings, links
+from watchtower.domain.alerts.rules.base import RUNBOOK_URL, runbook_link
 from watchtower.domain.promql import MIN_SCRAPES_PER_WINDOW, Queries, check_window, duration
 from watchtower.domain.tiers import TierPolicy
 
@@ -60,15 +60,14 @@ class RuleParams:
         return by.get(alertname, by.get(mirrors, self.pending_for))
 
     def runbook_url(self, alertname: str) -> str:
-        # The service's own pattern, so both kinds of alert point into the same runbook file.
-        return links(RuleSettings(runbook_url=self.runbook_base), alertname, None)["runbook_url"]
+        return runbook_link(self.runbook_base, alertname)
 
 
 def params_from(
     settings: Settings,
     *,
     watchtower_selector: str = 'job="watchtower"',
-    runbook_base: str = RuleSettings().runbook_url,
+    runbook_base: str = RUNBOOK_URL,
 ) -> RuleParams:
     """Return the rule parameters of `settings`; raise ValueError for a selector written with braces."""
     if any(c in watchtower_selector for c in "{}"):

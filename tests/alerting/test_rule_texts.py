@@ -29,7 +29,7 @@ def _preempted(state: ClusterState, i: int, at: float) -> None:
 
 def _thrash_alerts(s: Settings, state: ClusterState, now: float):
     snap = QueueEvaluator(s.queue_policy()).evaluate(state, now=now)
-    got = evaluate_rules(RuleInput(snapshot=snap, now=now, tiers=s.tier_policy()))
+    got = evaluate_rules(RuleInput(snapshot=snap, now=now, tiers=s.tier_policy(), settings=s.rule_settings()))
     return snap, [a for a in got if a.alertname == "WorkloadPreemptionThrash"]
 
 
@@ -60,6 +60,6 @@ def test_a_wait_alert_words_the_verdict_as_the_queue_does_and_only_once():
     (w,) = snap.workloads
     words = PREEMPTION_WORDS[PreemptionVerdict.NO_VICTIMS]
     assert w.preemption is PreemptionVerdict.NO_VICTIMS and words in w.why
-    got = evaluate_rules(RuleInput(snapshot=snap, now=T0, tiers=s.tier_policy()))
+    got = evaluate_rules(RuleInput(snapshot=snap, now=T0, tiers=s.tier_policy(), settings=s.rule_settings()))
     (alert,) = [a for a in got if a.alertname == "WorkloadWaitWarning"]
     assert alert.annotations["description"].count(words) == 1

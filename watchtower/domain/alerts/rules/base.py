@@ -16,20 +16,25 @@ from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
 
+# Where the runbook sections are: alerts link to RUNBOOK_URL#<alertname in lower case>.
+RUNBOOK_URL = "docs/runbooks.md"
+
 
 @dataclass(frozen=True, slots=True)
 class RuleSettings:
-    thrash_count: int = 3
+    """The rules' thresholds and links; every value comes from the configuration (`Settings.rule_settings`)."""
+
+    thrash_count: int
+    gang_stall_after: float
+    unreachable_after: float
+    inversion_tiers: frozenset[str]
+    status_url: str  # the status page, e.g. https://watchtower.example; "" for no link
+    dashboard_url: str  # a Grafana dashboard; `var-namespace` and `var-workload` are appended; "" for none
+    disabled: frozenset[str]  # alertnames switched off
+    runbook_url: str = RUNBOOK_URL
     # Unused: the rule counts in the snapshot's window (RecentPreemptions, queue.thrash_window). Accepted
     # until services/alerting.py stops passing it.
     thrash_window: None = None
-    gang_stall_after: float = 600.0
-    unreachable_after: float = 120.0
-    inversion_tiers: frozenset[str] = frozenset({"critical", "high"})
-    status_url: str = ""  # the status page, e.g. https://watchtower.example
-    dashboard_url: str = ""  # a Grafana dashboard; `var-namespace` and `var-workload` are appended
-    runbook_url: str = "docs/runbooks.md"
-    disabled: frozenset[str] = frozenset()  # alertnames switched off
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +63,7 @@ class RuleInput:
     snapshot: QueueSnapshot
     now: float
     tiers: TierPolicy
-    settings: RuleSettings = field(default_factory=RuleSettings)
+    settings: RuleSettings
     holders: Sequence[GpuHolder] = ()
     health: WatchHealth | None = None
     gone_receivers: Mapping[str, str] = field(default_factory=dict)  # integration → why it was disabled
@@ -100,8 +105,14 @@ def _q(text: str) -> str:
     return _quote(text, safe="")
 
 
+def runbook_link(base: str, alertname: str) -> str:
+    """Return the runbook section of `alertname` under `base`: the service's alerts and the generated
+    Prometheus rules point into the same file this way."""
+    return f"{base}#{alertname.lower()}"
+
+
 def links(settings: RuleSettings, alertname: str, key: WorkloadKey | None) -> dict[str, str]:
-    out = {"runbook_url": f"{settings.runbook_url}#{alertname.lower()}"}
+    out = {"runbook_url": runbook_link(settings.runbook_url, alertname)}
     if settings.status_url:
         base = settings.status_url.rstrip("/")
         out["status_url"] = f"{base}/?workload={_q(str(key))}" if key is not None else f"{base}/"
