@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from watchtower.config import Settings
 from watchtower.config.prometheus import PrometheusConfig
 from watchtower.domain.alerts.rules.base import RUNBOOK_URL, runbook_link
-from watchtower.domain.promql import MIN_SCRAPES_PER_WINDOW, Queries, check_window, duration
+from watchtower.domain.promql import MIN_SCRAPES_PER_WINDOW, OwnQueries, Queries, check_window, duration
 from watchtower.domain.tiers import TierPolicy
 
 # Rate and "nothing changed" windows never shorter than this, whatever the scrape interval: a 2-minute rate
@@ -34,6 +34,11 @@ class RuleParams:
     keep_firing_for: float
     watchtower_selector: str
     runbook_base: str
+
+    @property
+    def own(self) -> OwnQueries:
+        """Queries over Watchtower's own series, as scraped with `watchtower_selector`."""
+        return OwnQueries(self.watchtower_selector)
 
     @property
     def rate_window(self) -> float:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import duration
+from watchtower.domain.promql import OLDEST_WAIT, duration
 from watchtower.domain.tiers import Tier
 
 from . import alerting, recording
@@ -88,7 +88,7 @@ def tier_test(p: RuleParams, t: Tier) -> dict[str, object]:
         "interval": duration(STEP),
         "input_series": [
             {
-                "series": _series(p, "watchtower_oldest_wait_seconds", f'tier="{t.name}"'),
+                "series": _series(p, OLDEST_WAIT, f'tier="{t.name}"'),
                 "values": f"0+60x{n}",
             },
             {"series": _series(p, "up"), "values": f"1x{n}"},
