@@ -182,6 +182,7 @@ class Settings(Section):
         )
 
     def rule_settings(self) -> RuleSettings:
+        """Return what the alert rules read: thresholds from `alerting.rules`, links from `server`."""
         r = self.alerting.rules
         return RuleSettings(
             thrash_count=r.thrash_count,
