@@ -29,7 +29,7 @@ ALERTNAMES = (QUEUE_WAIT_WARNING, QUEUE_WAIT_CRITICAL, DOWN, STALLED, KUBERNETES
 
 def queue_wait_expr(p: RuleParams, tier: str, threshold: float) -> str:
     # >= as in the service: a workload that has waited exactly its threshold is over it.
-    return f'max by (tier) (watchtower_oldest_wait_seconds{{{p.watchtower_selector},tier="{tier}"}}) >= {threshold:g}'
+    return f"{p.own.oldest_wait('tier', tier=tier)} >= {threshold:g}"
 
 
 def _rule(
@@ -99,7 +99,7 @@ def gpu_idle_expr(p: RuleParams, waiting: Tier) -> str:
         f"(({per_ns}) * on (namespace) group_left (team) {team}) or "
         f'label_replace(({per_ns}) unless on (namespace) {team}, "team", "$1", "namespace", "(.*)")'
     )
-    pending = f'sum(watchtower_pending_workloads{{{p.watchtower_selector},tier="{waiting.name}"}}) > 0'
+    pending = f"{p.own.pending(tier=waiting.name)} > 0"
     return f"({with_team}) and on () ({pending})"
 
 
@@ -147,7 +147,7 @@ def alerting_group(p: RuleParams) -> dict[str, object]:
         _rule(
             p,
             STALLED,
-            f"changes(watchtower_last_evaluation_timestamp_seconds{{{wt}}}[{stall}]) == 0",
+            f"{p.own.evaluation_changes(stall)} == 0",
             for_=0.0,
             labels={"severity": "critical"},
             annotations={
@@ -162,8 +162,7 @@ def alerting_group(p: RuleParams) -> dict[str, object]:
         _rule(
             p,
             KUBERNETES_STALE,
-            f'max by (job, instance) (watchtower_picture_staleness_seconds{{{wt},kind="all"}}) '
-            f">= {p.unreachable_after:g}",
+            f"{p.own.staleness('job', 'instance')} >= {p.unreachable_after:g}",
             mirrors=self_health.NAME,
             labels={"severity": "critical"},
             annotations={

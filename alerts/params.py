@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from watchtower.config import Settings
 from watchtower.config.prometheus import PrometheusConfig
-from watchtower.domain.alerts.rules.base import RuleSettings, links
-from watchtower.domain.promql import MIN_SCRAPES_PER_WINDOW, Queries, check_window, duration
+from watchtower.domain.alerts.rules.base import RUNBOOK_URL, runbook_link
+from watchtower.domain.promql import MIN_SCRAPES_PER_WINDOW, OwnQueries, Queries, check_window, duration
 from watchtower.domain.tiers import TierPolicy
 
 # Rate and "nothing changed" windows never shorter than this, whatever the scrape interval: a 2-minute rate
@@ -34,6 +34,11 @@ class RuleParams:
     keep_firing_for: float
     watchtower_selector: str
     runbook_base: str
+
+    @property
+    def own(self) -> OwnQueries:
+        """Queries over Watchtower's own series, as scraped with `watchtower_selector`."""
+        return OwnQueries(self.watchtower_selector)
 
     @property
     def rate_window(self) -> float:
@@ -60,15 +65,14 @@ class RuleParams:
         return by.get(alertname, by.get(mirrors, self.pending_for))
 
     def runbook_url(self, alertname: str) -> str:
-        # The service's own pattern, so both kinds of alert point into the same runbook file.
-        return links(RuleSettings(runbook_url=self.runbook_base), alertname, None)["runbook_url"]
+        return runbook_link(self.runbook_base, alertname)
 
 
 def params_from(
     settings: Settings,
     *,
     watchtower_selector: str = 'job="watchtower"',
-    runbook_base: str = RuleSettings().runbook_url,
+    runbook_base: str = RUNBOOK_URL,
 ) -> RuleParams:
     """Return the rule parameters of `settings`; raise ValueError for a selector written with braces."""
     if any(c in watchtower_selector for c in "{}"):

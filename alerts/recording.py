@@ -7,17 +7,24 @@ rules loaded, as kubernetes-mixin dashboards do.
 
 from __future__ import annotations
 
-from watchtower.domain.promql import MIG_PROFILE
+from watchtower.domain.promql import (
+    MIG_PROFILE,
+    OLDEST_WAIT,
+    PENDING_WORKLOADS,
+    PREEMPTION_GPU_HOURS_LOST,
+    PREEMPTIONS,
+    TIME_TO_SCHEDULE,
+)
 
 from .params import RuleParams
 
-PENDING_BY_TIER = "tier:watchtower_pending_workloads:sum"
-PENDING_BY_NAMESPACE_TIER = "namespace_tier:watchtower_pending_workloads:sum"
-OLDEST_WAIT_BY_TIER = "tier:watchtower_oldest_wait_seconds:max"
-SCHEDULE_P50 = "tier:watchtower_time_to_schedule_seconds:p50"
-SCHEDULE_P95 = "tier:watchtower_time_to_schedule_seconds:p95"
-PREEMPTIONS_RATE = "victim_tier_preemptor_tier:watchtower_preemptions:rate"
-GPU_HOURS_LOST_RATE = "victim_tier:watchtower_preemption_gpu_hours_lost:rate"
+PENDING_BY_TIER = f"tier:{PENDING_WORKLOADS}:sum"
+PENDING_BY_NAMESPACE_TIER = f"namespace_tier:{PENDING_WORKLOADS}:sum"
+OLDEST_WAIT_BY_TIER = f"tier:{OLDEST_WAIT}:max"
+SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"
+SCHEDULE_P95 = f"tier:{TIME_TO_SCHEDULE}:p95"
+PREEMPTIONS_RATE = f"victim_tier_preemptor_tier:{PREEMPTIONS}:rate"
+GPU_HOURS_LOST_RATE = f"victim_tier:{PREEMPTION_GPU_HOURS_LOST}:rate"
 NAMESPACE_TEAM = "namespace_team:kube_namespace_labels:max"
 TEAM_ALLOCATED = "team:watchtower_gpus_allocated:sum"
 NAMESPACE_ALLOCATED = "namespace:watchtower_gpus_allocated:sum"
@@ -38,28 +45,18 @@ def _rule(name: str, expr: str) -> dict[str, object]:
 
 def queue_group(p: RuleParams) -> dict[str, object]:
     """Return the rule group summing Watchtower's queue metrics per tier."""
-    wt = p.watchtower_selector
+    own = p.own
     rate = p.w(p.rate_window)
-    buckets = f"sum by (tier, le) (rate(watchtower_time_to_schedule_seconds_bucket{{{wt}}}[{rate}]))"
     return {
         "name": "watchtower.queue.rules",
         "rules": [
-            _rule(PENDING_BY_TIER, f"sum by (tier) (watchtower_pending_workloads{{{wt}}})"),
-            _rule(
-                PENDING_BY_NAMESPACE_TIER, f"sum by (namespace, tier) (watchtower_pending_workloads{{{wt}}})"
-            ),
-            # max, not sum: two replicas (leader and standby) report the same queue.
-            _rule(OLDEST_WAIT_BY_TIER, f"max by (tier) (watchtower_oldest_wait_seconds{{{wt}}})"),
-            _rule(SCHEDULE_P50, f"histogram_quantile(0.5, {buckets})"),
-            _rule(SCHEDULE_P95, f"histogram_quantile(0.95, {buckets})"),
-            _rule(
-                PREEMPTIONS_RATE,
-                f"sum by (victim_tier, preemptor_tier) (rate(watchtower_preemptions_total{{{wt}}}[{rate}]))",
-            ),
-            _rule(
-                GPU_HOURS_LOST_RATE,
-                f"sum by (victim_tier) (rate(watchtower_preemption_gpu_hours_lost_total{{{wt}}}[{rate}]))",
-            ),
+            _rule(PENDING_BY_TIER, own.pending("tier")),
+            _rule(PENDING_BY_NAMESPACE_TIER, own.pending("namespace", "tier")),
+            _rule(OLDEST_WAIT_BY_TIER, own.oldest_wait("tier")),
+            _rule(SCHEDULE_P50, own.time_to_schedule_quantile(0.5, rate)),
+            _rule(SCHEDULE_P95, own.time_to_schedule_quantile(0.95, rate)),
+            _rule(PREEMPTIONS_RATE, own.preemption_rate(rate, "victim_tier", "preemptor_tier")),
+            _rule(GPU_HOURS_LOST_RATE, own.gpu_hours_lost_rate(rate, "victim_tier")),
         ],
     }
 

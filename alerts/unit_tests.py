@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import duration
+from watchtower.domain.promql import OLDEST_WAIT, duration
 from watchtower.domain.tiers import Tier
 
 from . import alerting, recording
@@ -19,6 +19,8 @@ INSTANCE = "watchtower:8080"
 
 def humanize_duration(v: float) -> str:
     """Return Prometheus' `humanizeDuration` of `v` seconds (whole seconds and up: "5m 0s", "1d 2h 0m 0s")."""
+    # Not Watchtower's wording (domain.timefmt.format_duration): a copy of Prometheus' template function, so
+    # that the expected annotations are what promtool renders.
     if v == 0 or abs(v) < 1:
         return f"{v:.4g}s"
     sign = "-" if v < 0 else ""
@@ -86,7 +88,7 @@ def tier_test(p: RuleParams, t: Tier) -> dict[str, object]:
         "interval": duration(STEP),
         "input_series": [
             {
-                "series": _series(p, "watchtower_oldest_wait_seconds", f'tier="{t.name}"'),
+                "series": _series(p, OLDEST_WAIT, f'tier="{t.name}"'),
                 "values": f"0+60x{n}",
             },
             {"series": _series(p, "up"), "values": f"1x{n}"},

@@ -22,11 +22,11 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from watchtower.config.model import Settings
 from watchtower.domain.messages import parse_scheduling_message
 from watchtower.domain.model import Condition, Node, OwnerRef, Pod
-from watchtower.domain.queue import QueueEvaluator, QueuePolicy
+from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
-from watchtower.domain.tiers import default_tiers
 
 NOW = 1_800_000_000.0
 PRIORITIES = [
@@ -233,7 +233,8 @@ def main() -> None:
     # The service freezes the collector after its initial lists (watchtower/services/watch.py), so the
     # 150,000 records it keeps are not walked by every full collection; measure the tick the same way.
     gc.freeze()
-    evaluator = QueueEvaluator(QueuePolicy(default_tiers()))
+    policy = Settings().queue_policy()
+    evaluator = QueueEvaluator(policy)
     snap = evaluator.evaluate(state, now=NOW)
     waiting = sum(1 for w in snap.workloads if w.waiting)
     print(
@@ -261,7 +262,7 @@ def main() -> None:
     for _ in range(args.runs):
         churned_tick()
     churn = statistics.median(churn_times)
-    cold = median_ms(lambda: QueueEvaluator(QueuePolicy(default_tiers())).evaluate(state, now=NOW), 3)
+    cold = median_ms(lambda: QueueEvaluator(policy).evaluate(state, now=NOW), 3)
     raw_pods = [as_raw(p) for p in pods]
     raw_nodes = [{"name": n.name, "gpus": n.gpus} for n in nodes]
     naive = median_ms(lambda: naive_tick(raw_pods, raw_nodes, NOW), args.runs)

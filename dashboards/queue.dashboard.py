@@ -20,10 +20,13 @@ from dashboards.panels import (
     wait_thresholds,
 )
 from watchtower.config import Settings
+from watchtower.domain.promql import PENDING_WORKLOADS, OwnQueries
 
 TITLE = "Watchtower — Queue"
 UID = "watchtower-queue"
-NS = 'namespace=~"$namespace"'
+RATE = "$__rate_interval"
+OWN = OwnQueries()
+IN_NAMESPACE = OwnQueries('namespace=~"$namespace"')  # the dashboard's namespace variable
 
 
 def build(settings: Settings) -> g.Dashboard:
@@ -36,7 +39,7 @@ def build(settings: Settings) -> g.Dashboard:
             title="Pending workloads per tier",
             description="Workloads waiting (pending, partial gang or quota-blocked), by tier.",
             dataSource=DATASOURCE,
-            targets=[target(f"sum by (tier) (watchtower_pending_workloads{{{NS}}})", "{{tier}}")],
+            targets=[target(IN_NAMESPACE.pending("tier"), "{{tier}}")],
             stacking={"mode": "normal", "group": "A"},
             fillOpacity=20,
             unit="short",
@@ -50,7 +53,7 @@ def build(settings: Settings) -> g.Dashboard:
             dataSource=DATASOURCE,
             targets=[
                 g.Target(
-                    expr=f"sum by (namespace, tier, reason) (watchtower_pending_workloads{{{NS}}}) > 0",
+                    expr=f"{IN_NAMESPACE.pending('namespace', 'tier', 'reason')} > 0",
                     format="table",
                     instant=True,
                     refId="A",
@@ -69,7 +72,7 @@ def build(settings: Settings) -> g.Dashboard:
                 f"({t.warn_after:g} s) and critical_after ({t.critical_after:g} s) of the tier policy.",
                 dataSource=DATASOURCE,
                 targets=[
-                    target(f'max(watchtower_oldest_wait_seconds{{tier="{t.name}"}})', "oldest wait"),
+                    target(OWN.oldest_wait(tier=t.name), "oldest wait"),
                 ],
                 unit="s",
                 thresholds=wait_thresholds(t.warn_after, t.critical_after),
@@ -88,7 +91,7 @@ def build(settings: Settings) -> g.Dashboard:
             dataSource=DATASOURCE,
             targets=[
                 g.Target(
-                    expr="sum by (le) (increase(watchtower_time_to_schedule_seconds_bucket[$__rate_interval]))",
+                    expr=OWN.scheduled_per_bucket(RATE),
                     format="heatmap",
                     legendFormat="{{le}}",
                     refId="A",
@@ -107,15 +110,14 @@ def build(settings: Settings) -> g.Dashboard:
         ),
         w=12,
     )
-    rate = "rate(watchtower_time_to_schedule_seconds_bucket[$__rate_interval])"
     grid.add(
         g.TimeSeries(
             title="Time to schedule per tier: p50 and p95",
             description="Percentiles from the histogram (the tier thresholds are bucket bounds).",
             dataSource=DATASOURCE,
             targets=targets(
-                (f"histogram_quantile(0.5, sum by (tier, le) ({rate}))", "{{tier}} p50"),
-                (f"histogram_quantile(0.95, sum by (tier, le) ({rate}))", "{{tier}} p95"),
+                (OWN.time_to_schedule_quantile(0.5, RATE), "{{tier}} p50"),
+                (OWN.time_to_schedule_quantile(0.95, RATE), "{{tier}} p95"),
             ),
             unit="s",
             scaleDistributionType="log",
@@ -132,7 +134,7 @@ def build(settings: Settings) -> g.Dashboard:
             dataSource=DATASOURCE,
             targets=[
                 target(
-                    "sum by (victim_tier, preemptor_tier) (rate(watchtower_preemptions_total[$__rate_interval])) * 3600",
+                    f"{OWN.preemption_rate(RATE, 'victim_tier', 'preemptor_tier')} * 3600",
                     "{{victim_tier}} by {{preemptor_tier}}",
                 )
             ],
@@ -145,12 +147,7 @@ def build(settings: Settings) -> g.Dashboard:
             title="GPU-hours lost to preemption by victim tier",
             description="GPUs × time the victims had run, lost per hour.",
             dataSource=DATASOURCE,
-            targets=[
-                target(
-                    "sum by (victim_tier) (rate(watchtower_preemption_gpu_hours_lost_total[$__rate_interval])) * 3600",
-                    "{{victim_tier}}",
-                )
-            ],
+            targets=[target(f"{OWN.gpu_hours_lost_rate(RATE, 'victim_tier')} * 3600", "{{victim_tier}}")],
             unit="short",
         ),
         w=8,
@@ -161,8 +158,8 @@ def build(settings: Settings) -> g.Dashboard:
             description="Gangs with some pods bound and some waiting: their bound pods hold GPUs that do no work.",
             dataSource=DATASOURCE,
             targets=targets(
-                ("sum by (tier) (watchtower_partial_gangs)", "{{tier}} gangs"),
-                ("sum by (tier) (watchtower_partial_gang_gpus_held)", "{{tier}} GPUs held"),
+                (OWN.partial_gangs("tier"), "{{tier}} gangs"),
+                (OWN.partial_gang_gpus_held("tier"), "{{tier}} GPUs held"),
             ),
             unit="short",
         ),
@@ -175,14 +172,7 @@ def build(settings: Settings) -> g.Dashboard:
             title="GPU quota use per namespace",
             description="requests.nvidia.com/gpu used as a share of the ResourceQuota's hard limit.",
             dataSource=DATASOURCE,
-            targets=[
-                target(
-                    f"sum by (namespace) (watchtower_quota_gpus_used{{{NS}}}) / "
-                    f"sum by (namespace) (watchtower_quota_gpus_hard{{{NS}}}) > 0",
-                    "{{namespace}}",
-                    instant=True,
-                )
-            ],
+            targets=[target(IN_NAMESPACE.quota_use("namespace"), "{{namespace}}", instant=True)],
             format="percentunit",
             min=0,
             max=1,
@@ -204,7 +194,7 @@ def build(settings: Settings) -> g.Dashboard:
         grid,
         [
             datasource_variable(),
-            query_variable("namespace", "Namespace", "label_values(watchtower_pending_workloads, namespace)"),
+            query_variable("namespace", "Namespace", f"label_values({PENDING_WORKLOADS}, namespace)"),
         ],
     )
 

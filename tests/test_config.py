@@ -124,3 +124,12 @@ def test_store_retention_defaults_to_5d_for_silences_and_7d_for_sent_notificatio
         "alerting.retention.silences",
         "alerting.retention.delivered",
     ]
+
+
+def test_the_old_alerting_thrash_window_is_refused_and_names_the_key_that_replaced_it():
+    with pytest.raises(ConfigError) as e:
+        settings_from_mapping({"alerting": {"rules": {"thrash_window": "2h"}}}, env={})
+    assert "alerting.rules.thrash_window: moved to queue.thrash_window" in str(e.value)
+    assert (
+        settings_from_mapping({"queue": {"thrash_window": "2h"}}, env={}).queue_policy().thrash_window == 7200
+    )

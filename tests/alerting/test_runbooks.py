@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import ALERTNAMES
-from watchtower.domain.alerts.rules.base import RuleSettings, links
+from watchtower.domain.alerts.rules.base import links
 
 RUNBOOKS = Path(__file__).resolve().parents[2] / "docs" / "runbooks.md"
 
@@ -23,7 +24,7 @@ def _anchors(markdown: str) -> set[str]:
 
 def test_every_rules_runbook_url_points_at_a_section_of_docs_runbooks_md() -> None:
     anchors = _anchors(RUNBOOKS.read_text())
-    settings = RuleSettings()
+    settings = Settings().rule_settings()
     missing = {}
     for alertname in ALERTNAMES:
         url = links(settings, alertname, None)["runbook_url"]

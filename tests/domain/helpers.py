@@ -8,14 +8,17 @@ import orjson
 
 from watchtower.adapters.kube_decode import ObjectDecoder
 from watchtower.adapters.sim import objects as o
+from watchtower.config.model import Settings
 from watchtower.domain.model import Event, Pod
-from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot
+from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
 from watchtower.domain.state import ClusterState, Happening
-from watchtower.domain.tiers import default_tiers
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 NS = "vision"
 DECODER = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
+# The policy of the default configuration: the tiers, windows and selector the service starts with.
+POLICY = Settings().queue_policy()
+TIERS = POLICY.tiers
 
 
 def raw(obj: dict[str, Any]) -> bytes:
@@ -57,9 +60,7 @@ def state_of(*objs: dict[str, Any]) -> ClusterState:
 
 
 def evaluate(state: ClusterState, now: float, *, include_running: bool = False) -> QueueSnapshot:
-    return QueueEvaluator(QueuePolicy(default_tiers())).evaluate(
-        state, now=now, include_running=include_running
-    )
+    return QueueEvaluator(POLICY).evaluate(state, now=now, include_running=include_running)
 
 
 def paddle_owner(job: str) -> dict[str, Any]:

@@ -8,11 +8,10 @@ import pytest
 from msgspec.structs import replace
 
 from watchtower.domain.model import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
-from watchtower.domain.queue import QueueEvaluator, QueuePolicy
+from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
-from watchtower.domain.tiers import default_tiers
 
-from .helpers import GPU_FULL, T0
+from .helpers import GPU_FULL, POLICY, T0
 
 MESSAGES = [GPU_FULL, "0/4 nodes are available: 4 Insufficient cpu.", ""]
 
@@ -48,7 +47,7 @@ def random_pod(rnd: random.Random, i: int) -> Pod:
 def test_reused_statuses_equal_fresh_ones_through_random_changes(seed):
     rnd = random.Random(seed)
     state = ClusterState()
-    reusing = QueueEvaluator(QueuePolicy(default_tiers()))
+    reusing = QueueEvaluator(POLICY)
     now = T0 + 3000.0
     for step in range(60):
         action = rnd.random()
@@ -80,13 +79,11 @@ def test_reused_statuses_equal_fresh_ones_through_random_changes(seed):
         now += rnd.choice([0.0, 15.0, 600.0])
         for include_running in (False, True):
             got = reusing.evaluate(state, now=now, include_running=include_running)
-            want = QueueEvaluator(QueuePolicy(default_tiers())).evaluate(
-                state, now=now, include_running=include_running
-            )
+            want = QueueEvaluator(POLICY).evaluate(state, now=now, include_running=include_running)
             assert got == want, f"step {step}"
         # A second tick with nothing changed but the clock must also agree.
         got = reusing.evaluate(state, now=now + 7, include_running=False)
-        assert got == QueueEvaluator(QueuePolicy(default_tiers())).evaluate(state, now=now + 7)
+        assert got == QueueEvaluator(POLICY).evaluate(state, now=now + 7)
 
 
 def test_an_earlier_snapshot_is_not_changed_by_a_later_tick():
@@ -94,7 +91,7 @@ def test_an_earlier_snapshot_is_not_changed_by_a_later_tick():
     state.upsert_pod(
         Pod("u1", "a", "p", T0, gpus=1, scheduled=Condition("False", "Unschedulable", GPU_FULL, T0))
     )
-    ev = QueueEvaluator(QueuePolicy(default_tiers()))
+    ev = QueueEvaluator(POLICY)
     first = ev.evaluate(state, now=T0 + 10)
     second = ev.evaluate(state, now=T0 + 20)
     assert (first.workloads[0].wait_seconds, second.workloads[0].wait_seconds) == (10, 20)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from watchtower.domain.latency import Distribution, latency_by_tier, quantile
 from watchtower.domain.model import Condition, Pod
-from watchtower.domain.tiers import default_tiers
 
-from .helpers import T0
+from .helpers import T0, TIERS
 
 
 def bound(uid: str, wait: float, startup: float | None, priority: int = 0) -> Pod:
@@ -35,7 +34,7 @@ def test_latency_split_between_queue_wait_and_image_pull_per_tier():
     pods.append(bound("pulling", wait=30.0, startup=None))  # bound, image still pulling
     pods.append(bound("crit", wait=1.0, startup=2.0, priority=1_000_000))
     pods.append(Pod("w", "ns", "w", T0, gpus=1))  # still waiting: censored, not a sample
-    rows = {r.tier: r for r in latency_by_tier(pods, default_tiers())}
+    rows = {r.tier: r for r in latency_by_tier(pods, TIERS)}
     low = rows["low"]
     assert (low.time_to_schedule.count, low.time_to_schedule.p50, low.time_to_schedule.max) == (
         11,

@@ -15,11 +15,12 @@ import pytest
 from watchtower.adapters.kube_decode import ObjectDecoder
 from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
-from watchtower.domain.queue import QueueEvaluator, QueuePolicy, WorkloadState, is_gated
+from watchtower.domain.queue import QueueEvaluator, WorkloadState, is_gated
 from watchtower.domain.quota import quota_refusal
 from watchtower.domain.state import ClusterState, PreemptionSeen
-from watchtower.domain.tiers import default_tiers
 from watchtower.domain.workloads import WorkloadKey
+
+from .helpers import POLICY
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 dec = ObjectDecoder()
@@ -139,7 +140,7 @@ def test_real_fragmented_pod_is_reported_as_fragmentation() -> None:
             st.upsert_node(dec.node(raw(item)))
         else:
             st.upsert_pod(dec.pod(raw(item)))
-    snap = QueueEvaluator(QueuePolicy(default_tiers())).evaluate(st, now=pod.created + 60)
+    snap = QueueEvaluator(POLICY).evaluate(st, now=pod.created + 60)
     (f,) = snap.fragmentation
     assert (f.gpus_requested, f.free_gpus_total, f.largest_free_on_one_node) == (4, 4, 2)
 
@@ -153,7 +154,7 @@ def test_real_gated_pod_is_gated_not_waiting_in_line() -> None:
     assert pod.scheduled is not None and pod.scheduled.reason == "SchedulingGated"
     st = ClusterState()
     st.upsert_pod(pod)
-    snap = QueueEvaluator(QueuePolicy(default_tiers())).evaluate(st, now=pod.created + 7200)
+    snap = QueueEvaluator(POLICY).evaluate(st, now=pod.created + 7200)
     (w,) = snap.workloads
     assert w.state is WorkloadState.GATED and w.severity == ""
     assert snap.gated_pods == 1

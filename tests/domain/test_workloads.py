@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from watchtower.adapters.sim import objects as o
-from watchtower.domain.tiers import SYSTEM_PRIORITY_MIN, default_tiers
+from watchtower.domain.tiers import SYSTEM_PRIORITY_MIN
 from watchtower.domain.workloads import WorkloadKey, workload_of
 
-from .helpers import NS, T0, evaluate, job_owner, paddle_owner, pending_pod, pod, state_of
+from .helpers import NS, T0, TIERS, evaluate, job_owner, paddle_owner, pending_pod, pod, state_of
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_same_job_name_in_two_namespaces_is_two_workloads():
     ],
 )
 def test_priority_to_tier(priority, klass, tier):
-    assert default_tiers().tier_of(priority, klass).name == tier
+    assert TIERS.tier_of(priority, klass).name == tier
 
 
 def test_class_names_win_over_values():

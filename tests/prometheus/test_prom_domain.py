@@ -219,7 +219,10 @@ def test_gpu_findings_become_alert_candidates_through_the_rule_framework() -> No
     found = idle_alerts(idle_while_waiting(view, snap, TIERS))
     down = unreachable_alert(PrometheusHealth().failed(NOW, "refused"))
     assert down is not None
-    got = evaluate_rules(RuleInput(snapshot=snap, now=NOW, tiers=TIERS, gpu_alerts=[*found, down]))
+    inp = RuleInput(
+        snapshot=snap, now=NOW, tiers=TIERS, settings=Settings().rule_settings(), gpu_alerts=[*found, down]
+    )
+    got = evaluate_rules(inp)
     by_name = {c.alertname: c for c in got}
     assert by_name[IDLE_ALERT].labels["workload"] == "idle"
     assert by_name[IDLE_ALERT].annotations["runbook_url"].endswith("#gpuidlewhilequeuewaits")

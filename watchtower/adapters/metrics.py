@@ -16,6 +16,27 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import generate_latest
 
 from watchtower.domain.health import SourceHealth
+from watchtower.domain.promql import (
+    EVALUATION_DURATION,
+    FRAGMENTED_WORKLOADS,
+    GATED_PODS,
+    GPUS,
+    LAST_EVALUATION,
+    MALFORMED_OBJECTS_SKIPPED,
+    OLDEST_WAIT,
+    PARTIAL_GANG_GPUS_HELD,
+    PARTIAL_GANGS,
+    PENDING_WORKLOADS,
+    PICTURE_STALENESS,
+    PREEMPTION_GPU_HOURS_LOST,
+    PREEMPTIONS,
+    QUOTA_GPUS_HARD,
+    QUOTA_GPUS_USED,
+    SNAPSHOT_CONSUMER_FAILURES,
+    STARTUP_LATENCY,
+    TIME_TO_SCHEDULE,
+    WATCH_RESTARTS,
+)
 from watchtower.ports import QueueGauges
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -77,7 +98,7 @@ class _QueueCollector:
     def collect(self) -> Iterable[Metric]:
         g = self.gauges  # one reference read: a whole evaluation
         pending = GaugeMetricFamily(
-            "watchtower_pending_workloads",
+            PENDING_WORKLOADS,
             "Workloads waiting (pending, partial gang or quota-blocked) by tier, namespace and main reason.",
             labels=["tier", "namespace", "reason"],
         )
@@ -85,7 +106,7 @@ class _QueueCollector:
             pending.add_metric([tier, ns, reason], n)
         yield pending
         oldest = GaugeMetricFamily(
-            "watchtower_oldest_wait_seconds",
+            OLDEST_WAIT,
             "Longest current wait of a waiting workload, by tier (0 when none waits).",
             labels=["tier"],
         )
@@ -93,12 +114,12 @@ class _QueueCollector:
             oldest.add_metric([tier], s)
         yield oldest
         partial = GaugeMetricFamily(
-            "watchtower_partial_gangs",
+            PARTIAL_GANGS,
             "Gangs with some pods bound (holding GPUs) and some still waiting, by tier.",
             labels=["tier"],
         )
         held = GaugeMetricFamily(
-            "watchtower_partial_gang_gpus_held",
+            PARTIAL_GANG_GPUS_HELD,
             "GPUs held by the bound pods of partial gangs, by tier.",
             labels=["tier"],
         )
@@ -108,12 +129,12 @@ class _QueueCollector:
         yield partial
         yield held
         used = GaugeMetricFamily(
-            "watchtower_quota_gpus_used",
+            QUOTA_GPUS_USED,
             "requests.nvidia.com/gpu used per ResourceQuota.",
             labels=["namespace", "resourcequota"],
         )
         hard = GaugeMetricFamily(
-            "watchtower_quota_gpus_hard",
+            QUOTA_GPUS_HARD,
             "requests.nvidia.com/gpu hard limit per ResourceQuota.",
             labels=["namespace", "resourcequota"],
         )
@@ -124,27 +145,27 @@ class _QueueCollector:
         yield used
         yield hard
         yield GaugeMetricFamily(
-            "watchtower_gated_pods", "Pods held by scheduling gates (not queued yet).", value=g.gated_pods
+            GATED_PODS, "Pods held by scheduling gates (not queued yet).", value=g.gated_pods
         )
         yield GaugeMetricFamily(
-            "watchtower_fragmented_workloads",
+            FRAGMENTED_WORKLOADS,
             "Waiting workloads whose pod would fit in the free GPUs of the cluster but not on any one node.",
             value=g.fragmented_workloads,
         )
-        gpus = GaugeMetricFamily("watchtower_gpus", "GPUs of schedulable GPU nodes.", labels=["state"])
+        gpus = GaugeMetricFamily(GPUS, "GPUs of schedulable GPU nodes.", labels=["state"])
         gpus.add_metric(["allocatable"], g.gpus_allocatable)
         gpus.add_metric(["used"], g.gpus_used)
         yield gpus
         if g.evaluated_at is not None:
             yield GaugeMetricFamily(
-                "watchtower_last_evaluation_timestamp_seconds",
+                LAST_EVALUATION,
                 "When the queue was last evaluated (cluster clock, Unix seconds).",
                 value=g.evaluated_at,
             )
 
         h = self._health()
         restarts = CounterMetricFamily(
-            "watchtower_watch_restarts",
+            WATCH_RESTARTS,
             "Watch restarts per kind, as counted by the cluster source.",
             labels=["kind"],
         )
@@ -152,7 +173,7 @@ class _QueueCollector:
             restarts.add_metric([kind], n)
         yield restarts
         stale = GaugeMetricFamily(
-            "watchtower_picture_staleness_seconds",
+            PICTURE_STALENESS,
             "Seconds since the cluster source last heard from the API server, per kind.",
             labels=["kind"],
         )
@@ -178,45 +199,45 @@ class WatchtowerMetrics:
         self.registry = registry
         buckets = tuple(sorted(set(WAIT_BUCKETS) | {float(b) for b in tier_bounds if b > 0}))
         self.time_to_schedule = Histogram(
-            "watchtower_time_to_schedule_seconds",
+            TIME_TO_SCHEDULE,
             "Creation to binding (PodScheduled=True) of GPU pods, by tier.",
             ["tier"],
             buckets=buckets,
             registry=registry,
         )
         self.startup = Histogram(
-            "watchtower_startup_latency_seconds",
+            STARTUP_LATENCY,
             "Binding to first container start (image pulls, volume mounts), by tier.",
             ["tier"],
             buckets=STARTUP_BUCKETS,
             registry=registry,
         )
         self.preemptions = Counter(
-            "watchtower_preemptions",
+            PREEMPTIONS,
             "Pods preempted by the scheduler, by victim and preemptor tier.",
             ["victim_tier", "preemptor_tier"],
             registry=registry,
         )
         self.gpu_hours_lost = Counter(
-            "watchtower_preemption_gpu_hours_lost",
+            PREEMPTION_GPU_HOURS_LOST,
             "GPU-hours of work lost to preemption (GPUs × time the victim had run), by victim and preemptor tier.",
             ["victim_tier", "preemptor_tier"],
             registry=registry,
         )
         self.skipped = Counter(
-            "watchtower_malformed_objects_skipped",
+            MALFORMED_OBJECTS_SKIPPED,
             "API objects skipped because they could not be read, per kind.",
             ["kind"],
             registry=registry,
         )
         self.evaluation = Histogram(
-            "watchtower_evaluation_duration_seconds",
+            EVALUATION_DURATION,
             "Wall time of one queue evaluation.",
             buckets=EVALUATION_BUCKETS,
             registry=registry,
         )
         self.consumer_failures = Counter(
-            "watchtower_snapshot_consumer_failures",
+            SNAPSHOT_CONSUMER_FAILURES,
             "Snapshot consumers (alerting, ...) that raised while handling an evaluation.",
             ["consumer"],
             registry=registry,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from watchtower.config.durations import format_duration
 from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.payload import title
+from watchtower.domain.messages import PreemptionVerdict, preemption_note
 from watchtower.domain.tick import Tick
+from watchtower.domain.timefmt import format_duration
 from watchtower.ports import AlertStore
 from watchtower.services.alerting import AlertAdmin
 from watchtower.services.feeds import Readiness
@@ -18,13 +19,6 @@ from .documents import QueueDocuments
 ROWS_PER_TIER = 100
 PREEMPTIONS_SHOWN = 30
 
-VERDICT_WORDS = {
-    "possible": "preemption under way (node nominated)",
-    "no_victims": "no lower-priority pods to preempt",
-    "not_helpful": "preempting would not make it fit",
-    "policy_never": "never preempts (preemptionPolicy: Never)",
-    "unknown": "",
-}
 STATE_WORDS = {
     "pending": "pending",
     "partial": "partial gang",
@@ -38,6 +32,12 @@ def _ago(seconds: float | None) -> str:
     if seconds is None:
         return "?"
     return format_duration(max(0.0, seconds))
+
+
+def _verdict(why: str, verdict: str) -> str:
+    # An unknown verdict is not worth a line on a crowded page.
+    v = PreemptionVerdict(verdict)
+    return "" if v is PreemptionVerdict.UNKNOWN else preemption_note(why, v)
 
 
 def _row(doc: dict[str, Any]) -> dict[str, Any]:
@@ -56,8 +56,7 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
         "warn_pct": round(min(100.0, 100.0 * warn / scale), 1),
         "severity": doc["severity"] or "ok",
         "why": doc["why"] or "",
-        # explain() usually words the preemption verdict already; say it apart only when it does not.
-        "verdict": "" if "preempt" in (doc["why"] or "") else VERDICT_WORDS.get(doc["preemption"], ""),
+        "verdict": _verdict(doc["why"] or "", doc["preemption"]),
         "gpus": doc["gpus_requested"],
         "gpus_held": doc["gpus_held"],
         "pods": f"{doc['pods_running']}/{doc['pods_running'] + doc['pods_pending']}",

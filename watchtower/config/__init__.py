@@ -3,7 +3,9 @@
 No instance is made at import time: `load_settings(path)` builds one for the composition root.
 """
 
-from .durations import Duration, format_duration, parse_duration
+from watchtower.domain.timefmt import format_duration
+
+from .durations import Duration, parse_duration
 from .loading import ConfigError, load_settings, settings_from_mapping
 from .model import Settings
 

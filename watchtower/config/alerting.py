@@ -51,12 +51,22 @@ class RulesConfig(Section):
     pending_for: Duration = 0.0  # Prometheus `for`: how long a condition must hold before it fires
     pending_for_by_rule: dict[str, Duration] = {}  # alertname → `for`
     keep_firing_for: Duration = 0.0
-    thrash_count: int = Field(3, ge=1)
-    thrash_window: Duration = 3600.0
+    thrash_count: int = Field(3, ge=1)  # preemptions within queue.thrash_window
+    # Moved to queue.thrash_window; the key stays only to say so to a file that still sets it.
+    thrash_window: None = None
     gang_stall_after: Duration = 600.0
     unreachable_after: Duration = 120.0
     inversion_tiers: list[str] = ["critical", "high"]
     disabled: list[str] = []  # rule modules (tiered_wait, ...) or alertnames
+
+    @field_validator("thrash_window", mode="before")
+    @classmethod
+    def _moved(cls, v: object) -> None:
+        if v is not None:
+            raise ValueError(
+                "moved to queue.thrash_window: the preemptions a workload shows and the ones "
+                "WorkloadPreemptionThrash counts are one count in one window"
+            )
 
     @field_validator("disabled")
     @classmethod

@@ -1,4 +1,6 @@
-"""Durations written the way Prometheus and Alertmanager users write them: 30s, 5m, 2h, 1h30m, 7d."""
+"""Durations written the way Prometheus and Alertmanager users write them: 30s, 5m, 2h, 1h30m, 7d.
+
+Written back as text by `watchtower.domain.timefmt.format_duration`, in the same units."""
 
 from __future__ import annotations
 
@@ -30,19 +32,6 @@ def parse_duration(value: Any) -> float:
         if text and pos == len(text):
             return total
     raise ValueError(f"{value!r} is not a duration: write 30s, 5m, 2h, 1h30m or 7d")
-
-
-def format_duration(seconds: float) -> str:
-    """Return the shortest exact form: 300 → "5m", 5400 → "1h30m", 0 → "0s"."""
-    s = round(seconds)
-    if s == 0:
-        return "0s"
-    out = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if s >= size:
-            out.append(f"{s // size}{unit}")
-            s %= size
-    return "".join(out)
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]

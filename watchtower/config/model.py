@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from watchtower.domain.alerts.rules import RuleSettings
 from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
@@ -88,9 +89,9 @@ class DisplayConfig(Section):
 
 
 class QueueConfig(Section):
-    quota_window: Duration = 900.0
-    preemption_window: Duration = 86400.0
-    thrash_window: Duration = 3600.0
+    quota_window: Duration = 900.0  # a quota refusal older than this no longer blocks
+    preemption_window: Duration = 86400.0  # preemptions listed
+    thrash_window: Duration = 3600.0  # "preempted N times": the queue's count and WorkloadPreemptionThrash's
     evaluate_every: Duration = 15.0
 
 
@@ -180,4 +181,17 @@ class Settings(Section):
             quota_window=self.queue.quota_window,
             preemption_window=self.queue.preemption_window,
             thrash_window=self.queue.thrash_window,
+        )
+
+    def rule_settings(self) -> RuleSettings:
+        """Return what the alert rules read: thresholds from `alerting.rules`, links from `server`."""
+        r = self.alerting.rules
+        return RuleSettings(
+            thrash_count=r.thrash_count,
+            gang_stall_after=r.gang_stall_after,
+            unreachable_after=r.unreachable_after,
+            inversion_tiers=frozenset(r.inversion_tiers),
+            status_url=self.server.external_url,
+            dashboard_url=self.server.dashboard_url,
+            disabled=frozenset(r.disabled),
         )

@@ -10,6 +10,7 @@ reason ``other``: the parser never raises.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -20,6 +21,22 @@ class PreemptionVerdict(StrEnum):
     NOT_HELPFUL = "not_helpful"  # evicting would not make the pod fit anywhere
     POLICY_NEVER = "policy_never"  # the pod's preemptionPolicy is Never
     UNKNOWN = "unknown"
+
+
+# The verdicts in words: the `why` of a waiting workload, its alerts and the status page all say them so.
+PREEMPTION_WORDS: Mapping[PreemptionVerdict, str] = {
+    PreemptionVerdict.POSSIBLE: "preemption is under way",
+    PreemptionVerdict.NO_VICTIMS: "preemption cannot help: no lower-priority pods to evict",
+    PreemptionVerdict.NOT_HELPFUL: "preemption cannot help: evicting would not make it fit",
+    PreemptionVerdict.POLICY_NEVER: "preemption cannot help: its preemptionPolicy is Never",
+    PreemptionVerdict.UNKNOWN: "the scheduler has said nothing about preemption",
+}
+
+
+def preemption_note(why: str, verdict: PreemptionVerdict) -> str:
+    """Return the verdict in words, or "" when `why` (worded by `explain`) says it already."""
+    words = PREEMPTION_WORDS[verdict]
+    return "" if words in why else words
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,13 +205,9 @@ def explain(diag: SchedulingDiagnosis, *, gpus: int = 0, verdict: PreemptionVerd
     out = "; ".join(parts) if parts else diag.raw.strip()
     if diag.total_nodes is not None:
         out = f"no node fits ({diag.total_nodes} tried): {out}"
-    words = {
-        PreemptionVerdict.POSSIBLE: "preemption is under way",
-        PreemptionVerdict.NO_VICTIMS: "preemption cannot help: no lower-priority pods to evict",
-        PreemptionVerdict.NOT_HELPFUL: "preemption cannot help: evicting would not make it fit",
-        PreemptionVerdict.POLICY_NEVER: "it may not preempt (preemptionPolicy Never)",
-        PreemptionVerdict.UNKNOWN: "",
-    }[verdict if verdict is not None else diag.preemption]
+    v = verdict if verdict is not None else diag.preemption
+    # An unknown verdict is no news: the sentence says nothing about preemption then.
+    words = PREEMPTION_WORDS[v] if v is not PreemptionVerdict.UNKNOWN else ""
     if words:
         out += f"; {words}"
     if diag.truncated:

@@ -1,7 +1,10 @@
-"""Every PromQL expression Watchtower runs, named and documented in one place.
+"""Every PromQL expression Watchtower runs or ships, named and documented in one place.
 
 The service, the dashboards and the rule generators build their queries here, from one `QueryConfig`, so a
-label spelling or a selector is fixed once for all of them.
+label spelling or a selector is fixed once for all of them. Watchtower's own `watchtower_*` series are named
+here too, with how each is aggregated (`OwnQueries`): the metrics adapter exports them under these names,
+and the rules and dashboards read them back through the same expressions. (Over 400 lines: one file is the
+point, as the kubernetes-mixin keeps its queries together.)
 
 Why the expressions look the way they do (facts from /work/shared/EXPORTERS.md):
 
@@ -33,6 +36,34 @@ FB_USED = "DCGM_FI_DEV_FB_USED"
 GPU_RESOURCE = "nvidia_com_gpu"
 MIG_PROFILE = "GPU_I_PROFILE"
 MIG_INSTANCE = "GPU_I_ID"
+
+# Watchtower's own series. Counters and histograms are named without the `_total`/`_bucket` the client
+# library appends on exposition; queries add it (`total`, `bucket`).
+PENDING_WORKLOADS = "watchtower_pending_workloads"
+OLDEST_WAIT = "watchtower_oldest_wait_seconds"
+PARTIAL_GANGS = "watchtower_partial_gangs"
+PARTIAL_GANG_GPUS_HELD = "watchtower_partial_gang_gpus_held"
+QUOTA_GPUS_USED = "watchtower_quota_gpus_used"
+QUOTA_GPUS_HARD = "watchtower_quota_gpus_hard"
+GATED_PODS = "watchtower_gated_pods"
+FRAGMENTED_WORKLOADS = "watchtower_fragmented_workloads"
+GPUS = "watchtower_gpus"
+LAST_EVALUATION = "watchtower_last_evaluation_timestamp_seconds"
+WATCH_RESTARTS = "watchtower_watch_restarts"
+PICTURE_STALENESS = "watchtower_picture_staleness_seconds"
+TIME_TO_SCHEDULE = "watchtower_time_to_schedule_seconds"
+STARTUP_LATENCY = "watchtower_startup_latency_seconds"
+PREEMPTIONS = "watchtower_preemptions"
+PREEMPTION_GPU_HOURS_LOST = "watchtower_preemption_gpu_hours_lost"
+MALFORMED_OBJECTS_SKIPPED = "watchtower_malformed_objects_skipped"
+EVALUATION_DURATION = "watchtower_evaluation_duration_seconds"
+SNAPSHOT_CONSUMER_FAILURES = "watchtower_snapshot_consumer_failures"
+NOTIFICATIONS_SENT = "watchtower_notifications_sent"
+NOTIFICATIONS_FAILED = "watchtower_notifications_failed"
+NOTIFICATIONS_RETRIED = "watchtower_notifications_retried"
+OUTBOX_DEPTH = "watchtower_outbox_depth"
+OUTBOX_OLDEST_UNDELIVERED = "watchtower_outbox_oldest_undelivered_seconds"
+ALERTS_FIRING = "watchtower_alerts_firing"
 
 # Prometheus 3 drops the sample at the left edge of a range: with fewer than 4 scrapes per window a single
 # missed scrape empties the range.
@@ -106,6 +137,89 @@ def _is_label_name(s: str) -> bool:
 
 def _sel(*parts: str) -> str:
     return "{" + ",".join(p for p in parts if p) + "}"
+
+
+def total(counter: str) -> str:
+    """Return the exposed name of a counter: `watchtower_preemptions` → `watchtower_preemptions_total`."""
+    return counter + "_total"
+
+
+def bucket(histogram: str) -> str:
+    """Return the name of a histogram's bucket series."""
+    return histogram + "_bucket"
+
+
+def _agg(op: str, by: tuple[str, ...], expr: str) -> str:
+    return f"{op} by ({', '.join(by)}) ({expr})" if by else f"{op}({expr})"
+
+
+class OwnQueries:
+    """Expressions over Watchtower's own series, each aggregated the one way that series allows.
+
+    `selector` goes inside every selector's braces (`job="watchtower"`; "" for none). `by` names the labels
+    kept; `window` is a range as text: a PromQL duration, or Grafana's `$__rate_interval`."""
+
+    def __init__(self, selector: str = "") -> None:
+        if any(c in selector for c in "{}"):
+            raise ValueError(f"a selector is the text inside braces, without them: {selector!r}")
+        self.selector = selector
+
+    def series(self, name: str, *matchers: str) -> str:
+        """Return `name` with the selector and `matchers` (text such as `tier="low"`; "" is left out)."""
+        parts = [p for p in (self.selector, *matchers) if p]
+        return f"{name}{{{','.join(parts)}}}" if parts else name
+
+    def pending(self, *by: str, tier: str = "") -> str:
+        """Waiting workloads (pending, partial gang or quota-blocked), summed over what `by` leaves out."""
+        return _agg("sum", by, self.series(PENDING_WORKLOADS, f'tier="{tier}"' if tier else ""))
+
+    def oldest_wait(self, *by: str, tier: str = "") -> str:
+        """Longest current wait, seconds: max, not sum, as two replicas (leader and standby) report the
+        same queue."""
+        return _agg("max", by, self.series(OLDEST_WAIT, f'tier="{tier}"' if tier else ""))
+
+    def partial_gangs(self, *by: str) -> str:
+        """Gangs with some pods bound and some waiting."""
+        return _agg("sum", by, self.series(PARTIAL_GANGS))
+
+    def partial_gang_gpus_held(self, *by: str) -> str:
+        """GPUs held by the bound pods of partial gangs."""
+        return _agg("sum", by, self.series(PARTIAL_GANG_GPUS_HELD))
+
+    def quota_use(self, *by: str) -> str:
+        """GPU quota used as a share of its hard limit (0-1), where there is a limit."""
+        used, hard = (
+            _agg("sum", by, self.series(QUOTA_GPUS_USED)),
+            _agg("sum", by, self.series(QUOTA_GPUS_HARD)),
+        )
+        return f"{used} / {hard} > 0"
+
+    def _rate(self, fn: str, name: str, window: str, by: tuple[str, ...]) -> str:
+        return _agg("sum", by, f"{fn}({self.series(name)}[{window}])")
+
+    def time_to_schedule_quantile(self, q: float, window: str) -> str:
+        """The `q` quantile per tier of creation-to-binding times over `window`."""
+        return f"histogram_quantile({q:g}, {self._rate('rate', bucket(TIME_TO_SCHEDULE), window, ('tier', 'le'))})"
+
+    def scheduled_per_bucket(self, window: str, *by: str) -> str:
+        """Pods scheduled within `window`, per wait bucket (`le`) and `by`."""
+        return self._rate("increase", bucket(TIME_TO_SCHEDULE), window, (*by, "le"))
+
+    def preemption_rate(self, window: str, *by: str) -> str:
+        """Pods preempted per second over `window`."""
+        return self._rate("rate", total(PREEMPTIONS), window, by)
+
+    def gpu_hours_lost_rate(self, window: str, *by: str) -> str:
+        """GPU-hours of work lost to preemption per second over `window`."""
+        return self._rate("rate", total(PREEMPTION_GPU_HOURS_LOST), window, by)
+
+    def evaluation_changes(self, window: str) -> str:
+        """How often the last-evaluation time moved within `window`: 0 when Watchtower has stalled."""
+        return f"changes({self.series(LAST_EVALUATION)}[{window}])"
+
+    def staleness(self, *by: str) -> str:
+        """Seconds since the cluster source last heard from the API server (all kinds): the worst replica."""
+        return _agg("max", by, self.series(PICTURE_STALENESS, 'kind="all"'))
 
 
 @dataclass(frozen=True, slots=True)

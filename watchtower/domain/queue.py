@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 import msgspec
@@ -33,11 +33,11 @@ WAITING_STATES = frozenset({WorkloadState.PENDING, WorkloadState.PARTIAL, Worklo
 
 @dataclass(frozen=True, slots=True)
 class TrainingSelector:
-    """Which pods are tracked: by default every pod requesting GPUs, optionally narrowed further."""
+    """Which pods are tracked: those requesting GPUs (if `require_gpu`), narrowed by labels and image."""
 
-    require_gpu: bool = True
-    match_labels: Mapping[str, str] = field(default_factory=dict)
-    image_pattern: str = ""  # a regular expression searched in each container image
+    require_gpu: bool
+    match_labels: Mapping[str, str]
+    image_pattern: str  # a regular expression searched in each container image; "" matches any
 
     def matches(self, pod: Pod) -> bool:
         if self.require_gpu and pod.gpus <= 0:
@@ -53,11 +53,13 @@ class TrainingSelector:
 
 @dataclass(frozen=True, slots=True)
 class QueuePolicy:
+    """How the queue is read; every value comes from the configuration (`Settings.queue_policy`)."""
+
     tiers: TierPolicy
-    selector: TrainingSelector = field(default_factory=TrainingSelector)
-    quota_window: float = 15 * 60.0  # a refusal older than this no longer blocks (the controller gave up)
-    preemption_window: float = 24 * 3600.0  # preemptions listed in a snapshot
-    thrash_window: float = 3600.0  # window for "preempted N times"
+    selector: TrainingSelector
+    quota_window: float  # a refusal older than this no longer blocks (the controller gave up)
+    preemption_window: float  # preemptions listed in a snapshot
+    thrash_window: float  # window for "preempted N times"
 
 
 class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
@@ -227,7 +229,8 @@ class WorkloadStatus(msgspec.Struct, gc=False):
 
     @property
     def severity(self) -> str:
-        """Return "critical", "warning" or "" from the wait against the tier's thresholds."""
+        """Return "critical", "warning" or "" from the wait against the tier's thresholds: the severity of
+        its wait alerts, of the queue JSON and of the status page."""
         f = self.facts
         if f.state not in WAITING_STATES:
             return ""
@@ -247,6 +250,15 @@ class Fragmentation:
 
 
 @dataclass(frozen=True, slots=True)
+class RecentPreemptions:
+    """How often each workload was preempted within `window` seconds up to the snapshot (the policy's
+    thrash window); the pods of a gang preempted together count once. Workloads never preempted are absent."""
+
+    window: float
+    counts: Mapping[WorkloadKey, int]
+
+
+@dataclass(frozen=True, slots=True)
 class QueueSnapshot:
     at: float
     workloads: tuple[WorkloadStatus, ...]
@@ -255,6 +267,8 @@ class QueueSnapshot:
     preemptions: tuple[Preemption, ...]
     disruptions: tuple[Disruption, ...]
     gated_pods: int
+    # Every workload's count, running or not: each WorkloadStatus.preemptions_recent is its entry here.
+    recent_preemptions: RecentPreemptions
 
     def waiting(self) -> list[WorkloadStatus]:
         return [w for w in self.workloads if w.waiting]
@@ -348,6 +362,7 @@ class QueueEvaluator:
             preemptions=tuple(preemptions),
             disruptions=tuple(disruptions),
             gated_pods=gated_total,
+            recent_preemptions=RecentPreemptions(policy.thrash_window, thrash),
         )
 
     def _derive(

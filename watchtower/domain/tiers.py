@@ -1,4 +1,6 @@
-"""Priority tiers: which tier a pod belongs to and how long it may wait."""
+"""Priority tiers: which tier a pod belongs to and how long it may wait.
+
+The tiers themselves are configuration (`tiers:`, defaults in config/model.py); this is how they are read."""
 
 from __future__ import annotations
 
@@ -46,22 +48,3 @@ class TierPolicy:
             if t.name == tier_name:
                 return i
         return len(self.tiers)
-
-    def by_name(self, name: str) -> Tier | None:
-        for t in self.tiers:
-            if t.name == name:
-                return t
-        return None
-
-
-def default_tiers() -> TierPolicy:
-    """Return the tiers of DESIGN §4."""
-    minute, hour = 60.0, 3600.0
-    return TierPolicy.of(
-        [
-            Tier("critical", 1_000_000, 5 * minute, 15 * minute),
-            Tier("high", 900_000, 15 * minute, 1 * hour),
-            Tier("medium", 500_000, 30 * minute, 2 * hour),
-            Tier("low", 0, 2 * hour, 8 * hour),
-        ]
-    )

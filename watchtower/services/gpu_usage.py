@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from watchtower.domain.gpu_usage import (
@@ -31,13 +30,10 @@ from watchtower.domain.gpu_usage import (
 from watchtower.domain.promql import Queries
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tiers import TierPolicy
+from watchtower.domain.timefmt import rfc3339
 from watchtower.ports import PromReader, PromReadError
 
 log = logging.getLogger(__name__)
-
-
-def _rfc3339(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
 
 
 class GpuUsageService:
@@ -154,7 +150,7 @@ class GpuUsageService:
             "prometheus": {
                 "url": self.reader.url,
                 "up": h.up,
-                "last_success": _rfc3339(h.last_success),
+                "last_success": rfc3339(h.last_success, "auto"),
                 "consecutive_failures": h.consecutive_failures,
                 "last_error": h.last_error or None,
             },
@@ -162,7 +158,7 @@ class GpuUsageService:
             "window_seconds": self.policy.window,
             "available": v is not None,
             "stale": v.stale if v is not None else True,
-            "as_of": _rfc3339(v.as_of) if v is not None else None,
+            "as_of": rfc3339(v.as_of, "auto") if v is not None else None,
             "idle_gpus": v.idle_gpus if v is not None else 0,
             "idle_slices": v.idle_slices if v is not None else 0,
             "idle_workloads": [],

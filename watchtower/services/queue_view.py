@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from watchtower.domain.disruptions import Preemption
@@ -13,14 +12,9 @@ from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import QuotaLine
 from watchtower.domain.tiers import TierPolicy
+from watchtower.domain.timefmt import rfc3339 as rfc3339  # re-exported: api/ imports it from here
 
 SCHEMA_VERSION = 1
-
-
-def rfc3339(t: float | None) -> str | None:
-    if t is None:
-        return None
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def workload_dict(w: WorkloadStatus) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from watchtower.config.durations import format_duration
+from watchtower.domain.timefmt import format_duration
 
 
 def _clean(text: object) -> str:

@@ -22,6 +22,7 @@ from watchtower.domain.queue import (
     QueueEvaluator,
     QueuePolicy,
     QueueSnapshot,
+    RecentPreemptions,
     TrainingSelector,
     WorkloadFacts,
     WorkloadState,
@@ -62,7 +63,6 @@ def settings(**changes: Any) -> RuleSettings:
     """Return the rule settings of these tests, every field given, with `changes` applied."""
     fields: dict[str, Any] = {
         "thrash_count": THRASH_COUNT,
-        "thrash_window": THRASH_WINDOW,
         "gang_stall_after": GANG_STALL_AFTER,
         "unreachable_after": UNREACHABLE_AFTER,
         "inversion_tiers": frozenset({"critical", "high"}),
@@ -168,6 +168,8 @@ def snapshot(
         preemptions=tuple(preemptions),
         disruptions=(),
         gated_pods=sum(w.pods_gated for w in workloads),
+        # Thrash counts come from the queue evaluator (thrash tests build a ClusterState and evaluate it).
+        recent_preemptions=RecentPreemptions(THRASH_WINDOW, {}),
     )
 
 

@@ -83,7 +83,7 @@ def test_the_description_says_why_whether_preemption_helps_and_who_is_ahead():
     )
     d = a.annotations["description"]
     assert "Why: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu." in d
-    assert "preemption cannot help: no lower-priority pods could be evicted" in d
+    assert "preemption cannot help: no lower-priority pods to evict" in d
     assert "2 higher-tier workload(s) are ahead of it in the queue (5 in all)." in d
     assert a.annotations["preemption"] == "no_victims"
     assert a.annotations["ahead_higher_tier"] == "2"

@@ -20,8 +20,23 @@ def fingerprint(labels: Mapping[str, str]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
+class Labelled:
+    """What an alert's labels say of it: its name and its severity (set by the rule that raised it)."""
+
+    __slots__ = ()
+    labels: Mapping[str, str]
+
+    @property
+    def alertname(self) -> str:
+        return self.labels.get("alertname", "")
+
+    @property
+    def severity(self) -> str:
+        return self.labels.get("severity", "")
+
+
 @dataclass(frozen=True, slots=True)
-class AlertCandidate:
+class AlertCandidate(Labelled):
     """A rule's finding at one evaluation: the alert is active now."""
 
     labels: Mapping[str, str]
@@ -32,14 +47,6 @@ class AlertCandidate:
     def __post_init__(self) -> None:
         object.__setattr__(self, "fingerprint", fingerprint(self.labels))
 
-    @property
-    def alertname(self) -> str:
-        return self.labels.get("alertname", "")
-
-    @property
-    def severity(self) -> str:
-        return self.labels.get("severity", "")
-
 
 class AlertState(StrEnum):
     PENDING = "pending"  # active, but not yet for its `for` duration
@@ -48,7 +55,7 @@ class AlertState(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class TrackedAlert:
+class TrackedAlert(Labelled):
     """An alert across evaluations: when it became active, fired, was last seen and resolved."""
 
     fingerprint: str
@@ -59,11 +66,3 @@ class TrackedAlert:
     last_seen: float  # last evaluation that found it active
     fired_at: float | None = None
     resolved_at: float | None = None
-
-    @property
-    def alertname(self) -> str:
-        return self.labels.get("alertname", "")
-
-    @property
-    def severity(self) -> str:
-        return self.labels.get("severity", "")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from .. import timefmt
 from .model import AlertState, TrackedAlert
 
 ZERO_TIME = "0001-01-01T00:00:00Z"
@@ -14,10 +14,9 @@ ZERO_TIME = "0001-01-01T00:00:00Z"
 
 @lru_cache(maxsize=4096)
 def rfc3339(t: float | None) -> str:
+    """Return `t` as Alertmanager writes times: milliseconds, and its zero time for none."""
     # Cached: the alerts of a storm share a handful of start times, and formatting one costs microseconds.
-    if t is None:
-        return ZERO_TIME
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return ZERO_TIME if t is None else timefmt.rfc3339(t, "milliseconds")
 
 
 def _common(maps: list[Mapping[str, str]]) -> dict[str, str]:

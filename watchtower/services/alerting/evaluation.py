@@ -34,17 +34,7 @@ LAST_SEEN_SLACK = 60.0
 
 
 def rule_settings(settings: Settings) -> RuleSettings:
-    r = settings.alerting.rules
-    return RuleSettings(
-        thrash_count=r.thrash_count,
-        thrash_window=r.thrash_window,
-        gang_stall_after=r.gang_stall_after,
-        unreachable_after=r.unreachable_after,
-        inversion_tiers=frozenset(r.inversion_tiers),
-        status_url=settings.server.external_url,
-        dashboard_url=settings.server.dashboard_url,
-        disabled=frozenset(r.disabled),
-    )
+    return settings.rule_settings()
 
 
 def alerts_for_snapshot(

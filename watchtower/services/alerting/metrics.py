@@ -4,37 +4,39 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from watchtower.domain.promql import (
+    ALERTS_FIRING,
+    NOTIFICATIONS_FAILED,
+    NOTIFICATIONS_RETRIED,
+    NOTIFICATIONS_SENT,
+    OUTBOX_DEPTH,
+    OUTBOX_OLDEST_UNDELIVERED,
+)
 from watchtower.ports import AlertStore
 
 
 class AlertingMetrics:
     def __init__(self, *, registry: CollectorRegistry) -> None:
-        self.sent = Counter(
-            "watchtower_notifications_sent", "Notifications delivered", ["integration"], registry=registry
-        )
+        self.sent = Counter(NOTIFICATIONS_SENT, "Notifications delivered", ["integration"], registry=registry)
         self.failed = Counter(
-            "watchtower_notifications_failed",
+            NOTIFICATIONS_FAILED,
             "Notifications given up (refused, gone, or out of attempts)",
             ["integration"],
             registry=registry,
         )
         self.retried = Counter(
-            "watchtower_notifications_retried",
+            NOTIFICATIONS_RETRIED,
             "Delivery attempts that will be retried",
             ["integration"],
             registry=registry,
         )
-        self.outbox_depth = Gauge(
-            "watchtower_outbox_depth", "Notifications waiting to be delivered", registry=registry
-        )
+        self.outbox_depth = Gauge(OUTBOX_DEPTH, "Notifications waiting to be delivered", registry=registry)
         self.oldest_age = Gauge(
-            "watchtower_outbox_oldest_undelivered_seconds",
+            OUTBOX_OLDEST_UNDELIVERED,
             "Age of the oldest notification not yet delivered (0 when none)",
             registry=registry,
         )
-        self.firing = Gauge(
-            "watchtower_alerts_firing", "Alerts firing", ["alertname", "severity"], registry=registry
-        )
+        self.firing = Gauge(ALERTS_FIRING, "Alerts firing", ["alertname", "severity"], registry=registry)
 
     def observe_outbox(self, store: AlertStore, now: float) -> None:
         self.outbox_depth.set(sum(store.depth().values()))

@@ -11,22 +11,27 @@ from urllib.parse import quote as _quote
 from watchtower.domain.gpu_usage import GpuAlert
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.tiers import TierPolicy
+from watchtower.domain.timefmt import format_duration
 from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
 
+# Where the runbook sections are: alerts link to RUNBOOK_URL#<alertname in lower case>.
+RUNBOOK_URL = "docs/runbooks.md"
+
 
 @dataclass(frozen=True, slots=True)
 class RuleSettings:
-    thrash_count: int = 3
-    thrash_window: float = 3600.0
-    gang_stall_after: float = 600.0
-    unreachable_after: float = 120.0
-    inversion_tiers: frozenset[str] = frozenset({"critical", "high"})
-    status_url: str = ""  # the status page, e.g. https://watchtower.example
-    dashboard_url: str = ""  # a Grafana dashboard; `var-namespace` and `var-workload` are appended
-    runbook_url: str = "docs/runbooks.md"
-    disabled: frozenset[str] = frozenset()  # alertnames switched off
+    """The rules' thresholds and links; every value comes from the configuration (`Settings.rule_settings`)."""
+
+    thrash_count: int
+    gang_stall_after: float
+    unreachable_after: float
+    inversion_tiers: frozenset[str]
+    status_url: str  # the status page, e.g. https://watchtower.example; "" for no link
+    dashboard_url: str  # a Grafana dashboard; `var-namespace` and `var-workload` are appended; "" for none
+    disabled: frozenset[str]  # alertnames switched off
+    runbook_url: str = RUNBOOK_URL
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,7 @@ class RuleInput:
     snapshot: QueueSnapshot
     now: float
     tiers: TierPolicy
-    settings: RuleSettings = field(default_factory=RuleSettings)
+    settings: RuleSettings
     holders: Sequence[GpuHolder] = ()
     health: WatchHealth | None = None
     gone_receivers: Mapping[str, str] = field(default_factory=dict)  # integration → why it was disabled
@@ -67,17 +72,8 @@ Rule = Callable[[RuleInput], list[AlertCandidate]]
 
 
 def human(seconds: float) -> str:
-    """Return a duration as people say it: 45s, 12m, 2h05m, 3d4h."""
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        h, m = divmod(s // 60, 60)
-        return f"{h}h{m:02d}m" if m else f"{h}h"
-    d, h = divmod(s // 3600, 24)
-    return f"{d}d{h}h" if h else f"{d}d"
+    """Return a duration as alert text says it: 45s, 12m, 2h05m, 3d4h."""
+    return format_duration(seconds, spoken=True)
 
 
 def workload_labels(w: WorkloadStatus, alertname: str, severity: str) -> dict[str, str]:
@@ -106,8 +102,14 @@ def _q(text: str) -> str:
     return _quote(text, safe="")
 
 
+def runbook_link(base: str, alertname: str) -> str:
+    """Return the runbook section of `alertname` under `base`: the service's alerts and the generated
+    Prometheus rules point into the same file this way."""
+    return f"{base}#{alertname.lower()}"
+
+
 def links(settings: RuleSettings, alertname: str, key: WorkloadKey | None) -> dict[str, str]:
-    out = {"runbook_url": f"{settings.runbook_url}#{alertname.lower()}"}
+    out = {"runbook_url": runbook_link(settings.runbook_url, alertname)}
     if settings.status_url:
         base = settings.status_url.rstrip("/")
         out["status_url"] = f"{base}/?workload={_q(str(key))}" if key is not None else f"{base}/"
@@ -128,12 +130,3 @@ def queue_context(w: WorkloadStatus) -> str:
     if w.ahead:
         return f"{w.ahead} workload(s) of its own tier are ahead of it; none of a higher tier."
     return "Nothing is ahead of it in the queue."
-
-
-PREEMPTION_WORDS = {
-    "possible": "preemption is under way: the scheduler nominated a node and is evicting lower-priority pods",
-    "no_victims": "preemption cannot help: no lower-priority pods could be evicted to make room",
-    "not_helpful": "preemption cannot help: evicting pods would not make it fit anywhere",
-    "policy_never": "preemption cannot help: its PriorityClass has preemptionPolicy Never",
-    "unknown": "the scheduler has said nothing about preemption",
-}

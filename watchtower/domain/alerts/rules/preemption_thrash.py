@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from watchtower.domain.disruptions import Preemption
-from watchtower.domain.queue import WorkloadStatus
 from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
@@ -16,28 +13,23 @@ NAME = "WorkloadPreemptionThrash"
 
 def evaluate(inp: RuleInput) -> list[AlertCandidate]:
     s = inp.settings
-    since = inp.now - s.thrash_window
-    counts: Counter[WorkloadKey] = Counter()
-    seen: set[tuple[WorkloadKey, int]] = set()
+    snap = inp.snapshot
+    # The queue's own count and its window: the alert says the figure the status page and the API show.
+    recent = snap.recent_preemptions
+    counts = {k: n for k, n in recent.counts.items() if n >= s.thrash_count}
+    if not counts:
+        return []
+    since = snap.at - recent.window
     last: dict[WorkloadKey, Preemption] = {}
-    for pre in inp.snapshot.preemptions:
-        if pre.victim_workload is None or pre.at is None or not since <= pre.at <= inp.now:
+    for pre in snap.preemptions:
+        key = pre.victim_workload
+        if key is None or key not in counts or pre.at is None or not since <= pre.at <= snap.at:
             continue
-        # The pods of one gang evicted together are one preemption of the workload.
-        mark = (pre.victim_workload, int(pre.at // 60))
-        if mark not in seen:
-            seen.add(mark)
-            counts[pre.victim_workload] += 1
-        if pre.victim_workload not in last or (last[pre.victim_workload].at or 0.0) < pre.at:
-            last[pre.victim_workload] = pre
-    by_key: dict[WorkloadKey, WorkloadStatus] = {}
-    for ws in inp.snapshot.workloads:
-        # Only workloads with preemptions are looked at: in a storm nearly none of 10,000 have any.
-        if ws.preemptions_recent > 0 or ws.key in counts:
-            by_key[ws.key] = ws
-            counts[ws.key] = max(counts[ws.key], ws.preemptions_recent)
+        if key not in last or (last[key].at or 0.0) < pre.at:
+            last[key] = pre
+    by_key = {ws.key: ws for ws in snap.workloads if ws.key in counts}
     out = []
-    for key, n in sorted((k, n) for k, n in counts.items() if n >= s.thrash_count):
+    for key, n in sorted(counts.items()):
         w = by_key.get(key)
         p = last.get(key)
         if w is not None:
@@ -70,10 +62,10 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
                 labels,
                 {
                     "summary": f"{key.kind} {key.namespace}/{key.name} was preempted {n} times in "
-                    f"{human(s.thrash_window)}",
+                    f"{human(recent.window)}",
                     "description": (
                         f"{key.kind} {key.namespace}/{key.name} (tier {tier}) was preempted {n} times within "
-                        f"{human(s.thrash_window)} (alert at {s.thrash_count}); each preemption throws away "
+                        f"{human(recent.window)} (alert at {s.thrash_count}); each preemption throws away "
                         f"the work since its last checkpoint.{by}"
                     ),
                     "preemptions": str(n),

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages import PREEMPTION_WORDS, PreemptionVerdict
 from watchtower.domain.queue import WorkloadState, WorkloadStatus
 from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
-from .base import PREEMPTION_WORDS, GpuHolder, RuleInput, human, links, workload_labels
+from .base import GpuHolder, RuleInput, human, links, workload_labels
 
 NAME = "WorkloadPriorityInversion"
 STUCK = frozenset(
@@ -55,6 +55,7 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
         named = ", ".join(f"{k} ({g} GPU, tier {t})" for k, g, t in blockers[:5])
         if len(blockers) > 5:
             named += f" and {len(blockers) - 5} more"
+        words = PREEMPTION_WORDS[w.preemption]
         severity = "critical" if inp.tiers.rank(w.tier) == 0 else "warning"
         labels = workload_labels(w, NAME, severity)
         out.append(
@@ -67,7 +68,7 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
                         f"{w.kind} {w.namespace}/{w.name} of tier {w.tier} needs {max(1, w.gpus_per_pod)} "
                         f"GPU(s) per pod and has waited {human(w.wait_seconds)}. Lower-tier workloads hold "
                         f"GPUs on nodes where it would fit: {named}. "
-                        f"{PREEMPTION_WORDS[w.preemption.value].capitalize()}, so it will not get them "
+                        f"{words[:1].upper()}{words[1:]}, so it will not get them "
                         "until they finish or someone moves them."
                     ),
                     "blocker": str(top),

@@ -13,9 +13,9 @@ NAME = "WorkloadQuotaBlocked"
 def evaluate(inp: RuleInput) -> list[AlertCandidate]:
     out = []
     for w in inp.snapshot.workloads:
-        if w.state is not WorkloadState.QUOTA_BLOCKED or w.wait_seconds < w.warn_after:
+        severity = w.severity
+        if w.state is not WorkloadState.QUOTA_BLOCKED or not severity:
             continue
-        severity = "critical" if w.wait_seconds >= w.critical_after else "warning"
         quota = w.quota.quota if w.quota is not None else "?"
         out.append(
             AlertCandidate(

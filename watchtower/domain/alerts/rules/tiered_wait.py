@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from watchtower.domain.messages import preemption_note
 from watchtower.domain.queue import WorkloadState
 
 from ..model import AlertCandidate
-from .base import PREEMPTION_WORDS, RuleInput, human, links, queue_context, workload_labels
+from .base import RuleInput, human, links, queue_context, workload_labels
 
 WARNING = "WorkloadWaitWarning"
 CRITICAL = "WorkloadWaitCritical"
+# Past its critical threshold a workload has both alerts: the warning stays while the critical one fires.
+_ALERTS = {"warning": ((WARNING, "warning"),), "critical": ((WARNING, "warning"), (CRITICAL, "critical"))}
 
 
 def evaluate(inp: RuleInput) -> list[AlertCandidate]:
@@ -17,31 +20,30 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
     waiting = (WorkloadState.PENDING, WorkloadState.PARTIAL)
     for w in inp.snapshot.workloads:
         # Quota-blocked work has its own rule; gated work is not queued yet (DESIGN §3.4).
-        wait = w.wait_seconds
-        if wait < w.warn_after or w.state not in waiting:
+        reached = w.severity
+        if not reached or w.state not in waiting:
             continue
+        wait = w.wait_seconds
         # What both severities share is worked out once: a storm renders 10,000 of these a tick.
         key = w.key
         what = f"{key.kind} {key.namespace}/{key.name}"
         waited = human(wait)
-        verdict = w.preemption.value
         common = {
             "wait_seconds": str(round(wait)),
             "why": w.why,
-            "preemption": verdict,
+            "preemption": w.preemption.value,
             "ahead_higher_tier": str(w.ahead_higher_tier),
         }
         notes = {f"note_{k}": v for k, v in w.annotations.items()}
+        # The why usually words the verdict already (explain()); it is said apart only when it does not.
+        note = preemption_note(w.why, w.preemption)
         detail = (
             f"Why: {w.why or 'no reason recorded yet'}. "
-            f"Preemption: {PREEMPTION_WORDS.get(verdict, verdict)}. " + queue_context(w)
+            + (f"Preemption: {note}. " if note else "")
+            + queue_context(w)
         )
-        for name, severity, threshold in (
-            (WARNING, "warning", w.warn_after),
-            (CRITICAL, "critical", w.critical_after),
-        ):
-            if wait < threshold:
-                continue
+        for name, severity in _ALERTS[reached]:
+            threshold = w.critical_after if severity == "critical" else w.warn_after
             limit = human(threshold)
             out.append(
                 AlertCandidate(
