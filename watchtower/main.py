@@ -75,7 +75,7 @@ def analyze(
     ] = None,
 ) -> None:
     """Print the queue a dump describes: waits vs thresholds and why, gangs, preemptions, quota, fragmentation."""
-    from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+    from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
     from watchtower.services.analyze import analysis_dict
     from watchtower.services.analyze import analyze as run_analysis
     from watchtower.services.table import render

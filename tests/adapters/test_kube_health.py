@@ -15,8 +15,8 @@ import yaml
 
 from watchtower.adapters.kube import RESOURCES, KubeSource
 from watchtower.adapters.kube.backoff import Backoff
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.lines import LineSplitter
-from watchtower.adapters.kube_decode import ObjectDecoder
 from watchtower.adapters.sim import objects as o
 
 from .conftest import PODS, SERVED, ManualClock, running, until

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.model import Event, Pod
 from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot

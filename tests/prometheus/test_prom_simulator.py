@@ -19,7 +19,7 @@ import msgspec
 import pytest
 from prom_server import SimExporter
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.adapters.prometheus_process import start_local_prometheus
 from watchtower.adapters.sim.cluster import DEFAULT_START, KINDS, SimulatedCluster

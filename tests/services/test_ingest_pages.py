@@ -6,7 +6,7 @@ import msgspec
 import orjson
 import pytest
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor

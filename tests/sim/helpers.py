@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.sim.cluster import KINDS, SimPod, SimulatedCluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot

@@ -4,7 +4,7 @@ import asyncio
 
 import httpx
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.state import ClusterState

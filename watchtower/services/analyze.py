@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder, iter_kinds
+from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder, iter_kinds
 from watchtower.config.model import Settings
 from watchtower.domain.latency import latency_by_tier
 from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot

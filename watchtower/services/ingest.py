@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.domain.state import ClusterState, Happening
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.metrics import FeedHealth, QueueGauges, WatchtowerMetrics
 from watchtower.config.model import Settings
 from watchtower.domain.disruptions import Preemption

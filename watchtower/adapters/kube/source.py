@@ -15,11 +15,11 @@ import asyncio
 import logging
 import random
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
 from watchtower.ports import Clock, ListSink, ObjectSink, SystemClock
 
 from .backoff import Backoff
 from .connection import ApiStatus, Query, Transport, api_client, status_error
+from .decoder import DecodeError, ObjectDecoder
 from .health import KindHealth, summary
 from .lines import LineSplitter
 from .resources import RESOURCES, Resource
