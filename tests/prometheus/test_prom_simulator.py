@@ -48,7 +48,7 @@ class LiveModel:
         self.state = ClusterState()
         self.ingest = Ingestor(self.state, ObjectDecoder())
         for kind in KINDS:
-            self.ingest.replace(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
+            self.ingest.list_page(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
 
     def step(self, dt: float) -> None:
         self.sim.step(dt)

@@ -22,7 +22,7 @@ async def test_run_lists_every_kind_then_streams_changes_until_cancelled():
 
     def on_list(kind, raws):
         listed.append(kind)
-        ingest.replace(kind, raws)
+        ingest.list_page(kind, raws)
 
     def on_change(kind, type_, raw):
         changes.append((kind, type_))

@@ -37,9 +37,10 @@ from watchtower.adapters.sim.workloads import (
     team_namespace,
 )
 from watchtower.config.model import SimulatorConfig
+from watchtower.domain.kinds import WATCHED
 from watchtower.ports import ListSink, ObjectSink
 
-KINDS = ("Namespace", "PriorityClass", "Node", "ResourceQuota", "Pod", "Event")
+KINDS = tuple(k.name for k in WATCHED)  # served, and listed in this order, as the service watches them
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"
