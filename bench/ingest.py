@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _harness import peak_rss_bytes, pod_server, reset_peak_rss, rss_bytes
 
 from watchtower.adapters.kube import KubeSource, Resource
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 

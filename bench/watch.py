@@ -28,7 +28,7 @@ from _harness import pod_server
 from _podgen import watch_lines
 
 from watchtower.adapters.kube import KubeSource, Resource
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 

@@ -17,7 +17,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from watchtower.adapters.clock import SystemClock
-from watchtower.adapters.kube_decode import ObjectDecoder as KubeObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
 from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
@@ -38,7 +38,7 @@ PRUNE_STORE_EVERY = 3600.0  # seconds between prunes of expired silences and del
 TickConsumer = Callable[[Tick], Awaitable[None]]
 
 
-def object_decoder(settings: Settings) -> ObjectDecoder:
+def object_decoder(settings: Settings) -> KubeObjectDecoder:
     """Return the decoder that keeps, of each object, what the settings say Watchtower reads."""
     return KubeObjectDecoder(
         team_label=settings.teams.label,

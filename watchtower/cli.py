@@ -64,7 +64,7 @@ def analyze(
     ] = None,
 ) -> None:
     """Print the queue a dump describes: waits vs thresholds and why, gangs, preemptions, quota, fragmentation."""
-    from watchtower.adapters.kube_decode import DecodeError
+    from watchtower.adapters.kube.decoder import DecodeError
     from watchtower.bootstrap import object_decoder
     from watchtower.services.analyze import analysis_dict
     from watchtower.services.analyze import analyze as run_analysis

@@ -6,7 +6,7 @@ adapters and hands them in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -60,8 +60,32 @@ class ClusterSource(Protocol):
         ...
 
 
+class DecodeError(ValueError):
+    """An object that cannot be read; `uid` names it when that much could be read."""
+
+    def __init__(self, message: str, *, kind: str = "", uid: str = "", name: str = "") -> None:
+        super().__init__(message)
+        self.kind, self.uid, self.name = kind, uid, name
+
+
 class ObjectDecoder(Protocol):
-    """Turns the API server's JSON bytes into domain records, reading only what Watchtower keeps."""
+    """Turns the API server's JSON bytes into domain records, reading only what Watchtower keeps.
+
+    Each method raises DecodeError for an object it cannot read."""
+
+    def head(self, raw: msgspec.Raw | bytes) -> tuple[str, str, str]:
+        """Return an object's (kind, uid, name), as far as they can be read."""
+        ...
+
+    def decode_list(self, data: bytes) -> tuple[list[msgspec.Raw], str, str]:
+        """Return a List's items, its resourceVersion and its continue token."""
+        ...
+
+    def pods(
+        self, items: Iterable[msgspec.Raw | bytes], on_error: Callable[[DecodeError], None]
+    ) -> Iterator[Pod]:
+        """Yield the Pod of each item; hand each unusable one to `on_error` and go on."""
+        ...
 
     def pod(self, raw: msgspec.Raw | bytes) -> Pod: ...
     def event(self, raw: msgspec.Raw | bytes) -> Event: ...

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from watchtower.adapters.kube import RESOURCES, KubeSource
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.state import ClusterState, Happening
 from watchtower.services.ingest import Ingestor
 

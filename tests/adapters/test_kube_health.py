@@ -13,23 +13,26 @@ from pathlib import Path
 
 import yaml
 
-from watchtower.adapters.kube import RESOURCES, KubeSource
+from watchtower.adapters.kube import RESOURCES, KubeSource, Resource
 from watchtower.adapters.kube.backoff import Backoff
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.lines import LineSplitter
-from watchtower.adapters.kube_decode import ObjectDecoder
 from watchtower.adapters.sim import objects as o
+from watchtower.domain.kinds import PADDLE_JOB
 
 from .conftest import PODS, SERVED, ManualClock, running, until
 from .fake_apiserver import FakeApiServer
 
 PADDLE = "/apis/batch.paddlepaddle.org/v1/paddlejobs"
+# PaddleJobs are not watched until something reads them: the optional-CRD tests watch them explicitly.
+WITH_PADDLE = (*RESOURCES, Resource.of(PADDLE_JOB))
 
 
 def all_connected(source: KubeSource) -> bool:
     """Every served kind is watched and every optional one found absent (the fixture serves no CRD)."""
     return all(
         source.kind_health(r.kind).connected if not r.optional else not source.kind_health(r.kind).present
-        for r in RESOURCES
+        for r in source.resources
     )
 
 
@@ -38,7 +41,7 @@ async def test_health_reports_staleness_and_failures_while_the_server_errs_then_
 ) -> None:
     clock = ManualClock()
     apiserver.put(PODS, o.pod(name="a", namespace="n", created=clock.t, uid="u1"))
-    async with running(apiserver, tmp_path, clock=clock) as r:
+    async with running(apiserver, tmp_path, clock=clock, resources=WITH_PADDLE) as r:
         await until(lambda: all_connected(r.source), "every kind watched")
         h = r.source.health()
         assert h["healthy"] is True and h["stale_seconds"] == 0.0
@@ -63,12 +66,21 @@ async def test_health_reports_staleness_and_failures_while_the_server_errs_then_
 
 
 async def test_missing_paddlejob_crd_is_skipped_quietly(apiserver: FakeApiServer, tmp_path: Path) -> None:
-    async with running(apiserver, tmp_path) as r:
+    async with running(apiserver, tmp_path, resources=WITH_PADDLE) as r:
         await until(lambda: all_connected(r.source), "every kind watched")
         pj = r.source.kind_health("PaddleJob")
         assert (pj.present, pj.consecutive_failures, pj.last_error) == (False, 0, "")
         assert [p for _, p, _ in apiserver.requests].count(PADDLE) == 1
         assert "PaddleJob" not in [k for k, _ in r.lists]
+
+
+async def test_paddlejobs_are_not_requested_until_something_reads_them(
+    apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    async with running(apiserver, tmp_path) as r:
+        await until(lambda: all_connected(r.source), "every kind watched")
+        assert PADDLE not in [p for _, p, _ in apiserver.requests]
+        assert "PaddleJob" not in r.source.health()["kinds"]  # type: ignore[operator]
 
 
 async def test_paddlejobs_are_listed_and_watched_when_the_crd_exists(tmp_path: Path) -> None:
@@ -80,7 +92,7 @@ async def test_paddlejobs_are_listed_and_watched_when_the_crd_exists(tmp_path: P
             "metadata": {"name": "j", "namespace": "n", "uid": "pj1"},
         }
         server.put(PADDLE, job)
-        async with running(server, tmp_path) as r:
+        async with running(server, tmp_path, resources=WITH_PADDLE) as r:
             await until(lambda: r.source.kind_health("PaddleJob").connected, "paddlejobs watched")
             assert ("PaddleJob", 1) in r.lists
     finally:

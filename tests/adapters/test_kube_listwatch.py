@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from watchtower.adapters.kube import KubeSource, Resource
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor

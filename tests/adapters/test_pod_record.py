@@ -8,7 +8,7 @@ import msgspec
 import orjson
 import pytest
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.adapters.sim import objects as o
 
 T0 = 1_800_000_000.0

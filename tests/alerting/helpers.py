@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import Settings

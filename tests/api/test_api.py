@@ -9,7 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from services.scenario import HOSTILE, NOW, demo_cluster
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.bootstrap import TickLoop
 from watchtower.config import Settings
 from watchtower.services.analyze import analysis_dict, analyze

@@ -7,8 +7,9 @@ import pytest
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import DisruptionSeen, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.services.ingest import Ingestor
 
-from .helpers import NS, T0, apply, evaluate, paddle_owner, pending_pod, running_pod, state_of
+from .helpers import DECODER, NS, T0, apply, evaluate, paddle_owner, pending_pod, raw, running_pod, state_of
 
 NODE = "gpu-7"
 PREEMPTOR = pending_pod("urgent", uid="uid-urgent", priority=1_000_000, priority_class="urgent-debug")
@@ -142,8 +143,10 @@ def test_relist_replace_is_idempotent():
     from .helpers import pod
 
     pods = [pod(victim()), pod(pending_pod("p"))]
-    state.replace_pods(pods)
-    assert state.replace_pods(pods) == []
+    ingest = Ingestor(state, DECODER)
+    listed = [raw(victim()), raw(pending_pod("p"))]
+    ingest.list_page("Pod", listed)
+    assert ingest.list_page("Pod", listed) == []
     assert set(state.pods) == {"uid-victim", pods[1].uid}
 
 

@@ -10,7 +10,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.model import Event, Node, Pod

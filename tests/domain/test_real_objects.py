@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.queue import QueueEvaluator, WorkloadState, is_gated

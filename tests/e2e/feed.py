@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from watchtower.adapters.kube import KubeSource
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.state import ClusterState, Happening
 from watchtower.services.ingest import Ingestor
 

@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
+from watchtower.adapters.kube import RESOURCES, Resource
+from watchtower.domain.kinds import PADDLE_JOB
+
 from .api import Api, ApiError, wait_for
 from .controlplane.cluster import ControlPlane
 from .feed import Feed
@@ -164,7 +167,8 @@ def test_watchtower_service_account_reads_everything_it_watches_and_writes_only_
                 }
             )
         )
-        feed = Feed(kubeconfig)
+        # PaddleJobs are not watched until something reads them; the role must still let the service list them.
+        feed = Feed(kubeconfig, resources=(*RESOURCES, Resource.of(PADDLE_JOB)))
         feed.start()
         try:
             kinds = [r.kind for r in feed.source.resources]

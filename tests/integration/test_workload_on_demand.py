@@ -6,7 +6,7 @@ import httpx
 from api.conftest import make_service
 from services.scenario import NOW, demo_cluster
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.config import Settings
 from watchtower.services.analyze import analysis_dict, analyze
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.config.model import Settings
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot

@@ -19,7 +19,7 @@ import msgspec
 import pytest
 from prom_server import SimExporter
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.adapters.prometheus_process import start_local_prometheus
 from watchtower.adapters.sim.cluster import DEFAULT_START, KINDS, SimulatedCluster
@@ -48,7 +48,7 @@ class LiveModel:
         self.state = ClusterState()
         self.ingest = Ingestor(self.state, ObjectDecoder())
         for kind in KINDS:
-            self.ingest.replace(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
+            self.ingest.list_page(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
 
     def step(self, dt: float) -> None:
         self.sim.step(dt)

@@ -14,7 +14,7 @@ import msgspec
 import orjson
 import pytest
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.services.ingest import Ingestor, Skipped

@@ -6,7 +6,7 @@ import msgspec
 import orjson
 import pytest
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
@@ -24,7 +24,7 @@ def raws(*objs: dict) -> list[msgspec.Raw]:  # type: ignore[type-arg]
 
 def ingestor_with_pods(*ids: int) -> Ingestor:
     ing = Ingestor(ClusterState(), ObjectDecoder())
-    ing.replace("Pod", [pod(i) for i in ids])
+    ing.list_page("Pod", [pod(i) for i in ids])
     return ing
 
 
@@ -53,11 +53,11 @@ def test_a_list_started_over_drops_what_only_the_abandoned_attempt_listed() -> N
 
 def test_a_relist_in_pages_drops_unlisted_nodes_quotas_and_priority_classes() -> None:
     ing = Ingestor(ClusterState(), ObjectDecoder())
-    ing.replace("Node", raws(o.node("a"), o.node("b")))
-    ing.replace(
+    ing.list_page("Node", raws(o.node("a"), o.node("b")))
+    ing.list_page(
         "ResourceQuota", raws(*(o.resource_quota(ns, "gpu", hard_gpus=8, used_gpus=0) for ns in "xy"))
     )
-    ing.replace("PriorityClass", raws(o.priority_class("hi", 1000), o.priority_class("lo", 1)))
+    ing.list_page("PriorityClass", raws(o.priority_class("hi", 1000), o.priority_class("lo", 1)))
 
     ing.list_page("Node", raws(o.node("b")), first=True, last=False)
     ing.list_page("Node", raws(o.node("c")), first=False, last=True)

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.sim.cluster import KINDS, SimPod, SimulatedCluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
@@ -40,7 +40,7 @@ class Watched:
         self.evaluator = QueueEvaluator(Settings().queue_policy())
         self.changes: list[tuple[str, str, dict[str, Any]]] = []
         for kind in KINDS:
-            self.ingest.replace(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
+            self.ingest.list_page(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
 
     def step(self, dt: float) -> None:
         self.sim.step(dt)

@@ -5,7 +5,7 @@ from collections import Counter
 
 import msgspec
 
-from watchtower.adapters.kube_decode import ObjectDecoder, parse_time
+from watchtower.adapters.kube.decoder import ObjectDecoder, parse_time
 from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.adapters.sim.workloads import paddle_job, single_pod
 from watchtower.config.model import SimulatorConfig

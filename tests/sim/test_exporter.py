@@ -5,7 +5,7 @@ import asyncio
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from watchtower.adapters.kube_decode import parse_time
+from watchtower.adapters.kube.decoder import parse_time
 from watchtower.adapters.sim.cluster import SimulatedCluster
 from watchtower.adapters.sim.exporter import CONTENT_TYPE, utilisation
 from watchtower.adapters.sim.workloads import Pattern, single_pod

@@ -4,7 +4,7 @@ import asyncio
 
 import httpx
 
-from watchtower.adapters.kube_decode import ObjectDecoder
+from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.state import ClusterState
@@ -22,7 +22,7 @@ async def test_run_lists_every_kind_then_streams_changes_until_cancelled():
 
     def on_list(kind, raws):
         listed.append(kind)
-        ingest.replace(kind, raws)
+        ingest.list_page(kind, raws)
 
     def on_change(kind, type_, raw):
         changes.append((kind, type_))

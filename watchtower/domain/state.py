@@ -7,7 +7,6 @@ twice changes nothing and reports nothing twice: replays after a re-list are har
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .disruptions import (
@@ -257,17 +256,6 @@ class ClusterState:
 
     def delete_quota(self, namespace: str, name: str) -> None:
         self.quotas.pop((namespace, name), None)
-
-    def replace_pods(self, pods: Iterable[Pod]) -> list[Happening]:
-        """Make the pod set exactly `pods` (a fresh LIST after 410 Gone): upsert each, delete the rest."""
-        out: list[Happening] = []
-        seen: set[str] = set()
-        for p in pods:
-            seen.add(p.uid)
-            out.extend(self.upsert_pod(p))
-        for uid in [u for u in self.pods if u not in seen]:
-            out.extend(self.delete_pod(uid))
-        return out
 
     # ---- queries ----------------------------------------------------------------------------------
 

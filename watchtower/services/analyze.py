@@ -5,19 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder, iter_kinds
 from watchtower.config.model import Settings
+from watchtower.domain.kinds import WATCHED
 from watchtower.domain.latency import latency_by_tier
 from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot
 from watchtower.domain.state import ClusterState
+from watchtower.ports import DecodeError, ObjectDecoder
 
 from .alerting import alerts_for_snapshot
-from .ingest import KINDS, Ingestor
+from .ingest import Ingestor
 from .queue_view import latency_dicts, snapshot_dict
-
-# Pods first would attribute events before the pods they name exist; order matters for no kind but is
-# kept stable so that a dump gives the same answer however kubectl ordered it.
-_ORDER = ("Namespace", "PriorityClass", "Node", "ResourceQuota", "Pod", "Event")
 
 
 @dataclass
@@ -37,19 +34,24 @@ def load_dump(data: bytes, decoder: ObjectDecoder) -> tuple[ClusterState, Ingest
         raise DecodeError(f"expected kind List (kubectl get ... -o json), got {kind or 'no kind'!r}")
     state = ClusterState()
     ing = Ingestor(state, decoder)
-    by_kind: dict[str, list[Any]] = {k: [] for k in KINDS}
-    ignored: dict[str, int] = {}
-    for kind, raw in iter_kinds(decoder, items):
+    # Applied kind by kind in the table's order (events after the pods they name), so that a dump gives
+    # the same answer however kubectl ordered it.
+    by_kind: dict[str, list[Any]] = {k.name: [] for k in WATCHED}
+    for raw in items:
+        try:
+            kind, _, _ = decoder.head(raw)
+        except DecodeError:
+            kind = ""
         if kind in by_kind:
             by_kind[kind].append(raw)
         elif kind == "":
             ing._skip("Unknown", DecodeError("item without a readable kind"))
         else:
-            ignored[kind] = ignored.get(kind, 0) + 1
-    for kind in _ORDER:
-        for raw in by_kind[kind]:
+            ing.apply(kind, "ADDED", raw)  # counted in ing.ignored
+    for kind, raws in by_kind.items():
+        for raw in raws:
             ing.apply(kind, "ADDED", raw)
-    return state, ing, ignored
+    return state, ing, dict(ing.ignored)
 
 
 def analyze(data: bytes, *, policy: QueuePolicy, decoder: ObjectDecoder, at: float) -> Analysis:

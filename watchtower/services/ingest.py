@@ -1,6 +1,8 @@
 """Applying API objects (from the Kubernetes adapter, the simulator or a dump) to the cluster state.
 
-A malformed object is skipped, counted per kind and logged once per uid: the feed never dies of it.
+Each watched kind (domain/kinds.py) is bound here to its decoder method, its key and the state's upsert
+and delete. A malformed object is skipped, counted per kind and logged once per uid: the feed never dies
+of it. An object of a kind nobody reads is counted per kind and logged once per kind.
 """
 
 from __future__ import annotations
@@ -9,17 +11,26 @@ import contextlib
 import gc
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
+from watchtower.domain import kinds
+from watchtower.domain.kinds import WATCHED, Kind
 from watchtower.domain.state import ClusterState, Happening
+from watchtower.ports import DecodeError, ObjectDecoder
 
 log = logging.getLogger(__name__)
 
-KINDS = ("Pod", "Event", "Node", "Namespace", "PriorityClass", "ResourceQuota")
+# The kinds readiness waits for: an optional CRD may never be listed.
+KINDS = tuple(k.name for k in WATCHED if not k.optional)
+
+T = TypeVar("T")
+Raw = bytes | msgspec.Raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +39,51 @@ class Skipped:
     uid: str
     name: str
     error: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Binding(Generic[T]):
+    """How the objects of one kind reach the state."""
+
+    decode: Callable[[Raw], T]  # raises DecodeError
+    upsert: Callable[[T], list[Happening] | None]
+    delete: Callable[[T], list[Happening] | None] | None  # None: a deletion changes nothing
+    held: Mapping[Any, T] | None  # the state's objects by key; None: a re-list drops none of them
+    key: Callable[[T], Hashable]  # of an object in `held`
+    # Decodes a whole LIST page in one pass, handing each unusable object to its second argument.
+    decode_page: Callable[[Iterable[Raw], Callable[[DecodeError], None]], Iterator[T]] | None = None
+
+
+def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
+    """Return the binding of each watched kind, by name; raise KeyError when a watched kind has none."""
+    name, uid = attrgetter("name"), attrgetter("uid")
+    bound: dict[Kind, _Binding[Any]] = {
+        kinds.NAMESPACE: _Binding(
+            dec.namespace, st.upsert_namespace, lambda ns: st.delete_namespace(ns.name), st.namespaces, name
+        ),
+        kinds.PRIORITY_CLASS: _Binding(
+            dec.priority_class,
+            st.upsert_priority_class,
+            lambda pc: st.delete_priority_class(pc.name),
+            st.priority_classes,
+            name,
+        ),
+        kinds.NODE: _Binding(dec.node, st.upsert_node, lambda n: st.delete_node(n.name), st.nodes, name),
+        kinds.RESOURCE_QUOTA: _Binding(
+            dec.quota,
+            st.upsert_quota,
+            lambda q: st.delete_quota(q.namespace, q.name),
+            st.quotas,
+            attrgetter("namespace", "name"),
+        ),
+        # The DELETED object is the pod's last word: its conditions may show that it was preempted.
+        kinds.POD: _Binding(
+            dec.pod, st.upsert_pod, lambda p: st.delete_pod(p.uid, p), st.pods, uid, decode_page=dec.pods
+        ),
+        # Events expire on their own and what they told stays told: deleting one changes nothing.
+        kinds.EVENT: _Binding(dec.event, st.upsert_event, None, None, uid),
+    }
+    return {k.name: bound[k] for k in WATCHED}
 
 
 @contextlib.contextmanager
@@ -65,9 +121,11 @@ class Ingestor:
         self.decoder = decoder
         self.skipped: Counter[str] = Counter()
         self.skips: list[Skipped] = []  # the first `report_limit`, for analyze and /readyz
+        self.ignored: Counter[str] = Counter()  # objects of kinds nobody reads, per kind
         self._on_skip = on_skip
         self._reported: set[str] = set()
         self._report_limit = report_limit
+        self._bound = _bindings(state, decoder)
         # Per kind with a LIST under way: the keys held before it that no page has listed yet.
         self._unlisted: dict[str, set[object]] = {}
 
@@ -87,41 +145,36 @@ class Ingestor:
         if self._on_skip is not None:
             self._on_skip(s)
 
-    def apply(self, kind: str, event_type: str, raw: bytes | msgspec.Raw) -> list[Happening]:
+    def _ignore(self, kind: str, count: int) -> None:
+        if count <= 0:
+            return
+        if kind not in self.ignored:
+            log.info("ignoring objects of kind %s: Watchtower reads no such kind", kind[:80])
+        self.ignored[kind] += count
+
+    def apply(self, kind: str, event_type: str, raw: Raw) -> list[Happening]:
         """Apply one ADDED/MODIFIED/DELETED object of a kind; return what newly happened."""
-        st, dec = self.state, self.decoder
-        deleted = event_type == "DELETED"
+        b = self._bound.get(kind)
+        if b is None:
+            self._ignore(kind, 1)
+            return []
+        act = b.delete if event_type == "DELETED" else b.upsert
+        if act is None:
+            return []
         try:
-            if kind == "Pod":
-                pod = dec.pod(raw)
-                return st.delete_pod(pod.uid, pod) if deleted else st.upsert_pod(pod)
-            if kind == "Event":
-                return [] if deleted else st.upsert_event(dec.event(raw))
-            if kind == "Node":
-                n = dec.node(raw)
-                st.delete_node(n.name) if deleted else st.upsert_node(n)
-            elif kind == "Namespace":
-                ns = dec.namespace(raw)
-                st.delete_namespace(ns.name) if deleted else st.upsert_namespace(ns)
-            elif kind == "PriorityClass":
-                pc = dec.priority_class(raw)
-                st.delete_priority_class(pc.name) if deleted else st.upsert_priority_class(pc)
-            elif kind == "ResourceQuota":
-                q = dec.quota(raw)
-                st.delete_quota(q.namespace, q.name) if deleted else st.upsert_quota(q)
+            happened = act(b.decode(raw))
         except DecodeError as e:
             self._skip(kind, e)
         except Exception as e:  # a bug of ours on hostile input must not stop the feed either
             log.exception("unexpected error applying %s", kind)
             self._skip(kind, e)
+        else:
+            if happened is not None:
+                return happened
         return []
 
-    def replace(self, kind: str, raws: Iterable[bytes | msgspec.Raw]) -> list[Happening]:
-        """Make the state's objects of `kind` exactly these (a whole LIST); return what newly happened."""
-        return self.list_page(kind, raws, first=True, last=True)
-
     def list_page(
-        self, kind: str, raws: Iterable[bytes | msgspec.Raw], *, first: bool = True, last: bool = True
+        self, kind: str, raws: Iterable[Raw], *, first: bool = True, last: bool = True
     ) -> list[Happening]:
         """Apply one page of a LIST of `kind`; at the `last` page drop the objects no page listed.
 
@@ -132,90 +185,58 @@ class Ingestor:
         with _collector_paused():
             return self._list_page(kind, raws, first=first, last=last)
 
-    def _list_page(
-        self, kind: str, raws: Iterable[bytes | msgspec.Raw], *, first: bool, last: bool
-    ) -> list[Happening]:
-        st = self.state
+    def _list_page(self, kind: str, raws: Iterable[Raw], *, first: bool, last: bool) -> list[Happening]:
+        b = self._bound.get(kind)
+        if b is None:
+            self._ignore(kind, sum(1 for _ in raws))
+            return []
+        held = b.held
         if first or kind not in self._unlisted:
-            self._unlisted[kind] = set(self._keys(kind))
+            self._unlisted[kind] = set(held) if held is not None else set()
         unlisted = self._unlisted[kind]
         out: list[Happening] = []
-        if kind == "Pod":
-            upsert = st.upsert_pod
-            pods = self.decoder.pods(raws, lambda e: self._skip("Pod", e))
+        if b.decode_page is not None:
+            upsert, key = b.upsert, b.key
+            objs = b.decode_page(raws, partial(self._skip, kind))
             if unlisted:
                 discard = unlisted.discard
-                for pod in pods:
-                    discard(pod.uid)
-                    happened = upsert(pod)
+                for obj in objs:
+                    discard(key(obj))
+                    happened = upsert(obj)
                     if happened:
                         out.extend(happened)
             else:  # the first list: nothing held before to cross off
-                for pod in pods:
-                    happened = upsert(pod)
+                for obj in objs:
+                    happened = upsert(obj)
                     if happened:
                         out.extend(happened)
         else:
             for raw in raws:
-                key = self._upsert(kind, raw, out)
-                if key is not None:
-                    unlisted.discard(key)
+                obj = self._upsert(kind, b, raw, out)
+                if obj is not None:
+                    unlisted.discard(b.key(obj))
         if last:
-            for key in self._unlisted.pop(kind):
-                out.extend(self._delete(kind, key))
+            unlisted = self._unlisted.pop(kind)
+            if held is not None and b.delete is not None:
+                for k in unlisted:
+                    gone = held.get(k)
+                    happened = b.delete(gone) if gone is not None else None
+                    if happened:
+                        out.extend(happened)
         return out
 
-    def _keys(self, kind: str) -> Iterable[object]:
-        st = self.state
-        tables: dict[str, Iterable[object]] = {
-            "Pod": st.pods,
-            "Node": st.nodes,
-            "Namespace": st.namespaces,
-            "PriorityClass": st.priority_classes,
-            "ResourceQuota": st.quotas,
-        }
-        return tables.get(kind, ())  # events expire on their own; a re-list does not drop them
-
-    def _upsert(self, kind: str, raw: bytes | msgspec.Raw, out: list[Happening]) -> object | None:
-        """Apply one listed object other than a pod; return its key, None when it was skipped."""
-        st, dec = self.state, self.decoder
+    def _upsert(self, kind: str, b: _Binding[T], raw: Raw, out: list[Happening]) -> T | None:
+        """Apply one listed object decoded on its own; return it, or None when it was skipped."""
         try:
-            if kind == "Node":
-                n = dec.node(raw)
-                st.upsert_node(n)
-                return n.name
-            if kind == "Namespace":
-                ns = dec.namespace(raw)
-                st.upsert_namespace(ns)
-                return ns.name
-            if kind == "PriorityClass":
-                pc = dec.priority_class(raw)
-                st.upsert_priority_class(pc)
-                return pc.name
-            if kind == "ResourceQuota":
-                q = dec.quota(raw)
-                st.upsert_quota(q)
-                return (q.namespace, q.name)
-            out.extend(self.apply(kind, "ADDED", raw))
+            obj = b.decode(raw)
+            happened = b.upsert(obj)
         except DecodeError as e:
             self._skip(kind, e)
+            return None
         except Exception as e:  # a bug of ours on hostile input must not stop the feed either
             log.exception("unexpected error applying a listed %s", kind)
             self._skip(kind, e)
-        return None
-
-    def _delete(self, kind: str, key: object) -> list[Happening]:
-        st = self.state
-        if isinstance(key, tuple):  # a ResourceQuota: (namespace, name)
-            st.delete_quota(*key)
-        elif not isinstance(key, str):
-            pass
-        elif kind == "Pod":
-            return st.delete_pod(key)
-        elif kind == "Node":
-            st.delete_node(key)
-        elif kind == "Namespace":
-            st.delete_namespace(key)
-        elif kind == "PriorityClass":
-            st.delete_priority_class(key)
-        return []
+            return None
+        if happened:
+            out.extend(happened)
+        return obj

@@ -1,8 +1,10 @@
-"""The API collections Watchtower lists and watches, cluster-wide."""
+"""The API collections Watchtower lists and watches, cluster-wide: the watched kinds of domain/kinds.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from watchtower.domain.kinds import WATCHED, Kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -11,13 +13,10 @@ class Resource:
     path: str  # cluster-wide collection path
     optional: bool = False  # a CRD that may not be installed: 404 means "absent", not an error
 
+    @classmethod
+    def of(cls, kind: Kind) -> Resource:
+        """Return the collection that serves a kind."""
+        return cls(kind.name, kind.path, kind.optional)
 
-RESOURCES: tuple[Resource, ...] = (
-    Resource("Pod", "/api/v1/pods"),
-    Resource("Event", "/api/v1/events"),
-    Resource("Node", "/api/v1/nodes"),
-    Resource("Namespace", "/api/v1/namespaces"),
-    Resource("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses"),
-    Resource("ResourceQuota", "/api/v1/resourcequotas"),
-    Resource("PaddleJob", "/apis/batch.paddlepaddle.org/v1/paddlejobs", optional=True),
-)
+
+RESOURCES: tuple[Resource, ...] = tuple(Resource.of(k) for k in WATCHED)

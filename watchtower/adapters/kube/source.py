@@ -16,12 +16,12 @@ import logging
 import random
 
 from watchtower.adapters.clock import SystemClock
-from watchtower.adapters.kube_decode import DecodeError, ObjectDecoder
 from watchtower.domain.health import SourceHealth
 from watchtower.ports import Clock, ListSink, ObjectSink
 
 from .backoff import Backoff
 from .connection import ApiStatus, Query, Transport, api_client, status_error
+from .decoder import DecodeError, ObjectDecoder
 from .health import KindHealth, source_health, summary
 from .lines import LineSplitter
 from .resources import RESOURCES, Resource

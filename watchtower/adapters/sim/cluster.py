@@ -12,12 +12,14 @@ import asyncio
 import random
 import string
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from watchtower.adapters.sim import exporter, warm
 from watchtower.adapters.sim import objects as obj
+from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload, memory_bytes
 from watchtower.adapters.sim.scheduler import (
     TERMINATING_ON_NOMINATED,
     Bind,
@@ -29,7 +31,6 @@ from watchtower.adapters.sim.scheduler import (
 from watchtower.adapters.sim.workloads import (
     CLASS_BY_NAME,
     PRIORITY_CLASSES,
-    Pattern,
     PodTemplate,
     WorkloadGenerator,
     WorkloadSpec,
@@ -37,9 +38,10 @@ from watchtower.adapters.sim.workloads import (
 )
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.health import SourceHealth
+from watchtower.domain.kinds import WATCHED
 from watchtower.ports import ListSink, ObjectSink
 
-KINDS = ("Namespace", "PriorityClass", "Node", "ResourceQuota", "Pod", "Event")
+KINDS = tuple(k.name for k in WATCHED)  # served, and listed in this order, as the service watches them
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"
@@ -52,108 +54,6 @@ RETRY_EVENT_EVERY = 60.0  # repeated FailedScheduling attempts are folded into t
 RETRY_UNSCHEDULABLE = 60.0
 MAX_BACKOFF = 300.0
 GIVE_UP_AFTER = 2 * 3600.0  # people delete a job their quota has refused for this long
-_MI = 2**20
-_GI = 2**30
-
-_CONTROLLER = {
-    "PaddleJob": ("paddle-operator", obj.PADDLE_API),
-    "Job": ("job-controller", "batch/v1"),
-    "ReplicaSet": ("replicaset-controller", "apps/v1"),
-}
-
-
-def _memory_bytes(q: str) -> int:
-    if q.endswith("Gi"):
-        return int(q[:-2]) * _GI
-    if q.endswith("Mi"):
-        return int(q[:-2]) * _MI
-    return int(q)
-
-
-@dataclass(eq=False)
-class SimPod:
-    """One pod as the simulator holds it; rendered to API JSON on every change."""
-
-    uid: str
-    name: str
-    namespace: str
-    created: float
-    template: PodTemplate
-    workload: SimWorkload
-    priority: int
-    priority_class: str
-    preemption_policy: str
-    labels: dict[str, str]
-    owner: dict[str, Any] | None
-    grace: int
-    node: str = ""
-    nominated: str = ""
-    phase: str = "Pending"
-    sched_cond: dict[str, Any] | None = None
-    disruption: dict[str, Any] | None = None
-    start_time: float | None = None
-    running_since: float | None = None
-    pulled_at: float | None = None  # when the image pull ends and the container starts
-    finished_at: float | None = None
-    deletion: float | None = None  # metadata.deletionTimestamp
-    gone_at: float | None = None  # when the object disappears from the API
-    unschedulable_since: float | None = None
-    gpu_ids: tuple[int, ...] = ()
-    resource_version: int = 0
-    cpu_millis: int = field(init=False, default=0)
-    memory_bytes: int = field(init=False, default=0)
-    tried_at: float | None = None  # last failed scheduling attempt
-    tried_generation: int = -1
-
-    def __post_init__(self) -> None:
-        self.cpu_millis = int(self.template.cpu) * 1000
-        self.memory_bytes = _memory_bytes(self.template.memory)
-
-    @property
-    def gpus(self) -> int:
-        return self.template.gpus
-
-    @property
-    def terminating(self) -> bool:
-        return self.deletion is not None
-
-    @property
-    def ip(self) -> str:
-        """The pod IP the network plugin gives a bound pod (stable per uid)."""
-        return f"10.244.{int(self.uid[:2], 16)}.{int(self.uid[2:4], 16)}" if self.node else ""
-
-    @property
-    def terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
-
-    @property
-    def pattern(self) -> Pattern:
-        return self.workload.spec.pattern
-
-
-@dataclass(eq=False)
-class SimWorkload:
-    spec: WorkloadSpec
-    uid: str
-    created: float
-    slots: dict[str, SimPod | None] = field(default_factory=dict)  # template name -> live pod
-    progress: float = 0.0
-    done: bool = False
-    next_create: float = 0.0
-    backoff: float = 10.0
-    failed_create: dict[str, Any] | None = None  # the aggregated FailedCreate event
-    refused_since: float | None = None
-
-    @property
-    def ref(self) -> dict[str, str]:
-        _, api = _CONTROLLER.get(self.spec.kind, ("", "v1"))
-        return {
-            "kind": self.spec.kind,
-            "namespace": self.spec.namespace,
-            "name": self.spec.name,
-            "uid": self.uid,
-            "apiVersion": api,
-        }
 
 
 @dataclass
@@ -214,9 +114,10 @@ class SimulatedCluster:
         self._scripted: list[tuple[float, WorkloadSpec]] = []
         self.stats: dict[str, int] = {"preemptions": 0, "quota_refusals": 0, "bound": 0, "completed": 0}
         if cfg.warm_start if warm_start is None else warm_start:
-            from watchtower.adapters.sim.warm import warm_start as _warm
-
-            _warm(self)
+            start = self._now
+            self._now = start - warm.WARMUP
+            warm.warm_start(self)  # the ordinary simulation, up to `start`
+            self._next_arrival = start + self.generator.gap(cfg.arrivals_per_hour)
         self._out.clear()  # what happened before anyone listens is in the first LIST
 
     # ---- clock and identities ---------------------------------------------------------------------
@@ -268,7 +169,7 @@ class SimulatedCluster:
                     name,
                     int(a["nvidia.com/gpu"]),
                     int(a["cpu"]) * 1000,
-                    _memory_bytes(a["memory"]),
+                    memory_bytes(a["memory"]),
                     int(a["pods"]),
                     bool(n["spec"].get("unschedulable")),
                 )
@@ -364,15 +265,13 @@ class SimulatedCluster:
     # ---- metrics ----------------------------------------------------------------------------------
 
     def render_metrics(self, now: float | None = None, *, which: str = "all") -> str:
-        from watchtower.adapters.sim.exporter import render_metrics
-
-        return render_metrics(self, self._now if now is None else now, which=which)
+        return exporter.render_metrics(self, self._now if now is None else now, which=which)
 
     async def serve_metrics(self, host: str = "127.0.0.1", port: int = 0) -> Any:
         """Serve DCGM- and kube-state-metrics-shaped series over HTTP; return the server (`.port`, `close()`)."""
-        from watchtower.adapters.sim.exporter import serve_metrics
-
-        return await serve_metrics(lambda which: self.render_metrics(which=which), host=host, port=port)
+        return await exporter.serve_metrics(
+            lambda which: self.render_metrics(which=which), host=host, port=port
+        )
 
     # ---- time -------------------------------------------------------------------------------------
 
@@ -429,7 +328,7 @@ class SimulatedCluster:
         for k, v in w.slots.items():
             if v is p:
                 w.slots[k] = None
-                if not w.done and w.spec.kind in _CONTROLLER:
+                if not w.done and w.spec.kind in CONTROLLER:
                     w.next_create = max(w.next_create, self._now)
         if w.spec.kind == "Pod" and not w.done and p.finished_at is None:
             w.done = True  # a bare pod that is gone is gone: nobody recreates it
@@ -520,8 +419,8 @@ class SimulatedCluster:
             )
         elif kind == "ReplicaSet":
             labels["pod-template-hash"] = spec.name.rsplit("-", 1)[-1]
-        if kind in _CONTROLLER:
-            owner = obj.owner_ref(kind, spec.name, api_version=_CONTROLLER[kind][1], uid=w.uid)
+        if kind in CONTROLLER:
+            owner = obj.owner_ref(kind, spec.name, api_version=CONTROLLER[kind][1], uid=w.uid)
         p = SimPod(
             uid=self._uid(f"pod/{ns}/{name}"),
             name=name,
@@ -570,7 +469,7 @@ class SimulatedCluster:
             involved=w.ref,
             at=t,
             type_="Warning",
-            component=_CONTROLLER[w.spec.kind][0],
+            component=CONTROLLER[w.spec.kind][0],
             name=f"{w.spec.name}.{self._event_suffix(t)}",
         )
         ev["metadata"]["uid"] = self._uid("event")

@@ -13,13 +13,12 @@ import math
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from watchtower.adapters.sim.objects import new_uid
+from watchtower.adapters.sim.pods import SimPod
 from watchtower.adapters.sim.workloads import Pattern
-
-if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimPod, SimulatedCluster
+from watchtower.config.model import SimulatorConfig
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MODEL = "NVIDIA H100 80GB HBM3"
@@ -28,6 +27,19 @@ FB_TOTAL_MIB = 81559
 IDLE_WATTS, MAX_WATTS = 72.0, 700.0
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 SAMPLE_EVERY = 15.0  # utilisation changes between scrapes, not within one
+
+
+class ClusterView(Protocol):
+    """What the series are rendered from: the simulated cluster's nodes, pods, namespaces and quotas."""
+
+    config: SimulatorConfig
+    nodes: dict[str, dict[str, Any]]
+    namespaces: dict[str, dict[str, Any]]
+    quotas: dict[str, dict[str, Any]]
+
+    def live_pods(self) -> Iterable[SimPod]: ...
+
+    def node_ip(self, name: str) -> str: ...
 
 
 def _esc(v: str) -> str:
@@ -88,7 +100,7 @@ def _gpu_labels(node: str, i: int) -> list[tuple[str, str]]:
     ]
 
 
-def _dcgm(sim: SimulatedCluster, now: float) -> list[_Family]:
+def _dcgm(sim: ClusterView, now: float) -> list[_Family]:
     util = _Family("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).")
     used = _Family("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).")
     free = _Family("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).")
@@ -121,7 +133,7 @@ def _dcgm(sim: SimulatedCluster, now: float) -> list[_Family]:
     return [util, used, free, power, gr]
 
 
-def _ksm(sim: SimulatedCluster) -> list[_Family]:
+def _ksm(sim: ClusterView) -> list[_Family]:
     info = _Family("kube_pod_info", "Information about pod.")
     owner = _Family("kube_pod_owner", "Information about the Pod's owner.")
     phase = _Family("kube_pod_status_phase", "The pods current phase.")
@@ -239,7 +251,7 @@ def _ts(s: str) -> float:
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
-def render_metrics(sim: SimulatedCluster, now: float, *, which: str = "all") -> str:
+def render_metrics(sim: ClusterView, now: float, *, which: str = "all") -> str:
     """Return the exposition text: `which` is "all", "dcgm" or "kube-state-metrics"."""
     fams: list[_Family] = []
     if which in ("all", "dcgm"):

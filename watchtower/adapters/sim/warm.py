@@ -7,21 +7,33 @@ placed by hand.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import random
+from typing import Protocol
 
-from watchtower.adapters.sim.workloads import Pattern, paddle_job, single_pod
-
-if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimulatedCluster
+from watchtower.adapters.sim.workloads import Pattern, WorkloadGenerator, WorkloadSpec, paddle_job, single_pod
+from watchtower.config.model import SimulatorConfig
 
 WARMUP = 2 * 3600.0
 
 
-def warm_start(sim: SimulatedCluster) -> None:
-    """Fill the cluster and queue the burst; the clock ends at the start time the cluster was given."""
+class Simulation(Protocol):
+    """What the warm start drives of a simulated cluster: it submits and lets the clock run."""
+
+    config: SimulatorConfig
+    rng: random.Random
+    generator: WorkloadGenerator
+
+    def now(self) -> float: ...
+
+    def submit(self, spec: WorkloadSpec, *, at: float | None = None) -> object: ...
+
+    def step(self, dt: float) -> None: ...
+
+
+def warm_start(sim: Simulation) -> None:
+    """Fill the cluster and queue the burst, from WARMUP before the start: the clock ends at the start."""
     cfg = sim.config
-    t0 = sim.now()
-    sim._now = t0 - WARMUP
+    t0 = sim.now() + WARMUP
     teams = list(cfg.teams)
     g = cfg.gpus_per_node
     half, quarter = max(1, g // 2), max(1, g // 4)
@@ -99,4 +111,3 @@ def warm_start(sim: SimulatedCluster) -> None:
     for minutes in (5, 20, 30, 45):
         sim.submit(gen.experiment(team=others[minutes % len(others)], gpus=half), at=t0 + minutes * 60)
     sim.step(10)
-    sim._next_arrival = t0 + gen.gap(cfg.arrivals_per_hour)

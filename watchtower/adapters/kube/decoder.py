@@ -1,21 +1,17 @@
-"""Kubernetes JSON → domain records, by typed partial decoding.
+"""Kubernetes JSON → domain records, by typed partial decoding (the structs are in `wire`).
 
-msgspec Structs declare only the fields Watchtower reads, so the rest of each object is skipped without
-building Python objects for it. Each list item is decoded on its own: one malformed object is reported
-and skipped, never the whole page. The wire structs are not GC-tracked: a page of pods makes thousands of
-them, and tracked ones would set off collections that walk the whole (large, long-lived) cluster state.
+Each list item is decoded on its own: one malformed object is reported and skipped, never the whole page.
+Longer than most modules because the pod record is built in one inline pass (`_pod`), the budget of a
+150,000-pod LIST; the other kinds are short.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal, DecimalException
 from types import MappingProxyType
-from typing import Any, TypeVar, cast, overload
+from typing import Any, TypeVar, overload
 
 import msgspec
 from msgspec.structs import astuple
@@ -33,306 +29,11 @@ from watchtower.domain.model import (
 )
 from watchtower.domain.quota import GPU_QUOTA_RESOURCE
 from watchtower.domain.workloads import WORKLOAD_LABELS
-
-GPU = "nvidia.com/gpu"
-Qty = str | int | float
-
-
-class DecodeError(ValueError):
-    """An object that cannot be read; `uid` names it when that much could be read."""
-
-    def __init__(self, message: str, *, kind: str = "", uid: str = "", name: str = "") -> None:
-        super().__init__(message)
-        self.kind, self.uid, self.name = kind, uid, name
-
-
-# ---- wire structs: only what is read -------------------------------------------------------------
-
-
-class _Owner(msgspec.Struct, gc=False):
-    kind: str = ""
-    name: str = ""
-    apiVersion: str = ""
-    uid: str = ""
-    controller: bool | None = None
-
-
-class _Meta(msgspec.Struct, gc=False):
-    name: str | None = None
-    namespace: str | None = None
-    uid: str | None = None
-    creationTimestamp: str | None = None
-    deletionTimestamp: str | None = None
-    resourceVersion: str | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    ownerReferences: list[_Owner] | None = None
-
-
-class _Resources(msgspec.Struct, gc=False):
-    requests: dict[str, Qty] | None = None
-    limits: dict[str, Qty] | None = None
-
-
-_NO_RAW = msgspec.Raw(b"")
-
-
-class _Container(msgspec.Struct, gc=False):
-    image: str | None = None
-    # Left as JSON text: the pods of a job repeat it byte for byte, so its sums are memoised on the bytes.
-    resources: msgspec.Raw = _NO_RAW
-
-
-class _PodSpec(msgspec.Struct, gc=False):
-    nodeName: str | None = None
-    priority: int | None = None
-    priorityClassName: str | None = None
-    preemptionPolicy: str | None = None
-    schedulingGates: list[msgspec.Raw] | None = None
-    containers: list[_Container] | None = None
-    initContainers: list[_Container] | None = None
-    overhead: msgspec.Raw = _NO_RAW
-
-
-class _Cond(msgspec.Struct, gc=False):
-    type: str = ""
-    status: str = ""
-    reason: str | None = None
-    message: str | None = None
-    lastTransitionTime: str | None = None
-
-
-class _StartedAt(msgspec.Struct, gc=False):
-    startedAt: str | None = None
-
-
-class _CState(msgspec.Struct, gc=False):
-    running: _StartedAt | None = None
-    terminated: _StartedAt | None = None
-
-
-class _CStatus(msgspec.Struct, gc=False):
-    state: _CState | None = None
-
-
-class _PodStatus(msgspec.Struct, gc=False):
-    phase: str | None = None
-    reason: str | None = None
-    startTime: str | None = None
-    nominatedNodeName: str | None = None
-    conditions: list[_Cond] | None = None
-    containerStatuses: list[_CStatus] | None = None
-
-
-class _PodMeta(_Meta, gc=False):
-    # Per decoder, structs with one field per kept key (`_kept`): the other labels and annotations are
-    # skipped without building a string for them (label maps were the dearest part of a pod to decode).
-    labels: msgspec.Struct | None = None  # type: ignore[assignment]
-    annotations: msgspec.Struct | None = None  # type: ignore[assignment]
-
-
-class _Pod(msgspec.Struct, gc=False):
-    metadata: _PodMeta | None = None
-    spec: _PodSpec | None = None
-    status: _PodStatus | None = None
-
-
-class _PodPage(msgspec.Struct, gc=False):
-    items: list[_Pod] | None = None
-
-
-def _kept(name: str, keys: tuple[str, ...]) -> type[msgspec.Struct]:
-    """Return a struct that reads only these keys of a string map; its fields follow `keys`."""
-    fields = [(f"k{i}", str | None, msgspec.field(default=None, name=k)) for i, k in enumerate(keys)]
-    return msgspec.defstruct(name, fields, gc=False)
-
-
-def _pod_types(
-    labels: tuple[str, ...], annotations: tuple[str, ...]
-) -> tuple[type[_Pod], type[msgspec.Struct]]:
-    """Return the pod struct and the LIST page struct that keep only these labels and annotations."""
-    meta = msgspec.defstruct(
-        "_PodMeta",
-        [
-            ("labels", _kept("_Labels", labels) | None, None),
-            ("annotations", _kept("_Annotations", annotations) | None, None),
-        ],
-        bases=(_PodMeta,),
-        gc=False,
-    )
-    pod = msgspec.defstruct("_Pod", [("metadata", meta | None, None)], bases=(_Pod,), gc=False)
-    page = msgspec.defstruct("_PodPage", [("items", list[pod] | None, None)], bases=(_PodPage,), gc=False)  # type: ignore[valid-type]
-    return cast(type[_Pod], pod), cast(type[_PodPage], page)
-
-
-class _Taint(msgspec.Struct, gc=False):
-    key: str = ""
-    value: str | None = None
-    effect: str = ""
-
-
-class _NodeSpec(msgspec.Struct, gc=False):
-    unschedulable: bool | None = None
-    taints: list[_Taint] | None = None
-
-
-class _NodeStatus(msgspec.Struct, gc=False):
-    allocatable: dict[str, Qty] | None = None
-    capacity: dict[str, Qty] | None = None
-
-
-class _Node(msgspec.Struct, gc=False):
-    metadata: _Meta | None = None
-    spec: _NodeSpec | None = None
-    status: _NodeStatus | None = None
-
-
-class _Namespace(msgspec.Struct, gc=False):
-    metadata: _Meta | None = None
-
-
-class _PriorityClass(msgspec.Struct, gc=False):
-    metadata: _Meta | None = None
-    value: int | None = None
-    preemptionPolicy: str | None = None
-    globalDefault: bool | None = None
-
-
-class _QuotaStatus(msgspec.Struct, gc=False):
-    hard: dict[str, Qty] | None = None
-    used: dict[str, Qty] | None = None
-
-
-class _QuotaSpec(msgspec.Struct, gc=False):
-    hard: dict[str, Qty] | None = None
-
-
-class _Quota(msgspec.Struct, gc=False):
-    metadata: _Meta | None = None
-    spec: _QuotaSpec | None = None
-    status: _QuotaStatus | None = None
-
-
-class _Ref(msgspec.Struct, gc=False):
-    apiVersion: str | None = None
-    kind: str | None = None
-    namespace: str | None = None
-    name: str | None = None
-    uid: str | None = None
-
-
-class _Series(msgspec.Struct, gc=False):
-    count: int | None = None
-    lastObservedTime: str | None = None
-
-
-class _Source(msgspec.Struct, gc=False):
-    component: str | None = None
-
-
-class _Event(msgspec.Struct, gc=False):
-    """core/v1 Event and events.k8s.io/v1 Event in one: each fills its own names."""
-
-    metadata: _Meta | None = None
-    reason: str | None = None
-    message: str | None = None
-    note: str | None = None
-    type: str | None = None
-    involvedObject: _Ref | None = None
-    regarding: _Ref | None = None
-    related: _Ref | None = None
-    firstTimestamp: str | None = None
-    lastTimestamp: str | None = None
-    deprecatedFirstTimestamp: str | None = None
-    deprecatedLastTimestamp: str | None = None
-    eventTime: str | None = None
-    count: int | None = None
-    deprecatedCount: int | None = None
-    series: _Series | None = None
-    source: _Source | None = None
-    reportingComponent: str | None = None
-    reportingController: str | None = None
-
-
-class _Head(msgspec.Struct, gc=False):
-    kind: str | None = None
-    apiVersion: str | None = None
-    metadata: _Meta | None = None
-
-
-class _ListMeta(msgspec.Struct, gc=False):
-    resourceVersion: str | None = None
-    # `continue` is a Python keyword: renamed on the wire.
-    cont: str | None = msgspec.field(default=None, name="continue")
-
-
-class _List(msgspec.Struct, gc=False):
-    kind: str | None = None
-    apiVersion: str | None = None
-    metadata: _ListMeta | None = None
-    items: list[msgspec.Raw] | None = None
-
-
-class _WatchEvent(msgspec.Struct, gc=False):
-    type: str = ""
-    # msgspec cannot decode `Raw | None`; an absent or null object becomes None in decode_watch_line.
-    object: msgspec.Raw = msgspec.Raw(b"")
-
-
-# ---- values -------------------------------------------------------------------------------------
-
-_SUFFIX = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-# Kubernetes quantities are at most ~9.2e18 (int64 milli-units); far beyond that is garbage.
-_QTY_EXP_LIMIT = 30
-_QTY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?)$")
-
-
-def parse_quantity(q: Qty | None) -> Decimal:
-    """Return a Kubernetes resource quantity ("500m", "16Gi", "2", 2) as a Decimal; raise ValueError."""
-    if q is None:
-        return Decimal(0)
-    if isinstance(q, bool):
-        raise ValueError(f"not a quantity: {q!r}")
-    if isinstance(q, int | float):
-        if isinstance(q, float) and not math.isfinite(q):
-            raise ValueError(f"not a quantity: {q!r}")
-        return _bounded(Decimal(str(q)), q)
-    m = _QTY.match(q.strip())
-    if m is None:
-        raise ValueError(f"not a quantity: {q[:40]!r}")
-    try:
-        return _bounded(Decimal(m.group(1)), q) * _SUFFIX[m.group(2)]
-    except DecimalException as e:  # InvalidOperation for "1.2.3"; Overflow is not a ValueError
-        raise ValueError(f"not a quantity: {q[:40]!r}") from e
-
-
-def _bounded(d: Decimal, q: Qty) -> Decimal:
-    # "1e999999" is a valid Decimal, but turning it into an int takes seconds of CPU: hostile input.
-    if d and not -_QTY_EXP_LIMIT <= d.adjusted() <= _QTY_EXP_LIMIT:
-        raise ValueError(f"quantity out of range: {str(q)[:40]!r}")
-    return d
-
-
-def _ceil_int(d: Decimal) -> int:
-    return int(d.to_integral_value(rounding="ROUND_CEILING"))
-
+from watchtower.ports import DecodeError as DecodeError  # re-exported: callers catch it from here
+
+from . import wire
+from .quantities import GPU, ceil_int, parse_quantity, pod_sums, sums_key
+from .wire import Qty, pod_types
 
 _TS_CACHE: dict[str, float] = {}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -354,61 +55,10 @@ def parse_time(ts: str | None) -> float | None:
     return t
 
 
-def _request(r: _Resources | None, resource: str) -> Decimal:
-    if r is None:
-        return Decimal(0)
-    if r.requests and resource in r.requests:
-        return parse_quantity(r.requests[resource])
-    # Extended resources (and any resource with only a limit) default their request to the limit.
-    if r.limits and resource in r.limits:
-        return parse_quantity(r.limits[resource])
-    return Decimal(0)
-
-
-def _effective(
-    containers: list[_Resources | None],
-    init: list[_Resources | None],
-    overhead: dict[str, Qty] | None,
-    resource: str,
-) -> Decimal:
-    """The scheduler's effective request: max(sum of containers, largest init container) + overhead."""
-    total = sum((_request(r, resource) for r in containers), Decimal(0))
-    largest_init = max((_request(r, resource) for r in init), default=Decimal(0))
-    return max(total, largest_init) + parse_quantity((overhead or {}).get(resource))
-
-
-_RESOURCES_OF = msgspec.json.Decoder(_Resources | None)
-_OVERHEAD_OF = msgspec.json.Decoder(dict[str, Qty] | None)
-
-
-def _sums(spec: _PodSpec) -> tuple[int, int, int]:
-    """Return (GPUs, CPU millis, memory bytes) the scheduler counts for the pod, parsing every quantity."""
-
-    def parsed(cs: list[_Container] | None) -> list[_Resources | None]:
-        return [_RESOURCES_OF.decode(c.resources) if len(c.resources) else None for c in cs or ()]
-
-    containers, init = parsed(spec.containers), parsed(spec.initContainers)
-    overhead = _OVERHEAD_OF.decode(spec.overhead) if len(spec.overhead) else None
-    return (
-        _ceil_int(_effective(containers, init, overhead, GPU)),
-        _ceil_int(_effective(containers, init, overhead, "cpu") * 1000),
-        _ceil_int(_effective(containers, init, overhead, "memory")),
-    )
-
-
-def _sums_key(spec: _PodSpec) -> object:
-    """Return what the pod's resource sums depend on: the JSON text of its containers' resources."""
-    return (
-        tuple([bytes(c.resources) for c in spec.containers or ()]),
-        tuple([bytes(c.resources) for c in spec.initContainers or ()]),
-        bytes(spec.overhead),
-    )
-
-
 _NO_STRINGS: Mapping[str, str] = MappingProxyType({})
-_M = TypeVar("_M", bound=_Meta)
-_NO_SPEC = _PodSpec()
-_NO_STATUS = _PodStatus()
+_M = TypeVar("_M", bound=wire.Meta)
+_NO_SPEC = wire.PodSpec()
+_NO_STATUS = wire.PodStatus()
 _SHARED_LIMIT = 500_000  # distinct values remembered before starting over: hostile churn stays bounded
 
 
@@ -472,17 +122,17 @@ class ObjectDecoder:
         self._label_keys = tuple(sorted(self._labels))
         self._note_keys = tuple(sorted(self.keep_annotations))
         self._no_notes: tuple[None, ...] = (None,) * len(self._note_keys)
-        pod_type, page_type = _pod_types(self._label_keys, self._note_keys)
-        self._dec_pod: msgspec.json.Decoder[_Pod] = msgspec.json.Decoder(pod_type)
-        self._dec_node = msgspec.json.Decoder(_Node)
-        self._dec_ns = msgspec.json.Decoder(_Namespace)
-        self._dec_pc = msgspec.json.Decoder(_PriorityClass)
-        self._dec_quota = msgspec.json.Decoder(_Quota)
-        self._dec_event = msgspec.json.Decoder(_Event)
-        self._dec_head = msgspec.json.Decoder(_Head)
-        self._dec_list = msgspec.json.Decoder(_List)
-        self._dec_pod_page: msgspec.json.Decoder[_PodPage] = msgspec.json.Decoder(page_type)
-        self._dec_watch = msgspec.json.Decoder(_WatchEvent)
+        pod_type, page_type = pod_types(self._label_keys, self._note_keys)
+        self._dec_pod: msgspec.json.Decoder[wire.Pod] = msgspec.json.Decoder(pod_type)
+        self._dec_node = msgspec.json.Decoder(wire.Node)
+        self._dec_ns = msgspec.json.Decoder(wire.Namespace)
+        self._dec_pc = msgspec.json.Decoder(wire.PriorityClass)
+        self._dec_quota = msgspec.json.Decoder(wire.Quota)
+        self._dec_event = msgspec.json.Decoder(wire.Event)
+        self._dec_head = msgspec.json.Decoder(wire.Head)
+        self._dec_list = msgspec.json.Decoder(wire.List)
+        self._dec_pod_page: msgspec.json.Decoder[wire.PodPage] = msgspec.json.Decoder(page_type)
+        self._dec_watch = msgspec.json.Decoder(wire.WatchEvent)
         # One object per distinct value (namespaces, node names, owners, messages, label sets): 150,000
         # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
         self._shared: dict[object, Any] = {}
@@ -499,7 +149,7 @@ class ObjectDecoder:
             lst = self._dec_list.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise DecodeError(f"unreadable list: {e}") from e
-        meta = lst.metadata or _ListMeta()
+        meta = lst.metadata or wire.ListMeta()
         return list(lst.items or ()), meta.resourceVersion or "", meta.cont or ""
 
     def list_page(self, data: bytes) -> tuple[ListPage, str, str]:
@@ -537,7 +187,7 @@ class ObjectDecoder:
             h = self._dec_head.decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise DecodeError(f"unreadable object: {e}") from e
-        m = h.metadata or _Meta()
+        m = h.metadata or wire.Meta()
         return h.kind or "", m.resourceVersion or "", m.uid or ""
 
     # kinds
@@ -587,7 +237,7 @@ class ObjectDecoder:
             except DecodeError as e:
                 on_error(e)
 
-    def _record(self, p: _Pod) -> Pod:
+    def _record(self, p: wire.Pod) -> Pod:
         meta = p.metadata
         # _meta's checks inline (it raises): one call fewer per pod on the LIST path.
         if meta is None or not meta.name or not meta.namespace:
@@ -601,7 +251,7 @@ class ObjectDecoder:
         except (ValueError, TypeError, OverflowError) as e:
             raise DecodeError(f"Pod {meta.namespace}/{name}: {e}", kind="Pod", uid=uid, name=name) from e
 
-    def _pod(self, p: _Pod, meta: _PodMeta) -> Pod:
+    def _pod(self, p: wire.Pod, meta: wire.PodMeta) -> Pod:
         # About 5 µs per pod here is the budget of a 150,000-pod LIST (DESIGN §8): no intermediate
         # objects, one dict lookup per repeated value, and the resource sums memoised.
         spec = p.spec or _NO_SPEC
@@ -679,10 +329,10 @@ class ObjectDecoder:
         if ctrs is not None and len(ctrs) == 1 and not spec.initContainers and not len(spec.overhead):
             skey: object = bytes(ctrs[0].resources)  # the usual pod: one container
         else:
-            skey = _sums_key(spec)
+            skey = sums_key(spec)
         sums = self._sums.get(skey)
         if sums is None:
-            sums = _sums(spec)
+            sums = pod_sums(spec)
             if len(self._sums) > 10_000:
                 self._sums.clear()
             self._sums[skey] = sums
@@ -742,13 +392,13 @@ class ObjectDecoder:
             n = self._dec_node.decode(raw)
             meta = self._meta(n.metadata, "Node", namespaced=False)
             alloc = (n.status.allocatable or n.status.capacity or {}) if n.status else {}
-            spec = n.spec or _NodeSpec()
+            spec = n.spec or wire.NodeSpec()
             return Node(
                 name=meta.name or "",
-                gpus=_ceil_int(parse_quantity(alloc.get(GPU))),
-                cpu_millis=_ceil_int(parse_quantity(alloc.get("cpu")) * 1000),
-                memory_bytes=_ceil_int(parse_quantity(alloc.get("memory"))),
-                pods=_ceil_int(parse_quantity(alloc.get("pods"))),
+                gpus=ceil_int(parse_quantity(alloc.get(GPU))),
+                cpu_millis=ceil_int(parse_quantity(alloc.get("cpu")) * 1000),
+                memory_bytes=ceil_int(parse_quantity(alloc.get("memory"))),
+                pods=ceil_int(parse_quantity(alloc.get("pods"))),
                 unschedulable=bool(spec.unschedulable),
                 taints=tuple(f"{t.key}={t.value or ''}:{t.effect}" for t in spec.taints or ()),
             )
@@ -782,13 +432,13 @@ class ObjectDecoder:
         try:
             q = self._dec_quota.decode(raw)
             meta = self._meta(q.metadata, "ResourceQuota")
-            st = q.status or _QuotaStatus()
+            st = q.status or wire.QuotaStatus()
             hard = st.hard if st.hard is not None else (q.spec.hard if q.spec else None)
 
             def gpu(d: dict[str, Qty] | None) -> int | None:
                 if not d or GPU_QUOTA_RESOURCE not in d:
                     return None
-                return _ceil_int(parse_quantity(d[GPU_QUOTA_RESOURCE]))
+                return ceil_int(parse_quantity(d[GPU_QUOTA_RESOURCE]))
 
             return ResourceQuota(meta.namespace or "", meta.name or "", gpu(hard), gpu(st.used))
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
@@ -798,7 +448,7 @@ class ObjectDecoder:
         try:
             e = self._dec_event.decode(raw)
             meta = self._meta(e.metadata, "Event")
-            reg = e.regarding or e.involvedObject or _Ref()
+            reg = e.regarding or e.involvedObject or wire.Ref()
             series = e.series
             first = parse_time(e.eventTime) or parse_time(e.firstTimestamp or e.deprecatedFirstTimestamp)
             last = (
@@ -838,18 +488,3 @@ def _wrap(e: Exception, kind: str) -> DecodeError:
     if isinstance(e, DecodeError):
         return e
     return DecodeError(f"{kind}: {e}", kind=kind)
-
-
-def iter_kinds(decoder: ObjectDecoder, items: Iterable[msgspec.Raw]) -> Iterable[tuple[str, msgspec.Raw]]:
-    """Yield (kind, raw) for the items of a mixed `kubectl get ... -o json` List."""
-    for raw in items:
-        try:
-            kind, _, _ = decoder.head(raw)
-        except DecodeError:
-            yield "", raw
-            continue
-        yield kind, raw
-
-
-def to_builtins(raw: msgspec.Raw) -> Any:
-    return msgspec.json.decode(raw)

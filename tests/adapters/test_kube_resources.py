@@ -1,0 +1,36 @@
+"""What the Kubernetes adapter lists and watches: the watched kinds, at their API paths, all granted by RBAC."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from watchtower.adapters.kube import RESOURCES
+from watchtower.domain.kinds import PADDLE_JOB, WATCHED
+
+RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
+
+
+def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
+    assert {r.kind: r.path for r in RESOURCES} == {
+        "Namespace": "/api/v1/namespaces",
+        "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+        "Node": "/api/v1/nodes",
+        "ResourceQuota": "/api/v1/resourcequotas",
+        "Pod": "/api/v1/pods",
+        "Event": "/api/v1/events",
+    }
+    assert PADDLE_JOB.path == "/apis/batch.paddlepaddle.org/v1/paddlejobs"
+
+
+def test_the_shipped_cluster_role_lets_the_service_list_and_watch_every_watched_kind() -> None:
+    role = next(d for d in yaml.safe_load_all(RBAC.read_text()) if d and d["kind"] == "ClusterRole")
+    granted = {
+        (group, resource)
+        for rule in role["rules"]
+        if {"list", "watch"} <= set(rule["verbs"])
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert {(k.group, k.plural) for k in WATCHED} <= granted
