@@ -17,6 +17,7 @@ import msgspec
 
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import gpu_holders
+from watchtower.domain.alerts.rules.priority_inversion import needs_holders
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.messages import NO_NODES
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot, WorkloadState, WorkloadStatus
@@ -74,6 +75,7 @@ class Watcher:
         # full picture is there, evaluate it now rather than at the next tick.
         self.on_listed = on_listed
         self.policy = settings.queue_policy()
+        self._inversion_tiers = frozenset(settings.alerting.rules.inversion_tiers)
         self.state = ClusterState()
         self.decoder = decoder
         self.ingestor = Ingestor(self.state, decoder, on_skip=self._skipped)
@@ -163,7 +165,7 @@ class Watcher:
                 for p in snap.preemptions
                 if p.preemptor_uid and (pod := st.pods.get(p.preemptor_uid)) is not None
             }
-            holders = gpu_holders(st, self.policy.tiers)
+            holders = gpu_holders(st, self.policy.tiers) if needs_holders(snap, self._inversion_tiers) else ()
             self.preemptions.settle(now=now, latest=st.preemptions, pods=st.pods)
             gauges = self._gauges(snap)
         duration = time.perf_counter() - started

@@ -50,15 +50,10 @@ def test_the_alert_names_the_lower_tier_workload_holding_the_gpus():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rules/priority_inversion.py:70: str.capitalize() lowercases the rest of the sentence, so the "
-    "description reads 'its priorityclass has preemptionpolicy never'",
-)
 def test_the_description_keeps_the_kubernetes_names_of_why_preemption_cannot_help():
     (a,) = fire(urgent(verdict=PreemptionVerdict.POLICY_NEVER), [holder("batch-eval", "gpu-0", 8)])
     assert (
-        "Preemption cannot help: its PriorityClass has preemptionPolicy Never, so"
+        "Preemption cannot help: its preemptionPolicy is Never, so"
         in a.annotations["description"]
     )
 
@@ -130,3 +125,15 @@ def test_the_biggest_holder_is_named_first_and_a_long_list_is_cut_at_five():
 @pytest.mark.parametrize("state", [WorkloadState.QUOTA_BLOCKED, WorkloadState.GATED, WorkloadState.RUNNING])
 def test_work_that_is_not_in_the_scheduling_queue_is_no_inversion(state):
     assert fire(urgent(state=state, wait=HOUR), [holder("batch-eval", "gpu-0", 8)]) == []
+
+
+def test_the_tick_lists_gpu_holders_only_when_an_urgent_workload_is_stuck():
+    """Listing holders walks every bound pod (over a second at 150,000): the watcher asks this first."""
+    tiers = frozenset({"critical", "high"})
+    assert priority_inversion.needs_holders(snapshot(urgent()), tiers)
+    assert not priority_inversion.needs_holders(snapshot(urgent(tier="low")), tiers)
+    assert not priority_inversion.needs_holders(snapshot(urgent(wait=WARN_AFTER["high"] - 1)), tiers)
+    assert not priority_inversion.needs_holders(snapshot(urgent(verdict=PreemptionVerdict.POSSIBLE)), tiers)
+    assert not priority_inversion.needs_holders(snapshot(), tiers)
+    # What the gate lets through is exactly what the rule can alert on.
+    assert fire(urgent(), [holder("batch-eval", "gpu-0", 8, tier="low")])
