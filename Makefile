@@ -30,6 +30,7 @@ lint: deps
 	$(BIN)/mypy watchtower/domain
 	$(BIN)/mypy watchtower
 	$(BIN)/lint-imports
+	@echo 'lint-imports skips dashboards/*.dashboard.py (dotted file names); tests/artefacts/test_dashboard_imports.py checks their imports.'
 
 unit: deps
 	$(BIN)/pytest -q -m "not e2e"
@@ -39,8 +40,9 @@ e2e: deps system-deps controlplane
 
 # The tests drive real servers (Prometheus, the control plane, SMTP, Chromium) on a shared 2-core machine:
 # a failed test runs once more and the summary counts it as a rerun; a real regression fails twice.
+# -raR: the summary lists failures, skips with their reasons, xfails and each rerun.
 test: deps system-deps controlplane lint
-	$(BIN)/pytest -q -rR --reruns 1 --reruns-delay 2
+	$(BIN)/pytest -q -raR --reruns 1 --reruns-delay 2
 
 bench: deps
 	$(BIN)/python bench/tick.py

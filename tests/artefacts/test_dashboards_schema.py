@@ -1,4 +1,4 @@
-"""The generated dashboards against Grafana's dashboard JSON schema (/work/shared/schemas, draft-07).
+"""The generated dashboards against Grafana's dashboard JSON schema (../shared/schemas beside the checkout, draft-07).
 
 The generator normalises grafanalib's output to the model Grafana saves (dashboards/generate.py `normalise`:
 legacy row/table/heatmap/variable keys dropped, null first threshold step), so the committed files are
@@ -25,7 +25,12 @@ from dashboards import generate
 from watchtower.config import settings_from_mapping
 
 ROOT = Path(__file__).parents[2]
-SCHEMA = Path(os.environ.get("WATCHTOWER_SCHEMAS", "/work/shared/schemas")) / "grafana-dashboard.schema.json"
+# ../shared relative to the checkout (tests read nothing else outside it); WATCHTOWER_SCHEMAS overrides.
+CHECKOUT = Path(__file__).resolve().parents[2]
+SCHEMA = (
+    Path(os.environ.get("WATCHTOWER_SCHEMAS", CHECKOUT.parent / "shared" / "schemas"))
+    / "grafana-dashboard.schema.json"
+)
 GENERATED = sorted((ROOT / "dashboards" / "generated").glob("*.json"))
 
 

@@ -1,4 +1,4 @@
-"""DCGM-exporter and kube-state-metrics text as the real exporters write it (see /work/shared/EXPORTERS.md),
+"""DCGM-exporter and kube-state-metrics text as the real exporters write it (see ../shared/EXPORTERS.md),
 in the label spellings users meet: plain, lowercase `hostname`, old-compatible `pod_name`/`uuid`."""
 
 from __future__ import annotations

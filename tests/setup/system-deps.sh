@@ -3,8 +3,8 @@
 # headless Chromium. Quick when they are already there. Needs root (or sudo) and the package registry.
 set -euo pipefail
 want=()
-command -v prometheus >/dev/null || want+=(prometheus)
-command -v promtool >/dev/null || want+=(prometheus)
+# promtool comes with the prometheus package: one entry for both.
+{ command -v prometheus >/dev/null && command -v promtool >/dev/null; } || want+=(prometheus)
 command -v amtool >/dev/null || want+=(prometheus-alertmanager)
 command -v chromium >/dev/null || want+=(chromium)
 command -v wrk >/dev/null || want+=(wrk)  # bench/api_load.py: a load generator lighter than the server it measures
@@ -12,6 +12,8 @@ if [ ${#want[@]} -eq 0 ]; then exit 0; fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "installing Debian packages: ${want[*]}" >&2
+# For tests of this script: say what would be installed, install nothing.
+if [ "${WATCHTOWER_DEPS_DRY_RUN:-}" = 1 ]; then exit 0; fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
