@@ -110,11 +110,17 @@ def inhibit_rules(settings: Settings) -> list[dict[str, object]]:
     as well (it changes nothing for workload alerts: one workload has one tier)."""
     if settings.alerting.inhibit_rules is not None:
         return [_inhibit(i) for i in settings.alerting.inhibit_rules]
+    # The per-tier Prometheus alerts name no workload, so the severity matchers alone: `tier` in `equal`
+    # keeps a critical wait in one tier from muting another tier's warning.
     d = critical_inhibits_warning()
+    severity_only = (
+        [str(m) for m in d.source if m.name == "severity"],
+        [str(m) for m in d.target if m.name == "severity"],
+    )
     return [
         {
-            "source_matchers": [str(m) for m in d.source],
-            "target_matchers": [str(m) for m in d.target],
+            "source_matchers": severity_only[0],
+            "target_matchers": severity_only[1],
             "equal": [*d.equal, TIER_LABEL],
         }
     ]

@@ -14,7 +14,11 @@ def test_each_missing_package_is_named_once(tmp_path: Path) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     for tool in ("bash", "id", "env"):
-        (bindir / tool).symlink_to(f"/usr/bin/{tool}" if Path(f"/usr/bin/{tool}").exists() else f"/bin/{tool}")
+        (bindir / tool).symlink_to(
+            f"/usr/bin/{tool}" if Path(f"/usr/bin/{tool}").exists() else f"/bin/{tool}"
+        )
     env = {"PATH": str(bindir), "WATCHTOWER_DEPS_DRY_RUN": "1", "HOME": os.environ.get("HOME", "/root")}
-    r = subprocess.run([str(bindir / "bash"), str(SCRIPT)], env=env, capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [str(bindir / "bash"), str(SCRIPT)], env=env, capture_output=True, text=True, check=True
+    )
     assert r.stderr.strip() == "installing Debian packages: prometheus prometheus-alertmanager chromium wrk"

@@ -78,12 +78,6 @@ def test_a_configured_rule_can_mute_by_other_labels():
     assert inhibited([crit, same_team, other_team], (per_team,)) == {same_team.fingerprint: crit.fingerprint}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="alerts/inhibition.py:36,42 with the default equal=(namespace, kind, workload): alerts about no "
-    "workload all have ('', '', ''), so WatchtowerKubernetesUnreachable (critical) mutes "
-    "WatchtowerReceiverGone and WatchtowerPrometheusUnreachable (warnings), which are other failures",
-)
 def test_watchtowers_own_critical_alert_does_not_mute_its_unrelated_warnings():
     watch_down = tracked(
         {

@@ -52,10 +52,7 @@ def test_the_alert_names_the_lower_tier_workload_holding_the_gpus():
 
 def test_the_description_keeps_the_kubernetes_names_of_why_preemption_cannot_help():
     (a,) = fire(urgent(verdict=PreemptionVerdict.POLICY_NEVER), [holder("batch-eval", "gpu-0", 8)])
-    assert (
-        "Preemption cannot help: its preemptionPolicy is Never, so"
-        in a.annotations["description"]
-    )
+    assert "Preemption cannot help: its preemptionPolicy is Never, so" in a.annotations["description"]
 
 
 def test_it_is_critical_for_the_top_tier_and_a_warning_below():

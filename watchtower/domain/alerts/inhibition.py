@@ -17,10 +17,15 @@ class InhibitRule:
 
 
 def critical_inhibits_warning() -> InhibitRule:
-    """Return the default rule: a critical alert mutes the warning of the same workload."""
+    """Return the default rule: a critical alert mutes the warning of the same workload.
+
+    Both sides must name a workload: Watchtower's own alerts name none, and with Alertmanager's rule that
+    absent labels are equal, "Kubernetes unreachable" (critical) would mute "receiver gone" (a warning about
+    something else entirely).
+    """
     return InhibitRule(
-        source=(Matcher.of("severity", "=", "critical"),),
-        target=(Matcher.of("severity", "=", "warning"),),
+        source=(Matcher.of("severity", "=", "critical"), Matcher.of("workload", "!=", "")),
+        target=(Matcher.of("severity", "=", "warning"), Matcher.of("workload", "!=", "")),
         equal=("namespace", "kind", "workload"),
     )
 
