@@ -285,6 +285,10 @@ def is_gated(pod: Pod) -> bool:
     return pod.scheduling_gated or (c is not None and c.status == "False" and c.reason == "SchedulingGated")
 
 
+# Seconds between two preemptions of one workload for them to count as two (a gang's pods go within seconds).
+GANG_PREEMPTION_GAP = 60.0
+
+
 class QueueEvaluator:
     """Evaluates the queue; keeps a memo of parsed scheduler messages, which repeat across pods and ticks."""
 
@@ -451,16 +455,17 @@ class QueueEvaluator:
 
     def _thrash_counts(self, preemptions: Iterable[Preemption], *, now: float) -> Counter[WorkloadKey]:
         since = now - self.policy.thrash_window
-        c: Counter[WorkloadKey] = Counter()
-        # Pods of one gang preempted together count once: key by (workload, time rounded to a minute).
-        seen: set[tuple[WorkloadKey, int]] = set()
+        times: dict[WorkloadKey, list[float]] = {}
         for p in preemptions:
             if p.victim_workload is None or p.at is None or p.at < since or p.at > now:
                 continue
-            mark = (p.victim_workload, int(p.at // 60))
-            if mark not in seen:
-                seen.add(mark)
-                c[p.victim_workload] += 1
+            times.setdefault(p.victim_workload, []).append(p.at)
+        # Pods of one gang preempted together count once: a preemption within GANG_PREEMPTION_GAP of the
+        # workload's previous one is the same event (a minute's bucket would split a gang evicted across :00).
+        c: Counter[WorkloadKey] = Counter()
+        for key, ts in times.items():
+            ts.sort()
+            c[key] = 1 + sum(1 for a, b in zip(ts, ts[1:], strict=False) if b - a > GANG_PREEMPTION_GAP)
         return c
 
     def _facts(

@@ -142,11 +142,6 @@ def test_the_alert_keeps_its_identity_when_the_thrashing_workload_starts_running
     assert dict(running.labels) == dict(waiting.labels)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rules/preemption_thrash.py:27 (and domain/queue.py:445): one preemption is keyed by the minute it "
-    "happened in, so a gang evicted within a second across a minute boundary counts twice",
-)
 def test_a_gang_evicted_within_a_second_across_a_minute_boundary_is_one_preemption():
     state = cluster()
     waiting_again(state, pods=4)
