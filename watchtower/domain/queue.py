@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import pairwise
 
 import msgspec
 
@@ -465,7 +466,7 @@ class QueueEvaluator:
         c: Counter[WorkloadKey] = Counter()
         for key, ts in times.items():
             ts.sort()
-            c[key] = 1 + sum(1 for a, b in zip(ts, ts[1:], strict=False) if b - a > GANG_PREEMPTION_GAP)
+            c[key] = 1 + sum(1 for a, b in pairwise(ts) if b - a > GANG_PREEMPTION_GAP)
         return c
 
     def _facts(
