@@ -76,6 +76,7 @@ class Watcher:
         self.on_listed = on_listed
         self.policy = settings.queue_policy()
         self._inversion_tiers = frozenset(settings.alerting.rules.inversion_tiers)
+        self._thrash_count = settings.alerting.rules.thrash_count
         self.state = ClusterState()
         self.decoder = decoder
         self.ingestor = Ingestor(self.state, decoder, on_skip=self._skipped)
@@ -142,7 +143,7 @@ class Watcher:
         """Evaluate the queue at `now` and return it as one Tick (also kept as `latest` and in the metrics).
 
         `holders_of` names (namespace, name) workloads whose statuses the Tick must carry although they do
-        not wait (GPU usage's idle holders).
+        not wait (GPU usage's idle holders); workloads preempted often enough to alert are added too.
         """
         started = time.perf_counter()
         health = self.source_health()
@@ -153,7 +154,14 @@ class Watcher:
             if self._running_at is None or mono - self._running_at >= self.running_every:
                 self._running, self._running_at = self._running_by_tier(snap), mono
             have = {(w.namespace, w.name) for w in snap.workloads}
-            wanted = {n for n in holders_of if n not in have}
+            # A thrashing workload that runs again keeps its alert's labels (team, GPUs) only if the rules
+            # still see its status: add it as if named.
+            thrashing = {
+                (k.namespace, k.name)
+                for k, n in snap.recent_preemptions.counts.items()
+                if n >= self._thrash_count
+            }
+            wanted = {n for n in (*holders_of, *thrashing) if n not in have}
             holder_statuses = tuple(x for ns, n in sorted(wanted) for x in self._find(ns, n, now))
             quota = tuple(
                 QuotaLine(q.namespace, q.name, st.team_of(q.namespace), q.hard_gpus, q.used_gpus)

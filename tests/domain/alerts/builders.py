@@ -6,6 +6,7 @@ given, so that a default moved elsewhere is fixed in this one file and no test l
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -337,9 +338,17 @@ def preempted_by(
     )
 
 
-def evaluate_queue(state: ClusterState, now: float) -> QueueSnapshot:
-    """Return the waiting workloads at `now`, as a tick hands them to the rules."""
-    return QueueEvaluator(queue_policy()).evaluate(state, now=now)
+def evaluate_queue(state: ClusterState, now: float, *, thrashing_running: bool = False) -> QueueSnapshot:
+    """Return the waiting workloads at `now`, as a tick hands them to the rules; with `thrashing_running`,
+    plus the running workloads preempted often enough to alert, whose statuses the service's Tick carries."""
+    snap = QueueEvaluator(queue_policy()).evaluate(state, now=now)
+    if not thrashing_running:
+        return snap
+    every = QueueEvaluator(queue_policy()).evaluate(state, now=now, include_running=True)
+    counts = snap.recent_preemptions.counts
+    have = {w.key for w in snap.workloads}
+    extra = tuple(w for w in every.workloads if w.key not in have and counts.get(w.key, 0) >= THRASH_COUNT)
+    return dataclasses.replace(snap, workloads=(*snap.workloads, *extra))
 
 
 # --- alerts past the rules: routes, tracked alerts ----------------------------------------------------------

@@ -5,8 +5,6 @@ rule's read the same preemptions."""
 
 from __future__ import annotations
 
-import pytest
-
 from watchtower.domain.alerts.rules import preemption_thrash
 
 from .builders import (
@@ -27,7 +25,7 @@ NAME = "WorkloadPreemptionThrash"
 
 
 def thrash(state, now, **changes):
-    snap = evaluate_queue(state, now)
+    snap = evaluate_queue(state, now, thrashing_running=True)
     return preemption_thrash.evaluate(rule_input(snap, now=now, rule_settings=settings(**changes)))
 
 
@@ -125,12 +123,6 @@ def test_a_workload_running_again_still_alerts_from_its_preemption_records():
     assert a.annotations["preemptions"] == "3"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rules/preemption_thrash.py:44-50: a workload not in the snapshot is labelled team=<namespace> and "
-    "gpus=<one victim pod's GPUs> instead of its team and its GPUs, so the alert's fingerprint changes (a "
-    "resolve and a new firing) when the thrashing workload stops waiting",
-)
 def test_the_alert_keeps_its_identity_when_the_thrashing_workload_starts_running():
     state = cluster()
     waiting_again(state)

@@ -102,7 +102,9 @@ class AlertEvaluator:
 
     def _rule_input(self, tick: Tick) -> RuleInput:
         return RuleInput(
-            snapshot=tick.snapshot,
+            # With the running workloads the Tick carries: the rules see what they alert on (an idle holder,
+            # a thrashing workload that runs again) as analyze does, and running ones never alert as waiting.
+            snapshot=tick.snapshot_with_holders(),
             now=tick.at,
             tiers=self.tiers,
             settings=self.rule_settings,
