@@ -14,7 +14,8 @@ from watchtower.domain.alerts.matchers import Matcher, MatcherError
 from watchtower.domain.alerts.routing import Route
 from watchtower.domain.alerts.rules import ALERTNAMES, RULES
 
-from .durations import Duration
+from .consistency import alerting_problems, raise_problems
+from .durations import Duration, PositiveDuration
 
 
 class Section(BaseModel):
@@ -54,8 +55,8 @@ class RulesConfig(Section):
     thrash_count: int = Field(3, ge=1)  # preemptions within queue.thrash_window
     # Moved to queue.thrash_window; the key stays only to say so to a file that still sets it.
     thrash_window: None = None
-    gang_stall_after: Duration = 600.0
-    unreachable_after: Duration = 120.0
+    gang_stall_after: PositiveDuration = 600.0
+    unreachable_after: PositiveDuration = 120.0
     inversion_tiers: list[str] = ["critical", "high"]
     disabled: list[str] = []  # rule modules (tiered_wait, ...) or alertnames
 
@@ -96,8 +97,8 @@ class RouteConfig(Section):
     matchers: list[str] = []
     group_by: list[str] | None = None
     group_wait: Duration | None = None
-    group_interval: Duration | None = None
-    repeat_interval: Duration | None = None
+    group_interval: PositiveDuration | None = None
+    repeat_interval: PositiveDuration | None = None
     continue_: bool = Field(False, alias="continue")
     routes: list[RouteConfig] = []
 
@@ -140,8 +141,8 @@ class EmailConfig(Section):
     username: str | None = None
     password: SecretStr | None = None
     password_file: str | None = None
-    timeout: Duration = 10.0  # each SMTP operation
-    deadline: Duration = 60.0  # the whole message
+    timeout: PositiveDuration = 10.0  # each SMTP operation
+    deadline: PositiveDuration = 60.0  # the whole message
     send_resolved: bool = True
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -165,7 +166,7 @@ class WebhookConfig(Section):
     secret: SecretStr | None = None  # Standard Webhooks: "whsec_" + base64 of the key
     secret_file: str | None = None
     slack_compatible: bool = False
-    timeout: Duration = 10.0
+    timeout: PositiveDuration = 10.0
     send_resolved: bool = True
 
     @model_validator(mode="before")
@@ -208,8 +209,8 @@ class InhibitConfig(Section):
 
 
 class DeliveryConfig(Section):
-    backoff_base: Duration = 5.0
-    backoff_cap: Duration = 600.0
+    backoff_base: PositiveDuration = 5.0
+    backoff_cap: PositiveDuration = 600.0
     jitter: float = Field(0.2, ge=0, le=1)
     max_attempts: int = Field(50, ge=1)  # then the message is marked failed
     retry_after_cap: Duration = 3600.0
@@ -219,8 +220,8 @@ class RetentionConfig(Section):
     """How long the alert store keeps what it no longer acts on, before the hourly prune removes it."""
 
     # Alertmanager keeps expired silences 120h (--data.retention); expired ones stay listed for review.
-    silences: Duration = Field(5 * 86400.0, gt=0)  # after a silence ends
-    delivered: Duration = Field(7 * 86400.0, gt=0)  # after a notification is delivered or given up
+    silences: PositiveDuration = 5 * 86400.0  # after a silence ends
+    delivered: PositiveDuration = 7 * 86400.0  # after a notification is delivered or given up
 
 
 def _default_route() -> RouteConfig:
@@ -235,20 +236,12 @@ class AlertingConfig(Section):
     inhibit_rules: list[InhibitConfig] | None = None  # None: critical inhibits warning of the same workload
     delivery: DeliveryConfig = DeliveryConfig()
     store_path: str = ""  # "": the `store.path` database
-    resolved_retention: Duration = 3600.0
+    resolved_retention: PositiveDuration = 3600.0
     retention: RetentionConfig = RetentionConfig()  # of the store: expired silences, sent notifications
 
     @model_validator(mode="after")
     def _receivers_exist(self) -> AlertingConfig:
-        names = [r.name for r in self.receivers]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"receiver names must be unique; repeated: {', '.join(dup)}")
-        if not self.route.receiver:
-            raise ValueError("route.receiver: the top route needs a receiver")
-        missing = sorted({r.receiver for r in self.route.build().walk()} - set(names))
-        if missing:
-            raise ValueError(f"route names receiver {missing[0]!r}, which is not in receivers")
+        raise_problems(alerting_problems(self.model_dump(include={"route", "receivers"})))
         return self
 
     def route_tree(self) -> Route:

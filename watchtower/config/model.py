@@ -12,7 +12,8 @@ from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
 from .alerting import AlertingConfig
-from .durations import Duration
+from .consistency import order_problem, raise_problems, tier_problems
+from .durations import Duration, PositiveDuration
 from .prometheus import PrometheusConfig
 
 
@@ -24,15 +25,13 @@ class TierConfig(Section):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     min_priority: int = Field(ge=-2_147_483_648, le=2_000_000_000)
     classes: list[str] = []
-    warn_after: Duration
-    critical_after: Duration
+    warn_after: PositiveDuration
+    critical_after: PositiveDuration
 
     @model_validator(mode="after")
     def _warn_before_critical(self) -> TierConfig:
-        if self.critical_after < self.warn_after:
-            raise ValueError(
-                f"critical_after ({self.critical_after:g}s) is shorter than warn_after ({self.warn_after:g}s)"
-            )
+        if msg := order_problem(self.warn_after, self.critical_after):
+            raise_problems([("", msg)])
         return self
 
 
@@ -89,10 +88,11 @@ class DisplayConfig(Section):
 
 
 class QueueConfig(Section):
-    quota_window: Duration = 900.0  # a quota refusal older than this no longer blocks
-    preemption_window: Duration = 86400.0  # preemptions listed
-    thrash_window: Duration = 3600.0  # "preempted N times": the queue's count and WorkloadPreemptionThrash's
-    evaluate_every: Duration = 15.0
+    quota_window: PositiveDuration = 900.0  # a quota refusal older than this no longer blocks
+    preemption_window: PositiveDuration = 86400.0  # preemptions listed
+    # "preempted N times": the queue's count and WorkloadPreemptionThrash's
+    thrash_window: PositiveDuration = 3600.0
+    evaluate_every: PositiveDuration = 15.0
 
 
 class ClusterConfig(Section):
@@ -100,10 +100,10 @@ class ClusterConfig(Section):
     kubeconfig: str | None = None  # None: in-cluster service account, else this file
     context: str | None = None
     page_size: int = Field(500, ge=1, le=10_000)
-    watch_timeout: Duration = 300.0
+    watch_timeout: PositiveDuration = 300.0
     resync_every: Duration = 0.0  # 0: never re-list unless the watch says 410 Gone
     # One limit for "the picture is stale": the source's `healthy`, /readyz and the status page all use it.
-    stale_after: Duration = Field(120.0, gt=0)
+    stale_after: PositiveDuration = 120.0
 
 
 class ServerConfig(Section):
@@ -147,22 +147,10 @@ class Settings(Section):
     alerting: AlertingConfig = AlertingConfig()
     prometheus: PrometheusConfig | None = None  # None: no GPU utilisation figures
 
-    @field_validator("tiers")
-    @classmethod
-    def _distinct(cls, tiers: list[TierConfig]) -> list[TierConfig]:
-        names = [t.name for t in tiers]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"tier names must be unique; repeated: {', '.join(dup)}")
-        mins = [t.min_priority for t in tiers]
-        dupm = sorted({m for m in mins if mins.count(m) > 1})
-        if dupm:
-            raise ValueError(f"two tiers share min_priority {dupm[0]}: a pod could not tell which it is in")
-        classes = [c for t in tiers for c in t.classes]
-        dupc = sorted({c for c in classes if classes.count(c) > 1})
-        if dupc:
-            raise ValueError(f"PriorityClass {dupc[0]!r} is listed in two tiers")
-        return tiers
+    @model_validator(mode="after")
+    def _distinct(self) -> Settings:
+        raise_problems(tier_problems(self.model_dump(include={"tiers"})["tiers"]))
+        return self
 
     def tier_policy(self) -> TierPolicy:
         return TierPolicy.of(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from watchtower.domain.gpu_usage import IdlePolicy
-from watchtower.domain.promql import LabelMapping, QueryConfig, check_window
+from watchtower.domain.promql import LabelMapping, QueryConfig
 
-from .durations import Duration
+from .consistency import prometheus_problems, raise_problems
+from .durations import Duration, PositiveDuration
 
 
 class Section(BaseModel):
@@ -41,17 +42,17 @@ class LabelMappingConfig(Section):
 
 class PrometheusConfig(Section):
     url: str = Field(pattern=r"^https?://")
-    timeout: Duration = Field(10.0, gt=0)  # per HTTP attempt; Prometheus is also told to stop the query then
+    timeout: PositiveDuration = 10.0  # per HTTP attempt; Prometheus is also told to stop the query then
     retries: int = Field(2, ge=0, le=10)
     backoff: Duration = 0.5  # first pause between attempts, doubled after each
-    scrape_interval: Duration = Field(30.0, gt=0)  # of the DCGM and KSM jobs: windows must span 4 scrapes
-    query_every: Duration = Field(60.0, gt=0)
-    query_step: Duration = Field(60.0, gt=0)  # resolution of subqueries (first-seen, history)
+    scrape_interval: PositiveDuration = 30.0  # of the DCGM and KSM jobs: windows must span 4 scrapes
+    query_every: PositiveDuration = 60.0
+    query_step: PositiveDuration = 60.0  # resolution of subqueries (first-seen, history)
     labels: LabelMappingConfig = LabelMappingConfig()
     dcgm_selector: str = ""
     ksm_selector: str = 'job="kube-state-metrics"'
     idle_threshold: float = Field(10.0, gt=0, le=100)  # percent utilisation
-    idle_window: Duration = 1800.0
+    idle_window: PositiveDuration = 1800.0
     unreachable_failures: int = Field(1, ge=1)  # consecutive failed reads before the self-alert
 
     @field_validator("url")
@@ -61,12 +62,14 @@ class PrometheusConfig(Section):
 
     @model_validator(mode="after")
     def _windows(self) -> PrometheusConfig:
-        check_window(self.idle_window, self.scrape_interval)
-        if self.query_step >= self.idle_window:
-            raise ValueError(
-                f"query_step ({self.query_step:g}s) is not shorter than idle_window ({self.idle_window:g}s)"
-            )
-        self.query_config()
+        raise_problems(
+            prometheus_problems(self.model_dump(include={"idle_window", "scrape_interval", "query_step"}))
+        )
+        return self
+
+    @model_validator(mode="after")
+    def _selectors(self) -> PrometheusConfig:
+        self.query_config()  # raises ValueError naming the selector
         return self
 
     def query_config(self, team_label: str = "team") -> QueryConfig:
