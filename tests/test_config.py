@@ -245,3 +245,56 @@ def test_zero_stays_allowed_where_it_means_something():
         env={},
     )
     assert s.cluster.resync_every == 0 and s.alerting.route.group_wait == 0
+
+
+def _uncomment_blocks(text: str) -> str:
+    """Return the example with its commented-out blocks (`# key:` alone, then deeper `#   ...` lines) live."""
+    import re
+
+    out, indent = [], None
+    for line in text.splitlines():
+        start = re.match(r"^(\s*)# ([a-z_]+:\s*(#.*)?)$", line)
+        if start:
+            indent = start.group(1)
+            out.append(indent + start.group(2))
+        elif indent is not None and re.match(rf"^{indent}# ( +\S|- )", line):
+            out.append(indent + line[len(indent) + 2 :])
+        else:
+            indent = None
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_the_example_with_its_commented_alerting_and_prometheus_blocks_uncommented_passes(tmp_path):
+    live = _uncomment_blocks(EXAMPLE.read_text())
+    f = tmp_path / "example.yaml"
+    f.write_text(live)
+    for secret in ("smtp-password", "webhook-secret"):
+        (tmp_path / secret).write_text("whsec_MDEyMzQ1Njc4OWFiY2RlZg==\n")
+        live = live.replace(f"/var/run/secrets/watchtower/{secret}", str(tmp_path / secret))
+    f.write_text(live)
+    r = check(f)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    s = load_settings(f, env={})
+    assert [r.name for r in s.alerting.receivers] == ["platform", "oncall"]
+    assert s.alerting.receivers[0].email[0].password is not None
+    assert s.alerting.receivers[1].webhooks[0].secret is not None
+    assert [c.receiver for c in s.alerting.route_tree().routes] == ["oncall"]
+    assert s.prometheus is not None and s.prometheus.url == "http://prometheus.monitoring:9090"
+
+
+def test_the_configuration_reference_lists_every_key_of_the_models_and_no_other():
+    from watchtower.config.reference import documented_keys, render
+
+    doc = (EXAMPLE.parent.parent / "docs" / "configuration.md").read_text()
+    assert render() in doc, "stale: run python -m watchtower.config.reference docs/configuration.md"
+    keys = documented_keys()
+    for key in (
+        "server.api_token",
+        "alerting.receivers[].webhooks[].slack_compatible",
+        "prometheus.idle_window",
+    ):
+        assert key in keys
+    for key in ("alerting.route.group_by", "alerting.route.group_wait", "alerting.route.repeat_interval"):
+        assert key in keys
+    assert len(keys) == len(set(keys))
