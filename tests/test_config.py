@@ -133,3 +133,168 @@ def test_the_old_alerting_thrash_window_is_refused_and_names_the_key_that_replac
     assert (
         settings_from_mapping({"queue": {"thrash_window": "2h"}}, env={}).queue_policy().thrash_window == 7200
     )
+
+
+def test_three_independent_mistakes_are_listed_in_one_run_in_file_order(tmp_path):
+    # Each used to hide the next: the duplicate tier name (a cross-field check) only showed once tiers[1]
+    # was fixed, and the unknown receiver only once the webhook URL was.
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        "tiers:\n"
+        "  - {name: gpu, min_priority: 10, warn_after: 5m, critical_after: 15m}\n"
+        "  - {name: gpu, min_priority: 0, warn_after: soon, critical_after: 8h}\n"
+        "alerting:\n"
+        "  route: {receiver: pager}\n"
+        "  receivers: [{name: team, webhooks: [{url: 'ftp://x'}]}]\n"
+    )
+    r = check(f)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"{f}: configuration is not valid, 4 problems:",
+        "  tiers[1].warn_after: 'soon' is not a duration: write 30s, 5m, 2h, 1h30m or 7d",
+        "  tiers: tier names must be unique; repeated: gpu",
+        "  alerting.receivers[0].webhooks[0].url: String should match pattern '^https?://'",
+        "  alerting.route.receiver: 'pager' is not one of the receivers (team)",
+    ]
+
+
+def test_a_secret_written_in_the_file_passes_with_a_warning_that_never_shows_it(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        "server:\n  api_token: hunter2\n"
+        "alerting:\n"
+        "  route: {receiver: team}\n"
+        "  receivers:\n"
+        "    - name: team\n"
+        "      email: [{to: [ops@example.com], password: pw-in-the-file}]\n"
+        "      webhooks: [{url: 'https://hooks.example.com/x', secret: whsec_MDEyMzQ1Njc4OWFiY2RlZg==}]\n"
+    )
+    r = check(f)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines() == [
+        f"{f}: warning: server.api_token is a secret written in the configuration file; give it as "
+        "server.api_token_file (a file, such as a mounted Kubernetes Secret) or the environment variable "
+        "WATCHTOWER_SERVER__API_TOKEN",
+        f"{f}: warning: alerting.receivers[0].email[0].password is a secret written in the configuration file; "
+        "give it as alerting.receivers[0].email[0].password_file (a file, such as a mounted Kubernetes Secret)",
+        f"{f}: warning: alerting.receivers[0].webhooks[0].secret is a secret written in the configuration file; "
+        "give it as alerting.receivers[0].webhooks[0].secret_file (a file, such as a mounted Kubernetes Secret)",
+    ]
+    for secret in ("hunter2", "pw-in-the-file", "MDEyMzQ1Njc4OWFiY2RlZg"):
+        assert secret not in r.stdout + r.stderr
+    assert r.stdout.startswith(f"{f}: OK")
+
+
+def test_a_secret_from_the_environment_or_a_file_gives_no_warning(tmp_path):
+    import os
+
+    token = tmp_path / "token"
+    token.write_text("from-a-file\n")
+    f = tmp_path / "c.yaml"
+    f.write_text(f"server:\n  api_token_file: {token}\n")
+    assert check(f).stderr == ""
+    f.write_text("server: {}\n")
+    assert check(f, env={**os.environ, "WATCHTOWER_SERVER__API_TOKEN": "from-env"}).stderr == ""
+
+
+def test_a_secret_is_warned_about_even_when_the_file_is_invalid(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("server:\n  api_token: hunter2\n  port: -1\n")
+    r = check(f)
+    assert r.returncode == 2
+    assert "warning: server.api_token is a secret written in the configuration file" in r.stderr
+    assert "  server.port:" in r.stderr and "hunter2" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("queue:\n  evaluate_every: 0s\n", "queue.evaluate_every"),
+        ("queue:\n  quota_window: 0s\n", "queue.quota_window"),
+        ("queue:\n  thrash_window: 0\n", "queue.thrash_window"),
+        ("cluster:\n  watch_timeout: 0s\n", "cluster.watch_timeout"),
+        ("cluster:\n  stale_after: 0s\n", "cluster.stale_after"),
+        (
+            "tiers:\n  - {name: a, min_priority: 0, warn_after: 0s, critical_after: 1h}\n",
+            "tiers[0].warn_after",
+        ),
+        ("alerting:\n  route: {receiver: default, repeat_interval: 0s}\n", "alerting.route.repeat_interval"),
+        ("alerting:\n  route: {receiver: default, group_interval: 0s}\n", "alerting.route.group_interval"),
+        ("alerting:\n  delivery: {backoff_base: 0s}\n", "alerting.delivery.backoff_base"),
+        ("alerting:\n  rules: {gang_stall_after: 0s}\n", "alerting.rules.gang_stall_after"),
+        ("prometheus:\n  url: http://p:9090\n  query_every: 0s\n", "prometheus.query_every"),
+    ],
+)
+def test_a_zero_interval_is_refused_with_its_path(tmp_path, text, path):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    r = check(f)
+    assert r.returncode == 2
+    assert f"  {path}: must be longer than 0s" in r.stderr.splitlines(), r.stderr
+
+
+def test_zero_stays_allowed_where_it_means_something():
+    s = settings_from_mapping(
+        {
+            "cluster": {"resync_every": "0s"},  # never re-list unless told 410 Gone
+            "alerting": {
+                "route": {"receiver": "default", "group_wait": "0s"},  # send the first notification at once
+                "rules": {"pending_for": "0s", "keep_firing_for": "0s"},
+            },
+        },
+        env={},
+    )
+    assert s.cluster.resync_every == 0 and s.alerting.route.group_wait == 0
+
+
+def _uncomment_blocks(text: str) -> str:
+    """Return the example with its commented-out blocks (`# key:` alone, then deeper `#   ...` lines) live."""
+    import re
+
+    out, indent = [], None
+    for line in text.splitlines():
+        start = re.match(r"^(\s*)# ([a-z_]+:\s*(#.*)?)$", line)
+        if start:
+            indent = start.group(1)
+            out.append(indent + start.group(2))
+        elif indent is not None and re.match(rf"^{indent}# ( +\S|- )", line):
+            out.append(indent + line[len(indent) + 2 :])
+        else:
+            indent = None
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_the_example_with_its_commented_alerting_and_prometheus_blocks_uncommented_passes(tmp_path):
+    live = _uncomment_blocks(EXAMPLE.read_text())
+    f = tmp_path / "example.yaml"
+    f.write_text(live)
+    for secret in ("smtp-password", "webhook-secret"):
+        (tmp_path / secret).write_text("whsec_MDEyMzQ1Njc4OWFiY2RlZg==\n")
+        live = live.replace(f"/var/run/secrets/watchtower/{secret}", str(tmp_path / secret))
+    f.write_text(live)
+    r = check(f)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    s = load_settings(f, env={})
+    assert [r.name for r in s.alerting.receivers] == ["platform", "oncall"]
+    assert s.alerting.receivers[0].email[0].password is not None
+    assert s.alerting.receivers[1].webhooks[0].secret is not None
+    assert [c.receiver for c in s.alerting.route_tree().routes] == ["oncall"]
+    assert s.prometheus is not None and s.prometheus.url == "http://prometheus.monitoring:9090"
+
+
+def test_the_configuration_reference_lists_every_key_of_the_models_and_no_other():
+    from watchtower.config.reference import documented_keys, render
+
+    doc = (EXAMPLE.parent.parent / "docs" / "configuration.md").read_text()
+    assert render() in doc, "stale: run python -m watchtower.config.reference docs/configuration.md"
+    keys = documented_keys()
+    for key in (
+        "server.api_token",
+        "alerting.receivers[].webhooks[].slack_compatible",
+        "prometheus.idle_window",
+    ):
+        assert key in keys
+    for key in ("alerting.route.group_by", "alerting.route.group_wait", "alerting.route.repeat_interval"):
+        assert key in keys
+    assert len(keys) == len(set(keys))

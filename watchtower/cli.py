@@ -13,7 +13,7 @@ from typing import Annotated
 import orjson
 import typer
 
-from watchtower.config import ConfigError, load_settings
+from watchtower.config import ConfigError, load_settings, read_settings
 
 cli = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Watch the GPU job queue of a Kubernetes cluster."
@@ -32,8 +32,19 @@ def _settings_or_exit(path: Path | None):  # type: ignore[no-untyped-def]
 
 @cli.command("check-config")
 def check_config(file: Annotated[Path, typer.Argument(help="YAML configuration file")]) -> None:
-    """Validate a configuration file; list every problem with its YAML path."""
-    s = _settings_or_exit(file)
+    """Validate a configuration file; list every problem with its YAML path (exit 2), warnings on stderr."""
+    try:
+        s, warnings = read_settings(file)
+    except ConfigError as e:
+        for w in e.warnings:
+            typer.echo(f"{e.source}: warning: {w}", err=True)
+        n = len(e.problems)
+        typer.echo(f"{e.source}: configuration is not valid, {n} problem{'s' if n > 1 else ''}:", err=True)
+        for p in e.problems:
+            typer.echo(f"  {p}", err=True)
+        raise typer.Exit(2) from None
+    for w in warnings:
+        typer.echo(f"{file}: warning: {w}", err=True)
     tiers = ", ".join(f"{t.name}≥{t.min_priority}" for t in s.tier_policy().tiers)
     typer.echo(f"{file}: OK (tiers: {tiers}; cluster source: {s.cluster.source})")
 

@@ -6,7 +6,7 @@ No instance is made at import time: `load_settings(path)` builds one for the com
 from watchtower.domain.timefmt import format_duration
 
 from .durations import Duration, parse_duration
-from .loading import ConfigError, load_settings, settings_from_mapping
+from .loading import ConfigError, load_settings, read_settings, settings_from_mapping
 from .model import Settings
 
 __all__ = [
@@ -16,5 +16,6 @@ __all__ = [
     "format_duration",
     "load_settings",
     "parse_duration",
+    "read_settings",
     "settings_from_mapping",
 ]

@@ -14,12 +14,13 @@ from watchtower.domain.alerts.matchers import Matcher, MatcherError
 from watchtower.domain.alerts.routing import Route
 from watchtower.domain.alerts.rules import ALERTNAMES, RULES
 
-from .durations import Duration
+from .consistency import alerting_problems, raise_problems
+from .durations import Duration, PositiveDuration
 
 
 class Section(BaseModel):
     # The same rules as the other sections (model.py imports this module, so it cannot be imported back).
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 def _matchers(texts: list[str]) -> tuple[Matcher, ...]:
@@ -48,16 +49,25 @@ def _read_secret(data: Any, field: str) -> Any:
 
 
 class RulesConfig(Section):
-    pending_for: Duration = 0.0  # Prometheus `for`: how long a condition must hold before it fires
-    pending_for_by_rule: dict[str, Duration] = {}  # alertname → `for`
+    pending_for: Duration = 0.0
+    """Prometheus `for`: how long a condition must hold before the alert fires; `0s`: at once."""
+    pending_for_by_rule: dict[str, Duration] = {}
+    """`for` per alertname, overriding `pending_for`."""
     keep_firing_for: Duration = 0.0
-    thrash_count: int = Field(3, ge=1)  # preemptions within queue.thrash_window
+    """Prometheus `keep_firing_for`: how long an alert stays firing after its condition is gone."""
+    thrash_count: int = Field(3, ge=1)
+    """Preemptions within `queue.thrash_window` that make WorkloadPreemptionThrash fire."""
     # Moved to queue.thrash_window; the key stays only to say so to a file that still sets it.
     thrash_window: None = None
-    gang_stall_after: Duration = 600.0
-    unreachable_after: Duration = 120.0
+    """Moved to `queue.thrash_window`; setting it is an error that says so."""
+    gang_stall_after: PositiveDuration = 600.0
+    """A gang with some pods bound and others waiting this long fires WorkloadGangStalled."""
+    unreachable_after: PositiveDuration = 120.0
+    """The cluster unreachable this long fires the self-alert."""
     inversion_tiers: list[str] = ["critical", "high"]
-    disabled: list[str] = []  # rule modules (tiered_wait, ...) or alertnames
+    """Tiers whose work, waiting while lower-tier pods hold GPUs that preemption will not free, fires WorkloadPriorityInversion."""
+    disabled: list[str] = []
+    """Rule modules (`tiered_wait`, ...) or alertnames that never fire."""
 
     @field_validator("thrash_window", mode="before")
     @classmethod
@@ -93,13 +103,21 @@ class RouteConfig(Section):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     receiver: str | None = None
+    """Receiver of the alerts this route matches; unset: the parent's."""
     matchers: list[str] = []
+    """Alertmanager matchers (`tier="critical"`, `team=~"vision|nlp"`, `severity!="info"`); all must match."""
     group_by: list[str] | None = None
+    """Labels that group alerts into one notification (`['...']`: every label); unset: the parent's."""
     group_wait: Duration | None = None
-    group_interval: Duration | None = None
-    repeat_interval: Duration | None = None
+    """Wait before the first notification of a new group, to gather its alerts; unset: the parent's, else `30s`."""
+    group_interval: PositiveDuration | None = None
+    """Wait before notifying a group again about alerts added or resolved; unset: the parent's, else `5m`."""
+    repeat_interval: PositiveDuration | None = None
+    """Resend a still-firing group after this long; unset: the parent's, else `4h`."""
     continue_: bool = Field(False, alias="continue")
+    """After matching, go on to the next sibling routes too."""
     routes: list[RouteConfig] = []
+    """Child routes, tried in order; the first that matches wins unless it has `continue`."""
 
     _m = field_validator("matchers")(_check_matchers)
 
@@ -131,18 +149,31 @@ def _pick(own: float | None, inherited: float | None, default: float) -> float:
 
 class EmailConfig(Section):
     to: list[str] = Field(min_length=1)
+    """Recipient addresses."""
     from_: str = Field("watchtower@localhost", alias="from")
+    """`From:` address."""
     smarthost: str = "localhost"
+    """SMTP server host."""
     port: int = Field(25, ge=1, le=65535)
-    security: str = Field("starttls", pattern=r"^(none|starttls|tls)$")  # tls: implicit TLS (465)
-    ca_file: str | None = None  # verify the server against this CA instead of the system store
+    """SMTP server port (25, 587 for starttls, 465 for tls)."""
+    security: str = Field("starttls", pattern=r"^(none|starttls|tls)$")
+    """`none`: plain SMTP, never upgraded; `starttls`: STARTTLS required; `tls`: implicit TLS (port 465)."""
+    ca_file: str | None = None
+    """Verify the server against this CA bundle instead of the system store."""
     verify: bool = True
+    """Verify the server's certificate (turn off only for a test server)."""
     username: str | None = None
+    """SMTP AUTH user; none: no AUTH."""
     password: SecretStr | None = None
+    """SMTP AUTH password; a secret: give it by `password_file`."""
     password_file: str | None = None
-    timeout: Duration = 10.0  # each SMTP operation
-    deadline: Duration = 60.0  # the whole message
+    """File holding `password` (e.g. a mounted Kubernetes Secret)."""
+    timeout: PositiveDuration = 10.0
+    """Timeout of each SMTP operation."""
+    deadline: PositiveDuration = 60.0
+    """Time allowed for the whole message."""
     send_resolved: bool = True
+    """Also notify when alerts resolve."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -162,11 +193,17 @@ class EmailConfig(Section):
 
 class WebhookConfig(Section):
     url: str = Field(pattern=r"^https?://")
-    secret: SecretStr | None = None  # Standard Webhooks: "whsec_" + base64 of the key
+    """Endpoint receiving Alertmanager's version 4 JSON body by POST."""
+    secret: SecretStr | None = None
+    """Standard Webhooks signing key, `whsec_` + base64 of at least 16 bytes; signs `webhook-signature`. A secret: give it by `secret_file`. None: unsigned."""
     secret_file: str | None = None
+    """File holding `secret` (e.g. a mounted Kubernetes Secret)."""
     slack_compatible: bool = False
-    timeout: Duration = 10.0
+    """Send a Slack incoming-webhook body (`text`, `blocks`) instead of Alertmanager's."""
+    timeout: PositiveDuration = 10.0
+    """Timeout of each POST."""
     send_resolved: bool = True
+    """Also notify when alerts resolve."""
 
     @model_validator(mode="before")
     @classmethod
@@ -190,14 +227,20 @@ class WebhookConfig(Section):
 
 class ReceiverConfig(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    """Receiver name, used by routes."""
     email: list[EmailConfig] = []
+    """Email integrations of this receiver."""
     webhooks: list[WebhookConfig] = []
+    """Webhook integrations of this receiver."""
 
 
 class InhibitConfig(Section):
     source_matchers: list[str]
+    """Matchers of the alerts that inhibit."""
     target_matchers: list[str]
+    """Matchers of the alerts that are muted while a source fires."""
     equal: list[str] = []
+    """Labels source and target must share for the inhibition to apply."""
 
     _s = field_validator("source_matchers", "target_matchers")(_check_matchers)
 
@@ -208,19 +251,26 @@ class InhibitConfig(Section):
 
 
 class DeliveryConfig(Section):
-    backoff_base: Duration = 5.0
-    backoff_cap: Duration = 600.0
+    backoff_base: PositiveDuration = 5.0
+    """First retry delay of a failed notification, doubled on each attempt."""
+    backoff_cap: PositiveDuration = 600.0
+    """Longest retry delay."""
     jitter: float = Field(0.2, ge=0, le=1)
-    max_attempts: int = Field(50, ge=1)  # then the message is marked failed
+    """Random fraction added to or taken from each delay."""
+    max_attempts: int = Field(50, ge=1)
+    """Attempts before a notification is marked failed."""
     retry_after_cap: Duration = 3600.0
+    """Longest `Retry-After` honoured; `0s`: ignore `Retry-After`."""
 
 
 class RetentionConfig(Section):
     """How long the alert store keeps what it no longer acts on, before the hourly prune removes it."""
 
     # Alertmanager keeps expired silences 120h (--data.retention); expired ones stay listed for review.
-    silences: Duration = Field(5 * 86400.0, gt=0)  # after a silence ends
-    delivered: Duration = Field(7 * 86400.0, gt=0)  # after a notification is delivered or given up
+    silences: PositiveDuration = 5 * 86400.0
+    """Expired silences are kept (and listed) this long after they end."""
+    delivered: PositiveDuration = 7 * 86400.0
+    """Notifications are kept this long after they are delivered or given up; pending ones always stay."""
 
 
 def _default_route() -> RouteConfig:
@@ -229,26 +279,27 @@ def _default_route() -> RouteConfig:
 
 class AlertingConfig(Section):
     enabled: bool = True
+    """Evaluate alert rules and send notifications."""
     rules: RulesConfig = RulesConfig()
+    """Thresholds of the alert rules."""
     route: RouteConfig = Field(default_factory=_default_route)
+    """The routing tree's top route; it matches every alert and needs a receiver."""
     receivers: list[ReceiverConfig] = [ReceiverConfig(name="default")]
-    inhibit_rules: list[InhibitConfig] | None = None  # None: critical inhibits warning of the same workload
+    """Named receivers, each with email and webhook integrations; the default is one receiver `default` with none."""
+    inhibit_rules: list[InhibitConfig] | None = None
+    """Inhibitions; none: a critical alert mutes the warning of the same workload."""
     delivery: DeliveryConfig = DeliveryConfig()
-    store_path: str = ""  # "": the `store.path` database
-    resolved_retention: Duration = 3600.0
-    retention: RetentionConfig = RetentionConfig()  # of the store: expired silences, sent notifications
+    """Retries of failed notifications."""
+    store_path: str = ""
+    """SQLite file of the alert store; empty: the `store.path` database."""
+    resolved_retention: PositiveDuration = 3600.0
+    """Resolved alerts stay listed (and notifiable) this long."""
+    retention: RetentionConfig = RetentionConfig()
+    """How long the alert store keeps what it no longer acts on (pruned hourly)."""
 
     @model_validator(mode="after")
     def _receivers_exist(self) -> AlertingConfig:
-        names = [r.name for r in self.receivers]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"receiver names must be unique; repeated: {', '.join(dup)}")
-        if not self.route.receiver:
-            raise ValueError("route.receiver: the top route needs a receiver")
-        missing = sorted({r.receiver for r in self.route.build().walk()} - set(names))
-        if missing:
-            raise ValueError(f"route names receiver {missing[0]!r}, which is not in receivers")
+        raise_problems(alerting_problems(self.model_dump(include={"route", "receivers"})))
         return self
 
     def route_tree(self) -> Route:

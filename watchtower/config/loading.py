@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+import re
+import typing
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
+from .alerting import AlertingConfig
+from .consistency import CONSISTENCY, alerting_problems, prometheus_problems, tier_problems
 from .model import Settings
+from .prometheus import PrometheusConfig
+
+log = logging.getLogger(__name__)
 
 ENV_PREFIX = "WATCHTOWER_"
 
@@ -18,8 +26,8 @@ ENV_PREFIX = "WATCHTOWER_"
 class ConfigError(Exception):
     """The configuration cannot be used; `problems` lists each as "path: what is wrong"."""
 
-    def __init__(self, source: str, problems: list[str]) -> None:
-        self.source, self.problems = source, problems
+    def __init__(self, source: str, problems: list[str], warnings: list[str] | None = None) -> None:
+        self.source, self.problems, self.warnings = source, problems, warnings or []
         super().__init__(f"{source}: " + "; ".join(problems))
 
 
@@ -59,48 +67,126 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_secret_files(data: dict[str, Any], source: str) -> dict[str, Any]:
-    """Fill `x` from the file named by `x_file` (Kubernetes Secret mounts) when `x` is not set."""
-    problems = []
-    for section, body in list(data.items()):
+def _read_secret_files(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Return `data` with `x` filled from the file `x_file` names (Kubernetes Secret mounts) where `x` is
+    not set, and a problem for each file that cannot be read."""
+    problems, out = [], dict(data)
+    for section, body in data.items():
         if not isinstance(body, dict):
             continue
-        for key, value in list(body.items()):
+        for key, value in body.items():
             if key.endswith("_file") and value and body.get(key[:-5]) in (None, ""):
-                target = key[:-5]
                 try:
-                    body[target] = Path(value).read_text(encoding="utf-8").strip()
+                    text = Path(value).read_text(encoding="utf-8").strip()
                 except OSError as e:
                     problems.append(f"{section}.{key}: cannot read {value!r}: {e.strerror}")
+                else:
+                    out[section] = {**out[section], key[:-5]: text}
+    return out, problems
+
+
+def _cross_field_problems(data: Mapping[str, Any]) -> list[str]:
+    """Return the cross-field problems of raw data, which pydantic skips once a field of the model fails."""
+    found = []
+    if "tiers" in data:
+        found += tier_problems(data["tiers"])
+    if isinstance(alerting := data.get("alerting"), Mapping):
+        defaults = AlertingConfig().model_dump(include={"route", "receivers"})
+        found += alerting_problems({**defaults, **alerting}, base="alerting")
+    if isinstance(prom := data.get("prometheus"), Mapping):
+        fields = PrometheusConfig.model_fields
+        defaults = {k: fields[k].default for k in ("idle_window", "scrape_interval", "query_step")}
+        found += prometheus_problems({**defaults, **prom}, base="prometheus")
+    return [f"{path}: {msg}" for path, msg in found]
+
+
+def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+    for arg in typing.get_args(annotation):
+        yield from _models_in(arg)
+
+
+def _is_secret(annotation: Any) -> bool:
+    return annotation is SecretStr or any(_is_secret(a) for a in typing.get_args(annotation))
+
+
+def secrets_written_in(model: type[BaseModel], data: Any, path: str = "") -> Iterator[str]:
+    """Yield a warning for each secret (a SecretStr field) given in the file itself; never the value."""
+    if not isinstance(data, Mapping):
+        return
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        here = f"{path}.{key}" if path else key
+        value = data.get(key)
+        if value in (None, "", [], {}):
+            continue
+        if _is_secret(field.annotation):
+            ways = [f"{here}_file (a file, such as a mounted Kubernetes Secret)"]
+            if here.count(".") == 1 and "[" not in here:  # env overrides reach section keys, not list items
+                ways.append(f"the environment variable {ENV_PREFIX}{here.upper().replace('.', '__')}")
+            yield f"{here} is a secret written in the configuration file; give it as {' or '.join(ways)}"
+        for sub in _models_in(field.annotation):
+            items = enumerate(value) if isinstance(value, list) else [(None, value)]
+            for i, item in items:
+                yield from secrets_written_in(sub, item, here if i is None else f"{here}[{i}]")
+
+
+def settings_and_warnings(
+    data: Mapping[str, Any] | None, *, env: Mapping[str, str] | None = None, source: str = "<config>"
+) -> tuple[Settings, list[str]]:
+    """Return validated settings from parsed YAML plus environment overrides, and warnings about the file
+    (secrets written in it); raise ConfigError listing every problem, field and cross-field, at once."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(source, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
+    warnings = list(secrets_written_in(Settings, data))
+    merged = _merge(dict(data), _env_overrides(os.environ if env is None else env))
+    merged, problems = _read_secret_files(merged)
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as e:
+        deferred: list[str] = []
+        for err in e.errors():
+            msg = err["msg"].removeprefix("Value error, ")
+            (deferred if err["type"] == CONSISTENCY else problems).append(f"{_path(err['loc'])}: {msg}")
+        # The second pass finds what pydantic found and what it never reached; its own wording, once.
+        cross = _cross_field_problems(merged)
+        problems += cross or deferred
+        # In the order of the file's sections, so a reader can walk it top to bottom.
+        order = {section: i for i, section in enumerate(merged)}
+        problems.sort(key=lambda p: order.get(re.split(r"[.\[:]", p, maxsplit=1)[0], len(order)))
+        raise ConfigError(source, problems, warnings) from None
     if problems:
-        raise ConfigError(source, problems)
-    return data
+        raise ConfigError(source, problems, warnings)
+    return settings, warnings
 
 
 def settings_from_mapping(
     data: Mapping[str, Any] | None, *, env: Mapping[str, str] | None = None, source: str = "<config>"
 ) -> Settings:
     """Return validated settings from parsed YAML plus environment overrides; raise ConfigError."""
-    if data is None:
-        data = {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(source, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
-    merged = _merge(dict(data), _env_overrides(os.environ if env is None else env))
-    merged = _read_secret_files(merged, source)
-    try:
-        return Settings.model_validate(merged)
-    except ValidationError as e:
-        problems = []
-        for err in e.errors():
-            msg = err["msg"].removeprefix("Value error, ")
-            problems.append(f"{_path(err['loc'])}: {msg}")
-        raise ConfigError(source, problems) from None
+    settings, warnings = settings_and_warnings(data, env=env, source=source)
+    for w in warnings:
+        log.warning("%s: %s", source, w)
+    return settings
 
 
 def load_settings(path: str | Path | None, *, env: Mapping[str, str] | None = None) -> Settings:
-    """Return settings from a YAML file (None: defaults only); raise ConfigError with every problem."""
+    """Return settings from a YAML file (None: defaults only), logging its warnings; raise ConfigError."""
+    settings, warnings = read_settings(path, env=env)
+    for w in warnings:
+        log.warning("%s: %s", path, w)
+    return settings
+
+
+def read_settings(
+    path: str | Path | None, *, env: Mapping[str, str] | None = None
+) -> tuple[Settings, list[str]]:
+    """Return settings from a YAML file (None: defaults only) and its warnings; raise ConfigError."""
     if path is None:
-        return settings_from_mapping({}, env=env, source="<defaults>")
+        return settings_and_warnings({}, env=env, source="<defaults>")
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -115,4 +201,4 @@ def load_settings(path: str | Path | None, *, env: Mapping[str, str] | None = No
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
         raise ConfigError(str(p), [f"{where}not valid YAML: {problem}"]) from None
-    return settings_from_mapping(data, env=env, source=str(p))
+    return settings_and_warnings(data, env=env, source=str(p))

@@ -12,27 +12,31 @@ from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
 from .alerting import AlertingConfig
-from .durations import Duration
+from .consistency import order_problem, raise_problems, tier_problems
+from .durations import Duration, PositiveDuration
 from .prometheus import PrometheusConfig
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class TierConfig(Section):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    """Tier name, used in alerts (`tier` label), routes and the status page."""
     min_priority: int = Field(ge=-2_147_483_648, le=2_000_000_000)
+    """Lowest pod priority in this tier; a pod belongs to the highest tier whose min_priority it meets."""
     classes: list[str] = []
-    warn_after: Duration
-    critical_after: Duration
+    """PriorityClass names that belong to this tier whatever their value."""
+    warn_after: PositiveDuration
+    """A workload waiting this long raises a warning alert."""
+    critical_after: PositiveDuration
+    """A workload waiting this long raises a critical alert; not shorter than warn_after."""
 
     @model_validator(mode="after")
     def _warn_before_critical(self) -> TierConfig:
-        if self.critical_after < self.warn_after:
-            raise ValueError(
-                f"critical_after ({self.critical_after:g}s) is shorter than warn_after ({self.warn_after:g}s)"
-            )
+        if msg := order_problem(self.warn_after, self.critical_after):
+            raise_problems([("", msg)])
         return self
 
 
@@ -65,8 +69,11 @@ class TrainingConfig(Section):
     """Which pods are training workloads: GPU requesters, optionally narrowed by labels and image."""
 
     require_gpu: bool = True
+    """Only pods requesting `nvidia.com/gpu` are training workloads."""
     match_labels: dict[str, str] = {}
+    """Pod labels a training workload must carry, e.g. `{app.kubernetes.io/part-of: training}`."""
     image_pattern: str = ""
+    """Regular expression one container image must match (searched), e.g. `paddlepaddle/paddle`; empty: any image."""
 
     @field_validator("image_pattern")
     @classmethod
@@ -80,89 +87,119 @@ class TrainingConfig(Section):
 
 class TeamsConfig(Section):
     label: str = "team"
+    """Namespace label naming the team; a namespace without it is its own team."""
 
 
 class DisplayConfig(Section):
     """Pod annotations shown next to a workload on the status page, in alerts and in the API (free text: escaped)."""
 
     annotations: list[str] = ["watchtower.io/note"]
+    """Pod annotations shown next to a workload on the status page, in alerts and in the API."""
 
 
 class QueueConfig(Section):
-    quota_window: Duration = 900.0  # a quota refusal older than this no longer blocks
-    preemption_window: Duration = 86400.0  # preemptions listed
-    thrash_window: Duration = 3600.0  # "preempted N times": the queue's count and WorkloadPreemptionThrash's
-    evaluate_every: Duration = 15.0
+    quota_window: PositiveDuration = 900.0
+    """A `FailedCreate ... exceeded quota` event older than this no longer marks work as quota-blocked."""
+    preemption_window: PositiveDuration = 86400.0
+    """How far back preemptions are listed."""
+    # "preempted N times": the queue's count and WorkloadPreemptionThrash's
+    thrash_window: PositiveDuration = 3600.0
+    """Window of "preempted N times": the count a workload shows and the one WorkloadPreemptionThrash uses."""
+    evaluate_every: PositiveDuration = 15.0
+    """How often the queue is evaluated and the alert rules run."""
 
 
 class ClusterConfig(Section):
     source: Literal["kube", "sim"] = "kube"
-    kubeconfig: str | None = None  # None: in-cluster service account, else this file
+    """`kube`: a real cluster; `sim`: the built-in simulator (see `simulator`)."""
+    kubeconfig: str | None = None
+    """Kubeconfig file to use; none: the in-cluster service account."""
     context: str | None = None
+    """Kubeconfig context; none: the file's current context."""
     page_size: int = Field(500, ge=1, le=10_000)
-    watch_timeout: Duration = 300.0
-    resync_every: Duration = 0.0  # 0: never re-list unless the watch says 410 Gone
+    """LIST page size (`limit`/`continue`)."""
+    watch_timeout: PositiveDuration = 300.0
+    """Server-side timeout of each WATCH request, after which it is reopened."""
+    resync_every: Duration = 0.0
+    """Re-list everything this often; `0s`: only when a watch answers 410 Gone."""
     # One limit for "the picture is stale": the source's `healthy`, /readyz and the status page all use it.
-    stale_after: Duration = Field(120.0, gt=0)
+    stale_after: PositiveDuration = 120.0
+    """The picture is stale after this long without news from the cluster: `/readyz`, the status page and the self-alert use it."""
 
 
 class ServerConfig(Section):
     host: str = "127.0.0.1"
+    """Address the HTTP server listens on."""
     port: int = Field(8080, ge=0, le=65535)
+    """Port the HTTP server listens on."""
     external_url: str = "http://127.0.0.1:8080"
+    """URL users reach the service at; links in alerts are built from it."""
     dashboard_url: str = ""
-    api_token: SecretStr | None = None  # from WATCHTOWER_SERVER__API_TOKEN or api_token_file
+    """Grafana dashboard URL linked from alerts; empty: no link."""
+    api_token: SecretStr | None = None
+    """Bearer token the API's write endpoints (silences) require; a secret: give it by `api_token_file` or `WATCHTOWER_SERVER__API_TOKEN`."""
     api_token_file: str | None = None
+    """File holding `api_token` (e.g. a mounted Kubernetes Secret)."""
 
 
 class StoreConfig(Section):
     path: str = "watchtower.db"
+    """SQLite database of the service's state."""
 
 
 class SimulatorConfig(Section):
     seed: int = 7
-    speed: float = Field(60.0, gt=0, le=100_000)  # simulated seconds per real second
+    """Random seed: the same seed gives the same cluster story."""
+    speed: float = Field(60.0, gt=0, le=100_000)
+    """Simulated seconds per real second."""
     nodes: int = Field(12, ge=1, le=5000)
+    """Number of GPU nodes."""
     gpus_per_node: int = Field(8, ge=1, le=64)
+    """GPUs on each node."""
     teams: list[str] = ["vision", "nlp", "speech", "recsys"]
+    """Teams (one namespace each) submitting work."""
     team_gpu_quota: int = Field(40, ge=0)
+    """`requests.nvidia.com/gpu` ResourceQuota of each team's namespace."""
     arrivals_per_hour: float = Field(40.0, ge=0)
-    metrics_port: int = Field(0, ge=0, le=65535)  # 0: no /metrics; else served on 127.0.0.1 by `run`
-    cordoned_nodes: int = Field(1, ge=0)  # nodes under maintenance (spec.unschedulable)
-    warm_start: bool = True  # start nearly full of low-tier training, then a burst of higher tiers
+    """Workloads submitted per simulated hour."""
+    metrics_port: int = Field(0, ge=0, le=65535)
+    """Port of the simulated DCGM/kube-state-metrics `/metrics` on 127.0.0.1; 0: none."""
+    cordoned_nodes: int = Field(1, ge=0)
+    """Nodes under maintenance (`spec.unschedulable`)."""
+    warm_start: bool = True
+    """Start nearly full of low-tier training, then a burst of higher tiers."""
 
 
 class Settings(Section):
     """The whole configuration file."""
 
     cluster: ClusterConfig = ClusterConfig()
+    """Where the cluster's objects come from."""
     tiers: list[TierConfig] = Field(default_factory=_default_tiers, min_length=1)
+    """Priority tiers and their wait thresholds, a list of mappings (the defaults are shown in the example file)."""
     training: TrainingConfig = TrainingConfig()
+    """Which pods are training workloads."""
     teams: TeamsConfig = TeamsConfig()
+    """How a namespace's team is found."""
     display: DisplayConfig = DisplayConfig()
+    """What the page, alerts and API show about a workload."""
     queue: QueueConfig = QueueConfig()
+    """Windows of the queue's picture."""
     server: ServerConfig = ServerConfig()
+    """The HTTP server: status page, API, `/metrics`."""
     store: StoreConfig = StoreConfig()
+    """The state database."""
     simulator: SimulatorConfig = SimulatorConfig()
+    """The built-in simulator, used when `cluster.source` is `sim` (`watchtower demo`)."""
     alerting: AlertingConfig = AlertingConfig()
-    prometheus: PrometheusConfig | None = None  # None: no GPU utilisation figures
+    """Alert rules, routing, receivers, inhibition, delivery and the alert store."""
+    prometheus: PrometheusConfig | None = None
+    """The cluster's Prometheus, read for GPU utilisation (DCGM) and allocation (kube-state-metrics); absent: no GPU utilisation figures."""
 
-    @field_validator("tiers")
-    @classmethod
-    def _distinct(cls, tiers: list[TierConfig]) -> list[TierConfig]:
-        names = [t.name for t in tiers]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"tier names must be unique; repeated: {', '.join(dup)}")
-        mins = [t.min_priority for t in tiers]
-        dupm = sorted({m for m in mins if mins.count(m) > 1})
-        if dupm:
-            raise ValueError(f"two tiers share min_priority {dupm[0]}: a pod could not tell which it is in")
-        classes = [c for t in tiers for c in t.classes]
-        dupc = sorted({c for c in classes if classes.count(c) > 1})
-        if dupc:
-            raise ValueError(f"PriorityClass {dupc[0]!r} is listed in two tiers")
-        return tiers
+    @model_validator(mode="after")
+    def _distinct(self) -> Settings:
+        raise_problems(tier_problems(self.model_dump(include={"tiers"})["tiers"]))
+        return self
 
     def tier_policy(self) -> TierPolicy:
         return TierPolicy.of(

@@ -5,24 +5,30 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from watchtower.domain.gpu_usage import IdlePolicy
-from watchtower.domain.promql import LabelMapping, QueryConfig, check_window
+from watchtower.domain.promql import LabelMapping, QueryConfig
 
-from .durations import Duration
+from .consistency import prometheus_problems, raise_problems
+from .durations import Duration, PositiveDuration
 
 
 class Section(BaseModel):
     # As model.Section; not imported from there because model.py imports this module.
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class LabelMappingConfig(Section):
     """Label spellings: the first of each list is the name queries output; later spellings win when present."""
 
     pod: list[str] = ["pod", "pod_name", "exported_pod"]
+    """Spellings of the pod label; the first is the name queries output."""
     namespace: list[str] = ["namespace", "pod_namespace", "exported_namespace"]
+    """Spellings of the namespace label."""
     container: list[str] = ["container", "container_name", "exported_container"]
+    """Spellings of the container label."""
     hostname: list[str] = ["Hostname", "hostname"]
+    """Spellings of DCGM's node label."""
     uuid: list[str] = ["UUID", "uuid"]
+    """Spellings of DCGM's GPU UUID label."""
 
     def mapping(self) -> LabelMapping:
         return LabelMapping(
@@ -41,18 +47,31 @@ class LabelMappingConfig(Section):
 
 class PrometheusConfig(Section):
     url: str = Field(pattern=r"^https?://")
-    timeout: Duration = Field(10.0, gt=0)  # per HTTP attempt; Prometheus is also told to stop the query then
+    """Prometheus base URL, e.g. `http://prometheus.monitoring:9090`."""
+    timeout: PositiveDuration = 10.0
+    """Timeout of each HTTP attempt; Prometheus is told to stop the query then too."""
     retries: int = Field(2, ge=0, le=10)
-    backoff: Duration = 0.5  # first pause between attempts, doubled after each
-    scrape_interval: Duration = Field(30.0, gt=0)  # of the DCGM and KSM jobs: windows must span 4 scrapes
-    query_every: Duration = Field(60.0, gt=0)
-    query_step: Duration = Field(60.0, gt=0)  # resolution of subqueries (first-seen, history)
+    """Further attempts after a failed one."""
+    backoff: Duration = 0.5
+    """First pause between attempts, doubled after each; `0s`: retry at once."""
+    scrape_interval: PositiveDuration = 30.0
+    """Scrape interval of the DCGM and kube-state-metrics jobs; windows must span 4 scrapes."""
+    query_every: PositiveDuration = 60.0
+    """How often GPU utilisation is read."""
+    query_step: PositiveDuration = 60.0
+    """Resolution of subqueries (first seen, history); shorter than idle_window."""
     labels: LabelMappingConfig = LabelMappingConfig()
+    """Label spellings of your exporters; later spellings win when present."""
     dcgm_selector: str = ""
+    """Selector of the DCGM exporter's series, without braces, e.g. `job="dcgm-exporter"`; empty: every job."""
     ksm_selector: str = 'job="kube-state-metrics"'
-    idle_threshold: float = Field(10.0, gt=0, le=100)  # percent utilisation
-    idle_window: Duration = 1800.0
-    unreachable_failures: int = Field(1, ge=1)  # consecutive failed reads before the self-alert
+    """Selector of kube-state-metrics' series, without braces."""
+    idle_threshold: float = Field(10.0, gt=0, le=100)
+    """A GPU under this utilisation (percent) is idle."""
+    idle_window: PositiveDuration = 1800.0
+    """A GPU idle for this long is reported; at least 4 scrape intervals."""
+    unreachable_failures: int = Field(1, ge=1)
+    """Consecutive failed reads before the PrometheusUnreachable self-alert."""
 
     @field_validator("url")
     @classmethod
@@ -61,12 +80,14 @@ class PrometheusConfig(Section):
 
     @model_validator(mode="after")
     def _windows(self) -> PrometheusConfig:
-        check_window(self.idle_window, self.scrape_interval)
-        if self.query_step >= self.idle_window:
-            raise ValueError(
-                f"query_step ({self.query_step:g}s) is not shorter than idle_window ({self.idle_window:g}s)"
-            )
-        self.query_config()
+        raise_problems(
+            prometheus_problems(self.model_dump(include={"idle_window", "scrape_interval", "query_step"}))
+        )
+        return self
+
+    @model_validator(mode="after")
+    def _selectors(self) -> PrometheusConfig:
+        self.query_config()  # raises ValueError naming the selector
         return self
 
     def query_config(self, team_label: str = "team") -> QueryConfig:
