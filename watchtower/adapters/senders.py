@@ -6,8 +6,7 @@ import ssl
 
 import httpx
 
-from watchtower.config.alerting import AlertingConfig
-from watchtower.domain.alerts.integration import IntegrationId
+from watchtower.config.alerting import AlertingConfig, EmailConfig, WebhookConfig
 from watchtower.ports import Sender
 
 from .email import EmailSender
@@ -23,31 +22,37 @@ def build_senders(
     """Return integration id → its sender, from the configuration."""
     out: dict[str, Sender] = {}
     for r in cfg.receivers:
-        for i, e in enumerate(r.email):
-            ctx = tls_context
-            if ctx is None and e.security != "none":
-                ctx = ssl.create_default_context(cafile=e.ca_file)
-                if not e.verify:
-                    ctx.check_hostname = False
-                    ctx.verify_mode = ssl.CERT_NONE
-            out[str(IntegrationId(r.name, "email", i))] = EmailSender(
-                host=e.smarthost,
-                port=e.port,
-                sender=e.from_,
-                to=list(e.to),
-                security=e.security,
-                username=e.username,
-                password=e.password.get_secret_value() if e.password else None,
-                timeout=e.timeout,
-                deadline=e.deadline,
-                tls_context=ctx,
-            )
-        for i, w in enumerate(r.webhooks):
-            out[str(IntegrationId(r.name, "webhook", i))] = WebhookSender(
-                url=w.url,
-                client=http,
-                secret=w.secret.get_secret_value() if w.secret else None,
-                slack_compatible=w.slack_compatible,
-                timeout=w.timeout,
-            )
+        for integration, c in r.channels():
+            out[str(integration)] = _sender(c, http=http, tls_context=tls_context)
     return out
+
+
+def _sender(
+    c: EmailConfig | WebhookConfig, *, http: httpx.AsyncClient, tls_context: ssl.SSLContext | None
+) -> Sender:
+    if isinstance(c, WebhookConfig):
+        return WebhookSender(
+            url=c.url,
+            client=http,
+            secret=c.secret.get_secret_value() if c.secret else None,
+            slack_compatible=c.slack_compatible,
+            timeout=c.timeout,
+        )
+    ctx = tls_context
+    if ctx is None and c.security != "none":
+        ctx = ssl.create_default_context(cafile=c.ca_file)
+        if not c.verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+    return EmailSender(
+        host=c.smarthost,
+        port=c.port,
+        sender=c.from_,
+        to=list(c.to),
+        security=c.security,
+        username=c.username,
+        password=c.password.get_secret_value() if c.password else None,
+        timeout=c.timeout,
+        deadline=c.deadline,
+        tls_context=ctx,
+    )

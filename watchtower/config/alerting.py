@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_warning
+from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
 from watchtower.domain.alerts.routing import Route
@@ -232,6 +233,15 @@ class ReceiverConfig(Section):
     """Email integrations of this receiver."""
     webhooks: list[WebhookConfig] = []
     """Webhook integrations of this receiver."""
+
+    def channels(self) -> list[tuple[IntegrationId, EmailConfig | WebhookConfig]]:
+        """Return every integration of the receiver with its configuration, in configuration order: the one
+        list the integrations, their configuration digests and the senders are all built from."""
+        out: list[tuple[IntegrationId, EmailConfig | WebhookConfig]] = [
+            (IntegrationId(self.name, "email", i), e) for i, e in enumerate(self.email)
+        ]
+        out += [(IntegrationId(self.name, "webhook", i), w) for i, w in enumerate(self.webhooks)]
+        return out
 
 
 class InhibitConfig(Section):
