@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from watchtower.domain.alerts.rules import RuleSettings
+from watchtower.domain.alerts.rules.base import RUNBOOKS_PATH
 from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
@@ -111,6 +112,7 @@ class ServerConfig(Section):
     port: int = Field(8080, ge=0, le=65535)
     external_url: str = "http://127.0.0.1:8080"
     dashboard_url: str = ""
+    runbook_url: str = ""  # base URL of one's own runbooks (a wiki); "": the service's own /runbooks
     api_token: SecretStr | None = None  # from WATCHTOWER_SERVER__API_TOKEN or api_token_file
     api_token_file: str | None = None
 
@@ -194,4 +196,5 @@ class Settings(Section):
             status_url=self.server.external_url,
             dashboard_url=self.server.dashboard_url,
             disabled=frozenset(r.disabled),
+            runbook_url=self.server.runbook_url or self.server.external_url.rstrip("/") + RUNBOOKS_PATH,
         )
