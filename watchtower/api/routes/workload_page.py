@@ -132,7 +132,8 @@ async def workload_page(
     docs = container.documents.for_tick(tick)
     found = lookup(docs, container.watcher, namespace, name, kind)
     if not found:
-        ctx["problem"] = not_found(namespace, name, kind).capitalize() + "."
+        why = not_found(namespace, name, kind)
+        ctx["problem"] = why[:1].upper() + why[1:] + "."
         return page_response(renderer.render_page("workload.html", ctx), 404)
     if len(found) > 1:
         ctx["problem"] = f"{namespace}/{name} names several workloads: pick one."
