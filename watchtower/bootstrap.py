@@ -207,6 +207,23 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def served_url(host: str, sock: socket.socket) -> str:
+    """Return the base URL a listening socket answers at (no trailing slash); a wildcard host (0.0.0.0,
+    ::) is no address to link to, so the machine's name stands for it."""
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{sock.getsockname()[1]}"
+
+
+def reachable_at(settings: Settings, url: str) -> Settings:
+    """Return the settings with `server.external_url` set to `url` unless the configuration set it: alerts
+    and pages then link to where the service actually answers, whatever port it was given."""
+    if "external_url" in settings.server.model_fields_set:
+        return settings
+    return settings.model_copy(update={"server": settings.server.model_copy(update={"external_url": url})})
+
+
 async def serve(
     container: Container,
     source: ClusterSource,
@@ -315,6 +332,9 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
 
     configure_logging()
     source: ClusterSource
+    # Bound first: the links in alerts and on the pages are built from the port actually had.
+    sock = bind(host, port)
+    settings = reachable_at(settings, served_url(host, sock))
     store = open_alert_store(settings)
     try:
         if settings.cluster.source == "sim":
@@ -349,10 +369,7 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
                 alert_store=store,
                 decoder=decoder,
             )
-        sock = bind(host, port)
-        actual = sock.getsockname()[1]
-        shown = f"[{host}]" if ":" in host else host
-        echo(f"Watchtower ({settings.cluster.source}) serving at http://{shown}:{actual}/")
+        echo(f"Watchtower ({settings.cluster.source}) serving at {served_url(host, sock)}/")
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(container, source, sock))
     finally:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -71,9 +72,10 @@ async def client(service: Service) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @contextlib.contextmanager
-def live_server(app: FastAPI) -> Iterator[str]:
-    """Serve the app with a real uvicorn on 127.0.0.1 (a free port) in a thread; yield its base URL."""
-    sock = bind("127.0.0.1", 0)
+def live_server(app: FastAPI, sock: socket.socket | None = None) -> Iterator[str]:
+    """Serve the app with a real uvicorn on `sock` (else 127.0.0.1, a free port) in a thread; yield its base
+    URL."""
+    sock = sock if sock is not None else bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from fastapi import APIRouter, FastAPI
 
 from .container import Container
-from .routes import gpu, health, metrics, preemptions, queue, status_page, workloads
+from .routes import gpu, health, metrics, preemptions, queue, runbooks, status_page, workload_page, workloads
 
 
 def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> FastAPI:
-    """Return the app serving the API, /metrics and the status page; `routers` adds more (alerting, ...)."""
+    """Return the app serving the API, /metrics, the status page, the workload pages and the runbooks;
+    `routers` adds more (alerting, ...)."""
     app = FastAPI(
         title="Watchtower",
         description="The GPU job queue of a Kubernetes cluster: waits, why pending, preemptions, quota.",
@@ -26,5 +27,6 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
         app.include_router(r)
     for r in routers:
         app.include_router(r)
-    app.include_router(status_page.router)
+    for r in (status_page.router, workload_page.router, runbooks.router):
+        app.include_router(r)
     return app

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from watchtower.domain.alerts.rules import RuleSettings
+from watchtower.domain.alerts.rules.base import RUNBOOKS_PATH
 from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
@@ -133,9 +134,11 @@ class ServerConfig(Section):
     port: int = Field(8080, ge=0, le=65535)
     """Port the HTTP server listens on."""
     external_url: str = "http://127.0.0.1:8080"
-    """URL users reach the service at; links in alerts are built from it."""
+    """URL users reach the service at; links in alerts are built from it. Unset: `http://<server.host>:<the port it actually serves on>`."""
     dashboard_url: str = ""
     """Grafana dashboard URL linked from alerts; empty: no link."""
+    runbook_url: str = ""
+    """Base URL of one's own runbooks (a wiki): alerts link `<runbook_url>#<alertname in lower case>`; empty: the service's own `/runbooks`."""
     api_token: SecretStr | None = None
     """Bearer token the API's write endpoints (silences) require; a secret: give it by `api_token_file` or `WATCHTOWER_SERVER__API_TOKEN`."""
     api_token_file: str | None = None
@@ -231,4 +234,5 @@ class Settings(Section):
             status_url=self.server.external_url,
             dashboard_url=self.server.dashboard_url,
             disabled=frozenset(r.disabled),
+            runbook_url=self.server.runbook_url or self.server.external_url.rstrip("/") + RUNBOOKS_PATH,
         )

@@ -60,7 +60,7 @@ def test_the_summary_says_what_is_idle_and_what_waits():
 def test_its_links_point_at_the_idle_workload():
     (a,) = fire(idle_alerts([idle()]), status_url="https://wt.example", dashboard_url="https://g.example/d/q")
     assert a.annotations["runbook_url"] == "docs/runbooks.md#gpuidlewhilequeuewaits"
-    assert a.annotations["status_url"] == "https://wt.example/?workload=nlp%2FPaddleJob%2Fbatch-eval"
+    assert a.annotations["status_url"] == "https://wt.example/workloads/nlp/batch-eval?kind=PaddleJob"
     assert a.annotations["dashboard_url"] == "https://g.example/d/q?var-namespace=nlp&var-workload=batch-eval"
 
 

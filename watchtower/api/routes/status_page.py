@@ -6,6 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from watchtower.domain.alerts.rules.base import RUNBOOKS_PATH, workload_path
+
 from ..deps import ContainerDep
 from ..status_view import alerts_context, gpu_context, page_context
 
@@ -23,9 +25,27 @@ class PageRenderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
+        # The same paths the alerts link to (domain.alerts.rules.base), so a page and an alert never differ.
+        self.env.globals.update(workload_path=workload_path, runbooks_path=RUNBOOKS_PATH)
 
     def render(self, context: dict[str, object]) -> str:
-        return self.env.get_template("status.html").render(**context)
+        return self.render_page("status.html", context)
+
+    def render_page(self, template: str, context: dict[str, object]) -> str:
+        return self.env.get_template(template).render(**context)
+
+
+def page_response(html: str, status_code: int = 200) -> HTMLResponse:
+    """Return an HTML page with the headers every page of the service carries (CSP, no sniffing)."""
+    return HTMLResponse(
+        html,
+        status_code=status_code,
+        headers={
+            "Content-Security-Policy": CSP,
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+        },
+    )
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -48,12 +68,4 @@ async def status_page(request: Request, container: ContainerDep) -> HTMLResponse
     ctx.update(gpu_context(container.gpu.report() if container.gpu is not None else None))
     ctx["links"] = sorted(container.links.items())
     renderer: PageRenderer = request.app.state.pages
-    html = renderer.render(ctx)
-    return HTMLResponse(
-        html,
-        headers={
-            "Content-Security-Policy": CSP,
-            "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "no-referrer",
-        },
-    )
+    return page_response(renderer.render(ctx))

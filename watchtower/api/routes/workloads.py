@@ -2,16 +2,53 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
 from watchtower.services.queue_view import workload_dict
+from watchtower.services.watch import Watcher
 
 from ..deps import DocumentsDep, WatcherDep
+from ..documents import QueueDocuments
 from ..schemas import Problem, WorkloadDetail
 
 router = APIRouter(prefix="/api/v1", tags=["workloads"])
+
+
+def lookup(
+    docs: QueueDocuments, watcher: Watcher, namespace: str, name: str, kind: str | None
+) -> list[dict[str, Any]]:
+    """Return the documents of every workload called namespace/name (of `kind`, when given): the tick's,
+    else worked out now (a tick evaluates waiting workloads only, a running one is not in it)."""
+    found = [r.doc for r in docs.find(namespace, name) if kind is None or r.kind == kind]
+    if not found:
+        found = [
+            workload_dict(st)
+            for st in watcher.find(namespace, name, now=docs.tick.at)
+            if kind is None or st.kind == kind
+        ]
+    return found
+
+
+def not_found(namespace: str, name: str, kind: str | None) -> str:
+    """Return why namespace/name has no page or document, in words."""
+    return (
+        f"no workload {namespace}/{name}{f' of kind {kind}' if kind else ''} in the queue "
+        "(Watchtower tracks GPU workloads that wait or run; finished ones are forgotten)"
+    )
+
+
+def preemptions_of(docs: QueueDocuments, namespace: str, name: str, kind: str) -> list[dict[str, Any]]:
+    """Return the preemptions (as the API shows them) whose victim pod belonged to this workload."""
+    return [
+        p
+        for p in docs.preemptions
+        if p["victim_namespace"] == namespace
+        and p["victim_workload"] is not None
+        and p["victim_workload"]["name"] == name
+        and p["victim_workload"]["kind"] == kind
+    ]
 
 
 @router.get(
@@ -28,30 +65,11 @@ def get_workload(
         str | None, Query(description="PaddleJob, Job, VolcanoJob, ... when a name is ambiguous")
     ] = None,
 ) -> WorkloadDetail:
-    found = [r.doc for r in docs.find(namespace, name) if kind is None or r.kind == kind]
+    found = lookup(docs, watcher, namespace, name, kind)
     if not found:
-        # A tick evaluates waiting workloads only; a running one is worked out now, for this request.
-        found = [
-            workload_dict(st)
-            for st in watcher.find(namespace, name, now=docs.tick.at)
-            if kind is None or st.kind == kind
-        ]
-    if not found:
-        raise HTTPException(
-            404,
-            f"no workload {namespace}/{name}{f' of kind {kind}' if kind else ''} in the queue "
-            "(Watchtower tracks GPU workloads that wait or run; finished ones are forgotten)",
-        )
+        raise HTTPException(404, not_found(namespace, name, kind))
     if len(found) > 1:
         kinds = ", ".join(sorted(d["kind"] for d in found))
         raise HTTPException(409, f"{namespace}/{name} names several workloads ({kinds}): add ?kind=")
     doc = found[0]
-    preemptions = [
-        p
-        for p in docs.preemptions
-        if p["victim_namespace"] == namespace
-        and p["victim_workload"] is not None
-        and p["victim_workload"]["name"] == name
-        and p["victim_workload"]["kind"] == doc["kind"]
-    ]
-    return WorkloadDetail(workload=doc, preemptions=preemptions)
+    return WorkloadDetail(workload=doc, preemptions=preemptions_of(docs, namespace, name, doc["kind"]))

@@ -16,8 +16,11 @@ from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
 
-# Where the runbook sections are: alerts link to RUNBOOK_URL#<alertname in lower case>.
+# Where the runbook sections are: alerts link to RUNBOOK_URL#<alertname in lower case>. The service links
+# its own copy, served at RUNBOOKS_PATH, unless `server.runbook_url` names another (`Settings.rule_settings`);
+# the generated Prometheus rules, which no service serves, link the file in the repository.
 RUNBOOK_URL = "docs/runbooks.md"
+RUNBOOKS_PATH = "/runbooks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +31,7 @@ class RuleSettings:
     gang_stall_after: float
     unreachable_after: float
     inversion_tiers: frozenset[str]
-    status_url: str  # the status page, e.g. https://watchtower.example; "" for no link
+    status_url: str  # the service's own URL, e.g. https://watchtower.example; "" for no link
     dashboard_url: str  # a Grafana dashboard; `var-namespace` and `var-workload` are appended; "" for none
     disabled: frozenset[str]  # alertnames switched off
     runbook_url: str = RUNBOOK_URL
@@ -108,11 +111,22 @@ def runbook_link(base: str, alertname: str) -> str:
     return f"{base}#{alertname.lower()}"
 
 
+def workload_path(namespace: str, name: str, kind: str = "") -> str:
+    """Return the path of a workload's own page, `/workloads/{namespace}/{name}?kind={kind}`, each part
+    quoted; the kind makes the link unambiguous when two kinds share a name."""
+    path = f"/workloads/{_q(namespace)}/{_q(name)}"
+    return f"{path}?kind={_q(kind)}" if kind else path
+
+
 def links(settings: RuleSettings, alertname: str, key: WorkloadKey | None) -> dict[str, str]:
+    """Return an alert's link annotations: its runbook section, the page of its workload (or the status
+    page when it is about no workload) and the dashboard, each when configured."""
     out = {"runbook_url": runbook_link(settings.runbook_url, alertname)}
     if settings.status_url:
         base = settings.status_url.rstrip("/")
-        out["status_url"] = f"{base}/?workload={_q(str(key))}" if key is not None else f"{base}/"
+        out["status_url"] = (
+            base + workload_path(key.namespace, key.name, key.kind) if key is not None else f"{base}/"
+        )
     if settings.dashboard_url:
         sep = "&" if "?" in settings.dashboard_url else "?"
         extra = (
