@@ -15,9 +15,30 @@ import typer
 
 from watchtower.config import ConfigError, load_settings
 
-cli = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Watch the GPU job queue of a Kubernetes cluster."
-)
+cli = typer.Typer(add_completion=False, no_args_is_help=True)
+
+
+def _version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("watchtower")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        v = "unknown (not installed)"
+    typer.echo(f"watchtower {v}")
+    raise typer.Exit(0)
+
+
+@cli.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True),
+    ] = False,
+) -> None:
+    """Watch the GPU job queue of a Kubernetes cluster."""
 
 
 def _settings_or_exit(path: Path | None):  # type: ignore[no-untyped-def]
