@@ -38,6 +38,10 @@ PRUNE_STORE_EVERY = 3600.0  # seconds between prunes of expired silences and del
 TickConsumer = Callable[[Tick], Awaitable[None]]
 
 
+class StartupError(Exception):
+    """The service cannot start for a reason the user fixes (no cluster to reach, ...): one line, no trace."""
+
+
 def object_decoder(settings: Settings) -> KubeObjectDecoder:
     """Return the decoder that keeps, of each object, what the settings say Watchtower reads."""
     return KubeObjectDecoder(
@@ -310,27 +314,28 @@ def configure_logging() -> None:
 
 
 def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str], object]) -> None:
-    """Run `watchtower run`: the cluster the settings name (or the simulator) until interrupted."""
+    """Run `watchtower run`: the cluster the settings name (or the simulator) until interrupted.
+
+    Raises StartupError when there is no cluster to watch, OSError when the port cannot be had.
+    """
     import contextlib
 
     configure_logging()
     source: ClusterSource
-    store = open_alert_store(settings)
-    try:
-        if settings.cluster.source == "sim":
-            from watchtower.adapters.sim.cluster import SimulatedCluster
+    clock: Clock
+    health: Callable[[], SourceHealth]
+    decoder = object_decoder(settings)
+    if settings.cluster.source == "sim":
+        from watchtower.adapters.sim.cluster import SimulatedCluster
 
-            sim = SimulatedCluster(settings.simulator)
-            source = sim
-            # Simulated time drives waits and thresholds.
-            container = build_container(
-                settings, clock=sim, source_health=sim.feed_health, source_name="sim", alert_store=store
-            )
-        else:
-            from watchtower.adapters.kube import KubeSource
+        sim = SimulatedCluster(settings.simulator)
+        # Simulated time drives waits and thresholds.
+        source, clock, health = sim, sim, sim.feed_health
+    else:
+        from watchtower.adapters.kube import KubeConfigError, KubeSource
 
-            clock = SystemClock()
-            decoder = object_decoder(settings)
+        clock = SystemClock()
+        try:
             kube = KubeSource.connect(
                 kubeconfig=settings.cluster.kubeconfig,
                 context=settings.cluster.context,
@@ -340,15 +345,20 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
                 stale_limit=settings.cluster.stale_after,
                 clock=clock,
             )
-            source = kube
-            container = build_container(
-                settings,
-                clock=clock,
-                source_health=kube.feed_health,
-                source_name="kube",
-                alert_store=store,
-                decoder=decoder,
-            )
+        except KubeConfigError as e:
+            raise StartupError(str(e)) from None
+        source, health = kube, kube.feed_health
+    # Opened once the cluster is known to be reachable in principle: a failed start leaves no database.
+    store = open_alert_store(settings)
+    try:
+        container = build_container(
+            settings,
+            clock=clock,
+            source_health=health,
+            source_name=settings.cluster.source,
+            alert_store=store,
+            decoder=decoder,
+        )
         sock = bind(host, port)
         actual = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host

@@ -119,7 +119,7 @@ def run(
     port: Annotated[int | None, typer.Option(help="listen port (default: server.port)")] = None,
 ) -> None:
     """Run the service: watch the cluster (settings.cluster.source), serve the API, /metrics and the page."""
-    from watchtower.bootstrap import run_service
+    from watchtower.bootstrap import StartupError, run_service
 
     settings = _settings_or_exit(config)
     try:
@@ -129,6 +129,9 @@ def run(
             port=settings.server.port if port is None else port,
             echo=_echo,
         )
+    except StartupError as e:
+        typer.echo(f"watchtower: {e}", err=True)
+        raise typer.Exit(2) from None
     except OSError as e:
         if "cannot listen" not in str(e):
             raise

@@ -71,7 +71,10 @@ class KubeSource:
     def connect(
         cls, *, kubeconfig: str | None, context: str | None, decoder: ObjectDecoder, **options: object
     ) -> KubeSource:
-        """Return a source for the cluster a kubeconfig (and context) names, or the one it runs in."""
+        """Return a source for `kubeconfig` (and context), else the cluster kubectl would reach.
+
+        Raises KubeConfigError when there is none or its configuration is broken.
+        """
         client = api_client(kubeconfig=kubeconfig, context=context, pool_size=len(RESOURCES) * 2 + 4)
         return cls(Transport(client), decoder, **options)  # type: ignore[arg-type]
 
