@@ -146,8 +146,7 @@ def demo(
         bool, typer.Option(help="start a local Prometheus when the binary is installed")
     ] = True,
 ) -> None:
-    """Run the service on a simulated cluster, with local mail and webhook sinks (and Prometheus), and print
-    the URLs."""
+    """Run the service on a simulated cluster with mail and webhook sinks (and Prometheus); print the URLs."""
     from watchtower.bootstrap import configure_logging
     from watchtower.demo import DemoOptions, run_demo
 
