@@ -38,6 +38,10 @@ PRUNE_STORE_EVERY = 3600.0  # seconds between prunes of expired silences and del
 TickConsumer = Callable[[Tick], Awaitable[None]]
 
 
+class StartupError(Exception):
+    """The service cannot start for a reason the user fixes (no cluster to reach, ...): one line, no trace."""
+
+
 def object_decoder(settings: Settings) -> KubeObjectDecoder:
     """Return the decoder that keeps, of each object, what the settings say Watchtower reads."""
     return KubeObjectDecoder(
@@ -327,30 +331,28 @@ def configure_logging() -> None:
 
 
 def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str], object]) -> None:
-    """Run `watchtower run`: the cluster the settings name (or the simulator) until interrupted."""
+    """Run `watchtower run`: the cluster the settings name (or the simulator) until interrupted.
+
+    Raises StartupError when there is no cluster to watch, OSError when the port cannot be had.
+    """
     import contextlib
 
     configure_logging()
     source: ClusterSource
-    # Bound first: the links in alerts and on the pages are built from the port actually had.
-    sock = bind(host, port)
-    settings = reachable_at(settings, served_url(host, sock))
-    store = open_alert_store(settings)
-    try:
-        if settings.cluster.source == "sim":
-            from watchtower.adapters.sim.cluster import SimulatedCluster
+    clock: Clock
+    health: Callable[[], SourceHealth]
+    decoder = object_decoder(settings)
+    if settings.cluster.source == "sim":
+        from watchtower.adapters.sim.cluster import SimulatedCluster
 
-            sim = SimulatedCluster(settings.simulator)
-            source = sim
-            # Simulated time drives waits and thresholds.
-            container = build_container(
-                settings, clock=sim, source_health=sim.feed_health, source_name="sim", alert_store=store
-            )
-        else:
-            from watchtower.adapters.kube import KubeSource
+        sim = SimulatedCluster(settings.simulator)
+        # Simulated time drives waits and thresholds.
+        source, clock, health = sim, sim, sim.feed_health
+    else:
+        from watchtower.adapters.kube import KubeConfigError, KubeSource
 
-            clock = SystemClock()
-            decoder = object_decoder(settings)
+        clock = SystemClock()
+        try:
             kube = KubeSource.connect(
                 kubeconfig=settings.cluster.kubeconfig,
                 context=settings.cluster.context,
@@ -360,20 +362,28 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
                 stale_limit=settings.cluster.stale_after,
                 clock=clock,
             )
-            source = kube
-            container = build_container(
-                settings,
-                clock=clock,
-                source_health=kube.feed_health,
-                source_name="kube",
-                alert_store=store,
-                decoder=decoder,
-            )
-        echo(f"Watchtower ({settings.cluster.source}) serving at {served_url(host, sock)}/")
+        except KubeConfigError as e:
+            raise StartupError(str(e)) from None
+        source, health = kube, kube.feed_health
+    # Bound before anything is built: the links in alerts and on the pages use the port actually had.
+    sock = bind(host, port)
+    url = served_url(host, sock)
+    settings = reachable_at(settings, url)
+    # Opened once the cluster is known to be reachable in principle: a failed start leaves no database.
+    store = open_alert_store(settings)
+    try:
+        container = build_container(
+            settings,
+            clock=clock,
+            source_health=health,
+            source_name=settings.cluster.source,
+            alert_store=store,
+            decoder=decoder,
+        )
+        echo(f"Watchtower ({settings.cluster.source}) serving at {url}/")
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(container, source, sock))
     finally:
+        sock.close()
         if store is not None:
-            close = getattr(store, "close", None)
-            if close is not None:
-                close()
+            store.close()

@@ -15,9 +15,30 @@ import typer
 
 from watchtower.config import ConfigError, load_settings, read_settings
 
-cli = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Watch the GPU job queue of a Kubernetes cluster."
-)
+cli = typer.Typer(add_completion=False, no_args_is_help=True)
+
+
+def _version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("watchtower")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        v = "unknown (not installed)"
+    typer.echo(f"watchtower {v}")
+    raise typer.Exit(0)
+
+
+@cli.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True),
+    ] = False,
+) -> None:
+    """Watch the GPU job queue of a Kubernetes cluster."""
 
 
 def _settings_or_exit(path: Path | None):  # type: ignore[no-untyped-def]
@@ -109,7 +130,7 @@ def run(
     port: Annotated[int | None, typer.Option(help="listen port (default: server.port)")] = None,
 ) -> None:
     """Run the service: watch the cluster (settings.cluster.source), serve the API, /metrics and the page."""
-    from watchtower.bootstrap import run_service
+    from watchtower.bootstrap import StartupError, run_service
 
     settings = _settings_or_exit(config)
     try:
@@ -119,6 +140,9 @@ def run(
             port=settings.server.port if port is None else port,
             echo=_echo,
         )
+    except StartupError as e:
+        typer.echo(f"watchtower: {e}", err=True)
+        raise typer.Exit(2) from None
     except OSError as e:
         if "cannot listen" not in str(e):
             raise
@@ -133,8 +157,7 @@ def demo(
         bool, typer.Option(help="start a local Prometheus when the binary is installed")
     ] = True,
 ) -> None:
-    """Run the service on a simulated cluster, with local mail and webhook sinks (and Prometheus), and print
-    the URLs."""
+    """Run the service on a simulated cluster with mail and webhook sinks (and Prometheus); print the URLs."""
     from watchtower.bootstrap import configure_logging
     from watchtower.demo import DemoOptions, run_demo
 

@@ -58,8 +58,22 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
     }
 
 
+def write_kubeconfig(path: Path, url: str, *, context: str = "fake", token: str = "test-token") -> Path:
+    """Write a kubeconfig for the API server at `url` (a bearer token, no TLS); return its path."""
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": {"server": url}}],
+        "users": [{"name": context, "user": {"token": token}}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+        "current-context": context,
+    }
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
 class FakeApiServer:
-    def __init__(self, paths: list[str]) -> None:
+    def __init__(self, paths: list[str], *, port: int = 0) -> None:
         self.collections = {p: Collection() for p in paths}
         self.rv = 100
         self.cond = threading.Condition()
@@ -68,7 +82,7 @@ class FakeApiServer:
         self._snapshots: dict[str, list[dict[str, Any]]] = {}
         self._snap_rv: dict[str, int] = {}
         self._stopping = False
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -89,16 +103,7 @@ class FakeApiServer:
         self._thread.join(5)
 
     def write_kubeconfig(self, path: Path, *, context: str = "fake", token: str = "test-token") -> Path:
-        cfg = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
-            "users": [{"name": context, "user": {"token": token}}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
-            "current-context": context,
-        }
-        path.write_text(yaml.safe_dump(cfg))
-        return path
+        return write_kubeconfig(path, self.url, context=context, token=token)
 
     # ---- what the test does to the cluster ---------------------------------------------------------
 

@@ -7,10 +7,15 @@ health reports comes from a manual clock, so staleness figures are exact.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+import socket
 import threading
 from pathlib import Path
+from typing import Any
 
+import httpx
+import pytest
 import yaml
 
 from watchtower.adapters.kube import RESOURCES, KubeSource, Resource
@@ -18,10 +23,13 @@ from watchtower.adapters.kube.backoff import Backoff
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.lines import LineSplitter
 from watchtower.adapters.sim import objects as o
+from watchtower.api.app import create_app
+from watchtower.bootstrap import build_container
+from watchtower.config import Settings
 from watchtower.domain.kinds import PADDLE_JOB
 
 from .conftest import PODS, SERVED, ManualClock, running, until
-from .fake_apiserver import FakeApiServer
+from .fake_apiserver import FakeApiServer, write_kubeconfig
 
 PADDLE = "/apis/batch.paddlepaddle.org/v1/paddlejobs"
 # PaddleJobs are not watched until something reads them: the optional-CRD tests watch them explicitly.
@@ -150,3 +158,101 @@ def test_line_splitter_joins_lines_split_across_chunks_and_keeps_the_truncated_t
     assert s.feed(b'1}\n{"b":2}\n\n{"c"') == [b'{"a":1}', b'{"b":2}']
     assert s.rest() == b'{"c"'
     assert s.rest() == b""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def kube_records(caplog: pytest.LogCaptureFixture, level: int) -> dict[str, list[str]]:
+    """The adapter's log lines at `level`, by the kind they start with."""
+    out: dict[str, list[str]] = {}
+    for rec in caplog.records:
+        if rec.name == "watchtower.adapters.kube.source" and rec.levelno == level:
+            msg = rec.getMessage()
+            out.setdefault(msg.split(":", 1)[0], []).append(msg)
+    return out
+
+
+async def readyz(source: KubeSource, clock: ManualClock) -> dict[str, Any]:
+    container = build_container(
+        Settings(), clock=clock, source_health=source.feed_health, source_name="kube", decoder=source.decoder
+    )
+    transport = httpx.ASGITransport(app=create_app(container))
+    async with httpx.AsyncClient(transport=transport, base_url="http://watchtower.test") as c:
+        r = await c.get("/readyz")
+    body: dict[str, Any] = r.json()
+    return body
+
+
+async def test_an_unreachable_api_server_is_one_line_per_kind_down_one_up_and_the_backoff_in_readyz(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    clock = ManualClock()
+    port = free_port()
+    # Nothing listens on the port yet: every attempt of every kind is refused.
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+    source = KubeSource.connect(
+        kubeconfig=str(kubeconfig),
+        context=None,
+        decoder=ObjectDecoder(),
+        clock=clock,
+        backoff_base=0.02,
+        backoff_cap=0.1,
+    )
+    kinds = [r.kind for r in source.resources]
+    task = asyncio.create_task(source.run(on_list=lambda *a, **k: None, on_change=lambda *a: None))
+    server: FakeApiServer | None = None
+    try:
+        failing = lambda: all(source.kind_health(k).consecutive_failures >= 5 for k in kinds)  # noqa: E731
+        await until(failing, "every kind refused five times")
+        assert not [r for r in caplog.records if r.name.startswith("urllib3")]
+        down = kube_records(caplog, logging.WARNING)
+        assert sorted(down) == sorted(kinds) and all(len(v) == 1 for v in down.values()), down
+        assert "Connection refused" in down["Pod"][0] and "retrying with back-off" in down["Pod"][0]
+
+        body = await readyz(source, clock)
+        pod = body["kinds"]["Pod"]["source"]
+        assert pod["consecutive_failures"] >= 5
+        assert 0 <= pod["next_retry_in_seconds"] <= 0.1
+        assert "Connection refused" in pod["last_error"]
+        assert pod["down_since"] == clock.t
+        assert body["ready"] is False
+
+        clock.t += 45
+        server = FakeApiServer(SERVED, port=port).start()
+        await until(lambda: all(source.kind_health(k).connected for k in kinds), "every kind watched again")
+        up = kube_records(caplog, logging.INFO)
+        assert sorted(up) == sorted(kinds) and all(len(v) == 1 for v in up.values()), up
+        assert "reachable again after 45s down" in up["Pod"][0]
+        assert all(len(v) == 1 for v in kube_records(caplog, logging.WARNING).values())
+
+        pod = (await readyz(source, clock))["kinds"]["Pod"]["source"]
+        assert (pod["consecutive_failures"], pod["next_retry_in_seconds"], pod["down_since"]) == (
+            0,
+            None,
+            None,
+        )
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        source.transport.close()
+        if server is not None:
+            server.stop()
+
+
+def test_source_health_says_since_when_and_why_the_cluster_is_unreachable(tmp_path: Path) -> None:
+    clock = ManualClock()
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    source = KubeSource.connect(
+        kubeconfig=str(kubeconfig), context=None, decoder=ObjectDecoder(), clock=clock
+    )
+    assert (source.feed_health().down_since, source.feed_health().last_error) == (None, "")
+    source.kind_health("Pod").failed(clock.t - 60, "NewConnectionError: refused", retry_in=1.0)
+    source.kind_health("Node").failed(clock.t - 10, "HTTP 500 InternalError", retry_in=1.0)
+    h = source.feed_health()
+    assert (h.healthy, h.down_since, h.last_error) == (False, clock.t - 60, "HTTP 500 InternalError")
+    source.transport.close()

@@ -6,6 +6,7 @@ from typing import Any
 
 from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.payload import title
+from watchtower.domain.health import SourceHealth
 from watchtower.domain.messages import PreemptionVerdict, preemption_note
 from watchtower.domain.tick import Tick
 from watchtower.domain.timefmt import format_duration
@@ -66,6 +67,20 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _unreachable(health: SourceHealth, readiness: Readiness, now: float) -> dict[str, Any] | None:
+    """Return the banner saying since when the cluster cannot be reached and why; None while it can."""
+    if health.healthy or health.down_since is None:
+        return None
+    kinds = readiness.detail.get("kinds", {})
+    return {
+        "since": rfc3339(health.down_since),
+        "down_for": format_duration(max(0.0, now - health.down_since)),
+        "error": health.last_error or "not known",
+        # Nothing listed: an empty queue would say "nothing waits" when nothing is known.
+        "nothing_listed": not any(k.get("listed") for k in kinds.values()),
+    }
+
+
 def page_context(
     *,
     tick: Tick | None,
@@ -86,6 +101,7 @@ def page_context(
         return ctx
     snap = tick.snapshot
     now = snap.at
+    ctx["unreachable"] = _unreachable(tick.health, readiness, now)
     sections = []
     for t in tiers:
         waiting = [

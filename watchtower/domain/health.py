@@ -28,6 +28,8 @@ class SourceHealth:
     stale_seconds: float | None = None  # overall: the stalest kind; None when the source cannot tell
     kinds: Mapping[str, KindFreshness] = field(default_factory=dict)
     detail: Mapping[str, Scalar] = field(default_factory=dict)  # source-wide extras (simulated time, ...)
+    down_since: float | None = None  # since when some kind cannot reach the cluster; None: all reach it
+    last_error: str = ""  # the latest error of a kind that cannot reach it, as the source words it
 
     def stale_beyond(self, limit: float) -> bool:
         return self.stale_seconds is not None and self.stale_seconds > limit

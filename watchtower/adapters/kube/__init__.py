@@ -10,15 +10,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .connection import ApiStatus, Transport, api_client
+    from .connection import ApiStatus, KubeConfigError, Transport, api_client
     from .health import KindHealth
     from .resources import RESOURCES, Resource
     from .source import KubeSource
 
-__all__ = ["RESOURCES", "ApiStatus", "KindHealth", "KubeSource", "Resource", "Transport", "api_client"]
+__all__ = [
+    "RESOURCES",
+    "ApiStatus",
+    "KindHealth",
+    "KubeConfigError",
+    "KubeSource",
+    "Resource",
+    "Transport",
+    "api_client",
+]
 
 _MODULE_OF = {
     "ApiStatus": ".connection",
+    "KubeConfigError": ".connection",
     "Transport": ".connection",
     "api_client": ".connection",
     "KindHealth": ".health",

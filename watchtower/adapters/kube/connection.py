@@ -1,4 +1,4 @@
-"""Configuration and HTTP through the official client: kubeconfig or in-cluster, read-only GETs, raw bytes.
+"""Configuration and HTTP through the official client: the cluster kubectl would reach, read-only GETs, raw bytes.
 
 Only GET is ever sent (list and watch); responses are returned unread (`urllib3` responses) so the caller
 decodes the bytes itself instead of building the client's models.
@@ -6,16 +6,20 @@ decodes the bytes itself instead of building the client's models.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
 import msgspec
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 Query = list[tuple[str, str]]
+
+log = logging.getLogger(__name__)
 
 
 class ApiStatus(Exception):
@@ -48,21 +52,103 @@ def status_error(code: int, body: bytes | msgspec.Raw) -> ApiStatus:
     return ApiStatus(s.code or code, s.reason, s.message)
 
 
-def api_client(*, kubeconfig: str | None, context: str | None, pool_size: int = 16) -> k8s.ApiClient:
-    """Return an ApiClient from a kubeconfig file (and context), or in-cluster when `kubeconfig` is None.
+SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+FIX = "set cluster.kubeconfig, KUBECONFIG, or run in a pod with a service account"
 
-    Raises ConfigException with the client's own explanation when neither works.
+
+class KubeConfigError(Exception):
+    """No way to reach the API server, said in one line: what was tried, in order, and how to fix it."""
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text[:300]
+
+
+def _contexts(files: str) -> str:
+    try:
+        names = [c["name"] for c in k8s_config.list_kube_config_contexts(files)[0]]  # type: ignore[no-untyped-call]
+    except Exception:  # the file is broken in some other way too: the first error is the one to fix
+        return ""
+    return f" (it has: {', '.join(names)})" if names else " (it has none)"
+
+
+def _from_files(cfg: k8s.Configuration, files: str, context: str | None, origin: str) -> None:
+    """Load `files` (one path, or several joined by os.pathsep, merged as kubectl does) into `cfg`."""
+    try:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=files, context=context, client_configuration=cfg, persist_config=False
+        )
+    except yaml.YAMLError as e:
+        raise KubeConfigError(f"{origin} is not valid YAML: {_one_line(e)}") from None
+    except Exception as e:  # the client's ConfigException, a directory, an unreadable file, odd shapes
+        if context and f"name {context} in" in str(e):
+            raise KubeConfigError(
+                f"{origin} has no context {context!r} (cluster.context){_contexts(files)}"
+            ) from None
+        raise KubeConfigError(f"{origin} cannot be used: {_one_line(e)}") from None
+
+
+def _load(cfg: k8s.Configuration, kubeconfig: str | None, context: str | None) -> str:
+    """Fill `cfg` the way kubectl finds its cluster; return where the configuration came from.
+
+    Order: `cluster.kubeconfig`, then `$KUBECONFIG` (its files merged; it replaces ~/.kube/config, as for
+    kubectl), then ~/.kube/config, then the pod's service account. A file that exists but is broken is an
+    error, not a reason to try the next: it is the one the user meant.
     """
-    cfg = k8s.Configuration()
-    if kubeconfig is None:
-        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    else:
+    if kubeconfig:
         path = os.path.expanduser(kubeconfig)
         if not os.path.exists(path):
-            raise ConfigException(f"kubeconfig {path} does not exist")
-        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=path, context=context, client_configuration=cfg, persist_config=False
-        )
+            raise KubeConfigError(
+                f"cluster.kubeconfig {path} does not exist: fix the path, or remove the key to use "
+                "KUBECONFIG, ~/.kube/config or the pod's service account"
+            )
+        origin = f"kubeconfig {path} (cluster.kubeconfig)"
+        _from_files(cfg, path, context, origin)
+        return origin
+    tried = ["cluster.kubeconfig (not set)"]
+    listed = os.environ.get("KUBECONFIG", "")
+    if listed:
+        found = [
+            p for p in (os.path.expanduser(x) for x in listed.split(os.pathsep) if x) if os.path.exists(p)
+        ]
+        if found:
+            origin = f"kubeconfig {os.pathsep.join(found)} (KUBECONFIG)"
+            _from_files(cfg, os.pathsep.join(found), context, origin)
+            return origin
+        tried.append(f"KUBECONFIG={listed} (no such file; ~/.kube/config is not read while it is set)")
+    else:
+        tried.append("KUBECONFIG (not set)")
+        default = os.path.expanduser("~/.kube/config")
+        if os.path.exists(default):
+            origin = f"kubeconfig {default}"
+            _from_files(cfg, default, context, origin)
+            return origin
+        tried.append(f"{default} (no such file)")
+    if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        tried.append("in-cluster service account (KUBERNETES_SERVICE_HOST not set: not in a pod)")
+    elif not os.path.exists(f"{SERVICE_ACCOUNT}/token"):
+        tried.append(f"in-cluster service account (no token at {SERVICE_ACCOUNT}/token: automount disabled?)")
+    else:
+        try:
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            return f"the pod's service account ({SERVICE_ACCOUNT})"
+        except ConfigException as e:
+            tried.append(f"in-cluster service account ({SERVICE_ACCOUNT}: {_one_line(e)})")
+    raise KubeConfigError(f"no Kubernetes API server to watch: tried {', '.join(tried)}; {FIX}")
+
+
+def api_client(*, kubeconfig: str | None, context: str | None, pool_size: int = 16) -> k8s.ApiClient:
+    """Return an ApiClient for the cluster kubectl would reach (see `_load`), retrying nothing itself.
+
+    Raises KubeConfigError, one line long, when no configuration is found or the one found is broken.
+    """
+    cfg = k8s.Configuration()
+    origin = _load(cfg, kubeconfig, context)
+    log.info("Kubernetes API server %s, from %s", cfg.host, origin)
+    # The sources retry with back-off and report each outage once; urllib3's own retries would add three
+    # warnings per attempt and triple the time an attempt takes to fail.
+    cfg.retries = False
     # One long-lived watch connection per kind plus the lists: the default pool would make them queue.
     cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, pool_size)
     return k8s.ApiClient(cfg)

@@ -21,15 +21,30 @@ class KindHealth:
     consecutive_failures: int = 0
     last_error: str = ""
     last_error_at: float | None = None
+    down_since: float | None = None  # the first failure of the current outage; None while reachable
+    next_retry_at: float | None = None  # when the back-off tries again
 
     def contact(self, now: float) -> None:
         self.last_contact = now
 
-    def failed(self, now: float, error: str) -> None:
+    def failed(self, now: float, error: str, *, retry_in: float) -> bool:
+        """Record a failed attempt; return True when it starts an outage (the first since the last success)."""
         self.connected = False
         self.consecutive_failures += 1
         self.last_error = error[:300]
         self.last_error_at = now
+        self.next_retry_at = now + retry_in
+        if self.down_since is not None:
+            return False
+        self.down_since = now
+        return True
+
+    def recovered(self, now: float) -> float | None:
+        """Record a success; return how long the outage it ends lasted, or None when there was none."""
+        self.consecutive_failures = 0
+        self.next_retry_at = None
+        since, self.down_since = self.down_since, None
+        return None if since is None else max(0.0, now - since)
 
     def stale_seconds(self, now: float, started: float) -> float:
         """Return how long this kind's picture may have missed changes: 0 while a watch is open."""
@@ -53,6 +68,10 @@ class KindHealth:
             "consecutive_failures": self.consecutive_failures,
             "last_error": self.last_error,
             "last_error_at": self.last_error_at,
+            "down_since": self.down_since,
+            "next_retry_in_seconds": None
+            if self.next_retry_at is None
+            else round(max(0.0, self.next_retry_at - now), 3),
         }
 
 
@@ -80,9 +99,13 @@ def source_health(
     s = summary(kinds, now=now, started=started, stale_limit=stale_limit)
     per_kind = s["kinds"]
     assert isinstance(per_kind, dict)
+    down = [h for h in kinds.values() if h.present and h.down_since is not None]
+    latest = max(down, key=lambda h: h.last_error_at or 0.0, default=None)
     return SourceHealth(
         healthy=bool(s["healthy"]),
         stale_seconds=float(s["stale_seconds"]),  # type: ignore[arg-type]
+        down_since=min((h.down_since for h in down if h.down_since is not None), default=None),
+        last_error=latest.last_error if latest is not None else "",
         kinds={
             k: KindFreshness(
                 restarts=int(d["restarts"]),

@@ -17,6 +17,7 @@ import random
 
 from watchtower.adapters.clock import SystemClock
 from watchtower.domain.health import SourceHealth
+from watchtower.domain.timefmt import format_duration
 from watchtower.ports import Clock, ListSink, ObjectSink
 
 from .backoff import Backoff
@@ -71,7 +72,10 @@ class KubeSource:
     def connect(
         cls, *, kubeconfig: str | None, context: str | None, decoder: ObjectDecoder, **options: object
     ) -> KubeSource:
-        """Return a source for the cluster a kubeconfig (and context) names, or the one it runs in."""
+        """Return a source for `kubeconfig` (and context), else the cluster kubectl would reach.
+
+        Raises KubeConfigError when there is none or its configuration is broken.
+        """
         client = api_client(kubeconfig=kubeconfig, context=context, pool_size=len(RESOURCES) * 2 + 4)
         return cls(Transport(client), decoder, **options)  # type: ignore[arg-type]
 
@@ -125,7 +129,7 @@ class KubeSource:
                     if h.present:
                         log.debug("%s: not served by this cluster (404), checking again later", r.kind)
                     h.present, h.connected, h.synced = False, False, False
-                    h.consecutive_failures = 0
+                    self._reachable(r, h)
                     need_list = True
                     await asyncio.sleep(self._absent_recheck)
                     continue
@@ -140,11 +144,30 @@ class KubeSource:
                 await self._failed(r, h, backoff, e)
 
     async def _failed(self, r: Resource, h: KindHealth, backoff: Backoff, e: Exception) -> None:
-        h.failed(self.clock.now(), f"{type(e).__name__}: {e}")
+        # One line when an outage starts and one when it ends (`_reachable`): the attempts in between are
+        # in /readyz (consecutive failures, next retry, last error), not in the log.
         delay = backoff.next()
-        level = logging.WARNING if h.consecutive_failures <= 3 else logging.DEBUG
-        log.log(level, "%s: %s; retrying in %.1fs", r.kind, h.last_error, delay)
+        if h.failed(self.clock.now(), f"{type(e).__name__}: {e}", retry_in=delay):
+            log.warning(
+                "%s: cannot list/watch: %s; retrying with back-off (next in %.1fs), quiet until it recovers",
+                r.kind,
+                h.last_error,
+                delay,
+            )
+        else:
+            log.debug("%s: attempt %d failed: %s", r.kind, h.consecutive_failures, h.last_error)
         await asyncio.sleep(delay)
+
+    def _reachable(self, r: Resource, h: KindHealth) -> None:
+        failures = h.consecutive_failures
+        down = h.recovered(self.clock.now())
+        if down is not None:
+            log.info(
+                "%s: reachable again after %s down (%d failed attempts)",
+                r.kind,
+                format_duration(down),
+                failures,
+            )
 
     # ---- LIST --------------------------------------------------------------------------------------
 
@@ -218,7 +241,7 @@ class KubeSource:
         resp = await asyncio.to_thread(self.transport.get, r.path, query, timeout=timeout)
         pump = StreamPump(resp)
         h.connected = True
-        h.consecutive_failures = 0
+        self._reachable(r, h)
         h.contact(self.clock.now())
         splitter = LineSplitter()
         progressed = False
