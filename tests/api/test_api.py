@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import httpx
+import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from services.scenario import HOSTILE, NOW, demo_cluster
@@ -203,3 +204,22 @@ async def test_a_tick_builds_the_queue_documents_before_any_request_asks() -> No
     picture = await TickLoop(s.container).tick()
     current = s.container.documents.current
     assert current is not None and current.tick is picture
+
+
+async def test_the_preemptor_tier_is_still_shown_after_the_preemptor_pod_is_gone(
+    service: Service, client: httpx.AsyncClient
+) -> None:
+    # The preemptor ran and was deleted before the next evaluation: the page, the API and /metrics still
+    # name its tier, from what the service recorded when the preemption was first attributed.
+    w = service.container.watcher
+    [bert] = [p for p in service.source.cluster.objects["Pod"] if p["metadata"]["name"] == "bert-worker-0"]
+    w.on_change("Pod", "DELETED", orjson.dumps(bert))
+    w.evaluate(service.clock.now() + 60)
+    [p] = (await client.get("/api/v1/preemptions")).json()["preemptions"]
+    assert (p["preemptor_name"], p["preemptor_tier"]) == ("bert-worker-0", "medium")
+    page = (await client.get("/")).text
+    section = page.split('<section id="preemptions">', 1)[1].split("</section>", 1)[0]
+    [row] = [r for r in section.split("<tr>") if "old-batch-0" in r]
+    assert "<td>nlp/bert-worker-0</td><td>medium</td>" in row
+    metrics = (await client.get("/metrics")).text
+    assert 'watchtower_preemptions_total{preemptor_tier="medium",victim_tier="low"} 1.0' in metrics
