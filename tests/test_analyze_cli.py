@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,79 @@ def test_bad_time_and_format_are_usage_errors():
     for args in (["--at", "yesterday"], ["--at", "2027-01-15T10:00:00"], ["--format", "xml"]):
         r = analyze("--objects", str(FIXTURES / "cluster.json"), *args)
         assert r.returncode == 2 and b"Traceback" not in r.stderr, args
+
+
+DUMP_TIME = "2027-01-15T09:59:10Z"  # the newest time cluster.json holds (a pod's PodScheduled transition)
+
+
+def analyze_env(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
+    return subprocess.run(
+        [sys.executable, "-m", "watchtower.cli", "analyze", *args], capture_output=True, env=env, timeout=120
+    )
+
+
+def test_without_at_the_dump_is_read_as_of_its_own_newest_time():
+    r = analyze_env("--objects", str(FIXTURES / "cluster.json"), "--format", "json")
+    assert r.returncode == 0 and r.stderr == b""
+    doc = json.loads(r.stdout)
+    assert (doc["at"], doc["at_source"]) == (DUMP_TIME, "dump")
+    w = by_name(doc)
+    # Read at the wall clock, years away, every wait was 0s and the refused job was out of its window.
+    assert w["bert-ft"]["state"] == "quota_blocked" and w["bert-ft"]["wait_seconds"] > 0
+    assert w["llm-pretrain"]["wait_seconds"] == 2 * 3600 - 50
+    table = analyze_env("--objects", str(FIXTURES / "cluster.json"), columns=200).stdout.decode()
+    assert table.startswith(f"Queue as of {DUMP_TIME}, the newest time in the dump; --at to choose\n")
+
+
+def test_at_far_from_the_dump_warns_on_stderr_and_still_answers():
+    r = analyze_env("--objects", str(FIXTURES / "cluster.json"), "--at", "2027-01-15T15:00:00Z")
+    assert r.returncode == 0
+    assert r.stderr.decode() == (
+        "warning: --at 2027-01-15T15:00:00Z is 5h50s after the newest time in the dump "
+        f"({DUMP_TIME}): waits are measured from --at\n"
+    )
+    assert r.stdout.decode().startswith("Queue at 2027-01-15T15:00:00Z\n")
+    near = analyze_env("--objects", str(FIXTURES / "cluster.json"), "--at", AT)
+    assert near.returncode == 0 and near.stderr == b""
+
+
+def waiting_section(out: str) -> list[str]:
+    return out.split("Waiting workloads\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+
+LLM_WHY = (
+    "gang partly placed: 2 pod(s) hold 16 GPU(s), no node fits (4 tried): 1 node has a taint the pod does "
+    "not tolerate; 3 nodes lack 8 free GPUs; preemption cannot help: no lower-priority pods to evict"
+)
+
+
+def test_on_an_80_column_terminal_the_why_goes_under_its_row_wrapped_whole():
+    out = analyze_env("--objects", str(FIXTURES / "cluster.json"), "--at", AT, columns=80).stdout.decode()
+    lines = waiting_section(out)
+    assert "WHY" not in lines[0]
+    i = next(n for n, ln in enumerate(lines) if "PaddleJob/llm-pretrain" in ln)
+    why = []
+    for ln in lines[i + 1 :]:
+        if not ln.startswith("    "):
+            break
+        assert len(ln) <= 80, ln
+        why.append(ln.strip())
+    assert " ".join(why) == "why: " + LLM_WHY  # whole, the preemption verdict included
+
+
+def test_on_a_200_column_terminal_the_why_column_wraps_within_the_width():
+    out = analyze_env("--objects", str(FIXTURES / "cluster.json"), "--at", AT, columns=200).stdout.decode()
+    lines = waiting_section(out)
+    assert lines[0].endswith("WHY") and all(len(ln) <= 200 for ln in lines), max(map(len, lines))
+    start = lines[0].index("WHY")
+    i = next(n for n, ln in enumerate(lines) if "PaddleJob/llm-pretrain" in ln)
+    why = [lines[i][start:]]
+    for ln in lines[i + 1 :]:
+        if ln[:start].strip():
+            break
+        why.append(ln[start:])
+    assert " ".join(why) == LLM_WHY and len(why) > 1
+    assert len(why[0]) > 80  # it uses the width it has

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -70,9 +71,9 @@ def check_config(file: Annotated[Path, typer.Argument(help="YAML configuration f
     typer.echo(f"{file}: OK (tiers: {tiers}; cluster source: {s.cluster.source})")
 
 
-def _parse_at(at: str | None) -> float:
+def _parse_at(at: str | None) -> float | None:
     if at is None:
-        return time.time()
+        return None
     from datetime import datetime
 
     try:
@@ -89,7 +90,10 @@ def analyze(
     objects: Annotated[
         Path, typer.Option("--objects", help="output of kubectl get pods,events,nodes,... -A -o json")
     ],
-    at: Annotated[str | None, typer.Option(help="evaluate as of this RFC 3339 time (default: now)")] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(help="evaluate as of this RFC 3339 time (default: the newest time in the dump)"),
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json")] = "table",
     config: Annotated[
         Path | None, typer.Option(help="configuration file (default: built-in defaults)")
@@ -98,14 +102,15 @@ def analyze(
     """Print the queue a dump describes: waits vs thresholds and why, gangs, preemptions, quota, fragmentation."""
     from watchtower.adapters.kube.decoder import DecodeError
     from watchtower.bootstrap import object_decoder
-    from watchtower.services.analyze import analysis_dict
+    from watchtower.domain.timefmt import format_duration, rfc3339
+    from watchtower.services.analyze import FAR_FROM_DUMP, analysis_dict
     from watchtower.services.analyze import analyze as run_analysis
     from watchtower.services.table import render
 
     if fmt not in ("table", "json"):
         raise typer.BadParameter("--format is table or json")
     settings = _settings_or_exit(config)
-    now = _parse_at(at)
+    chosen = _parse_at(at)
     try:
         data = sys.stdin.buffer.read() if str(objects) == "-" else objects.read_bytes()
     except OSError as e:
@@ -113,15 +118,25 @@ def analyze(
         raise typer.Exit(2) from None
     policy = settings.queue_policy()
     try:
-        result = run_analysis(data, policy=policy, decoder=object_decoder(settings), at=now)
+        result = run_analysis(
+            data, policy=policy, decoder=object_decoder(settings), at=chosen, now=time.time()
+        )
     except DecodeError as e:
         typer.echo(f"{objects}: not a Kubernetes List in JSON: {e}", err=True)
         raise typer.Exit(2) from None
+    taken = result.dump_time
+    if chosen is not None and taken is not None and abs(chosen - taken) > FAR_FROM_DUMP:
+        typer.echo(
+            f"warning: --at {rfc3339(chosen)} is {format_duration(abs(chosen - taken))} "
+            f"{'after' if chosen > taken else 'before'} the newest time in the dump ({rfc3339(taken)}): "
+            "waits are measured from --at",
+            err=True,
+        )
     doc = analysis_dict(result, policy, settings)
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     else:
-        typer.echo(render(doc), nl=False)
+        typer.echo(render(doc, width=shutil.get_terminal_size((120, 24)).columns), nl=False)
 
 
 @cli.command()

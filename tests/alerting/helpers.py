@@ -69,7 +69,7 @@ DECODER = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
 
 
 def apply(state: ClusterState, obj: dict, *, deleted: bool = False) -> None:
-    """Apply a Pod or Node as a watch event would (ADDED/MODIFIED, or DELETED with the final object)."""
+    """Apply a Pod, Node or Event as a watch event would (ADDED/MODIFIED, or DELETED with the final object)."""
     data = orjson.dumps(obj)
     if obj["kind"] == "Pod":
         p = DECODER.pod(data)
@@ -79,6 +79,8 @@ def apply(state: ClusterState, obj: dict, *, deleted: bool = False) -> None:
             state.upsert_pod(p)
     elif obj["kind"] == "Node":
         state.upsert_node(DECODER.node(data))
+    elif obj["kind"] == "Event":
+        state.upsert_event(DECODER.event(data))
     else:
         raise ValueError(f"no need for {obj['kind']} here")
 

@@ -307,3 +307,40 @@ def test_analyze_json_lists_the_alerts_firing_at_the_given_time(tmp_path):
     )  # fmt: skip
     later_got = {(a["rule"], a["labels"]["workload"]) for a in orjson.loads(later.stdout)["alerts"]}
     assert ("WorkloadWaitWarning", "low-1h") in later_got  # waited 2h06m by then
+
+
+async def test_a_job_refused_for_hours_with_back_off_notifies_once_firing_and_once_resolved(
+    tmp_path, receiver
+):
+    from domain.alerts.test_quota_blocked import T0 as STORY_T0
+    from domain.alerts.test_quota_blocked import refusal_story
+
+    s = hook_settings(receiver.url, group_wait="0s", group_by=["alertname", "namespace", "workload"])
+    state = ClusterState()
+    rig = StateRig(s, tmp_path, Clock(), state)
+    sent = []
+    steps = list(refusal_story())
+    at, i = STORY_T0, 0
+    while at <= steps[-1][0] + 30 * 60:
+        while i < len(steps) and steps[i][0] <= at:
+            for obj in steps[i][1]:
+                apply(state, obj)
+            i += 1
+        await rig.tick_state(at)
+        sent += [
+            (
+                (at - STORY_T0) / 60,
+                sorted((a["labels"]["severity"], a["status"]) for a in r["body"]["alerts"]),
+            )
+            for r in receiver.requests[len(sent) :]
+        ]
+        at += 60
+    # Warned at 15m, escalated at 1h (the warning, muted by the critical alert, is not re-sent), resolved
+    # once, in the first group flush after the quota was raised: no resolve while the refusals go on.
+    assert sent == [
+        (15.0, [("warning", "firing")]),
+        (60.0, [("critical", "firing")]),
+        (185.0, [("critical", "resolved"), ("warning", "resolved")]),
+    ]
+    assert all(r["verified"] for r in receiver.requests)
+    await rig.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import httpx
+import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from services.scenario import HOSTILE, NOW, demo_cluster
@@ -203,3 +204,59 @@ async def test_a_tick_builds_the_queue_documents_before_any_request_asks() -> No
     picture = await TickLoop(s.container).tick()
     current = s.container.documents.current
     assert current is not None and current.tick is picture
+
+
+async def test_the_preemptor_tier_is_still_shown_after_the_preemptor_pod_is_gone(
+    service: Service, client: httpx.AsyncClient
+) -> None:
+    # The preemptor ran and was deleted before the next evaluation: the page, the API and /metrics still
+    # name its tier, from what the service recorded when the preemption was first attributed.
+    w = service.container.watcher
+    [bert] = [p for p in service.source.cluster.objects["Pod"] if p["metadata"]["name"] == "bert-worker-0"]
+    w.on_change("Pod", "DELETED", orjson.dumps(bert))
+    w.evaluate(service.clock.now() + 60)
+    [p] = (await client.get("/api/v1/preemptions")).json()["preemptions"]
+    assert (p["preemptor_name"], p["preemptor_tier"]) == ("bert-worker-0", "medium")
+    page = (await client.get("/")).text
+    section = page.split('<section id="preemptions">', 1)[1].split("</section>", 1)[0]
+    [row] = [r for r in section.split("<tr>") if "old-batch-0" in r]
+    assert "<td>nlp/bert-worker-0</td><td>medium</td>" in row
+    metrics = (await client.get("/metrics")).text
+    assert 'watchtower_preemptions_total{preemptor_tier="medium",victim_tier="low"} 1.0' in metrics
+
+
+async def test_on_the_simulator_the_page_says_which_clock_each_time_is() -> None:
+    # The simulator's clock runs 60x: five real minutes are five simulated hours. The header is cluster
+    # time and says it is simulated; the idle-GPU figures are Prometheus's, stamped with the wall clock,
+    # and their age is reckoned against the wall clock (it read "5h3m53s ago" after 5 real minutes).
+    import dataclasses
+    import re
+    import time
+
+    from watchtower.api.app import create_app
+    from watchtower.domain.gpu_usage import IdlePolicy
+    from watchtower.domain.promql import Queries
+    from watchtower.services.gpu_usage import GpuUsageService
+
+    from .test_openapi import ScenarioPrometheus
+
+    svc = make_service()
+    c = svc.container
+    gpu = GpuUsageService(
+        reader=ScenarioPrometheus(c.watcher.state),
+        queries=Queries(),
+        policy=IdlePolicy(),
+        tiers=c.settings.tier_policy(),
+        team_of=c.watcher.state.team_of,
+        holders_included=True,
+    )
+    wall = time.time() - 42  # Prometheus answered 42 real seconds ago
+    await gpu.refresh(wall)
+    await gpu.on_snapshot(c.watcher.evaluate(svc.clock.now() + 5 * 3600).snapshot, wall)
+    app = create_app(dataclasses.replace(c, gpu=gpu, source_name="sim"))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        page = (await client.get("/")).text
+    header = page.split("<header>", 1)[1].split("</header>", 1)[0]
+    assert re.search(r"source: sim · evaluated \S+Z \(simulated time, 60× real\)", header), header
+    idle = page.split('<section id="idle-gpus">', 1)[1].split("</h2>", 1)[0]
+    assert re.search(r"as of \S+ wall clock, (4[2-9]|5\d)s ago", idle), idle

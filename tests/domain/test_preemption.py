@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from watchtower.adapters.sim import objects as o
+from watchtower.config import Settings
 from watchtower.domain.state import DisruptionSeen, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.ingest import Ingestor
@@ -12,6 +13,7 @@ from watchtower.services.ingest import Ingestor
 from .helpers import DECODER, NS, T0, apply, evaluate, paddle_owner, pending_pod, raw, running_pod, state_of
 
 NODE = "gpu-7"
+TIERS = Settings().tier_policy()
 PREEMPTOR = pending_pod("urgent", uid="uid-urgent", priority=1_000_000, priority_class="urgent-debug")
 
 
@@ -70,14 +72,14 @@ def test_disruption_target_of_the_scheduler_is_a_preemption(reason):
 
 
 @pytest.mark.parametrize(
-    ("message", "uid", "name"),
+    "message",
     [
-        (f"Preempted by pod uid-urgent on node {NODE}", "uid-urgent", ""),  # 1.26+
-        (f"Preempted by {NS}/urgent on node {NODE}", "", "urgent"),  # older
+        f"Preempted by pod uid-urgent on node {NODE}",  # 1.26+
+        f"Preempted by {NS}/urgent on node {NODE}",  # older
     ],
 )
 @pytest.mark.parametrize("event_first", [False, True])
-def test_preempted_event_names_the_preemptor_before_or_after_the_condition(message, uid, name, event_first):
+def test_preempted_event_names_the_preemptor_before_or_after_the_condition(message, event_first):
     state = state_of(o.node(NODE), victim(), PREEMPTOR)
     steps = [preempted_event(message, related=False), with_target()]
     if event_first:
@@ -87,7 +89,9 @@ def test_preempted_event_names_the_preemptor_before_or_after_the_condition(messa
     assert [h.new for h in out if isinstance(h, PreemptionSeen)] == [True, False]
     assert len(state.preemptions) == 1
     p = state.preemptions["uid-victim"]
-    assert (p.preemptor_uid, p.preemptor_name, p.node) == (uid, name, NODE)
+    # Either message names a pod the state holds: the record takes its whole identity and its tier.
+    assert (p.preemptor_uid, p.preemptor_name, p.node) == ("uid-urgent", "urgent", NODE)
+    assert (p.preemptor_priority, p.preemptor_priority_class) == (1_000_000, "urgent-debug")
     assert p.reason == "PreemptionByScheduler"  # the condition's reason wins over the event's
     assert p.at == T0 + 7211.0  # the eviction, not the later event
     assert p.gpu_hours_lost == pytest.approx(16.0)
@@ -114,6 +118,36 @@ def test_event_after_the_pod_is_gone_still_attributes_the_preemptor():
     apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}"))
     p = state.preemptions["uid-victim"]
     assert p.preemptor_uid == "uid-urgent" and p.victim_gpus == 8
+
+
+def test_the_preemptor_tier_is_recorded_when_first_named_and_outlives_the_preemptor_pod():
+    state = state_of(o.node(NODE), victim(), PREEMPTOR, with_target())
+    apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}", related=False))
+    apply(state, PREEMPTOR, deleted=True)  # the urgent job ran and is gone before anyone looks
+    p = state.preemptions["uid-victim"]
+    assert (p.preemptor_namespace, p.preemptor_name) == (NS, "urgent")
+    assert p.preemptor_tier(TIERS) == "critical" and p.victim_tier(TIERS) == "low"
+
+
+def test_a_preemptor_pod_seen_after_the_event_completes_the_record():
+    # Events and pods come on separate watches: the event may name a pod not seen yet.
+    state = state_of(o.node(NODE), victim(), with_target())
+    apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}", related=False))
+    assert state.preemptions["uid-victim"].preemptor_tier(TIERS) is None
+    out = apply(state, PREEMPTOR)
+    assert [(type(h), h.new) for h in out if isinstance(h, PreemptionSeen)] == [(PreemptionSeen, False)]
+    p = state.preemptions["uid-victim"]
+    assert (p.preemptor_name, p.preemptor_tier(TIERS)) == ("urgent", "critical")
+    assert state.awaited_preemptors == {}
+    assert apply(state, PREEMPTOR) == []  # seen once
+
+
+def test_a_preemptor_never_seen_is_forgotten_with_its_record():
+    state = state_of(o.node(NODE), victim(), with_target())
+    apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}", related=False))
+    assert set(state.awaited_preemptors) == {"uid-urgent"}
+    state.prune(now=T0 + 7211.0 + 7 * 86400, keep_seconds=3600)
+    assert state.preemptions == {} and state.awaited_preemptors == {}
 
 
 def test_event_alone_for_an_unknown_pod_is_recorded_without_cost():

@@ -57,7 +57,7 @@ class QueueDocuments:
             self._by_name.setdefault((r.namespace, r.name), []).append(r)
         self.at = rfc3339(snap.at)
         self.preemptions: tuple[dict[str, Any], ...] = tuple(
-            preemption_dict(p, tiers, tick.preemptors) for p in snap.preemptions
+            preemption_dict(p, tiers) for p in snap.preemptions
         )
         self.quota: tuple[dict[str, Any], ...] = tuple(quota_dict(q) for q in tick.quota)
         # Dashboards and scripts repeat the same few queries until the next evaluation.

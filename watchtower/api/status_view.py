@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from watchtower.domain.alerts.integration import IntegrationId
@@ -88,10 +89,17 @@ def page_context(
     readiness: Readiness,
     tiers: list[Any],
     source: str,
+    sim_speed: float | None = None,
 ) -> dict[str, Any]:
-    """Return the template's variables; without a tick yet, only the freshness section is filled."""
+    """Return the template's variables; without a tick yet, only the freshness section is filled.
+
+    `sim_speed`: the cluster is the simulator, whose clock runs this many times faster than the wall clock;
+    the page then says that its times are simulated (the idle-GPU figures are not: Prometheus stamps them
+    with the wall clock, and they say so).
+    """
     ctx: dict[str, Any] = {
         "source": source,
+        "clock_note": f"simulated time, {sim_speed:g}× real" if sim_speed is not None else "",
         "ready": readiness.ready,
         "problems": list(readiness.problems),
         "stale_seconds": readiness.detail.get("stale_seconds"),
@@ -246,10 +254,16 @@ def alerts_context(service: AlertAdmin | None, store: AlertStore | None, now: fl
     }
 
 
-def gpu_context(report: dict[str, Any] | None) -> dict[str, Any]:
-    """Return the "Idle GPUs" section from GpuUsageService.report(), or say why there is none."""
+def gpu_context(report: dict[str, Any] | None, *, wall_now: float) -> dict[str, Any]:
+    """Return the "Idle GPUs" section from GpuUsageService.report(), or say why there is none.
+
+    Its figures are as of a wall-clock time (Prometheus's), so their age is reckoned against `wall_now`,
+    never against the cluster's clock, which a simulator runs faster.
+    """
     if report is None:
         return {"gpu": None}
+    as_of = report["as_of"]
+    age = _ago(wall_now - datetime.fromisoformat(as_of).timestamp()) if as_of else ""
     prom = report["prometheus"]
     idle = []
     waiting_for = {(x["namespace"], x["kind"], x["name"]): x for x in report.get("idle_while_waiting", [])}
@@ -275,7 +289,8 @@ def gpu_context(report: dict[str, Any] | None) -> dict[str, Any]:
             "error": prom["last_error"] or "",
             "available": report["available"],
             "stale": report["stale"],
-            "as_of": report["as_of"],
+            "as_of": as_of,
+            "age": age,
             "threshold": report["threshold_percent"],
             "window": format_duration(report["window_seconds"]),
             "idle_gpus": report["idle_gpus"],

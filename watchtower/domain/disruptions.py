@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, replace
 
 from .model import OTHER_DISRUPTION_REASONS, PREEMPTION_REASONS, Event, Pod
+from .tiers import TierPolicy
 from .workloads import WorkloadKey, workload_of
 
 # "Preempted by pod <uid> on node <node>" (1.26+), "Preempted by podgroup <uid> ...",
@@ -31,7 +32,9 @@ class Preemption:
     preemptor_uid: str = ""
     preemptor_namespace: str = ""
     preemptor_name: str = ""
+    # Taken from the preemptor pod when the record first names it (it may be gone by the time anyone asks).
     preemptor_priority: int | None = None
+    preemptor_priority_class: str = ""
     reason: str = ""  # the DisruptionTarget reason, or "Preempted" when only the event was seen
 
     @property
@@ -40,6 +43,29 @@ class Preemption:
         if self.victim_gpus is None or self.victim_started is None or self.at is None:
             return None
         return self.victim_gpus * max(0.0, self.at - self.victim_started) / 3600.0
+
+    def victim_tier(self, tiers: TierPolicy) -> str | None:
+        """Return the victim's tier, or None when its priority is not known."""
+        if self.victim_priority is None:
+            return None
+        return tiers.tier_of(self.victim_priority, self.victim_priority_class).name
+
+    def preemptor_tier(self, tiers: TierPolicy) -> str | None:
+        """Return the preemptor's tier, or None when its pod was never seen."""
+        if self.preemptor_priority is None:
+            return None
+        return tiers.tier_of(self.preemptor_priority, self.preemptor_priority_class).name
+
+    def attributed_to(self, pod: Pod) -> Preemption:
+        """Return this record with the preemptor's identity, priority and class taken from its pod."""
+        return replace(
+            self,
+            preemptor_uid=self.preemptor_uid or pod.uid,
+            preemptor_namespace=self.preemptor_namespace or pod.namespace,
+            preemptor_name=self.preemptor_name or pod.name,
+            preemptor_priority=pod.priority,
+            preemptor_priority_class=pod.priority_class,
+        )
 
     def merged(self, other: Preemption) -> Preemption:
         """Return this record completed with what the other knows (pod condition + event, any order)."""

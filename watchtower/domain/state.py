@@ -63,6 +63,9 @@ class ClusterState:
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # by victim uid
     disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
     quota_refusals: dict[WorkloadKey, QuotaRefusal] = field(default_factory=dict)
+    # Preemptor uids named by a record before their pod was seen (the watches of events and pods are
+    # separate streams) → the victims whose record waits for that pod's priority.
+    awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
     # indexes
     waiting: set[str] = field(default_factory=set)
     gpus_used: dict[str, int] = field(default_factory=dict)
@@ -97,7 +100,10 @@ class ClusterState:
         old = self.pods.get(pod.uid)
         self.pods[pod.uid] = pod
         self._index(old, pod)
-        return self._happenings(old, pod)
+        out = self._happenings(old, pod)
+        if self.awaited_preemptors and pod.uid in self.awaited_preemptors:
+            out.extend(self._attribute_awaited(pod))
+        return out
 
     def delete_pod(self, uid: str, final: Pod | None = None) -> list[Happening]:
         """Forget a pod; `final` is the DELETED watch object, whose conditions may show a preemption."""
@@ -106,7 +112,10 @@ class ClusterState:
         self._index(old, None)
         if last is None:
             return []
-        return self._happenings(old, last, deleted=True)
+        out = self._happenings(old, last, deleted=True)
+        if self.awaited_preemptors and uid in self.awaited_preemptors:
+            out.extend(self._attribute_awaited(last))
+        return out
 
     def _index(self, old: Pod | None, new: Pod | None) -> None:
         uid = new.uid if new is not None else old.uid if old is not None else ""
@@ -171,14 +180,43 @@ class ClusterState:
 
     def _record_preemption(self, p: Preemption) -> list[Happening]:
         known = self.preemptions.get(p.victim_uid)
+        rec = self._attributed(p if known is None else known.merged(p))
         if known is None:
-            self.preemptions[p.victim_uid] = p
-            return [PreemptionSeen(p, new=True)]
-        merged = known.merged(p)
-        if merged != known:
-            self.preemptions[p.victim_uid] = merged
-            return [PreemptionSeen(merged, new=False)]
+            self.preemptions[p.victim_uid] = rec
+            return [PreemptionSeen(rec, new=True)]
+        if rec != known:
+            self.preemptions[p.victim_uid] = rec
+            return [PreemptionSeen(rec, new=False)]
         return []
+
+    def _attributed(self, p: Preemption) -> Preemption:
+        """Return the record with its preemptor's priority and class, read once from the preemptor pod.
+
+        Recorded here, when the record first names the preemptor, so that every reader (API, page,
+        metrics, alerts) has it after the preemptor pod is gone.
+        """
+        if p.preemptor_priority is not None:
+            return p
+        pod: Pod | None = None
+        if p.preemptor_uid:
+            pod = self.pods.get(p.preemptor_uid)
+            if pod is None:
+                self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(p.victim_uid)
+        elif p.preemptor_namespace and p.preemptor_name:
+            # Older schedulers name the preemptor, not its uid: rare enough that a walk is acceptable.
+            ns, name = p.preemptor_namespace, p.preemptor_name
+            pod = next((x for x in self.pods.values() if x.name == name and x.namespace == ns), None)
+        return p if pod is None else p.attributed_to(pod)
+
+    def _attribute_awaited(self, pod: Pod) -> list[Happening]:
+        out: list[Happening] = []
+        for victim in sorted(self.awaited_preemptors.pop(pod.uid, ())):
+            rec = self.preemptions.get(victim)
+            if rec is not None and rec.preemptor_priority is None:
+                rec = rec.attributed_to(pod)
+                self.preemptions[victim] = rec
+                out.append(PreemptionSeen(rec, new=False))
+        return out
 
     # ---- events -----------------------------------------------------------------------------------
 
@@ -268,6 +306,10 @@ class ClusterState:
         horizon = now - keep_seconds
         for uid in [u for u, p in self.preemptions.items() if (p.at or now) < horizon]:
             del self.preemptions[uid]
+        for uid, victims in list(self.awaited_preemptors.items()):
+            victims.intersection_update(self.preemptions)
+            if not victims:
+                del self.awaited_preemptors[uid]
         for uid in [u for u, d in self.disruptions.items() if (d.at or now) < horizon]:
             del self.disruptions[uid]
         for key in [k for k, q in self.quota_refusals.items() if (q.last or now) < horizon]:

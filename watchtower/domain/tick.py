@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from .alerts.rules.base import GpuHolder
 from .gpu_usage import GpuAlert
 from .health import HEALTHY, SourceHealth
-from .model import Pod
 from .queue import QueueSnapshot, WorkloadStatus
 
 
@@ -38,7 +37,6 @@ class Tick:
     # named beforehand (GPU usage's idle holders) are, and travel here, apart from the queue.
     holder_statuses: tuple[WorkloadStatus, ...] = ()
     quota: tuple[QuotaLine, ...] = ()
-    preemptors: Mapping[str, Pod] = field(default_factory=dict)  # uid → the preemptor pods still known
     running_by_tier: Mapping[str, int] = field(default_factory=dict)
     duration: float = 0.0  # seconds the evaluation took
     gpu_alerts: tuple[GpuAlert, ...] = ()  # GPU usage's findings, added by `with_gpu`

@@ -16,6 +16,9 @@ from .alerting import alerts_for_snapshot
 from .ingest import Ingestor
 from .queue_view import latency_dicts, snapshot_dict
 
+# How far --at may be from the dump's own time before the command warns that waits will look wrong.
+FAR_FROM_DUMP = 3600.0
+
 
 @dataclass
 class Analysis:
@@ -23,6 +26,35 @@ class Analysis:
     snapshot: QueueSnapshot
     ingestor: Ingestor
     ignored_kinds: dict[str, int]
+    at_source: str = "option"  # "option" (--at), "dump" (its newest time) or "now" (a dump with no time)
+    dump_time: float | None = None  # the newest time the dump holds
+
+
+def dump_time(state: ClusterState) -> float | None:
+    """Return the newest time a dump holds: creations, conditions' lastTransitionTime, container starts
+    and the events' times (quota refusals, preemptions); None for a dump without any."""
+    newest: float | None = None
+
+    def see(t: float | None) -> None:
+        nonlocal newest
+        if t is not None and (newest is None or t > newest):
+            newest = t
+
+    for p in state.pods.values():
+        see(p.created)
+        see(p.start_time)
+        see(p.running_since)
+        for c in (p.scheduled, p.disruption):
+            if c is not None:
+                see(c.since)
+    for q in state.quota_refusals.values():
+        see(q.first)
+        see(q.last)
+    for pre in state.preemptions.values():
+        see(pre.at)
+    for d in state.disruptions.values():
+        see(d.at)
+    return newest
 
 
 def load_dump(data: bytes, decoder: ObjectDecoder) -> tuple[ClusterState, Ingestor, dict[str, int]]:
@@ -54,14 +86,26 @@ def load_dump(data: bytes, decoder: ObjectDecoder) -> tuple[ClusterState, Ingest
     return state, ing, dict(ing.ignored)
 
 
-def analyze(data: bytes, *, policy: QueuePolicy, decoder: ObjectDecoder, at: float) -> Analysis:
+def analyze(
+    data: bytes, *, policy: QueuePolicy, decoder: ObjectDecoder, at: float | None, now: float = 0.0
+) -> Analysis:
+    """Return the queue the dump describes as of `at`; None: as of the dump's newest time (else `now`).
+
+    A dump is a picture taken at some moment: read at another time, every wait is off by the difference
+    (and refusals fall out of their window), hence its own time by default.
+    """
     state, ing, ignored = load_dump(data, decoder)
+    taken = dump_time(state)
+    source = "option"
+    if at is None:
+        at, source = (taken, "dump") if taken is not None else (now, "now")
     snap = QueueEvaluator(policy).evaluate(state, now=at, include_running=True)
-    return Analysis(state, snap, ing, ignored)
+    return Analysis(state, snap, ing, ignored, source, taken)
 
 
 def analysis_dict(a: Analysis, policy: QueuePolicy, settings: Settings | None = None) -> dict[str, Any]:
     out = snapshot_dict(a.snapshot, policy.tiers, a.state)
+    out["at_source"] = a.at_source
     out["latency"] = latency_dicts(latency_by_tier(a.state.pods.values(), policy.tiers))
     out["skipped"] = [
         {"kind": s.kind, "uid": s.uid or None, "name": s.name or None, "error": s.error}

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from watchtower.domain.disruptions import Preemption
 from watchtower.domain.latency import Distribution, TierLatency
-from watchtower.domain.model import Pod
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import QuotaLine
@@ -78,16 +76,9 @@ def quota_dict(q: QuotaLine) -> dict[str, Any]:
     }
 
 
-def preemption_dict(
-    p: Preemption, tiers: TierPolicy, pods: Mapping[str, Pod] | None = None
-) -> dict[str, Any]:
-    """Return a preemption as the JSON shows it; `pods` (uid → pod) names the preemptor when it is known."""
-    victim_tier = (
-        tiers.tier_of(p.victim_priority, p.victim_priority_class).name
-        if p.victim_priority is not None
-        else None
-    )
-    preemptor = pods.get(p.preemptor_uid) if pods is not None and p.preemptor_uid else None
+def preemption_dict(p: Preemption, tiers: TierPolicy) -> dict[str, Any]:
+    """Return a preemption as the JSON shows it: the preemptor as the record holds it (the cluster state
+    records its identity and tier when first named, so it outlives the preemptor pod)."""
     lost = p.gpu_hours_lost
     return {
         "victim_uid": p.victim_uid,
@@ -96,14 +87,12 @@ def preemption_dict(
         "victim_workload": (
             {"kind": p.victim_workload.kind, "name": p.victim_workload.name} if p.victim_workload else None
         ),
-        "victim_tier": victim_tier,
+        "victim_tier": p.victim_tier(tiers),
         "victim_priority": p.victim_priority,
         "preemptor_uid": p.preemptor_uid or None,
-        "preemptor_namespace": p.preemptor_namespace or (preemptor.namespace if preemptor else None),
-        "preemptor_name": p.preemptor_name or (preemptor.name if preemptor else None),
-        "preemptor_tier": tiers.tier_of(preemptor.priority, preemptor.priority_class).name
-        if preemptor
-        else None,
+        "preemptor_namespace": p.preemptor_namespace or None,
+        "preemptor_name": p.preemptor_name or None,
+        "preemptor_tier": p.preemptor_tier(tiers),
         "node": p.node or None,
         "at": rfc3339(p.at),
         "gpus": p.victim_gpus,
@@ -143,9 +132,7 @@ def snapshot_dict(
         "schema_version": SCHEMA_VERSION,
         "at": rfc3339(snap.at),
         "workloads": [workload_dict(w) for w in order],
-        "preemptions": [
-            preemption_dict(p, tiers, state.pods if state is not None else None) for p in snap.preemptions
-        ],
+        "preemptions": [preemption_dict(p, tiers) for p in snap.preemptions],
         "disruptions": [
             {
                 "uid": d.uid,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from watchtower.domain.timefmt import format_duration
+
+# The narrowest the wrapped last column gets, however narrow the terminal: below it a line per word.
+MIN_WRAPPED = 30
 
 
 def _clean(text: object) -> str:
@@ -13,18 +17,46 @@ def _clean(text: object) -> str:
     return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in s)
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
+def _table(headers: list[str], rows: list[list[Any]], *, width: int | None = None) -> str:
+    """Return the rows under their headers; with `width`, the last column is wrapped onto continuation
+    lines to fit it (never cut: the end of a why is often the preemption verdict). When the other columns
+    leave it less than MIN_WRAPPED, it goes under its row instead, wrapped to the whole width."""
     cells = [[_clean(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    indent = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    below = width is not None and width - indent < MIN_WRAPPED
+    if below:
+        label = f"{headers[-1].lower()}: "
+        headers, widths = headers[:-1], widths[:-1]
+    elif width is not None:
+        widths[-1] = max(len(headers[-1]), min(widths[-1], width - indent))
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     out = [line.rstrip()]
     for r in cells:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        if below:
+            out.append("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)).rstrip())
+            text = textwrap.wrap(label + r[-1], max(MIN_WRAPPED, (width or 0) - 4), break_on_hyphens=False)
+            out.extend("    " + more for more in text)
+            continue
+        last = textwrap.wrap(r[-1], widths[-1], break_on_hyphens=False) or [""]
+        head = [*r[:-1], last[0]]
+        out.append("  ".join(c.ljust(w) for c, w in zip(head, widths, strict=True)).rstrip())
+        out.extend(" " * indent + more for more in last[1:])
     return "\n".join(out)
 
 
-def render(doc: dict[str, Any]) -> str:
-    parts = [f"Queue at {doc['at']}"]
+def _heading(doc: dict[str, Any]) -> str:
+    source = doc.get("at_source")
+    if source == "dump":
+        return f"Queue as of {doc['at']}, the newest time in the dump; --at to choose"
+    if source == "now":
+        return f"Queue as of {doc['at']} (now: the dump holds no time); --at to choose"
+    return f"Queue at {doc['at']}"
+
+
+def render(doc: dict[str, Any], *, width: int | None = None) -> str:
+    """Return the document as tables; `width` (the terminal's columns) wraps the WHY column to fit."""
+    parts = [_heading(doc)]
     cap = doc["capacity"]
     parts.append(
         f"GPUs: {cap['gpus_used']}/{cap['gpus_allocatable']} allocated, {cap['gpus_free']} free "
@@ -59,10 +91,11 @@ def render(doc: dict[str, Any]) -> str:
                         w["gpus_requested"],
                         f"{w['pods_running']}/{w['pods_running'] + w['pods_pending']}",
                         w["preemption"],
-                        w["why"][:120],
+                        w["why"],
                     ]
                     for w in waiting
                 ],
+                width=width,
             )
         )
     else:

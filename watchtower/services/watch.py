@@ -135,7 +135,7 @@ class Watcher:
                 if h.pod.gpus > 0:
                     m.started(tiers.tier_of(h.pod.priority, h.pod.priority_class).name, h.latency)
             elif isinstance(h, PreemptionSeen):
-                self.preemptions.seen(h.preemption, now=self.clock.now(), pods=self.state.pods)
+                self.preemptions.seen(h.preemption, now=self.clock.now())
 
     # ---- evaluation -------------------------------------------------------------------------------------
 
@@ -168,13 +168,8 @@ class Watcher:
                 for q in sorted(st.quotas.values(), key=lambda q: (q.namespace, q.name))
                 if q.hard_gpus is not None
             )
-            preemptors = {
-                p.preemptor_uid: pod
-                for p in snap.preemptions
-                if p.preemptor_uid and (pod := st.pods.get(p.preemptor_uid)) is not None
-            }
             holders = gpu_holders(st, self.policy.tiers) if needs_holders(snap, self._inversion_tiers) else ()
-            self.preemptions.settle(now=now, latest=st.preemptions, pods=st.pods)
+            self.preemptions.settle(now=now, latest=st.preemptions)
             gauges = self._gauges(snap)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
@@ -185,7 +180,6 @@ class Watcher:
             holders=holders,
             holder_statuses=holder_statuses,
             quota=quota,
-            preemptors=preemptors,
             running_by_tier=self._running,
             duration=duration,
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -60,12 +62,16 @@ async def status_page(request: Request, container: ContainerDep) -> HTMLResponse
         readiness=watcher.readiness(),
         tiers=list(watcher.policy.tiers.tiers),
         source=container.source_name,
+        sim_speed=container.settings.simulator.speed if container.source_name == "sim" else None,
     )
     now = container.clock.now()
     ctx.update(
         alerts_context(container.alerting.admin if container.alerting else None, container.alert_store, now)
     )
-    ctx.update(gpu_context(container.gpu.report() if container.gpu is not None else None))
+    # Prometheus's figures are as of the wall clock, whatever clock the cluster runs on.
+    ctx.update(
+        gpu_context(container.gpu.report() if container.gpu is not None else None, wall_now=time.time())
+    )
     ctx["links"] = sorted(container.links.items())
     renderer: PageRenderer = request.app.state.pages
     return page_response(renderer.render(ctx))

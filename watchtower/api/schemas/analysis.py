@@ -6,6 +6,8 @@ check analyze's output against it as they check the API's."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .common import Body, Number, Time
 from .preemption import Preemption
 from .workload import Workload
@@ -164,7 +166,9 @@ class Analysis(Body):
     schema_version: int
     """`1`"""
     at: Time | None
-    """the evaluation time (`--at`, default now)"""
+    """the evaluation time: `--at`, else the newest time the dump holds"""
+    at_source: Literal["option", "dump", "now"]
+    """where `at` came from: `option` (`--at`), `dump` (its newest time) or `now` (a dump holding no time)"""
     workloads: list[Workload]
     """every tracked workload, running ones included, ordered by tier (highest first), waiting before not
     waiting, longest wait first"""
