@@ -47,6 +47,25 @@ class OwnerRef(msgspec.Struct, frozen=True, gc=False):
         return api_group(self.api_version)
 
 
+class Controller(msgspec.Struct, frozen=True, gc=False):
+    """A pod controller (Job, ReplicaSet, PaddleJob) reduced to the pods it would make (DESIGN §3.15).
+
+    Work refused by a ResourceQuota has no pod to read a tier or GPUs from: its controller's template is
+    all there is. One small record per controller, not the template: the pods are what is tracked.
+    """
+
+    namespace: str
+    kind: str
+    name: str
+    uid: str = ""
+    owner: OwnerRef | None = None  # its own controller: the Deployment of a ReplicaSet
+    priority_class: str = ""  # spec.template.spec.priorityClassName ("": the cluster default)
+    priority: int | None = None  # spec.template.spec.priority, when written into the template
+    gpus_per_pod: int = 0  # the most any one of its pods asks for
+    gpus: int = 0  # all the pods it wants at once, together
+    pods: int = 0  # how many pods it wants at once (Job parallelism, replicas, a PaddleJob's roles)
+
+
 def api_group(api_version: str) -> str:
     """Return the API group of an apiVersion: "batch.volcano.sh/v1alpha1" → "batch.volcano.sh", "v1" → ""."""
     return api_version.rpartition("/")[0]
