@@ -224,7 +224,7 @@ def test_idle_report_names_exactly_the_workloads_the_simulator_made_idle(scripte
     # busy training and daytime serving hold GPUs too, and are seen, but are not idle
     seen = {w.key for w in view.workloads}
     assert WorkloadKey("team-a", "Job", "batch-busy") in seen
-    assert WorkloadKey("team-b", "ReplicaSet", "serve-7d9f8b6c5") in seen
+    assert WorkloadKey("team-b", "Deployment", "serve") in seen
     assert WorkloadKey("team-b", "PaddleJob", "train-busy") in seen
     assert view.unmonitored_pods == ()
 

@@ -18,6 +18,7 @@ from msgspec.structs import astuple
 
 from watchtower.domain.model import (
     Condition,
+    Controller,
     Event,
     Namespace,
     Node,
@@ -129,6 +130,8 @@ class ObjectDecoder:
         self._dec_pc = msgspec.json.Decoder(wire.PriorityClass)
         self._dec_quota = msgspec.json.Decoder(wire.Quota)
         self._dec_event = msgspec.json.Decoder(wire.Event)
+        self._dec_controller = msgspec.json.Decoder(wire.Controller)
+        self._dec_paddle = msgspec.json.Decoder(wire.PaddleJob)
         self._dec_head = msgspec.json.Decoder(wire.Head)
         self._dec_list = msgspec.json.Decoder(wire.List)
         self._dec_pod_page: msgspec.json.Decoder[wire.PodPage] = msgspec.json.Decoder(page_type)
@@ -443,6 +446,86 @@ class ObjectDecoder:
             return ResourceQuota(meta.namespace or "", meta.name or "", gpu(hard), gpu(st.used))
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
             raise _wrap(e, "ResourceQuota") from e
+
+    # controllers: only what their pods would be (DESIGN §3.15), for work a ResourceQuota refuses
+
+    def job(self, raw: bytes | msgspec.Raw) -> Controller:
+        """Return a batch/v1 Job as the pods it wants now: parallelism, capped by the completions left."""
+        try:
+            j = self._dec_controller.decode(raw)
+            spec = j.spec or wire.ControllerSpec()
+            wanted = spec.parallelism if spec.parallelism is not None else 1
+            if spec.completions is not None:
+                done = j.status.succeeded if j.status is not None else None
+                wanted = min(wanted, spec.completions - (done or 0))
+            if spec.suspend:
+                wanted = 0  # Kueue holds it: no pod is even tried
+            return self._controller("Job", j.metadata, [(wanted, spec.template)])
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "Job") from e
+
+    def replica_set(self, raw: bytes | msgspec.Raw) -> Controller:
+        """Return an apps/v1 ReplicaSet as the pods it wants; its owner names its Deployment."""
+        try:
+            rs = self._dec_controller.decode(raw)
+            spec = rs.spec or wire.ControllerSpec()
+            wanted = spec.replicas if spec.replicas is not None else 1
+            return self._controller("ReplicaSet", rs.metadata, [(wanted, spec.template)])
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "ReplicaSet") from e
+
+    def paddle_job(self, raw: bytes | msgspec.Raw) -> Controller:
+        """Return a PaddleJob as the pods of its roles (ps, worker, heter) together."""
+        try:
+            pj = self._dec_paddle.decode(raw)
+            spec = pj.spec or wire.PaddleJobSpec()
+            roles = [
+                (r.replicas or 0, r.template) for r in (spec.ps, spec.worker, spec.heter) if r is not None
+            ]
+            return self._controller("PaddleJob", pj.metadata, roles)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "PaddleJob") from e
+
+    def _controller(
+        self, kind: str, meta: wire.ControllerMeta | None, roles: list[tuple[int, wire.Template | None]]
+    ) -> Controller:
+        """Return the record of a controller whose pods are `roles`: (how many, from which template).
+
+        The class is the one of the role asking the most GPUs per pod (a PaddleJob's workers, not its
+        CPU-only parameter servers)."""
+        if meta is None or not meta.name or not meta.namespace:
+            what = "metadata" if meta is None else "a namespace" if meta.name else "a name"
+            raise DecodeError(f"{kind} without {what}", kind=kind, uid=(meta.uid or "") if meta else "")
+        m = meta
+        owner = None
+        for o in m.ownerReferences or ():
+            if o.controller:
+                owner = OwnerRef(o.kind, o.name, o.apiVersion, o.uid)
+        share = self._shared.setdefault
+        pods = gpus = per_pod = 0
+        pclass, priority, top = "", None, -1
+        for count, template in roles:
+            tspec = (template.spec if template is not None else None) or _NO_SPEC
+            g = pod_sums(tspec)[0]
+            count = max(0, count)
+            pods += count
+            gpus += count * g
+            per_pod = max(per_pod, g)
+            if g > top:
+                top, pclass, priority = g, tspec.priorityClassName or "", tspec.priority
+        ns = m.namespace or ""
+        return Controller(
+            share(ns, ns),
+            kind,
+            m.name or "",
+            m.uid or "",
+            owner,
+            share(pclass, pclass),
+            priority,
+            per_pod,
+            gpus,
+            pods,
+        )
 
     def event(self, raw: bytes | msgspec.Raw) -> Event:
         try:
