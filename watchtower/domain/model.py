@@ -41,6 +41,10 @@ class OwnerRef(msgspec.Struct, frozen=True, gc=False):
     name: str
     api_version: str = ""
     uid: str = ""
+    # The pod's `pod-template-hash` label, for a ReplicaSet owner: it names the Deployment. Kept here, one
+    # per ReplicaSet, rather than in the pod's labels, where a value per pod template would split the
+    # label sets the decoder shares among pods.
+    template_hash: str = ""
 
     @property
     def group(self) -> str:

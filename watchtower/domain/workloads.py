@@ -10,10 +10,10 @@ VOLCANO_GROUP = "batch.volcano.sh"
 VOLCANO_JOB_LABEL = "volcano.sh/job-name"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 # Set by the Deployment controller on the ReplicaSets it makes and their pods: the ReplicaSet is named
-# `<deployment>-<hash>`, and the user knows the Deployment.
+# `<deployment>-<hash>`, and the user knows the Deployment. The decoder reads it into the pod's OwnerRef.
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 # Labels the decoder must keep for grouping. `paddle-res-name` is deliberately absent: it names the pod.
-WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, TEMPLATE_HASH_LABEL, *JOB_NAME_LABELS})
+WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, *JOB_NAME_LABELS})
 
 
 class WorkloadKey(NamedTuple):
@@ -43,8 +43,9 @@ def workload_kind(kind: str, api_version: str) -> str:
     return kind
 
 
-def _deployment_of(owner: OwnerRef, template_hash: str | None) -> str:
+def _deployment_of(owner: OwnerRef) -> str:
     """Return the Deployment a ReplicaSet `<deployment>-<hash>` belongs to, or "" when it is no such one."""
+    template_hash = owner.template_hash
     if template_hash and owner.name.endswith("-" + template_hash):
         return owner.name[: -len(template_hash) - 1]
     return ""
@@ -59,7 +60,7 @@ def workload_of(pod: Pod) -> WorkloadKey:
         if owner.kind == "Job":
             return WorkloadKey(ns, workload_kind("Job", owner.api_version), owner.name)
         if owner.kind == "ReplicaSet":
-            deployment = _deployment_of(owner, pod.labels.get(TEMPLATE_HASH_LABEL))
+            deployment = _deployment_of(owner)
             if deployment:
                 return WorkloadKey(ns, "Deployment", deployment)
         if owner.kind != "Node":  # static (mirror) pods are owned by their Node: treat them as bare pods

@@ -29,7 +29,7 @@ from watchtower.domain.model import (
     ResourceQuota,
 )
 from watchtower.domain.quota import GPU_QUOTA_RESOURCE
-from watchtower.domain.workloads import WORKLOAD_LABELS
+from watchtower.domain.workloads import TEMPLATE_HASH_LABEL, WORKLOAD_LABELS
 from watchtower.ports import DecodeError as DecodeError  # re-exported: callers catch it from here
 
 from . import wire
@@ -120,7 +120,10 @@ class ObjectDecoder:
 
     def __post_init__(self) -> None:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
-        self._label_keys = tuple(sorted(self._labels))
+        self._label_keys = tuple(sorted(self._labels | {TEMPLATE_HASH_LABEL}))
+        # pod-template-hash is read into the ReplicaSet owner, not the pod's labels (unless configured).
+        self._hash_at = self._label_keys.index(TEMPLATE_HASH_LABEL)
+        self._hash_kept = TEMPLATE_HASH_LABEL in self._labels
         self._note_keys = tuple(sorted(self.keep_annotations))
         self._no_notes: tuple[None, ...] = (None,) * len(self._note_keys)
         pod_type, page_type = pod_types(self._label_keys, self._note_keys)
@@ -139,7 +142,7 @@ class ObjectDecoder:
         # One object per distinct value (namespaces, node names, owners, messages, label sets): 150,000
         # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
         self._shared: dict[object, Any] = {}
-        self._owners: dict[tuple[str, str, str, str], OwnerRef] = {}
+        self._owners: dict[tuple[str, str, str, str, str], OwnerRef] = {}
         self._label_sets: dict[tuple[str | None, ...], Mapping[str, str]] = {}
         self._sums: dict[object, tuple[int, int, int]] = {}
         self._images: dict[str, tuple[str]] = {}  # image → (image,), the images of one-container pods
@@ -269,23 +272,29 @@ class ObjectDecoder:
         created = (times.get(ts) or parse_time(ts)) if ts else None
         if created is None:
             raise ValueError("no creationTimestamp")
+        kept: Mapping[str, str] = _NO_STRINGS
+        template_hash = None
+        if meta.labels is not None:
+            values = astuple(meta.labels)
+            at = self._hash_at
+            template_hash = values[at]
+            if template_hash is not None and not self._hash_kept:
+                values = (*values[:at], None, *values[at + 1 :])
+            known = self._label_sets.get(values)
+            kept = known if known is not None else self._label_set(values)
         owner = None
         refs = meta.ownerReferences
         if refs:
             o = refs[0]
             if not o.controller:
                 o = next((r for r in refs if r.controller), o)
-            okey = (o.kind, o.name, o.apiVersion, o.uid)
+            th = template_hash if template_hash is not None and o.kind == "ReplicaSet" else ""
+            okey = (o.kind, o.name, o.apiVersion, o.uid, th)
             owner = self._owners.get(okey)
             if owner is None:
                 if len(self._owners) > _SHARED_LIMIT:
                     self._owners.clear()
                 owner = self._owners[okey] = OwnerRef(*okey)
-        kept: Mapping[str, str] = _NO_STRINGS
-        if meta.labels is not None:
-            values = astuple(meta.labels)
-            known = self._label_sets.get(values)
-            kept = known if known is not None else self._label_set(values)
         scheduled = disruption = None
         for c in st.conditions or ():
             if c.type == "PodScheduled":
