@@ -118,6 +118,7 @@ def service(reader: PrometheusReader, model: LiveModel) -> GpuUsageService:
         step=SCRAPE,
         every=0.0,
         team_of=model.state.team_of,
+        workload_of=model.state.workload_of_controller,  # as bootstrap wires it
     )
 
 

@@ -303,6 +303,11 @@ class ClusterState:
         held = self.controllers.get(key.kind)
         return held.get(key) if held is not None else None
 
+    def workload_of_controller(self, key: WorkloadKey) -> WorkloadKey:
+        """Return the workload a controller's pods belong to (a held ReplicaSet's Deployment), else `key`."""
+        c = self.controller(key)
+        return workload_of_controller(c) if c is not None else key
+
     def team_of(self, namespace: str) -> str:
         ns = self.namespaces.get(namespace)
         return ns.team if ns is not None and ns.team else namespace
