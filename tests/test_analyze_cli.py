@@ -288,3 +288,66 @@ def test_on_a_200_column_terminal_the_why_column_wraps_within_the_width():
         why.append(ln[start:])
     assert " ".join(why) == LLM_WHY and len(why) > 1
     assert len(why[0]) > 80  # it uses the width it has
+
+
+def test_a_deployment_refused_by_its_quota_is_shown_in_its_templates_tier(tmp_path):
+    """No pod exists: the tier comes from the ReplicaSet's template, and the row names the Deployment."""
+    from datetime import datetime
+
+    from watchtower.adapters.sim import objects as o
+
+    t = datetime.fromisoformat(AT).timestamp()
+    rs = "serve-0010-7d9f8b6c5"
+    objects = [
+        o.namespace("ads", team="ads"),
+        o.priority_class("online-serving", 900_000),
+        o.resource_quota("ads", "gpu-quota", hard_gpus=8, used_gpus=8),
+        o.replica_set(
+            name=rs,
+            namespace="ads",
+            created=t - 1200,
+            template=o.pod_template(gpus=2, priority_class="online-serving"),
+            replicas=2,
+            deployment="serve-0010",
+        ),
+        o.core_event(
+            namespace="ads",
+            reason="FailedCreate",
+            message=f'Error creating: pods "{rs}-x7k2p" is forbidden: exceeded quota: gpu-quota, '
+            "requested: requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=8, "
+            "limited: requests.nvidia.com/gpu=8",
+            type_="Warning",
+            component="replicaset-controller",
+            involved={
+                "kind": "ReplicaSet",
+                "namespace": "ads",
+                "name": rs,
+                "uid": "rs-1",
+                "apiVersion": "apps/v1",
+            },
+            at=t - 1200,
+            last=t - 60,
+            count=12,
+        ),
+    ]
+    dump = tmp_path / "refused.json"
+    dump.write_text(json.dumps(o.object_list(objects)))
+
+    r = analyze("--objects", str(dump), "--at", AT, "--format", "json")
+    assert r.returncode == 0, r.stderr.decode()
+    (w,) = json.loads(r.stdout)["workloads"]
+    assert (w["kind"], w["name"], w["state"], w["tier"], w["priority_class"]) == (
+        "Deployment",
+        "serve-0010",
+        "quota_blocked",
+        "high",
+        "online-serving",
+    )
+    # Refused for 20 minutes: past the high tier's 15-minute warning (the lowest tier's is 2 hours).
+    assert (w["gpus_requested"], w["wait_seconds"], w["severity"]) == (4, 1200, "warning")
+
+    r = analyze("--objects", str(dump), "--at", AT)
+    assert r.returncode == 0, r.stderr.decode()
+    line = next(ln for ln in r.stdout.decode().splitlines() if "Deployment/serve-0010" in ln)
+    assert line.split()[:3] == ["high", "ads", "Deployment/serve-0010"]
+    assert "quota_blocked  20m   15m/1h WARNING  4" in line

@@ -68,6 +68,7 @@ def gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | None:
         every=cfg.query_every,
         unreachable_failures=cfg.unreachable_failures,
         team_of=state.team_of,
+        workload_of=state.workload_of_controller,
         class_priority=lambda: {pc.name: pc.value for pc in state.priority_classes.values()},
         holders_included=True,
     )

@@ -32,8 +32,8 @@ from .conftest import PODS, SERVED, ManualClock, running, until
 from .fake_apiserver import FakeApiServer, write_kubeconfig
 
 PADDLE = "/apis/batch.paddlepaddle.org/v1/paddlejobs"
-# PaddleJobs are not watched until something reads them: the optional-CRD tests watch them explicitly.
-WITH_PADDLE = (*RESOURCES, Resource.of(PADDLE_JOB))
+# PaddleJobs are watched (a quota-refused one is read from its template), but their CRD is optional.
+WITH_PADDLE = RESOURCES
 
 
 def all_connected(source: KubeSource) -> bool:
@@ -82,13 +82,15 @@ async def test_missing_paddlejob_crd_is_skipped_quietly(apiserver: FakeApiServer
         assert "PaddleJob" not in [k for k, _ in r.lists]
 
 
-async def test_paddlejobs_are_not_requested_until_something_reads_them(
+async def test_paddlejobs_are_watched_by_default_and_an_absent_crd_is_no_error(
     apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
+    assert Resource.of(PADDLE_JOB) in RESOURCES
     async with running(apiserver, tmp_path) as r:
         await until(lambda: all_connected(r.source), "every kind watched")
-        assert PADDLE not in [p for _, p, _ in apiserver.requests]
-        assert "PaddleJob" not in r.source.health()["kinds"]  # type: ignore[operator]
+        assert PADDLE in [p for _, p, _ in apiserver.requests]
+        assert r.source.health()["kinds"]["PaddleJob"]["present"] is False  # type: ignore[index]
+        assert r.source.health()["healthy"] is True
 
 
 async def test_paddlejobs_are_listed_and_watched_when_the_crd_exists(tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
         "Node": "/api/v1/nodes",
         "ResourceQuota": "/api/v1/resourcequotas",
+        "Job": "/apis/batch/v1/jobs",
+        "ReplicaSet": "/apis/apps/v1/replicasets",
+        "PaddleJob": "/apis/batch.paddlepaddle.org/v1/paddlejobs",
         "Pod": "/api/v1/pods",
         "Event": "/api/v1/events",
     }

@@ -12,6 +12,7 @@ from watchtower.config.model import Settings
 from watchtower.domain.model import Event, Pod
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
 from watchtower.domain.state import ClusterState, Happening
+from watchtower.domain.workloads import WorkloadKey
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 NS = "vision"
@@ -19,6 +20,7 @@ DECODER = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
 # The policy of the default configuration: the tiers, windows and selector the service starts with.
 POLICY = Settings().queue_policy()
 TIERS = POLICY.tiers
+CONTROLLERS = {"Job": DECODER.job, "ReplicaSet": DECODER.replica_set, "PaddleJob": DECODER.paddle_job}
 
 
 def raw(obj: dict[str, Any]) -> bytes:
@@ -49,6 +51,13 @@ def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) ->
         state.upsert_priority_class(DECODER.priority_class(raw(obj)))
     elif kind == "ResourceQuota":
         state.upsert_quota(DECODER.quota(raw(obj)))
+    elif kind in CONTROLLERS:
+        c = CONTROLLERS[kind](raw(obj))
+        key = WorkloadKey(c.namespace, c.kind, c.name)
+        if deleted:
+            state.delete_controller(key)
+        else:
+            state.upsert_controller(c)
     return []
 
 

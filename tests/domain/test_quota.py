@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
@@ -111,3 +113,107 @@ def test_a_batch_job_refused_by_quota_stays_a_job():
     assert (
         evaluate(state, T0 + 100).by_key(WorkloadKey(NS, "Job", "etl")).state is WorkloadState.QUOTA_BLOCKED
     )
+
+
+# ---- the refused work read from its controller's pod template (DESIGN §3.15) --------------------------
+
+
+def refusal_of(kind: str, name: str, gpus: int, *, api_version: str, at: float = T0, last: float = T0 + 300):
+    ev = failed_create(at, last, kind=kind, name=name, api_version=api_version)
+    ev["message"] = (
+        f'Error creating: pods "{name}-x7k2p" is forbidden: exceeded quota: gpu-quota, '
+        f"requested: requests.nvidia.com/gpu={gpus}, used: requests.nvidia.com/gpu=8, "
+        "limited: requests.nvidia.com/gpu=8"
+    )
+    return ev
+
+
+SERVING = o.priority_class("online-serving", 900_000)
+RS_NAME = "serve-0010-7d9f8b6c5"
+
+
+def serving_replica_set(replicas: int = 3, gpus: int = 2):
+    return o.replica_set(
+        name=RS_NAME,
+        namespace=NS,
+        created=T0,
+        template=o.pod_template(gpus=gpus, priority_class="online-serving"),
+        replicas=replicas,
+        deployment="serve-0010",
+    )
+
+
+def test_a_refused_job_takes_its_tier_and_gpus_from_its_template_not_priority_0():
+    job = o.job(
+        name="sweep",
+        namespace=NS,
+        created=T0,
+        template=o.pod_template(gpus=4, priority_class="online-serving"),
+        parallelism=2,
+        completions=2,
+    )
+    state = state_of(SERVING, job, refusal_of("Job", "sweep", 4, api_version="batch/v1"))
+    w = evaluate(state, T0 + 15 * 60).by_key(WorkloadKey(NS, "Job", "sweep"))
+    assert (w.state, w.tier, w.priority, w.priority_class) == (
+        WorkloadState.QUOTA_BLOCKED,
+        "high",
+        900_000,
+        "online-serving",
+    )
+    assert (w.gpus_requested, w.gpus_per_pod) == (8, 4)  # both pods of the Job, 4 GPUs each
+    # The high tier warns after 15 minutes; the lowest tier, where priority 0 put it, after 2 hours.
+    assert (w.warn_after, w.severity) == (15 * 60, "warning")
+
+
+def test_without_its_controller_a_refusal_still_falls_back_to_the_cluster_default():
+    state = state_of(SERVING, refusal_of("Job", "sweep", 4, api_version="batch/v1"))
+    w = evaluate(state, T0 + 15 * 60).by_key(WorkloadKey(NS, "Job", "sweep"))
+    assert (w.tier, w.gpus_requested, w.severity) == ("low", 4, "")
+
+
+@pytest.mark.parametrize("event_first", [False, True], ids=["replicaset-first", "event-first"])
+def test_a_replicaset_refusal_lands_on_its_deployment_with_its_templates_tier_and_gpus(event_first):
+    ev = refusal_of("ReplicaSet", RS_NAME, 2, api_version="apps/v1")
+    objs = [SERVING, ev, serving_replica_set()] if event_first else [SERVING, serving_replica_set(), ev]
+    snap = evaluate(state_of(*objs), T0 + 400)
+    (w,) = snap.workloads
+    assert w.key == WorkloadKey(NS, "Deployment", "serve-0010")
+    assert (w.state, w.tier, w.priority_class) == (WorkloadState.QUOTA_BLOCKED, "high", "online-serving")
+    assert (w.gpus_requested, w.gpus_per_pod) == (6, 2)  # three replicas of 2 GPUs, none created
+
+
+def test_a_deployment_with_some_pods_made_and_the_rest_refused_counts_only_the_missing_ones():
+    owner = o.owner_ref("ReplicaSet", RS_NAME, api_version="apps/v1", uid="rs-1")
+    running = running_pod(
+        f"{RS_NAME}-abcde", "gpu-1", gpus=2, owner=owner, labels={"pod-template-hash": "7d9f8b6c5"}
+    )
+    state = state_of(o.node("gpu-1"), SERVING, serving_replica_set(), running)
+    apply(state, refusal_of("ReplicaSet", RS_NAME, 2, api_version="apps/v1", at=T0 + 100, last=T0 + 300))
+    w = evaluate(state, T0 + 400).by_key(WorkloadKey(NS, "Deployment", "serve-0010"))
+    assert w.state is WorkloadState.QUOTA_BLOCKED
+    assert (w.pods_running, w.gpus_held, w.gpus_requested) == (1, 2, 6)
+
+
+def test_a_refused_paddlejob_is_tiered_by_its_gpu_role_not_its_parameter_server():
+    job = o.paddle_job_object(
+        name="llm",
+        namespace=NS,
+        created=T0,
+        roles={
+            "ps": (1, o.pod_template(gpus=0, priority_class="batch")),
+            "worker": (4, o.pod_template(gpus=8, priority_class="online-serving")),
+        },
+    )
+    state = state_of(SERVING, o.priority_class("batch", 100_000), job, failed_create(T0, T0 + 300))
+    w = evaluate(state, T0 + 400).by_key(WorkloadKey(NS, "PaddleJob", "llm"))
+    assert (w.tier, w.priority_class, w.gpus_requested, w.gpus_per_pod) == ("high", "online-serving", 32, 8)
+
+
+def test_a_controller_scaled_to_zero_or_deleted_is_forgotten():
+    state = state_of(serving_replica_set())
+    assert state.controller(WorkloadKey(NS, "ReplicaSet", RS_NAME)) is not None
+    apply(state, serving_replica_set(replicas=0))
+    assert state.controller(WorkloadKey(NS, "ReplicaSet", RS_NAME)) is None
+    apply(state, serving_replica_set())
+    apply(state, serving_replica_set(), deleted=True)
+    assert state.controllers_of("ReplicaSet") == {}

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
+from watchtower.adapters.sim import objects as o
 from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.queue import QueueEvaluator, WorkloadState, is_gated
 from watchtower.domain.quota import quota_refusal
 from watchtower.domain.state import ClusterState, PreemptionSeen
-from watchtower.domain.workloads import WorkloadKey
+from watchtower.domain.workloads import WorkloadKey, workload_of_controller
 
 from .helpers import POLICY
 
@@ -175,3 +176,44 @@ def test_real_failedcreate_event_is_a_quota_refusal_of_the_job() -> None:
 def test_real_resource_quota_status_gives_hard_and_used_gpus() -> None:
     q = dec.quota(raw(load("resourcequota-gpu")))
     assert (q.namespace, q.name, q.hard_gpus, q.used_gpus) == ("e2e-quota", "gpu-quota", 2, 0)
+
+
+# ---- the controllers behind quota refusals (DESIGN §3.15) -----------------------------------------------
+
+
+def test_real_job_is_read_as_the_pods_its_template_would_make() -> None:
+    c = dec.job(raw(load("job-refused-by-quota")))
+    assert (c.namespace, c.kind, c.name, c.owner) == ("e2e-quota", "Job", "sweep", None)
+    assert (c.priority_class, c.priority, c.gpus_per_pod, c.gpus, c.pods) == ("experiment", None, 4, 4, 1)
+
+
+def test_real_replicaset_is_its_deployments() -> None:
+    c = dec.replica_set(raw(load("replicaset-of-deployment")))
+    assert c.owner is not None and (c.owner.kind, c.owner.name) == ("Deployment", "serve")
+    assert (c.kind, c.priority_class, c.gpus_per_pod, c.gpus, c.pods) == (
+        "ReplicaSet",
+        "online-serving",
+        4,
+        4,
+        1,
+    )
+    assert workload_of_controller(c) == WorkloadKey("e2e-quota", "Deployment", "serve")
+
+
+def test_real_refusals_are_tiered_by_their_controllers_templates() -> None:
+    """The Job's class is experiment (medium), the Deployment's online-serving (high): not priority 0."""
+    st = ClusterState()
+    for name, value in (("experiment", 500_000), ("online-serving", 900_000)):
+        st.upsert_priority_class(dec.priority_class(raw(o.priority_class(name, value))))
+    st.upsert_controller(dec.job(raw(load("job-refused-by-quota"))))
+    st.upsert_controller(dec.replica_set(raw(load("replicaset-of-deployment"))))
+    ev = dec.event(raw(load("failedcreate-quota-event")))
+    st.upsert_event(ev)
+    st.upsert_event(dec.event(raw(load("replicaset-failedcreate-quota-event"))))
+    assert ev.last is not None
+    snap = QueueEvaluator(POLICY).evaluate(st, now=ev.last + 60)
+    got = {(w.key.kind, w.key.name): (w.state, w.tier, w.gpus_requested) for w in snap.workloads}
+    assert got == {
+        ("Job", "sweep"): (WorkloadState.QUOTA_BLOCKED, "medium", 4),
+        ("Deployment", "serve"): (WorkloadState.QUOTA_BLOCKED, "high", 4),
+    }

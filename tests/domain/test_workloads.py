@@ -27,6 +27,21 @@ from .helpers import NS, T0, TIERS, evaluate, job_owner, paddle_owner, pending_p
             {"owner": o.owner_ref("ReplicaSet", "web-5d9", api_version="apps/v1", uid="u")},
             ("ReplicaSet", "web-5d9"),
         ),
+        # A Deployment's ReplicaSet is `<deployment>-<pod-template-hash>`: the user named the Deployment.
+        (
+            {
+                "owner": o.owner_ref("ReplicaSet", "serve-0010-7d9f8b6c5", api_version="apps/v1", uid="u"),
+                "labels": {"pod-template-hash": "7d9f8b6c5"},
+            },
+            ("Deployment", "serve-0010"),
+        ),
+        (
+            {
+                "owner": o.owner_ref("ReplicaSet", "web-5d9", api_version="apps/v1", uid="u"),
+                "labels": {"pod-template-hash": "other"},
+            },
+            ("ReplicaSet", "web-5d9"),
+        ),
         ({"owner": o.owner_ref("Node", "gpu-1", api_version="v1", uid="u")}, ("Pod", "llm-worker-0")),
         ({}, ("Pod", "llm-worker-0")),
     ],
@@ -115,3 +130,47 @@ def test_workload_takes_the_tier_of_its_highest_priority_pod():
     objs = [pending_pod("a", owner=owner, priority=100_000), pending_pod("b", owner=owner, priority=900_000)]
     (w,) = evaluate(state_of(*objs), T0 + 60).workloads
     assert (w.tier, w.priority) == ("high", 900_000)
+
+
+def test_the_pods_of_a_deployment_wait_as_one_workload_named_for_the_deployment():
+    owner = o.owner_ref("ReplicaSet", "serve-0010-7d9f8b6c5", api_version="apps/v1", uid="rs-1")
+    objs = [
+        pending_pod(
+            f"serve-0010-7d9f8b6c5-{suffix}", owner=owner, labels={"pod-template-hash": "7d9f8b6c5"}, gpus=1
+        )
+        for suffix in ("x7k2p", "q9m4t")
+    ]
+    (w,) = evaluate(state_of(*objs), T0 + 60).workloads
+    assert (w.key, w.pods_pending, w.gpus_requested) == (WorkloadKey(NS, "Deployment", "serve-0010"), 2, 2)
+    assert str(w.key) == "vision/Deployment/serve-0010"
+
+
+def test_the_template_hash_is_read_into_the_replicaset_owner_and_keeps_label_sets_shared():
+    """Memory (DESIGN §8): a hash value per pod template must not give each pod its own label set."""
+    rs = o.owner_ref("ReplicaSet", "serve-0010-7d9f8b6c5", api_version="apps/v1", uid="rs-1")
+    p = pod(
+        o.pod(
+            name="serve-0010-7d9f8b6c5-x7k2p",
+            namespace=NS,
+            created=T0,
+            owner=rs,
+            labels={"pod-template-hash": "7d9f8b6c5"},
+        )
+    )
+    assert p.owner is not None and p.owner.template_hash == "7d9f8b6c5"
+    assert "pod-template-hash" not in p.labels
+    pj = paddle_owner("llm")
+    a, b = (
+        pod(
+            o.pod(
+                name=f"llm-worker-{i}",
+                namespace=NS,
+                created=T0,
+                owner=pj,
+                labels={"job-name": "llm", "pod-template-hash": h},
+            )
+        )
+        for i, h in enumerate(("a1", "b2"))
+    )
+    assert a.labels is b.labels and a.owner is b.owner
+    assert a.owner is not None and a.owner.template_hash == ""  # only a ReplicaSet's hash names anything

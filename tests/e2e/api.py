@@ -22,6 +22,8 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "Node": ("/api/v1/nodes", "v1", False),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1", False),
     "ResourceQuota": ("/api/v1/resourcequotas", "v1", True),
+    "Job": ("/apis/batch/v1/jobs", "batch/v1", True),
+    "ReplicaSet": ("/apis/apps/v1/replicasets", "apps/v1", True),
     "Pod": ("/api/v1/pods", "v1", True),
     "Event": ("/api/v1/events", "v1", True),
 }
@@ -129,11 +131,7 @@ class Api:
         items: list[dict[str, Any]] = []
         for kind, (path, api_version, namespaced) in RESOURCES.items():
             if namespaced:
-                objs = [
-                    o
-                    for ns in namespaces
-                    for o in self.items(path.replace("/api/v1/", f"/api/v1/namespaces/{ns}/"))
-                ]
+                objs = [o for ns in namespaces for o in self.items(_in_namespace(path, ns))]
             else:
                 objs = self.items(path)
                 if kind == "Namespace":
@@ -142,6 +140,12 @@ class Api:
                 o["kind"], o["apiVersion"] = kind, api_version
                 items.append(o)
         return {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": ""}, "items": items}
+
+
+def _in_namespace(path: str, ns: str) -> str:
+    """Return a namespaced kind's collection in one namespace: /apis/batch/v1/jobs → .../namespaces/ns/jobs."""
+    root, _, plural = path.rpartition("/")
+    return f"{root}/namespaces/{ns}/{plural}"
 
 
 def wait_for(what: str, probe: Callable[[], Any], *, timeout: float = 60.0, interval: float = 0.25) -> Any:

@@ -39,7 +39,31 @@ def test_job_refused_by_resource_quota_is_a_quota_blocked_workload(scenario: Sce
             "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": template},
         },
     )
-    event = wait_for("the Job controller's FailedCreate event", lambda: s.events(ns, "FailedCreate"))[0]
+    # A serving Deployment over the same quota: its ReplicaSet's pods are refused.
+    serving = pod_manifest("x", gpus=4, priority_class="online-serving", labels={"app": "serve"})
+    del serving["metadata"]["name"]
+    s.api.create(
+        f"/apis/apps/v1/namespaces/{ns}/deployments",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "serve"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "serve"}},
+                "template": {**serving, "spec": {**serving["spec"], "restartPolicy": "Always"}},
+            },
+        },
+    )
+    refusals = wait_for(
+        "the Job's and the ReplicaSet's FailedCreate events",
+        lambda: (
+            (e := s.events(ns, "FailedCreate"))
+            and {x["involvedObject"]["kind"] for x in e} >= {"Job", "ReplicaSet"}
+            and e
+        ),
+    )
+    event = next(e for e in refusals if e["involvedObject"]["kind"] == "Job")
     assert "exceeded quota: gpu-quota" in event["message"]
     assert s.pods(ns) == []
 
@@ -54,9 +78,28 @@ def test_job_refused_by_resource_quota_is_a_quota_blocked_workload(scenario: Sce
     assert w["quota"]["used"] == {"requests.nvidia.com/gpu": "0"}
     assert w["quota"]["limited"] == {"requests.nvidia.com/gpu": "2"}
     assert w["gpus_requested"] == 4
+    # No pod exists: the tier is the Job template's class (experiment: medium), not priority 0's lowest.
+    assert (w["tier"], w["priority_class"]) == ("medium", "experiment")
+    # The ReplicaSet's refusal is the Deployment's, in the tier of its template's class.
+    d = next(w for w in doc["workloads"] if w["name"] == "serve")
+    assert (d["kind"], d["state"], d["tier"], d["priority_class"]) == (
+        "Deployment",
+        "quota_blocked",
+        "high",
+        "online-serving",
+    )
+    assert d["gpus_requested"] == 4
+    assert not [w for w in doc["workloads"] if w["kind"] == "ReplicaSet"]
     assert doc["quota"] == [
         {"namespace": ns, "name": "gpu-quota", "team": "ads", "gpus_hard": 2, "gpus_used": 0}
     ]
     s.save_fixture("failedcreate-quota-event", event)
+    s.save_fixture("job-refused-by-quota", s.api.get(f"/apis/batch/v1/namespaces/{ns}/jobs/sweep"))
+    (rs,) = s.api.items(f"/apis/apps/v1/namespaces/{ns}/replicasets")
+    s.save_fixture("replicaset-of-deployment", {"apiVersion": "apps/v1", "kind": "ReplicaSet", **rs})
+    s.save_fixture(
+        "replicaset-failedcreate-quota-event",
+        next(e for e in refusals if e["involvedObject"]["kind"] == "ReplicaSet"),
+    )
     s.save_fixture("resourcequota-gpu", s.api.get(f"/api/v1/namespaces/{ns}/resourcequotas/gpu-quota"))
     assert quota["status"]["hard"] == {"requests.nvidia.com/gpu": "2"}

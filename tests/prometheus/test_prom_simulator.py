@@ -118,6 +118,7 @@ def service(reader: PrometheusReader, model: LiveModel) -> GpuUsageService:
         step=SCRAPE,
         every=0.0,
         team_of=model.state.team_of,
+        workload_of=model.state.workload_of_controller,  # as bootstrap wires it
     )
 
 
@@ -224,7 +225,7 @@ def test_idle_report_names_exactly_the_workloads_the_simulator_made_idle(scripte
     # busy training and daytime serving hold GPUs too, and are seen, but are not idle
     seen = {w.key for w in view.workloads}
     assert WorkloadKey("team-a", "Job", "batch-busy") in seen
-    assert WorkloadKey("team-b", "ReplicaSet", "serve-7d9f8b6c5") in seen
+    assert WorkloadKey("team-b", "Deployment", "serve") in seen
     assert WorkloadKey("team-b", "PaddleJob", "train-busy") in seen
     assert view.unmonitored_pods == ()
 

@@ -17,6 +17,7 @@ import orjson
 from watchtower.adapters.sim import objects as o
 from watchtower.config import Settings
 from watchtower.domain.health import KindFreshness, SourceHealth
+from watchtower.domain.kinds import WATCHED
 from watchtower.ports import ListSink, ObjectSink
 
 NOW = 1_800_000_000.0
@@ -30,7 +31,7 @@ NOT_HELPFUL = (
     "preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, "
     "3 No preemption victims found for incoming pod."
 )
-ORDER = ("Namespace", "PriorityClass", "Node", "ResourceQuota", "Pod", "Event")
+ORDER = tuple(k.name for k in WATCHED)  # as a source lists them
 
 
 class ManualClock:

@@ -14,10 +14,11 @@ from watchtower.config.model import SimulatorConfig
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 
-JOB = {
-    "apiVersion": "batch.paddlepaddle.org/v1",
-    "kind": "PaddleJob",
-    "metadata": {"name": "llm", "namespace": "team-a", "uid": "pj-1"},
+# PaddleJobs are read now (a quota-refused one's tier is in its template); StatefulSets are not.
+UNREAD = {
+    "apiVersion": "apps/v1",
+    "kind": "StatefulSet",
+    "metadata": {"name": "db", "namespace": "team-a", "uid": "sts-1"},
 }
 
 
@@ -30,13 +31,13 @@ def test_objects_of_a_kind_nobody_reads_are_counted_per_kind_and_logged_once(
 ) -> None:
     caplog.set_level(logging.INFO, logger="watchtower.services.ingest")
     ing = Ingestor(ClusterState(), ObjectDecoder())
-    assert ing.list_page("PaddleJob", [raw(JOB), raw(JOB)]) == []
-    assert ing.apply("PaddleJob", "MODIFIED", raw(JOB)) == []
+    assert ing.list_page("StatefulSet", [raw(UNREAD), raw(UNREAD)]) == []
+    assert ing.apply("StatefulSet", "MODIFIED", raw(UNREAD)) == []
     assert ing.apply("ConfigMap", "ADDED", raw({"kind": "ConfigMap", "metadata": {"name": "c"}})) == []
-    assert ing.ignored == {"PaddleJob": 3, "ConfigMap": 1}
+    assert ing.ignored == {"StatefulSet": 3, "ConfigMap": 1}
     assert not ing.skipped and not ing.skips
     logged = [r.getMessage() for r in caplog.records]
-    assert sum("PaddleJob" in m for m in logged) == 1 and sum("ConfigMap" in m for m in logged) == 1
+    assert sum("StatefulSet" in m for m in logged) == 1 and sum("ConfigMap" in m for m in logged) == 1
 
 
 def test_every_kind_the_simulator_serves_reaches_the_state() -> None:
@@ -50,3 +51,4 @@ def test_every_kind_the_simulator_serves_reaches_the_state() -> None:
         ing.apply(kind, type_, b)
     assert not ing.ignored and not ing.skipped
     assert state.namespaces and state.priority_classes and state.nodes and state.quotas and state.pods
+    assert all(state.controllers_of(k) for k in ("Job", "ReplicaSet", "PaddleJob"))

@@ -163,6 +163,41 @@ def test_a_pod_over_quota_never_exists_and_its_controller_reports_failed_create(
     assert pods(sim, "second")
 
 
+def test_a_serving_deployment_over_quota_waits_as_the_deployment_in_the_high_tier():
+    """Its pods never exist: the simulator serves the ReplicaSet, whose template gives the tier."""
+    sim = small(1, quota=8)
+    w = Watched(sim)
+    sim.submit(single_pod(kind="Job", name="hog", team="a", priority_class="batch", gpus=8, duration=1e6))
+    w.step(30)
+    serve = sim.generator.serving(team="a", replicas=2, gpus=2)
+    sim.submit(serve)
+    w.step(30)
+    deployment = serve.name.rsplit("-", 1)[0]  # serve-0001-7d9f8b6c5 → serve-0001
+    ev = w.events("FailedCreate")[0]
+    assert (ev["involvedObject"]["kind"], ev["involvedObject"]["name"]) == ("ReplicaSet", serve.name)
+    (s,) = [x for x in w.snapshot().waiting() if x.state is WorkloadState.QUOTA_BLOCKED]
+    assert s.key == WorkloadKey("team-a", "Deployment", deployment)
+    assert (s.tier, s.priority_class, s.gpus_requested, s.gpus_per_pod) == ("high", "online-serving", 4, 2)
+    w.step(15 * 60)
+    assert w.snapshot().by_key(s.key).severity == "warning"  # the high tier's 15 minutes, not 2 hours
+
+
+def test_the_controllers_are_served_while_their_work_lasts_then_deleted():
+    sim = small(1)
+    w = Watched(sim)
+    sim.submit(single_pod(kind="Job", name="etl", team="a", priority_class="batch", gpus=1, duration=60))
+    sim.submit(
+        paddle_job(name="llm", team="b", priority_class="batch", workers=2, gpus_per_worker=2, duration=60)
+    )
+    w.step(10)
+    assert [o["metadata"]["name"] for o in map(msgspec.json.decode, sim.list_objects("Job"))] == ["etl"]
+    pj = w.state.controller(WorkloadKey("team-b", "PaddleJob", "llm"))
+    assert pj is not None and (pj.pods, pj.gpus, pj.gpus_per_pod) == (3, 4, 2)  # a ps and two workers
+    w.step(3 * 3600)
+    assert sim.list_objects("Job") == [] and sim.list_objects("PaddleJob") == []
+    assert not any(w.state.controllers.values())
+
+
 def test_quota_used_is_published_on_the_resource_quota():
     sim = small(1, quota=16)
     w = Watched(sim)

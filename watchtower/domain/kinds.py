@@ -32,12 +32,24 @@ NAMESPACE = Kind("Namespace", "", "v1", "namespaces")
 PRIORITY_CLASS = Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses")
 NODE = Kind("Node", "", "v1", "nodes")
 RESOURCE_QUOTA = Kind("ResourceQuota", "", "v1", "resourcequotas")
+# The controllers whose pods a ResourceQuota refuses (their FailedCreate names them): work that has no
+# pod is read from their pod template (DESIGN §3.15). A ReplicaSet's owner names its Deployment.
+JOB = Kind("Job", "batch", "v1", "jobs")
+REPLICA_SET = Kind("ReplicaSet", "apps", "v1", "replicasets")
+PADDLE_JOB = Kind("PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", optional=True)
 POD = Kind("Pod", "", "v1", "pods")
 EVENT = Kind("Event", "", "v1", "events")
-PADDLE_JOB = Kind("PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", optional=True)
 
-# In the order a whole picture is best applied (a dump, the simulator's first LIST): what pods refer to
-# first, and events after the pods they name. PADDLE_JOB is not watched: nothing reads PaddleJob objects
-# yet (their pods are grouped by ownerReference), and a cluster-wide watch of them would be paid for
-# nothing. The issue that gives them a reader adds them here, with a binding in the Ingestor.
-WATCHED: tuple[Kind, ...] = (NAMESPACE, PRIORITY_CLASS, NODE, RESOURCE_QUOTA, POD, EVENT)
+# In the order a whole picture is best applied (a dump, the simulator's first LIST): what pods and events
+# refer to first (classes, controllers), and events after the pods they name.
+WATCHED: tuple[Kind, ...] = (
+    NAMESPACE,
+    PRIORITY_CLASS,
+    NODE,
+    RESOURCE_QUOTA,
+    JOB,
+    REPLICA_SET,
+    PADDLE_JOB,
+    POD,
+    EVENT,
+)

@@ -41,10 +41,33 @@ class OwnerRef(msgspec.Struct, frozen=True, gc=False):
     name: str
     api_version: str = ""
     uid: str = ""
+    # The pod's `pod-template-hash` label, for a ReplicaSet owner: it names the Deployment. Kept here, one
+    # per ReplicaSet, rather than in the pod's labels, where a value per pod template would split the
+    # label sets the decoder shares among pods.
+    template_hash: str = ""
 
     @property
     def group(self) -> str:
         return api_group(self.api_version)
+
+
+class Controller(msgspec.Struct, frozen=True, gc=False):
+    """A pod controller (Job, ReplicaSet, PaddleJob) reduced to the pods it would make (DESIGN §3.15).
+
+    Work refused by a ResourceQuota has no pod to read a tier or GPUs from: its controller's template is
+    all there is. One small record per controller, not the template: the pods are what is tracked.
+    """
+
+    namespace: str
+    kind: str
+    name: str
+    uid: str = ""
+    owner: OwnerRef | None = None  # its own controller: the Deployment of a ReplicaSet
+    priority_class: str = ""  # spec.template.spec.priorityClassName ("": the cluster default)
+    priority: int | None = None  # spec.template.spec.priority, when written into the template
+    gpus_per_pod: int = 0  # the most any one of its pods asks for
+    gpus: int = 0  # all the pods it wants at once, together
+    pods: int = 0  # how many pods it wants at once (Job parallelism, replicas, a PaddleJob's roles)
 
 
 def api_group(api_version: str) -> str:

@@ -15,7 +15,7 @@ from .capacity import Capacity, capacity
 from .disruptions import Disruption, Preemption
 from .messages import PreemptionVerdict, SchedulingDiagnosis, explain, parse_scheduling_message
 from .model import Pod
-from .quota import QuotaRefusal
+from .quota import QuotaRefusal, refused_gpus, refused_priority
 from .state import ClusterState
 from .tiers import TierPolicy
 from .workloads import WorkloadKey
@@ -500,7 +500,9 @@ class QueueEvaluator:
             top = max(tracked, key=lambda p: p.priority)
             priority, pclass = top.priority, top.priority_class
         else:
-            priority, pclass = _refusal_priority(state, refusal)
+            # No pod to read it from: the refused controller's template says what its pods would be.
+            ctrl = state.controller(refusal.refused_by) if refusal is not None else None
+            priority, pclass = refused_priority(ctrl, state.priority_classes)
         tier = policy.tiers.tier_of(priority, pclass)
 
         diag: SchedulingDiagnosis | None = None
@@ -535,8 +537,8 @@ class QueueEvaluator:
         gpus_per_pod = max((p.gpus for p in queued), default=0)
         gpus_requested = sum(p.gpus for p in tracked)
         if state_ is WorkloadState.QUOTA_BLOCKED and refusal is not None:
-            gpus_requested += refusal.gpus_requested or 0
-            gpus_per_pod = refusal.gpus_requested or 0
+            missing, gpus_per_pod = refused_gpus(state.controller(refusal.refused_by), refusal, tracked)
+            gpus_requested += missing
         if state_ is WorkloadState.QUOTA_BLOCKED and refusal is not None:
             why = f"refused by ResourceQuota {refusal.quota}: {_quota_words(refusal)}"
         elif state_ is WorkloadState.GATED:
@@ -607,14 +609,6 @@ def _positioned(order: list[WorkloadFacts], now: float) -> list[WorkloadStatus]:
         else:
             append(WorkloadStatus(f, wait))
     return out
-
-
-def _refusal_priority(state: ClusterState, refusal: QuotaRefusal | None) -> tuple[int, str]:
-    """A refused workload has no pods to read a priority from: fall back to the cluster default class."""
-    for pc in state.priority_classes.values():
-        if pc.global_default:
-            return pc.value, pc.name
-    return 0, ""
 
 
 def _quota_words(q: QuotaRefusal) -> str:

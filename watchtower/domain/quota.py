@@ -1,11 +1,12 @@
-"""ResourceQuota refusals: work that never became a pod (DESIGN §3.9)."""
+"""ResourceQuota refusals: work that never became a pod (DESIGN §3.9), read from its controller (§3.15)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .model import Event
+from .model import Controller, Event, Pod, PriorityClass
 from .workloads import WorkloadKey, workload_kind
 
 GPU_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
@@ -32,10 +33,17 @@ class QuotaRefusal:
     last: float | None
     count: int
     message: str
+    # The controller the event is about, when it is not the workload itself: the ReplicaSet of a Deployment.
+    controller: WorkloadKey | None = None
 
     @property
     def gpus_requested(self) -> int | None:
         return _int_qty(self.requested.get(GPU_QUOTA_RESOURCE))
+
+    @property
+    def refused_by(self) -> WorkloadKey:
+        """Return the key of the controller whose pod creation was refused."""
+        return self.controller if self.controller is not None else self.workload
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -80,3 +88,40 @@ def quota_refusal(ev: Event) -> QuotaRefusal | None:
         count=ev.count,
         message=ev.message,
     )
+
+
+def refused_priority(ctrl: Controller | None, classes: Mapping[str, PriorityClass]) -> tuple[int, str]:
+    """Return the (priority, class name) admission would give the refused pods, from their template.
+
+    As the Priority admission plugin does: the template's class gives its value; no class, the cluster's
+    default class; neither, 0. A class that does not exist (admission would refuse the pod) keeps its
+    name, which the tiers may list explicitly.
+    """
+    if ctrl is not None and ctrl.priority_class:
+        pc = classes.get(ctrl.priority_class)
+        if pc is not None:
+            return pc.value, pc.name
+        return ctrl.priority or 0, ctrl.priority_class
+    if ctrl is not None and ctrl.priority is not None:
+        return ctrl.priority, ""
+    for pc in classes.values():
+        if pc.global_default:
+            return pc.value, pc.name
+    return 0, ""
+
+
+def refused_gpus(ctrl: Controller | None, refusal: QuotaRefusal, pods: Iterable[Pod]) -> tuple[int, int]:
+    """Return (GPUs its missing pods ask for, GPUs per pod) of a refused controller.
+
+    `pods` are the workload's live pods; those the controller made count against what it wants. Without
+    a controller record, the refused pod's request from the event is all that is known.
+    """
+    refused = refusal.gpus_requested or 0
+    if ctrl is None:
+        return refused, refused
+    made = sum(
+        p.gpus
+        for p in pods
+        if p.owner is not None and p.owner.name == ctrl.name and p.owner.kind == ctrl.kind
+    )
+    return max(ctrl.gpus - made, refused), max(ctrl.gpus_per_pod, refused)

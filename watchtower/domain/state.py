@@ -7,7 +7,7 @@ twice changes nothing and reports nothing twice: replays after a re-list are har
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .disruptions import (
     Disruption,
@@ -17,9 +17,9 @@ from .disruptions import (
     preemption_from_pod,
     started_at,
 )
-from .model import Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
+from .model import Controller, Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
 from .quota import QuotaRefusal, quota_refusal
-from .workloads import WorkloadKey, workload_of
+from .workloads import WorkloadKey, workload_of, workload_of_controller
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,10 @@ class ClusterState:
     quotas: dict[tuple[str, str], ResourceQuota] = field(default_factory=dict)
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # by victim uid
     disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
-    quota_refusals: dict[WorkloadKey, QuotaRefusal] = field(default_factory=dict)
+    quota_refusals: dict[WorkloadKey, QuotaRefusal] = field(default_factory=dict)  # by workload
+    # Pod controllers per kind, by their own key (a ReplicaSet's, not its Deployment's): what refused work
+    # would be. Per kind, so that a re-list of one kind is diffed against that kind alone.
+    controllers: dict[str, dict[WorkloadKey, Controller]] = field(default_factory=dict)
     # Preemptor uids named by a record before their pod was seen (the watches of events and pods are
     # separate streams) → the victims whose record waits for that pod's priority.
     awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
@@ -242,6 +245,11 @@ class ClusterState:
             return self._record_preemption(p)
         q = quota_refusal(ev)
         if q is not None:
+            # The event names the controller; its workload may be above it (a ReplicaSet's Deployment).
+            ctrl = self.controller(q.workload)
+            top = workload_of_controller(ctrl) if ctrl is not None else q.workload
+            if top != q.workload:
+                q = replace(q, workload=top, controller=q.workload)
             prev = self.quota_refusals.get(q.workload)
             if prev is None or (q.last or 0.0) >= (prev.last or 0.0):
                 first = q.first
@@ -259,6 +267,7 @@ class ClusterState:
                     q.last,
                     q.count,
                     q.message,
+                    q.controller,
                 )
         return []
 
@@ -289,6 +298,32 @@ class ClusterState:
         if self.priority_classes.pop(name, None) is not None:
             self.touch_all()
 
+    def upsert_controller(self, c: Controller) -> None:
+        """Record a controller's template; one that wants no pods (scaled to 0, finished) is forgotten."""
+        key = WorkloadKey(c.namespace, c.kind, c.name)
+        if c.pods <= 0:
+            self.delete_controller(key)
+            return
+        held = self.controllers_of(c.kind)
+        if held.get(key) == c:
+            return
+        held[key] = c
+        top = workload_of_controller(c)
+        # A refusal seen before its ReplicaSet was keyed by the ReplicaSet: it moves to the Deployment.
+        early = self.quota_refusals.get(key) if top != key else None
+        if early is not None and early.controller is None:
+            del self.quota_refusals[key]
+            self.touch(key)
+            known = self.quota_refusals.get(top)
+            if known is None or (early.last or 0.0) >= (known.last or 0.0):
+                self.quota_refusals[top] = replace(early, workload=top, controller=key)
+        self.touch(top)
+
+    def delete_controller(self, key: WorkloadKey) -> None:
+        c = self.controllers.get(key.kind, {}).pop(key, None)
+        if c is not None:
+            self.touch(workload_of_controller(c))
+
     def upsert_quota(self, q: ResourceQuota) -> None:
         self.quotas[(q.namespace, q.name)] = q
 
@@ -296,6 +331,20 @@ class ClusterState:
         self.quotas.pop((namespace, name), None)
 
     # ---- queries ----------------------------------------------------------------------------------
+
+    def controllers_of(self, kind: str) -> dict[WorkloadKey, Controller]:
+        """Return the held controllers of one kind (the same dict for the life of the state)."""
+        return self.controllers.setdefault(kind, {})
+
+    def controller(self, key: WorkloadKey) -> Controller | None:
+        """Return the controller of this key (its own kind and name), if it is held."""
+        held = self.controllers.get(key.kind)
+        return held.get(key) if held is not None else None
+
+    def workload_of_controller(self, key: WorkloadKey) -> WorkloadKey:
+        """Return the workload a controller's pods belong to (a held ReplicaSet's Deployment), else `key`."""
+        c = self.controller(key)
+        return workload_of_controller(c) if c is not None else key
 
     def team_of(self, namespace: str) -> str:
         ns = self.namespaces.get(namespace)

@@ -1,14 +1,17 @@
-"""Which workload a pod belongs to (DESIGN §3.10)."""
+"""Which workload a pod belongs to (DESIGN §3.10, §3.17)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from .model import Pod, api_group
+from .model import Controller, OwnerRef, Pod, api_group
 
 VOLCANO_GROUP = "batch.volcano.sh"
 VOLCANO_JOB_LABEL = "volcano.sh/job-name"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+# Set by the Deployment controller on the ReplicaSets it makes and their pods: the ReplicaSet is named
+# `<deployment>-<hash>`, and the user knows the Deployment. The decoder reads it into the pod's OwnerRef.
+TEMPLATE_HASH_LABEL = "pod-template-hash"
 # Labels the decoder must keep for grouping. `paddle-res-name` is deliberately absent: it names the pod.
 WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, *JOB_NAME_LABELS})
 
@@ -40,13 +43,26 @@ def workload_kind(kind: str, api_version: str) -> str:
     return kind
 
 
+def _deployment_of(owner: OwnerRef) -> str:
+    """Return the Deployment a ReplicaSet `<deployment>-<hash>` belongs to, or "" when it is no such one."""
+    template_hash = owner.template_hash
+    if template_hash and owner.name.endswith("-" + template_hash):
+        return owner.name[: -len(template_hash) - 1]
+    return ""
+
+
 def workload_of(pod: Pod) -> WorkloadKey:
-    """Return the workload of a pod: its controller first, then job labels, else the pod itself."""
+    """Return the workload of a pod: its controller first (a Deployment above its ReplicaSet), then job
+    labels, else the pod itself."""
     ns = pod.namespace
     owner = pod.owner
     if owner is not None and owner.name:
         if owner.kind == "Job":
             return WorkloadKey(ns, workload_kind("Job", owner.api_version), owner.name)
+        if owner.kind == "ReplicaSet":
+            deployment = _deployment_of(owner)
+            if deployment:
+                return WorkloadKey(ns, "Deployment", deployment)
         if owner.kind != "Node":  # static (mirror) pods are owned by their Node: treat them as bare pods
             return WorkloadKey(ns, owner.kind, owner.name)
     labels = pod.labels
@@ -58,3 +74,14 @@ def workload_of(pod: Pod) -> WorkloadKey:
         if job:
             return WorkloadKey(ns, "Job", job)
     return WorkloadKey(ns, "Pod", pod.name)
+
+
+def workload_of_controller(c: Controller) -> WorkloadKey:
+    """Return the workload a controller's pods belong to: the Deployment of a ReplicaSet, else itself.
+
+    The same key `workload_of` gives its pods, so that a refusal and the pods made later are one workload.
+    """
+    owner = c.owner
+    if c.kind == "ReplicaSet" and owner is not None and owner.kind == "Deployment" and owner.name:
+        return WorkloadKey(c.namespace, "Deployment", owner.name)
+    return WorkloadKey(c.namespace, c.kind, c.name)

@@ -31,6 +31,7 @@ from watchtower.domain.promql import Queries
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.timefmt import rfc3339
+from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import PromReader, PromReadError
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class GpuUsageService:
         every: float = 60.0,
         unreachable_failures: int = 1,
         team_of: Callable[[str], str] | None = None,
+        workload_of: Callable[[WorkloadKey], WorkloadKey] | None = None,
         class_priority: Callable[[], Mapping[str, int]] | None = None,
         holders_included: bool = False,
     ) -> None:
@@ -59,6 +61,7 @@ class GpuUsageService:
         self.every = every
         self.unreachable_failures = unreachable_failures
         self.team_of = team_of
+        self.workload_of = workload_of
         self.class_priority = class_priority
         # True when each snapshot handed in carries the idle holders' own statuses (the service's ticks
         # do): then one absent from it holds nothing any more.
@@ -95,7 +98,13 @@ class GpuUsageService:
         devices, skipped = devices_from_samples(umax, uavg, seen)
         allocations = allocations_from_samples(gpus, owners, classes)
         self.view = usage_view(
-            devices, allocations, policy=self.policy, now=now, team_of=self.team_of, skipped=skipped
+            devices,
+            allocations,
+            policy=self.policy,
+            now=now,
+            team_of=self.team_of,
+            skipped=skipped,
+            workload_of=self.workload_of,
         )
         self.health = self.health.succeeded(now)
         return self.view

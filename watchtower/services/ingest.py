@@ -21,7 +21,9 @@ import msgspec
 
 from watchtower.domain import kinds
 from watchtower.domain.kinds import WATCHED, Kind
+from watchtower.domain.model import Controller
 from watchtower.domain.state import ClusterState, Happening
+from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import DecodeError, ObjectDecoder
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,21 @@ def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
             st.quotas,
             attrgetter("namespace", "name"),
         ),
+        # Controllers: what a quota-refused workload would be, from its pod template.
+        **{
+            kind: _Binding(
+                decode,
+                st.upsert_controller,
+                lambda c: st.delete_controller(_controller_key(c)),
+                st.controllers_of(kind.name),
+                _controller_key,
+            )
+            for kind, decode in (
+                (kinds.JOB, dec.job),
+                (kinds.REPLICA_SET, dec.replica_set),
+                (kinds.PADDLE_JOB, dec.paddle_job),
+            )
+        },
         # The DELETED object is the pod's last word: its conditions may show that it was preempted.
         kinds.POD: _Binding(
             dec.pod, st.upsert_pod, lambda p: st.delete_pod(p.uid, p), st.pods, uid, decode_page=dec.pods
@@ -84,6 +101,10 @@ def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
         kinds.EVENT: _Binding(dec.event, st.upsert_event, None, None, uid),
     }
     return {k.name: bound[k] for k in WATCHED}
+
+
+def _controller_key(c: Controller) -> WorkloadKey:
+    return WorkloadKey(c.namespace, c.kind, c.name)
 
 
 @contextlib.contextmanager

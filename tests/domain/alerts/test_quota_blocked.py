@@ -6,7 +6,7 @@ import pytest
 
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy, advance
 from watchtower.domain.alerts.rules import quota_blocked
-from watchtower.domain.model import Event, ObjectRef
+from watchtower.domain.model import Controller, Event, ObjectRef, PriorityClass
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 
 from ..helpers import apply
@@ -189,3 +189,39 @@ def test_a_job_refused_for_hours_with_back_off_fires_once_per_severity_and_resol
         (181.0, "warning", "resolved"),
         (181.0, "critical", "resolved"),
     ]
+
+
+def refused_job(at: float) -> Event:
+    return Event(
+        uid="ev-sweep",
+        namespace=NS,
+        reason="FailedCreate",
+        message='Error creating: pods "sweep-x7k2p" is forbidden: exceeded quota: team-gpus, '
+        "requested: requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=16, "
+        "limited: requests.nvidia.com/gpu=16",
+        regarding=ObjectRef("Job", NS, "sweep", "uid-sweep", "batch/v1"),
+        first=T0,
+        last=at,
+        count=5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("after", "severity"), [(WARN_AFTER["high"], "warning"), (CRITICAL_AFTER["high"], "critical")]
+)
+def test_a_refused_job_of_the_high_tier_alerts_at_the_high_tiers_thresholds(after, severity):
+    """No pod, so the tier is its template's class: not the lowest tier's 2 h / 8 h, 8 times too late."""
+    state = cluster()
+    state.upsert_priority_class(PriorityClass("online-serving", PRIORITY["high"]))
+    state.upsert_controller(
+        Controller(NS, "Job", "sweep", "uid-sweep", None, "online-serving", None, 4, 4, 1)
+    )
+    state.upsert_event(refused_job(T0 + after))
+    (a,) = quota_blocked.evaluate(rule_input(evaluate_queue(state, T0 + after)))
+    assert (a.labels["workload"], a.labels["kind"], a.labels["tier"], a.severity) == (
+        "sweep",
+        "Job",
+        "high",
+        severity,
+    )
+    assert (a.labels["priority_class"], a.labels["gpus"]) == ("online-serving", "4")

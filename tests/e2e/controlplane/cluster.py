@@ -23,6 +23,9 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 CONTROLLERS = (
     "resourcequota-controller",
     "job-controller",
+    # A serving Deployment refused by a quota: its ReplicaSet's FailedCreate (scenario 4).
+    "deployment-controller",
+    "replicaset-controller",
     "garbage-collector-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",

@@ -18,6 +18,7 @@ from msgspec.structs import astuple
 
 from watchtower.domain.model import (
     Condition,
+    Controller,
     Event,
     Namespace,
     Node,
@@ -28,7 +29,7 @@ from watchtower.domain.model import (
     ResourceQuota,
 )
 from watchtower.domain.quota import GPU_QUOTA_RESOURCE
-from watchtower.domain.workloads import WORKLOAD_LABELS
+from watchtower.domain.workloads import TEMPLATE_HASH_LABEL, WORKLOAD_LABELS
 from watchtower.ports import DecodeError as DecodeError  # re-exported: callers catch it from here
 
 from . import wire
@@ -119,7 +120,10 @@ class ObjectDecoder:
 
     def __post_init__(self) -> None:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
-        self._label_keys = tuple(sorted(self._labels))
+        self._label_keys = tuple(sorted(self._labels | {TEMPLATE_HASH_LABEL}))
+        # pod-template-hash is read into the ReplicaSet owner, not the pod's labels (unless configured).
+        self._hash_at = self._label_keys.index(TEMPLATE_HASH_LABEL)
+        self._hash_kept = TEMPLATE_HASH_LABEL in self._labels
         self._note_keys = tuple(sorted(self.keep_annotations))
         self._no_notes: tuple[None, ...] = (None,) * len(self._note_keys)
         pod_type, page_type = pod_types(self._label_keys, self._note_keys)
@@ -129,6 +133,8 @@ class ObjectDecoder:
         self._dec_pc = msgspec.json.Decoder(wire.PriorityClass)
         self._dec_quota = msgspec.json.Decoder(wire.Quota)
         self._dec_event = msgspec.json.Decoder(wire.Event)
+        self._dec_controller = msgspec.json.Decoder(wire.Controller)
+        self._dec_paddle = msgspec.json.Decoder(wire.PaddleJob)
         self._dec_head = msgspec.json.Decoder(wire.Head)
         self._dec_list = msgspec.json.Decoder(wire.List)
         self._dec_pod_page: msgspec.json.Decoder[wire.PodPage] = msgspec.json.Decoder(page_type)
@@ -136,7 +142,7 @@ class ObjectDecoder:
         # One object per distinct value (namespaces, node names, owners, messages, label sets): 150,000
         # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
         self._shared: dict[object, Any] = {}
-        self._owners: dict[tuple[str, str, str, str], OwnerRef] = {}
+        self._owners: dict[tuple[str, str, str, str, str], OwnerRef] = {}
         self._label_sets: dict[tuple[str | None, ...], Mapping[str, str]] = {}
         self._sums: dict[object, tuple[int, int, int]] = {}
         self._images: dict[str, tuple[str]] = {}  # image → (image,), the images of one-container pods
@@ -266,23 +272,29 @@ class ObjectDecoder:
         created = (times.get(ts) or parse_time(ts)) if ts else None
         if created is None:
             raise ValueError("no creationTimestamp")
+        kept: Mapping[str, str] = _NO_STRINGS
+        template_hash = None
+        if meta.labels is not None:
+            values = astuple(meta.labels)
+            at = self._hash_at
+            template_hash = values[at]
+            if template_hash is not None and not self._hash_kept:
+                values = (*values[:at], None, *values[at + 1 :])
+            known = self._label_sets.get(values)
+            kept = known if known is not None else self._label_set(values)
         owner = None
         refs = meta.ownerReferences
         if refs:
             o = refs[0]
             if not o.controller:
                 o = next((r for r in refs if r.controller), o)
-            okey = (o.kind, o.name, o.apiVersion, o.uid)
+            th = template_hash if template_hash is not None and o.kind == "ReplicaSet" else ""
+            okey = (o.kind, o.name, o.apiVersion, o.uid, th)
             owner = self._owners.get(okey)
             if owner is None:
                 if len(self._owners) > _SHARED_LIMIT:
                     self._owners.clear()
                 owner = self._owners[okey] = OwnerRef(*okey)
-        kept: Mapping[str, str] = _NO_STRINGS
-        if meta.labels is not None:
-            values = astuple(meta.labels)
-            known = self._label_sets.get(values)
-            kept = known if known is not None else self._label_set(values)
         scheduled = disruption = None
         for c in st.conditions or ():
             if c.type == "PodScheduled":
@@ -443,6 +455,86 @@ class ObjectDecoder:
             return ResourceQuota(meta.namespace or "", meta.name or "", gpu(hard), gpu(st.used))
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
             raise _wrap(e, "ResourceQuota") from e
+
+    # controllers: only what their pods would be (DESIGN §3.15), for work a ResourceQuota refuses
+
+    def job(self, raw: bytes | msgspec.Raw) -> Controller:
+        """Return a batch/v1 Job as the pods it wants now: parallelism, capped by the completions left."""
+        try:
+            j = self._dec_controller.decode(raw)
+            spec = j.spec or wire.ControllerSpec()
+            wanted = spec.parallelism if spec.parallelism is not None else 1
+            if spec.completions is not None:
+                done = j.status.succeeded if j.status is not None else None
+                wanted = min(wanted, spec.completions - (done or 0))
+            if spec.suspend:
+                wanted = 0  # Kueue holds it: no pod is even tried
+            return self._controller("Job", j.metadata, [(wanted, spec.template)])
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "Job") from e
+
+    def replica_set(self, raw: bytes | msgspec.Raw) -> Controller:
+        """Return an apps/v1 ReplicaSet as the pods it wants; its owner names its Deployment."""
+        try:
+            rs = self._dec_controller.decode(raw)
+            spec = rs.spec or wire.ControllerSpec()
+            wanted = spec.replicas if spec.replicas is not None else 1
+            return self._controller("ReplicaSet", rs.metadata, [(wanted, spec.template)])
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "ReplicaSet") from e
+
+    def paddle_job(self, raw: bytes | msgspec.Raw) -> Controller:
+        """Return a PaddleJob as the pods of its roles (ps, worker, heter) together."""
+        try:
+            pj = self._dec_paddle.decode(raw)
+            spec = pj.spec or wire.PaddleJobSpec()
+            roles = [
+                (r.replicas or 0, r.template) for r in (spec.ps, spec.worker, spec.heter) if r is not None
+            ]
+            return self._controller("PaddleJob", pj.metadata, roles)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "PaddleJob") from e
+
+    def _controller(
+        self, kind: str, meta: wire.ControllerMeta | None, roles: list[tuple[int, wire.Template | None]]
+    ) -> Controller:
+        """Return the record of a controller whose pods are `roles`: (how many, from which template).
+
+        The class is the one of the role asking the most GPUs per pod (a PaddleJob's workers, not its
+        CPU-only parameter servers)."""
+        if meta is None or not meta.name or not meta.namespace:
+            what = "metadata" if meta is None else "a namespace" if meta.name else "a name"
+            raise DecodeError(f"{kind} without {what}", kind=kind, uid=(meta.uid or "") if meta else "")
+        m = meta
+        owner = None
+        for o in m.ownerReferences or ():
+            if o.controller:
+                owner = OwnerRef(o.kind, o.name, o.apiVersion, o.uid)
+        share = self._shared.setdefault
+        pods = gpus = per_pod = 0
+        pclass, priority, top = "", None, -1
+        for count, template in roles:
+            tspec = (template.spec if template is not None else None) or _NO_SPEC
+            g = pod_sums(tspec)[0]
+            count = max(0, count)
+            pods += count
+            gpus += count * g
+            per_pod = max(per_pod, g)
+            if g > top:
+                top, pclass, priority = g, tspec.priorityClassName or "", tspec.priority
+        ns = m.namespace or ""
+        return Controller(
+            share(ns, ns),
+            kind,
+            m.name or "",
+            m.uid or "",
+            owner,
+            share(pclass, pclass),
+            priority,
+            per_pod,
+            gpus,
+            pods,
+        )
 
     def event(self, raw: bytes | msgspec.Raw) -> Event:
         try:

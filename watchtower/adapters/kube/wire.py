@@ -130,6 +130,58 @@ def pod_types(
     return cast(type[Pod], pod), cast(type[PodPage], page)
 
 
+class ControllerMeta(msgspec.Struct, gc=False):
+    """A controller's metadata without its labels and annotations: nothing of them is read."""
+
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    ownerReferences: list[Owner] | None = None
+
+
+class Template(msgspec.Struct, gc=False):
+    # Only the spec: the template's labels and annotations are the pods', read from the pods themselves.
+    spec: PodSpec | None = None
+
+
+class ControllerSpec(msgspec.Struct, gc=False):
+    """batch/v1 JobSpec and apps/v1 ReplicaSetSpec in one: each fills its own names."""
+
+    template: Template | None = None
+    replicas: int | None = None  # ReplicaSet
+    parallelism: int | None = None  # Job
+    completions: int | None = None
+    suspend: bool | None = None
+
+
+class JobStatus(msgspec.Struct, gc=False):
+    succeeded: int | None = None
+
+
+class Controller(msgspec.Struct, gc=False):
+    metadata: ControllerMeta | None = None
+    spec: ControllerSpec | None = None
+    status: JobStatus | None = None
+
+
+class PaddleRole(msgspec.Struct, gc=False):
+    """One role of a PaddleJob (ps, worker, heter): how many pods, made from which template."""
+
+    replicas: int | None = None
+    template: Template | None = None
+
+
+class PaddleJobSpec(msgspec.Struct, gc=False):
+    ps: PaddleRole | None = None
+    worker: PaddleRole | None = None
+    heter: PaddleRole | None = None
+
+
+class PaddleJob(msgspec.Struct, gc=False):
+    metadata: ControllerMeta | None = None
+    spec: PaddleJobSpec | None = None
+
+
 class Taint(msgspec.Struct, gc=False):
     key: str = ""
     value: str | None = None

@@ -85,6 +85,8 @@ class SimulatedCluster:
         self._out: list[tuple[str, str, bytes]] = []
         self.pods: dict[str, SimPod] = {}
         self.workloads: list[SimWorkload] = []
+        # The controller object of each workload that has one (Job, ReplicaSet, PaddleJob), by its uid.
+        self.controllers: dict[str, tuple[str, dict[str, Any]]] = {}
         self.events: dict[str, dict[str, Any]] = {}
         self._event_seen: dict[str, float] = {}
         self._sched_events: dict[str, _SchedEvent] = {}
@@ -194,7 +196,52 @@ class SimulatedCluster:
         w.slots = {t.name: None for t in spec.pods}
         w.next_create = self._now
         self.workloads.append(w)
+        if spec.kind in CONTROLLER:
+            body = self._controller_object(w)
+            body["metadata"]["resourceVersion"] = self._bump()
+            self.controllers[w.uid] = (spec.kind, body)
+            self._out.append((spec.kind, "ADDED", orjson.dumps(body)))
         return w
+
+    def _controller_object(self, w: SimWorkload) -> dict[str, Any]:
+        """Return the workload's controller as the API server serves it: its pod template per role."""
+        spec = w.spec
+        pc = spec.priority_class
+
+        def template(t: PodTemplate) -> dict[str, Any]:
+            return obj.pod_template(
+                gpus=t.gpus, cpu=t.cpu, memory=t.memory, priority_class=pc, image=t.image, grace=spec.grace
+            )
+
+        name, ns, at, uid = spec.name, spec.namespace, w.created, w.uid
+        first = spec.pods[0]
+        if spec.kind == "PaddleJob":
+            roles: dict[str, tuple[int, dict[str, Any]]] = {}
+            for t in spec.pods:
+                n, _ = roles.get(t.role, (0, {}))
+                roles[t.role] = (n + 1, template(t))
+            return obj.paddle_job_object(name=name, namespace=ns, created=at, uid=uid, roles=roles)
+        n = len(spec.pods)
+        if spec.kind == "Job":
+            return obj.job(
+                name=name,
+                namespace=ns,
+                created=at,
+                uid=uid,
+                template=template(first),
+                parallelism=n,
+                completions=n,
+            )
+        # The simulator's ReplicaSets are a Deployment's: `<deployment>-<pod-template-hash>`.
+        return obj.replica_set(
+            name=name,
+            namespace=ns,
+            created=at,
+            uid=uid,
+            template=template(first),
+            replicas=n,
+            deployment=name.rsplit("-", 1)[0],
+        )
 
     # ---- the ClusterSource port -------------------------------------------------------------------
 
@@ -212,6 +259,8 @@ class SimulatedCluster:
             return [self._render(p) for p in self.pods.values()]
         elif kind == "Event":
             items = list(self.events.values())
+        elif kind in CONTROLLER:
+            items = [body for k, body in self.controllers.values() if k == kind]
         else:
             raise ValueError(f"the simulator has no {kind!r} objects")
         return [orjson.dumps(i) for i in items]
@@ -347,12 +396,32 @@ class SimulatedCluster:
                 w.progress += dt
                 if w.progress >= w.spec.duration:
                     self._complete(w, t)
-        self.workloads = [w for w in self.workloads if not (w.done and not any(w.slots.values()))]
+        kept = []
+        for w in self.workloads:
+            if w.done and not any(w.slots.values()):
+                self._controller_gone(w)
+            else:
+                kept.append(w)
+        self.workloads = kept
+
+    def _controller_gone(self, w: SimWorkload) -> None:
+        """Delete the controller of a workload that is over (a finished Job's TTL, a scaled-down Deployment)."""
+        known = self.controllers.pop(w.uid, None)
+        if known is not None:
+            kind, body = known
+            body["metadata"]["resourceVersion"] = self._bump()
+            self._out.append((kind, "DELETED", orjson.dumps(body)))
 
     def _complete(self, w: SimWorkload, t: float) -> None:
         w.done = True
         self._generation += 1
         self.stats["completed"] += 1
+        known = self.controllers.get(w.uid)
+        if known is not None and known[0] == "Job":  # the Job controller counts what succeeded
+            body = known[1]
+            body["status"]["succeeded"] = len(w.spec.pods)
+            body["metadata"]["resourceVersion"] = self._bump()
+            self._out.append(("Job", "MODIFIED", orjson.dumps(body)))
         for p in w.slots.values():
             if p is None:
                 continue

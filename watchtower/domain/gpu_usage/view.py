@@ -26,6 +26,7 @@ def usage_view(
     now: float,
     team_of: Callable[[str], str] | None = None,
     skipped: int = 0,
+    workload_of: Callable[[WorkloadKey], WorkloadKey] | None = None,
 ) -> UsageView:
     """Return usage per workload: only devices of running pods that requested GPUs count (a device labelled
     with the exporter's own pod, or with a finished pod, is not an allocation)."""
@@ -34,7 +35,8 @@ def usage_view(
         by_pod[(d.namespace, d.pod)].append(d)
     groups: dict[WorkloadKey, list[PodAllocation]] = defaultdict(list)
     for a in allocations:
-        groups[a.workload].append(a)
+        # kube_pod_owner names a Deployment's pods' ReplicaSet: the queue knows them as the Deployment's.
+        groups[workload_of(a.workload) if workload_of is not None else a.workload].append(a)
     out: list[WorkloadUsage] = []
     unmonitored: list[tuple[str, str]] = []
     for key, pods in groups.items():
