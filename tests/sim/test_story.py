@@ -23,18 +23,21 @@ def test_the_first_two_hours_show_every_tier_waiting_the_sweep_warning_and_preem
     tiers_seen: list[set[str]] = []
     sweep_waits: list[float] = []
     quota_blocked = partial_gang = False
+    higher_minutes = 0
     for minute in range(121):  # one real second of the demo each, at 60x
         snap = w.snapshot()
         waiting = snap.waiting()
+        tiers = {s.tier for s in waiting}
+        higher_minutes += bool(tiers - {"low"})
         if minute % 20 == 0:
-            tiers_seen.append({s.tier for s in waiting})
+            tiers_seen.append(tiers)
         sweep_waits += [s.wait_seconds for s in waiting if s.key.name == "sweep-lr" and s.state in WAITING]
         quota_blocked |= any(s.state is WorkloadState.QUOTA_BLOCKED for s in waiting)
         partial_gang |= any(s.state is WorkloadState.PARTIAL and s.gang for s in waiting)
         w.step(60)
     assert set().union(*tiers_seen) == {"critical", "high", "medium", "low"}
-    # Not "almost only the low tier": a higher tier waits in most samples, not in one of them now and then.
-    assert sum(bool(seen - {"low"}) for seen in tiers_seen) >= 5, tiers_seen
+    # Not "almost only the low tier": a higher tier waits most of the time, not in one sample now and then.
+    assert higher_minutes > 60, (higher_minutes, tiers_seen)
     # The sweep may not preempt: it waits past the medium tier's 30-minute warning.
     assert max(sweep_waits) >= 1800
     assert quota_blocked and partial_gang

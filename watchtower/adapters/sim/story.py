@@ -14,7 +14,7 @@ from watchtower.adapters.sim.workloads import WorkloadGenerator, WorkloadSpec, s
 
 MINUTE = 60.0
 SWEEP_AT = 1 * MINUTE
-CRITICAL_AT = (20, 45, 70, 95)  # minutes after the start
+CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incident being debugged
 SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
 
@@ -34,7 +34,7 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> lis
 
     `teams[0]` is the team the warm start left at its quota; the others submit these, whichever has room."""
     g = gpus_per_node
-    half, quarter = max(1, g // 2), max(1, g // 4)
+    half = max(1, g // 2)
     others = teams[1:] or teams
 
     def roomiest(room: Room) -> str:
@@ -49,8 +49,8 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> lis
             name="sweep-lr",
             team=roomiest(room),
             priority_class="sweep",
-            gpus=quarter,
-            replicas=10,
+            gpus=half,
+            replicas=5,
             duration=20 * MINUTE,
         )
 
