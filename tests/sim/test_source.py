@@ -39,7 +39,7 @@ async def test_run_lists_every_kind_then_streams_changes_until_cancelled():
     assert listed == list(KINDS)
     assert sim.now() > start
     assert sum(ingest.skipped.values()) == 0
-    assert len(state.nodes) == 12 and len(state.priority_classes) == 5
+    assert len(state.nodes) == 12 and len(state.priority_classes) == 6  # DESIGN §4's five and `sweep`
     assert sim.health()["healthy"] is True
     assert state.pods.keys() == sim.pods.keys()
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import random
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from watchtower.adapters.sim import exporter, warm
+from watchtower.adapters.sim import exporter, story, warm
 from watchtower.adapters.sim import objects as obj
 from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload, memory_bytes
 from watchtower.adapters.sim.scheduler import (
@@ -104,6 +104,11 @@ class SimulatedCluster:
                 self.quotas[ns] = obj.resource_quota(
                     ns, QUOTA_NAME, hard_gpus=cfg.team_gpu_quota, used_gpus=0
                 )
+        warm_ = cfg.warm_start if warm_start is None else warm_start
+        if warm_:
+            # Production serving and on-call debugging are not capped by the research teams' quotas.
+            prod = team_namespace(story.PRODUCTION_TEAM)
+            self.namespaces.setdefault(prod, obj.namespace(prod, team=story.PRODUCTION_TEAM))
         for o in [
             *self.namespaces.values(),
             *self.priority_classes,
@@ -113,9 +118,9 @@ class SimulatedCluster:
             o["metadata"]["resourceVersion"] = self._bump()
         self.generator = WorkloadGenerator(self.rng, list(cfg.teams), cfg.gpus_per_node)
         self._next_arrival = self._now + self.generator.gap(cfg.arrivals_per_hour)
-        self._scripted: list[tuple[float, WorkloadSpec]] = []
+        self._scripted: list[tuple[float, Callable[[], WorkloadSpec]]] = []
         self.stats: dict[str, int] = {"preemptions": 0, "quota_refusals": 0, "bound": 0, "completed": 0}
-        if cfg.warm_start if warm_start is None else warm_start:
+        if warm_:
             start = self._now
             self._now = start - warm.WARMUP
             warm.warm_start(self)  # the ordinary simulation, up to `start`
@@ -189,8 +194,7 @@ class SimulatedCluster:
     def submit(self, spec: WorkloadSpec, *, at: float | None = None) -> SimWorkload:
         """Create a workload now (its controller creates the pods on the next tick), or schedule it for `at`."""
         if at is not None and at > self._now:
-            self._scripted.append((at, spec))
-            self._scripted.sort(key=lambda x: x[0])
+            self.script(at, lambda: spec)
             return SimWorkload(spec, "", at)
         w = SimWorkload(spec, self._uid(f"wl/{spec.name}"), self._now)
         w.slots = {t.name: None for t in spec.pods}
@@ -242,6 +246,18 @@ class SimulatedCluster:
             replicas=n,
             deployment=name.rsplit("-", 1)[0],
         )
+
+    def script(self, at: float, make: Callable[[], WorkloadSpec]) -> None:
+        """Submit what `make` returns at simulated time `at`: a scripted moment decided when it comes."""
+        self._scripted.append((at, make))
+        self._scripted.sort(key=lambda x: x[0])
+
+    def quota_room(self, namespace: str) -> int:
+        """Return the GPUs a namespace's quota still admits (a large number when it has none)."""
+        q = self.quotas.get(namespace)
+        if q is None:
+            return 10**9
+        return int(q["status"]["hard"][GPU_KEY]) - self._quota_used(namespace)
 
     # ---- the ClusterSource port -------------------------------------------------------------------
 
@@ -345,8 +361,8 @@ class SimulatedCluster:
 
     def _arrivals(self, t: float) -> None:
         while self._scripted and self._scripted[0][0] <= t:
-            _, spec = self._scripted.pop(0)
-            self.submit(spec)
+            _, make = self._scripted.pop(0)
+            self.submit(make())
         while self._next_arrival <= t:
             self.submit(self.generator.any())
             self._next_arrival += self.generator.gap(self.config.arrivals_per_hour)

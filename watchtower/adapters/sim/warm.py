@@ -7,13 +7,19 @@ placed by hand.
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Callable
 from typing import Protocol
 
+from watchtower.adapters.sim import story
 from watchtower.adapters.sim.workloads import Pattern, WorkloadGenerator, WorkloadSpec, paddle_job, single_pod
 from watchtower.config.model import SimulatorConfig
 
 WARMUP = 2 * 3600.0
+# A sharded checkpoint of a large model to object storage: a preempted pretraining worker takes minutes to go,
+# and whoever preempted it waits on its nominated node meanwhile.
+PRETRAIN_GRACE = 1200
 
 
 class Simulation(Protocol):
@@ -26,6 +32,10 @@ class Simulation(Protocol):
     def now(self) -> float: ...
 
     def submit(self, spec: WorkloadSpec, *, at: float | None = None) -> object: ...
+
+    def script(self, at: float, make: Callable[[], WorkloadSpec]) -> None: ...
+
+    def quota_room(self, namespace: str) -> int: ...
 
     def step(self, dt: float) -> None: ...
 
@@ -61,6 +71,7 @@ def warm_start(sim: Simulation) -> None:
                 # Measured from now, not from the warm-up: the cluster turns over within a few hours.
                 duration=WARMUP + sim.rng.uniform(1.5, 6) * 3600,
                 pattern=Pattern.IDLE if n == 1 else Pattern.BUSY,
+                grace=PRETRAIN_GRACE,
             )
         )
         n += 1
@@ -101,13 +112,7 @@ def warm_start(sim: Simulation) -> None:
     sim.submit(gen.batch_job(team=others[0], gpus=quarter))
     if cfg.team_gpu_quota:
         sim.submit(gen.batch_job(team=first, gpus=g))
-    # 5. More of the same through the first hour, so every tier keeps some waiting work.
-    for minutes in (10, 25, 40, 55):
-        sim.submit(gen.debug(team=others[minutes % len(others)], gpus=g), at=t0 + minutes * 60)
-    for minutes in (15, 35):
-        sim.submit(
-            gen.serving(team=others[minutes % len(others)], replicas=2, gpus=half), at=t0 + minutes * 60
-        )
-    for minutes in (5, 20, 30, 45):
-        sim.submit(gen.experiment(team=others[minutes % len(others)], gpus=half), at=t0 + minutes * 60)
+    # 5. The scripted moments after the start (sim/story.py).
+    for m in story.moments(gen, teams, g):
+        sim.script(t0 + m.at, functools.partial(m.make, sim.quota_room))
     sim.step(10)

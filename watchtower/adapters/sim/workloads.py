@@ -20,6 +20,13 @@ PRIORITY_CLASSES = (
     ClassSpec("urgent-debug", 1_000_000, description="Interactive debugging of production incidents."),
     ClassSpec("online-serving", 900_000, description="Online inference serving user traffic."),
     ClassSpec("experiment", 500_000, description="Short research experiments."),
+    # Kubernetes' own example of a non-preempting class: ahead in the queue, but never evicts running work.
+    ClassSpec(
+        "sweep",
+        500_000,
+        "Never",
+        description="Hyperparameter sweeps; queue ahead of training, never preempt.",
+    ),
     ClassSpec(
         "long-training", 300_000, "Never", description="Multi-day training; queues but never preempts."
     ),
@@ -87,8 +94,11 @@ def paddle_job(
     gpus_per_worker: int,
     duration: float,
     pattern: Pattern = Pattern.BUSY,
+    grace: int = 600,
 ) -> WorkloadSpec:
-    """A PaddleJob gang: one CPU-only parameter server and `workers` GPU workers."""
+    """A PaddleJob gang: one CPU-only parameter server and `workers` GPU workers.
+
+    The grace period is the time a preempted worker has to checkpoint: minutes for a large model."""
     pods = [PodTemplate(f"{name}-ps-0", "ps", 0, "8", "32Gi", PADDLE_IMAGE)]
     pods += [
         PodTemplate(
@@ -104,7 +114,7 @@ def paddle_job(
         priority_class,
         tuple(pods),
         duration,
-        grace=600,  # checkpointing a large model takes minutes
+        grace=grace,
         pattern=pattern,
     )
 

@@ -1,0 +1,74 @@
+"""The demo's scripted moments: submissions at fixed simulated times after the start, on top of the random mix.
+
+Each sets up a situation and leaves the outcome to the scheduler, quota admission and the controllers, so that
+within the first two simulated hours (two real minutes at 60x) every feature of the service has something to
+show. The README's Demo section tells the same timeline in real seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from watchtower.adapters.sim.workloads import WorkloadGenerator, WorkloadSpec, single_pod, team_namespace
+
+MINUTE = 60.0
+SWEEP_AT = 1 * MINUTE
+CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incident being debugged
+SERVING_AT = (10, 35, 60, 85)
+EXPERIMENT_AT = (5, 30, 50, 75, 100)
+
+PRODUCTION_TEAM = "platform"  # its namespace has no GPU quota (the cluster creates it with the warm start)
+Room = Callable[[str], int]  # namespace → GPUs its quota still admits
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    at: float  # simulated seconds after the start
+    what: str  # what it is meant to show
+    make: Callable[[Room], WorkloadSpec]  # called when it comes: the submitter picks a team with room
+
+
+def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> list[Moment]:
+    """Return the scripted submissions, in time order; their sizes and durations come from `gen` (the seed).
+
+    `teams[0]` is the team the warm start left at its quota; the others submit these, whichever has room."""
+    g = gpus_per_node
+    half = max(1, g // 2)
+    others = teams[1:] or teams
+
+    def roomiest(room: Room) -> str:
+        # People whose namespace is full ask a colleague with room, or wait: the story needs the former.
+        return max(others, key=lambda t: room(team_namespace(t)))
+
+    def sweep(room: Room) -> WorkloadSpec:
+        # More than is free, ahead of the low tier but never preempting: it waits for GPUs to come free and
+        # crosses its tier's 30-minute warning.
+        return single_pod(
+            kind="Job",
+            name="sweep-lr",
+            team=roomiest(room),
+            priority_class="sweep",
+            gpus=half,
+            replicas=5,
+            duration=20 * MINUTE,
+        )
+
+    out = [Moment(SWEEP_AT, "a medium sweep larger than free capacity, not allowed to preempt", sweep)]
+    # On a full cluster these preempt: the victims the scheduler picks are low-tier training or batch.
+    prod = PRODUCTION_TEAM
+    out += [
+        Moment(m * MINUTE, "a critical debug job preempting", lambda r: gen.debug(team=prod, gpus=g))
+        for m in CRITICAL_AT
+    ]
+    out += [
+        Moment(
+            m * MINUTE, "serving replicas preempting", lambda r: gen.serving(team=prod, replicas=2, gpus=half)
+        )
+        for m in SERVING_AT
+    ]
+    out += [
+        Moment(m * MINUTE, "an experiment preempting", lambda r: gen.experiment(team=roomiest(r), gpus=half))
+        for m in EXPERIMENT_AT
+    ]
+    return sorted(out, key=lambda m: m.at)
