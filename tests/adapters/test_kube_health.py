@@ -226,10 +226,11 @@ async def test_an_unreachable_api_server_is_one_line_per_kind_down_one_up_and_th
 
         clock.t += 45
         server = FakeApiServer(SERVED, port=port).start()
+
         # An optional CRD the server lacks (PaddleJob here) is not watched: it is known absent again.
-        back = lambda: all(
-            source.kind_health(k).connected or not source.kind_health(k).present for k in kinds
-        )  # noqa: E731
+        def back() -> bool:
+            return all(source.kind_health(k).connected or not source.kind_health(k).present for k in kinds)
+
         await until(back, "every kind watched again")
         up = kube_records(caplog, logging.INFO)
         assert sorted(up) == sorted(kinds) and all(len(v) == 1 for v in up.values()), up
