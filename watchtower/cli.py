@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -148,6 +149,7 @@ def run(
     from watchtower.bootstrap import StartupError, run_service
 
     settings = _settings_or_exit(config)
+    stop_on_sigterm()
     try:
         run_service(
             settings,
@@ -177,6 +179,7 @@ def demo(
     from watchtower.demo import DemoOptions, run_demo
 
     configure_logging()
+    stop_on_sigterm()
     opts = DemoOptions(port=port, seed=seed, prometheus=prometheus)
     try:
         with contextlib.suppress(KeyboardInterrupt):
@@ -185,6 +188,12 @@ def demo(
         if "cannot listen" not in str(e):
             raise
         raise typer.BadParameter(str(e).split("] ", 1)[-1]) from None
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (kill, a pod being stopped) stop the service as Ctrl-C does: every part it started is
+    stopped and its files removed, not left behind (a demo's Prometheus, its temporary directory)."""
+    signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
 
 
 def _echo(line: str) -> None:
