@@ -222,6 +222,8 @@ def alerts_context(service: AlertAdmin | None, store: AlertStore | None, now: fl
                 "state": state,
                 "summary": a.annotations.get("summary", ""),
                 "where": "/".join(x for x in (labels.get("namespace", ""), labels.get("workload", "")) if x),
+                # The alert's own link to its workload's page (relative links would break behind a proxy).
+                "link": a.annotations.get("status_url", "") if labels.get("workload") else "",
                 "team": labels.get("team", ""),
                 "since": _ago(now - since),
             }

@@ -114,7 +114,7 @@ class ClusterConfig(Section):
     source: Literal["kube", "sim"] = "kube"
     """`kube`: a real cluster; `sim`: the built-in simulator (see `simulator`)."""
     kubeconfig: str | None = None
-    """Kubeconfig file to use; none: the in-cluster service account."""
+    """Kubeconfig file to use; unset: kubectl's order, `$KUBECONFIG`, then `~/.kube/config`, then the in-cluster service account."""
     context: str | None = None
     """Kubeconfig context; none: the file's current context."""
     page_size: int = Field(500, ge=1, le=10_000)
