@@ -49,12 +49,16 @@ def _read_secret(data: Any, field: str) -> Any:
     return data
 
 
+# The lifecycle's defaults are the domain's (one copy), offered here as the configuration's.
+_LIFECYCLE = LifecyclePolicy()
+
+
 class RulesConfig(Section):
-    pending_for: Duration = 0.0
+    pending_for: Duration = _LIFECYCLE.pending_for
     """Prometheus `for`: how long a condition must hold before the alert fires; `0s`: at once."""
     pending_for_by_rule: dict[str, Duration] = {}
     """`for` per alertname, overriding `pending_for`."""
-    keep_firing_for: Duration = 0.0
+    keep_firing_for: Duration = _LIFECYCLE.keep_firing_for
     """Prometheus `keep_firing_for`: how long an alert stays firing after its condition is gone."""
     thrash_count: int = Field(3, ge=1)
     """Preemptions within `queue.thrash_window` that make WorkloadPreemptionThrash fire."""
@@ -302,7 +306,7 @@ class AlertingConfig(Section):
     """Retries of failed notifications."""
     store_path: str = ""
     """SQLite file of the alert store; empty: the `store.path` database."""
-    resolved_retention: PositiveDuration = 3600.0
+    resolved_retention: PositiveDuration = _LIFECYCLE.resolved_retention
     """Resolved alerts stay listed (and notifiable) this long."""
     retention: RetentionConfig = RetentionConfig()
     """How long the alert store keeps what it no longer acts on (pruned hourly)."""

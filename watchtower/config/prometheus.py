@@ -16,18 +16,25 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+# One copy of each default: the domain's value types hold them (the exporters' label spellings, the
+# kubernetes-mixin's KSM selector, the idle threshold) and the configuration offers them as its defaults.
+_LABELS = LabelMapping()
+_QUERY = QueryConfig()
+_IDLE = IdlePolicy()
+
+
 class LabelMappingConfig(Section):
     """Label spellings: the first of each list is the name queries output; later spellings win when present."""
 
-    pod: list[str] = ["pod", "pod_name", "exported_pod"]
+    pod: list[str] = list(_LABELS.pod)
     """Spellings of the pod label; the first is the name queries output."""
-    namespace: list[str] = ["namespace", "pod_namespace", "exported_namespace"]
+    namespace: list[str] = list(_LABELS.namespace)
     """Spellings of the namespace label."""
-    container: list[str] = ["container", "container_name", "exported_container"]
+    container: list[str] = list(_LABELS.container)
     """Spellings of the container label."""
-    hostname: list[str] = ["Hostname", "hostname"]
+    hostname: list[str] = list(_LABELS.hostname)
     """Spellings of DCGM's node label."""
-    uuid: list[str] = ["UUID", "uuid"]
+    uuid: list[str] = list(_LABELS.uuid)
     """Spellings of DCGM's GPU UUID label."""
 
     def mapping(self) -> LabelMapping:
@@ -62,13 +69,13 @@ class PrometheusConfig(Section):
     """Resolution of subqueries (first seen, history); shorter than idle_window."""
     labels: LabelMappingConfig = LabelMappingConfig()
     """Label spellings of your exporters; later spellings win when present."""
-    dcgm_selector: str = ""
+    dcgm_selector: str = _QUERY.dcgm_selector
     """Selector of the DCGM exporter's series, without braces, e.g. `job="dcgm-exporter"`; empty: every job."""
-    ksm_selector: str = 'job="kube-state-metrics"'
+    ksm_selector: str = _QUERY.ksm_selector
     """Selector of kube-state-metrics' series, without braces."""
-    idle_threshold: float = Field(10.0, gt=0, le=100)
+    idle_threshold: float = Field(_IDLE.threshold, gt=0, le=100)
     """A GPU under this utilisation (percent) is idle."""
-    idle_window: PositiveDuration = 1800.0
+    idle_window: PositiveDuration = _IDLE.window
     """A GPU idle for this long is reported; at least 4 scrape intervals."""
     unreachable_failures: int = Field(1, ge=1)
     """Consecutive failed reads before the PrometheusUnreachable self-alert."""
