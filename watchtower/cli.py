@@ -143,7 +143,9 @@ def analyze(
 @cli.command()
 def run(
     config: Annotated[Path, typer.Option(help="YAML configuration file")],
-    port: Annotated[int | None, typer.Option(help="listen port (default: server.port)")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=0, max=65535, help="listen port (default: server.port; 0: a free one)")
+    ] = None,
 ) -> None:
     """Run the service: watch the cluster (settings.cluster.source), serve the API, /metrics and the page."""
     from watchtower.bootstrap import StartupError, run_service
@@ -168,7 +170,7 @@ def run(
 
 @cli.command()
 def demo(
-    port: Annotated[int, typer.Option(help="listen port on 127.0.0.1 (0: a free one)")] = 0,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="listen port on 127.0.0.1 (0: a free one)")] = 0,
     seed: Annotated[int | None, typer.Option(help="simulator seed")] = None,
     prometheus: Annotated[
         bool, typer.Option(help="start a local Prometheus when the binary is installed")
