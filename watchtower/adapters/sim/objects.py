@@ -2,6 +2,9 @@
 
 Used by the simulator to feed the same decoder the Kubernetes adapter feeds, and by tests to build
 real-shaped objects. Field names, nesting, time formats and condition shapes follow core/v1.
+
+Over 400 lines: one small builder per kind the simulator serves (pods, events, nodes, quotas, Jobs,
+ReplicaSets, PaddleJobs, ...); kept in one module so the wire shapes are checked against the API in one place.
 """
 
 from __future__ import annotations
