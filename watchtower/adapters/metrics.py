@@ -79,11 +79,8 @@ class FeedHealth:
 def feed_health_of(h: SourceHealth) -> FeedHealth:
     """Return the source's health as the figures `/metrics` shows: restarts and staleness per kind."""
     stale = {k: f.stale_seconds for k, f in h.kinds.items() if f.stale_seconds is not None}
-    overall = h.stale_seconds
-    if overall is None and stale:
-        overall = max(stale.values())
     return FeedHealth(
-        restarts={k: f.restarts for k, f in h.kinds.items()}, staleness=stale, stale_seconds=overall
+        restarts={k: f.restarts for k, f in h.kinds.items()}, staleness=stale, stale_seconds=h.staleness()
     )
 
 

@@ -31,8 +31,12 @@ class SourceHealth:
     down_since: float | None = None  # since when some kind cannot reach the cluster; None: all reach it
     last_error: str = ""  # the latest error of a kind that cannot reach it, as the source words it
 
-    def stale_beyond(self, limit: float) -> bool:
-        return self.stale_seconds is not None and self.stale_seconds > limit
+    def staleness(self) -> float | None:
+        """Return how stale the picture may be overall: the source's figure, else its stalest kind's."""
+        if self.stale_seconds is not None:
+            return self.stale_seconds
+        per_kind = [k.stale_seconds for k in self.kinds.values() if k.stale_seconds is not None]
+        return max(per_kind) if per_kind else None
 
 
 HEALTHY = SourceHealth()

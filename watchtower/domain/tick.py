@@ -38,7 +38,6 @@ class Tick:
     holder_statuses: tuple[WorkloadStatus, ...] = ()
     quota: tuple[QuotaLine, ...] = ()
     running_by_tier: Mapping[str, int] = field(default_factory=dict)
-    duration: float = 0.0  # seconds the evaluation took
     gpu_alerts: tuple[GpuAlert, ...] = ()  # GPU usage's findings, added by `with_gpu`
 
     def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:

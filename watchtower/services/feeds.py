@@ -31,10 +31,9 @@ class FeedTracker:
         self.kinds = tuple(kinds)
         self.feeds: dict[str, KindFeed] = {k: KindFeed() for k in self.kinds}
 
-    def listed_page(self, kind: str, count: int, *, first: bool) -> KindFeed:
+    def listed_page(self, kind: str, count: int, *, first: bool) -> None:
         feed = self.feeds.setdefault(kind, KindFeed())
         feed.listed_objects = count if first else feed.listed_objects + count
-        return feed
 
     def listed(self, kind: str, now: float) -> bool:
         """Record that a whole list of `kind` arrived; return True if that completed the first full picture."""
@@ -84,10 +83,7 @@ class FeedTracker:
                 problems.append(f"{kind}: no contact with the API server for {stale:.0f}s")
         if not health.healthy:
             problems.append("the cluster source reports itself unhealthy")
-        overall = health.stale_seconds
-        if overall is None:
-            per_kind = [k.stale_seconds for k in health.kinds.values() if k.stale_seconds is not None]
-            overall = max(per_kind) if per_kind else None
+        overall = health.staleness()
         if overall is not None and overall > stale_after:
             problems.append(f"picture is {overall:.0f}s stale (limit {stale_after:.0f}s)")
         detail: dict[str, Any] = {

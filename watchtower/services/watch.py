@@ -181,7 +181,6 @@ class Watcher:
             holder_statuses=holder_statuses,
             quota=quota,
             running_by_tier=self._running,
-            duration=duration,
         )
         self.latest = tick
         return tick
