@@ -111,6 +111,33 @@ async def test_a_gangs_page_names_the_nodes_where_its_bound_pods_hold_gpus(clien
     assert '<tr><td>gpu-3</td><td class="num">4</td></tr>' in page
 
 
+async def test_the_nodes_holding_a_gangs_gpus_are_shown_when_the_tick_lists_no_holders() -> None:
+    """The Tick lists every workload's holders only while an urgent workload is stuck; the page asks for its
+    own workload's nodes itself."""
+    cluster = demo_cluster()
+    source = ReplaySource(cluster)
+    clock = ManualClock()
+    c = build_container(Settings(), clock=clock, source_health=source.feed_health, source_name="replay")
+    list_everything(c.watcher, cluster)
+    c.watcher.latest = dataclasses.replace(c.watcher.evaluate(clock.now()), holders=())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(c)), base_url="http://t") as cl:
+        page = (await cl.get("/workloads/nlp/bert?kind=PaddleJob")).text
+    assert '<tr><td>gpu-3</td><td class="num">4</td></tr>' in page
+
+
+async def test_a_quota_refused_workloads_page_words_the_quota_as_the_api_server_does(
+    client: httpx.AsyncClient,
+) -> None:
+    page = (await client.get("/workloads/vision/detector?kind=PaddleJob")).text
+    assert "refused by quota" in page or "quota" in page
+    line = next(ln for ln in page.splitlines() if "<dt>quota</dt>" in ln)
+    assert (
+        "requested requests.nvidia.com/gpu=8, used requests.nvidia.com/gpu=16 of requests.nvidia.com/gpu=16"
+        in line
+    )
+    assert "{" not in line  # no Python dict on the page
+
+
 async def test_a_workloads_page_lists_the_preemptions_it_suffered_with_the_preemptor(
     client: httpx.AsyncClient,
 ) -> None:

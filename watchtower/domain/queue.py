@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from itertools import pairwise
 
 from .capacity import capacity
 from .disruptions import Preemption
@@ -226,11 +225,17 @@ class QueueEvaluator:
                 continue
             times.setdefault(p.victim_workload, []).append(p.at)
         # Pods of one gang preempted together count once: a preemption within GANG_PREEMPTION_GAP of the
-        # workload's previous one is the same event (a minute's bucket would split a gang evicted across :00).
+        # first of its burst is the same event (a minute's bucket would split a gang evicted across :00;
+        # measuring from the previous one would chain a workload evicted every 50 s into one event).
         c: Counter[WorkloadKey] = Counter()
         for key, ts in times.items():
             ts.sort()
-            c[key] = 1 + sum(1 for a, b in pairwise(ts) if b - a > GANG_PREEMPTION_GAP)
+            start = ts[0]
+            n = 1
+            for t in ts[1:]:
+                if t - start > GANG_PREEMPTION_GAP:
+                    n, start = n + 1, t
+            c[key] = n
         return c
 
     def _facts(

@@ -246,30 +246,22 @@ class ClusterState:
         q = quota_refusal(ev)
         if q is not None:
             # The event names the controller; its workload may be above it (a ReplicaSet's Deployment).
-            ctrl = self.controller(q.workload)
-            top = workload_of_controller(ctrl) if ctrl is not None else q.workload
+            top = self.workload_of_controller(q.workload)
             if top != q.workload:
                 q = replace(q, workload=top, controller=q.workload)
-            prev = self.quota_refusals.get(q.workload)
-            if prev is None or (q.last or 0.0) >= (prev.last or 0.0):
-                first = q.first
-                if prev is not None and prev.first is not None and (first is None or prev.first < first):
-                    first = prev.first
-                self.touch(q.workload)
-                self.quota_refusals[q.workload] = QuotaRefusal(
-                    q.workload,
-                    q.quota,
-                    q.pod_name,
-                    q.requested,
-                    q.used,
-                    q.limited,
-                    first,
-                    q.last,
-                    q.count,
-                    q.message,
-                    q.controller,
-                )
+            self._put_refusal(q)
         return []
+
+    def _put_refusal(self, q: QuotaRefusal) -> None:
+        """Keep the newest refusal of a workload, with the first time it was ever refused (the wait's start)."""
+        prev = self.quota_refusals.get(q.workload)
+        if prev is not None and (q.last or 0.0) < (prev.last or 0.0):
+            return
+        first = q.first
+        if prev is not None and prev.first is not None and (first is None or prev.first < first):
+            first = prev.first
+        self.touch(q.workload)
+        self.quota_refusals[q.workload] = replace(q, first=first)
 
     # ---- the other kinds ---------------------------------------------------------------------------
 
@@ -314,9 +306,7 @@ class ClusterState:
         if early is not None and early.controller is None:
             del self.quota_refusals[key]
             self.touch(key)
-            known = self.quota_refusals.get(top)
-            if known is None or (early.last or 0.0) >= (known.last or 0.0):
-                self.quota_refusals[top] = replace(early, workload=top, controller=key)
+            self._put_refusal(replace(early, workload=top, controller=key))
         self.touch(top)
 
     def delete_controller(self, key: WorkloadKey) -> None:

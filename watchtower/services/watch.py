@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 import msgspec
 
 from watchtower.config.model import Settings
-from watchtower.domain.alerts.holders import gpu_holders
+from watchtower.domain.alerts.holders import gpu_holders, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import needs_holders
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.messages import NO_NODES
@@ -213,6 +213,12 @@ class Watcher:
         """Return one workload's status now (running ones included), computed on demand."""
         with self._lock:
             return self.evaluator.status_of(self.state, key, now=self.clock.now() if now is None else now)
+
+    def gpus_by_node(self, key: WorkloadKey) -> dict[str, int]:
+        """Return node → GPUs the workload's bound pods hold now (the Tick lists holders only when a rule
+        needs them all)."""
+        with self._lock:
+            return gpus_held_by_node(self.state, key)
 
     def find(self, namespace: str, name: str, now: float | None = None) -> list[WorkloadStatus]:
         """Return the statuses of every tracked workload called namespace/name (of any kind), on demand."""

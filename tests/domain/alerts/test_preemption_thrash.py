@@ -141,3 +141,13 @@ def test_a_gang_evicted_within_a_second_across_a_minute_boundary_is_one_preempti
     preempt(state, "train", T0 + 59.6, pods=2)
     preempt(state, "train", T0 + 60.2, pods=2, first=2)
     assert thrash(state, T0 + 2 * MINUTE) == []
+
+
+def test_a_workload_evicted_every_50_seconds_counts_each_eviction_past_the_first_minute():
+    """Gaps chained one to the next would make an hour of evictions 50 s apart one preemption."""
+    state = cluster()
+    waiting_again(state)
+    for i in range(6):  # at 0, 50, ..., 250 s: bursts start at 0, 100 (>60 after 0), 200
+        preempt(state, "train", T0 - 30 * MINUTE + 50 * i)
+    (a,) = thrash(state, T0)
+    assert a.annotations["preemptions"] == "3"

@@ -338,16 +338,7 @@ class ObjectDecoder:
             if found != self._no_notes:  # most pods carry none of the kept annotations
                 limit = self.annotation_limit
                 notes = {k: v[:limit] for k, v in zip(self._note_keys, found, strict=True) if v is not None}
-        if ctrs is not None and len(ctrs) == 1 and not spec.initContainers and not len(spec.overhead):
-            skey: object = bytes(ctrs[0].resources)  # the usual pod: one container
-        else:
-            skey = sums_key(spec)
-        sums = self._sums.get(skey)
-        if sums is None:
-            sums = pod_sums(spec)
-            if len(self._sums) > 10_000:
-                self._sums.clear()
-            self._sums[skey] = sums
+        sums = self._sums_of(spec)
         namespace = meta.namespace or ""
         phase = st.phase or "Pending"
         priority = spec.priority or 0
@@ -495,6 +486,22 @@ class ObjectDecoder:
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
             raise _wrap(e, "PaddleJob") from e
 
+    def _sums_of(self, spec: wire.PodSpec) -> tuple[int, int, int]:
+        """Return a pod spec's (GPUs, CPU millis, memory bytes), memoised on its resources' JSON text:
+        specs repeat across a controller's pods, its templates and every MODIFIED of either."""
+        ctrs = spec.containers
+        if ctrs is not None and len(ctrs) == 1 and not spec.initContainers and not len(spec.overhead):
+            skey: object = bytes(ctrs[0].resources)  # the usual pod: one container
+        else:
+            skey = sums_key(spec)
+        sums = self._sums.get(skey)
+        if sums is None:
+            sums = pod_sums(spec)
+            if len(self._sums) > 10_000:
+                self._sums.clear()
+            self._sums[skey] = sums
+        return sums
+
     def _controller(
         self, kind: str, meta: wire.ControllerMeta | None, roles: list[tuple[int, wire.Template | None]]
     ) -> Controller:
@@ -515,7 +522,7 @@ class ObjectDecoder:
         pclass, priority, top = "", None, -1
         for count, template in roles:
             tspec = (template.spec if template is not None else None) or _NO_SPEC
-            g = pod_sums(tspec)[0]
+            g = self._sums_of(tspec)[0]
             count = max(0, count)
             pods += count
             gpus += count * g

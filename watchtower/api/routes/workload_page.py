@@ -7,6 +7,7 @@ string escaped by Jinja2. The JSON of the same workload is `/api/v1/workloads/{n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -15,6 +16,7 @@ from fastapi.responses import HTMLResponse
 from watchtower.domain.messages import PreemptionVerdict, preemption_note
 from watchtower.domain.tick import Tick
 from watchtower.domain.timefmt import format_duration
+from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.alerting import AlertAdmin
 from watchtower.services.queue_view import rfc3339
 
@@ -35,21 +37,34 @@ def _link(url: str) -> str:
     return url if url.startswith(("https://", "http://", "/")) and not url.startswith("//") else ""
 
 
+def _resources(r: Mapping[str, str] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((r or {}).items())) or "?"
+
+
+def _quota_words(q: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Return the quota refusal with its resource maps as the API server words them (`nvidia.com/gpu=8`)."""
+    if q is None:
+        return None
+    return {
+        **q,
+        "requested": _resources(q["requested"]),
+        "used": _resources(q["used"]),
+        "limited": _resources(q["limited"]),
+    }
+
+
 def _pct(part: float, whole: float) -> float:
     return round(min(100.0, 100.0 * part / whole), 1) if whole > 0 else 100.0
 
 
-def workload_context(doc: dict[str, Any], tick: Tick, preemptions: list[dict[str, Any]]) -> dict[str, Any]:
-    """Return the page's variables for one workload document (services.queue_view.workload_dict)."""
+def workload_context(
+    doc: dict[str, Any], tick: Tick, held_by_node: Mapping[str, int], preemptions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Return the page's variables for one workload document (services.queue_view.workload_dict) and the
+    GPUs its pods hold per node."""
     wait, warn, crit = doc["wait_seconds"], doc["warn_after_seconds"], doc["critical_after_seconds"]
     verdict = PreemptionVerdict(doc["preemption"])
-    held = [
-        {"node": h.node, "gpus": h.gpus}
-        for h in tick.holders
-        if h.workload.namespace == doc["namespace"]
-        and h.workload.name == doc["name"]
-        and h.workload.kind == doc["kind"]
-    ]
+    held = [{"node": n, "gpus": g} for n, g in held_by_node.items()]
     return {
         "w": doc,
         "state": STATE_WORDS.get(doc["state"], doc["state"]),
@@ -63,6 +78,7 @@ def workload_context(doc: dict[str, Any], tick: Tick, preemptions: list[dict[str
         "verdict": "" if verdict is PreemptionVerdict.UNKNOWN else preemption_note(doc["why"] or "", verdict),
         "annotations": sorted(doc["annotations"].items()),
         "held": sorted(held, key=lambda h: h["node"]),
+        "quota": _quota_words(doc["quota"]),
         "preemptions": [
             {
                 **p,
@@ -140,7 +156,8 @@ async def workload_page(
         ctx["kinds"] = sorted(d["kind"] for d in found)
         return page_response(renderer.render_page("workload.html", ctx), 409)
     doc = found[0]
-    ctx.update(workload_context(doc, tick, preemptions_of(docs, namespace, name, doc["kind"])))
+    held = container.watcher.gpus_by_node(WorkloadKey(namespace, doc["kind"], name))
+    ctx.update(workload_context(doc, tick, held, preemptions_of(docs, namespace, name, doc["kind"])))
     ctx["kind"] = doc["kind"]
     ctx["alerts"] = alerts_about(admin, namespace, name, doc["kind"], now)
     return page_response(renderer.render_page("workload.html", ctx))

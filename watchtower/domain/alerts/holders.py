@@ -28,3 +28,13 @@ def gpu_holders(state: ClusterState, tiers: TierPolicy) -> tuple[GpuHolder, ...]
         tier = tiers.tier_of(p.priority, p.priority_class).name
         out.append(GpuHolder(k[0], k[1], gpus[k], p.priority, p.priority_class, tier, p.preemption_policy))
     return tuple(out)
+
+
+def gpus_held_by_node(state: ClusterState, key: WorkloadKey) -> dict[str, int]:
+    """Return node → GPUs one workload's bound, unfinished pods hold there (a walk of its pods only)."""
+    out: dict[str, int] = {}
+    for uid in state.by_workload.get(key, ()):
+        p = state.pods.get(uid)
+        if p is not None and p.holds_resources and p.gpus > 0:
+            out[p.node] = out.get(p.node, 0) + p.gpus
+    return out
