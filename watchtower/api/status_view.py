@@ -7,6 +7,7 @@ from typing import Any
 
 from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.payload import title
+from watchtower.domain.alerts.rules.base import workload_path
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.messages import PreemptionVerdict, preemption_note
 from watchtower.domain.tick import Tick
@@ -222,8 +223,10 @@ def alerts_context(service: AlertAdmin | None, store: AlertStore | None, now: fl
                 "state": state,
                 "summary": a.annotations.get("summary", ""),
                 "where": "/".join(x for x in (labels.get("namespace", ""), labels.get("workload", "")) if x),
-                # The alert's own link to its workload's page (relative links would break behind a proxy).
-                "link": a.annotations.get("status_url", "") if labels.get("workload") else "",
+                # Relative, as the queue rows: the page is read where it is served, whatever external_url says.
+                "link": workload_path(labels["namespace"], labels["workload"], labels.get("kind", ""))
+                if labels.get("workload") and labels.get("namespace")
+                else "",
                 "team": labels.get("team", ""),
                 "since": _ago(now - since),
             }

@@ -134,7 +134,7 @@ class ServerConfig(Section):
     port: int = Field(8080, ge=0, le=65535)
     """Port the HTTP server listens on."""
     external_url: str = "http://127.0.0.1:8080"
-    """URL users reach the service at; links in alerts are built from it. Unset: `http://<server.host>:<the port it actually serves on>`."""
+    """URL users reach the service at; links in alerts are built from it. Unset: `http://<server.host>:<the port it actually serves on>`, the machine's name standing for a wildcard host (0.0.0.0, ::)."""
     dashboard_url: str = ""
     """Grafana dashboard URL linked from alerts; empty: no link."""
     runbook_url: str = ""

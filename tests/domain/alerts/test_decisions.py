@@ -95,3 +95,12 @@ def test_fingerprints_keep_their_values_so_a_store_written_before_still_matches(
     assert fingerprint({"alertname": "WorkloadWaitWarning", "namespace": "team-a"}) == "de19324505dd0150"
     assert fingerprint({"workload": "é", "a": ""}) == "28342bd1e9de6f44"
     assert AlertCandidate({"b": "2", "a": "1"}).fingerprint == fingerprint({"a": "1", "b": "2"})
+
+
+def test_an_integration_id_is_read_back_and_odd_text_is_none():
+    from watchtower.domain.alerts.integration import IntegrationId
+
+    i = IntegrationId("on-call", "webhook", 2)
+    assert IntegrationId.parse(str(i)) == i
+    for odd in ("on-call/webhook/²", "on-call/pager/0", "webhook/0", "on-call/email/x", ""):
+        assert IntegrationId.parse(odd) is None, odd

@@ -140,20 +140,22 @@ async def workload_page(
     admin = container.alerting.admin if container.alerting is not None else None
     now = container.clock.now()
     ctx: dict[str, Any] = {"namespace": namespace, "name": name, "kind": kind, "alerting": admin is not None}
-    # Alerts outlive their workload (resolved ones are listed a while): a page that is gone still says them.
-    ctx["alerts"] = alerts_about(admin, namespace, name, kind, now)
     if tick is None:
         ctx["problem"] = "The cluster is still being listed: the queue has not been evaluated yet."
+        ctx["alerts"] = alerts_about(admin, namespace, name, kind, now)
         return page_response(renderer.render_page("workload.html", ctx), 503)
     docs = container.documents.for_tick(tick)
     found = lookup(docs, container.watcher, namespace, name, kind)
     if not found:
         why = not_found(namespace, name, kind)
         ctx["problem"] = why[:1].upper() + why[1:] + "."
+        # Alerts outlive their workload (resolved ones are listed a while): a page that is gone still says them.
+        ctx["alerts"] = alerts_about(admin, namespace, name, kind, now)
         return page_response(renderer.render_page("workload.html", ctx), 404)
     if len(found) > 1:
         ctx["problem"] = f"{namespace}/{name} names several workloads: pick one."
         ctx["kinds"] = sorted(d["kind"] for d in found)
+        ctx["alerts"] = alerts_about(admin, namespace, name, kind, now)
         return page_response(renderer.render_page("workload.html", ctx), 409)
     doc = found[0]
     held = container.watcher.gpus_by_node(WorkloadKey(namespace, doc["kind"], name))

@@ -7,7 +7,7 @@ here only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 Kind = Literal["email", "webhook"]
 
@@ -26,9 +26,12 @@ class IntegrationId:
         """Return the id a text form names; None for one that is not `<receiver>/<email|webhook>/<n>`."""
         receiver, _, rest = text.rpartition("/")
         receiver, _, kind = receiver.rpartition("/")
-        if not receiver or kind not in ("email", "webhook") or not rest.isdigit():
+        if not receiver or not (rest.isascii() and rest.isdigit()):
             return None
-        return IntegrationId(receiver, "email" if kind == "email" else "webhook", int(rest))
+        for k in get_args(Kind):
+            if kind == k:
+                return IntegrationId(receiver, k, int(rest))
+        return None
 
 
 @dataclass(frozen=True, slots=True)
