@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from watchtower.domain.health import KindFreshness, SourceHealth
+from watchtower.domain.health import KindFreshness, Scalar, SourceHealth
 
 
 @dataclass
@@ -53,7 +53,7 @@ class KindHealth:
         since = self.last_contact if self.last_contact is not None else started
         return max(0.0, now - since)
 
-    def as_dict(self, now: float, started: float) -> dict[str, object]:
+    def as_dict(self, now: float, started: float) -> dict[str, Scalar]:
         return {
             "resource_version": self.resource_version,
             "synced": self.synced,
@@ -75,44 +75,44 @@ class KindHealth:
         }
 
 
-def summary(
-    kinds: dict[str, KindHealth], *, now: float, started: float, stale_limit: float
-) -> dict[str, object]:
-    """Return the overall health: healthy when every kind is listed and none is staler than the limit."""
-    stale = max((h.stale_seconds(now, started) for h in kinds.values()), default=0.0)
-    synced = all(h.synced or not h.present for h in kinds.values())
-    return {
-        "healthy": synced and stale <= stale_limit,
-        "synced": synced,
-        "stale_seconds": round(stale, 3),
-        "watch_restarts": sum(h.watch_restarts for h in kinds.values()),
-        "relists": sum(h.relists for h in kinds.values()),
-        "bad_lines": sum(h.bad_lines for h in kinds.values()),
-        "kinds": {k: h.as_dict(now, started) for k, h in kinds.items()},
-    }
-
-
 def source_health(
     kinds: dict[str, KindHealth], *, now: float, started: float, stale_limit: float
 ) -> SourceHealth:
-    """Return `summary` as the typed value the service reads (the port's `feed_health`)."""
-    s = summary(kinds, now=now, started=started, stale_limit=stale_limit)
-    per_kind = s["kinds"]
-    assert isinstance(per_kind, dict)
+    """Return the overall health (the port's `feed_health`): healthy when every kind is listed and none is
+    staler than the limit, with each kind's figures for /readyz."""
+    stale_of = {k: h.stale_seconds(now, started) for k, h in kinds.items()}
+    stale = max(stale_of.values(), default=0.0)
+    synced = all(h.synced or not h.present for h in kinds.values())
+    healthy = synced and stale <= stale_limit
     down = [h for h in kinds.values() if h.present and h.down_since is not None]
     latest = max(down, key=lambda h: h.last_error_at or 0.0, default=None)
     return SourceHealth(
-        healthy=bool(s["healthy"]),
-        stale_seconds=float(s["stale_seconds"]),  # type: ignore[arg-type]
+        healthy=healthy,
+        stale_seconds=round(stale, 3),
         down_since=min((h.down_since for h in down if h.down_since is not None), default=None),
         last_error=latest.last_error if latest is not None else "",
         kinds={
             k: KindFreshness(
-                restarts=int(d["restarts"]),
-                stale_seconds=float(d["stale_seconds"]),
-                detail={n: v for n, v in d.items() if isinstance(v, str | int | float | bool | None)},
+                restarts=h.watch_restarts + h.relists,
+                stale_seconds=round(stale_of[k], 3),
+                detail=h.as_dict(now, started),
             )
-            for k, d in per_kind.items()
+            for k, h in kinds.items()
         },
-        detail={k: v for k, v in s.items() if isinstance(v, str | int | float | bool | None)},
+        detail={
+            "healthy": healthy,
+            "synced": synced,
+            "stale_seconds": round(stale, 3),
+            "watch_restarts": sum(h.watch_restarts for h in kinds.values()),
+            "relists": sum(h.relists for h in kinds.values()),
+            "bad_lines": sum(h.bad_lines for h in kinds.values()),
+        },
     )
+
+
+def summary(
+    kinds: dict[str, KindHealth], *, now: float, started: float, stale_limit: float
+) -> dict[str, object]:
+    """Return `source_health` as one JSON-ready dict (the adapter's own report, for people and tests)."""
+    h = source_health(kinds, now=now, started=started, stale_limit=stale_limit)
+    return {**h.detail, "kinds": {k: dict(f.detail) for k, f in h.kinds.items()}}
