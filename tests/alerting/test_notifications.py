@@ -41,13 +41,12 @@ def hook_settings(url: str, **route):
 
 
 class Rig:
-    def __init__(self, s, tmp_path, clock, tls=None, service_kwargs=None):
+    def __init__(self, s, tmp_path, clock, tls=None, health=None):
         self.s, self.clock = s, clock
         self.store = SQLiteAlertStore(tmp_path / "alerts.db")
         self.http = httpx.AsyncClient()
-        kw = service_kwargs if service_kwargs is not None else self._service_kwargs()
         # What the composition root puts in each Tick: the source's health (healthy unless a test says).
-        self.health = kw.get("health", lambda: HEALTHY)
+        self.health = health if health is not None else (lambda: HEALTHY)
         self.svc = build_alerting(settings=s, store=self.store)
         self.worker = DeliveryWorker(
             store=self.store,
@@ -56,9 +55,6 @@ class Rig:
             cfg=s.alerting,
             rnd=lambda: 0.5,
         )
-
-    def _service_kwargs(self):
-        return {}
 
     async def tick(self, objs, at):
         self.clock.t = at

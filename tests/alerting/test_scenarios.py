@@ -59,9 +59,6 @@ class StateRig(Rig):
         self.state = state
         super().__init__(s, tmp_path, clock, **kw)
 
-    def _service_kwargs(self):
-        return {}
-
     async def tick_state(self, at):
         self.clock.t = at
         snap = QueueEvaluator(self.s.queue_policy()).evaluate(self.state, now=at, include_running=True)
@@ -188,7 +185,7 @@ async def test_kubernetes_unreachable_fires_after_two_minutes_unhealthy_and_reso
     health = {"healthy": True}
     s = hook_settings(receiver.url, group_wait="0s", group_interval="1s")
     clock = Clock()
-    rig = Rig(s, tmp_path, clock, service_kwargs={"health": lambda: SourceHealth(healthy=health["healthy"])})
+    rig = Rig(s, tmp_path, clock, health=lambda: SourceHealth(healthy=health["healthy"]))
     await rig.tick([], T0)
     health = {"healthy": False}
     await rig.tick([], T0 + 30)  # unhealthy from here

@@ -15,6 +15,12 @@ def test_rfc3339_cuts_to_the_precision_each_reader_gets():
     assert rfc3339(T, "auto") == "2027-01-15T08:00:00.123456Z"  # GPU usage figures
     assert rfc3339(1_800_000_000.0, "auto") == "2027-01-15T08:00:00Z"
     assert rfc3339(None) is None
+    # Cut, never rounded up into the next second (a wait would otherwise start before it did).
+    late = 1_800_000_000.9996
+    assert (rfc3339(late), rfc3339(late, "milliseconds")) == (
+        "2027-01-15T08:00:00Z",
+        "2027-01-15T08:00:00.999Z",
+    )
 
 
 @pytest.mark.parametrize(

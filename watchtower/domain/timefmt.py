@@ -32,9 +32,8 @@ def format_duration(seconds: float, *, spoken: bool = False) -> str:
     matters at its size: seconds under a minute, minutes under a day ("2h05m"), hours beyond ("3d4h")."""
     if seconds < 0:
         return "-" + format_duration(-seconds, spoken=spoken)
-    s = round(seconds)
+    s = int(seconds) if spoken else round(seconds)
     if spoken:
-        s = int(seconds)
         s -= s % (1 if s < 60 else 60 if s < 86400 else 3600)
     if s == 0:
         return "0s"

@@ -226,12 +226,12 @@ class ObjectDecoder:
         """
         if isinstance(items, ListPage) and items.unsplit:
             try:
-                wire = self._dec_pod_page.decode(items.body).items or []
+                decoded = self._dec_pod_page.decode(items.body).items or []
             except (msgspec.DecodeError, msgspec.ValidationError):
-                wire = None
-            if wire is not None:
-                items.size = len(wire)
-                for p in wire:
+                decoded = None
+            if decoded is not None:
+                items.size = len(decoded)
+                for p in decoded:
                     try:
                         yield self._record(p)
                     except DecodeError as e:

@@ -52,7 +52,7 @@ def needs_holders(snapshot: QueueSnapshot, inversion_tiers: frozenset[str]) -> b
 
     Listing the holders walks every bound pod (over a second at 150,000 pods): a tick does it only then.
     """
-    return any(w.waiting and _stuck(w, inversion_tiers) for w in snapshot.workloads)
+    return any(_stuck(w, inversion_tiers) for w in snapshot.workloads)
 
 
 def evaluate(inp: RuleInput) -> list[AlertCandidate]:
