@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .model import Pod
 from .queue_model import WorkloadState, WorkloadStatus
 from .timefmt import format_duration
 
@@ -127,3 +128,17 @@ class ScheduleHistory:
                 q.popleft()
             out[tier] = tuple(sorted(w for t, w in q if t <= now))
         return TierWaits(now, self.window, self.min_samples, out)
+
+    def seed(self, pods: Iterable[Pod], *, tier_of: Callable[[Pod], str], now: float) -> None:
+        """Take the waits of pods already scheduled within the window when first listed (or in a dump).
+
+        The watch reports only bindings it sees happen; without this, estimates after a restart would wait
+        hours for history. Called once per picture: a pod bound before the list never binds again.
+        """
+        horizon = now - self.window
+        seen = sorted(
+            ((at, p) for p in pods if (at := p.scheduled_at) is not None and horizon <= at <= now),
+            key=lambda x: x[0],
+        )
+        for at, p in seen:
+            self.record(tier_of(p), at=at, wait=max(0.0, at - p.created), scheduler=p.scheduler)

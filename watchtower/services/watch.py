@@ -21,6 +21,7 @@ from watchtower.domain.alerts.rules.priority_inversion import needs_holders
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.messages import NO_NODES
+from watchtower.domain.model import Pod
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot, WorkloadState, WorkloadStatus
 from watchtower.domain.state import (
     ClusterState,
@@ -88,6 +89,7 @@ class Watcher:
         q = settings.queue
         self.history = ScheduleHistory(window=q.estimate_window, min_samples=q.estimate_min_samples)
         self.stuck_after = q.stuck_after
+        self._seeded = False  # the history took the first full list's recent bindings
         self.latest: Tick | None = None
         # Sources may call the sinks from a worker thread; evaluation reads the same dicts.
         self._lock = threading.RLock()
@@ -111,6 +113,9 @@ class Watcher:
             if not last:
                 return
             complete = self.feeds.listed(kind, self.clock.now())
+            if complete and not self._seeded:
+                self._seeded = True
+                self.history.seed(self._tracked_pods(), tier_of=self._tier_of, now=self.clock.now())
         if complete:
             # The listed objects live as long as the service: frozen, full collections stop walking them.
             gc.freeze()
@@ -122,6 +127,13 @@ class Watcher:
             happenings = self.ingestor.apply(kind, event_type, raw)
             self.feeds.changed(kind, self.clock.now())
             self._observe(happenings)
+
+    def _tracked_pods(self) -> Iterable[Pod]:
+        matches = self.policy.selector.matches
+        return (p for p in self.state.pods.values() if matches(p))
+
+    def _tier_of(self, p: Pod) -> str:
+        return self.policy.tiers.tier_of(p.priority, p.priority_class).name
 
     def listed_all(self) -> bool:
         return self.feeds.listed_all()
