@@ -124,3 +124,15 @@ def test_a_value_repeated_in_another_field_keeps_each_field_its_own_type() -> No
     first, second = dec.pod(raw(same)), dec.pod(raw(same))
     for pod in (first, second):
         assert (pod.namespace, pod.node, pod.images) == ("team-a", "team-a", ("team-a",))
+
+
+def test_scheduler_name_is_kept_except_the_default_and_a_non_string_is_a_decode_error() -> None:
+    dec = ObjectDecoder()
+    # schedulerName: default-scheduler, as admission writes it
+    p = o.pod(name="x", namespace="n", created=1e9)
+    assert dec.pod(orjson.dumps(p)).scheduler == ""
+    p["spec"]["schedulerName"] = "volcano"
+    assert dec.pod(orjson.dumps(p)).scheduler == "volcano"
+    p["spec"]["schedulerName"] = 5
+    with pytest.raises(DecodeError, match=r"schedulerName"):
+        dec.pod(orjson.dumps(p))

@@ -13,9 +13,11 @@ import pytest
 
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.alerts.holders import gpu_holders
+from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
+from watchtower.domain.stuck import stuck_heads
 from watchtower.domain.tick import Tick
 
 from .helpers import (
@@ -59,11 +61,22 @@ class StateRig(Rig):
         self.state = state
         super().__init__(s, tmp_path, clock, **kw)
 
-    async def tick_state(self, at):
+    async def tick_state(self, at, history: ScheduleHistory | None = None):
+        """Tick as the watcher does; with a `history`, the Tick also carries stuck heads and start estimates."""
         self.clock.t = at
-        snap = QueueEvaluator(self.s.queue_policy()).evaluate(self.state, now=at, include_running=True)
+        policy = self.s.queue_policy()
+        snap = QueueEvaluator(policy).evaluate(self.state, now=at, include_running=True)
         holders = gpu_holders(self.state, self.s.tier_policy())
-        await self.svc.on_tick(Tick(at=at, snapshot=snap, holders=holders, health=self.health()))
+        extra = {}
+        if history is not None:
+            extra = {
+                "waits": history.waits(at),
+                "stuck": stuck_heads(
+                    snap, self.state, stuck_after=self.s.queue.stuck_after, selector=policy.selector,
+                    last_bound=history.last_bound,
+                ),
+            }  # fmt: skip
+        await self.svc.on_tick(Tick(at=at, snapshot=snap, holders=holders, health=self.health(), **extra))
         return await self.worker.drain()
 
 
@@ -340,4 +353,55 @@ async def test_a_job_refused_for_hours_with_back_off_notifies_once_firing_and_on
         (185.0, [("critical", "resolved"), ("warning", "resolved")]),
     ]
     assert all(r["verified"] for r in receiver.requests)
+    await rig.close()
+
+
+async def test_a_tier_head_that_fits_yet_waits_past_stuck_after_alerts_once_with_the_schedulers_words(
+    tmp_path, receiver
+):
+    said = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    state = state_of(
+        o.node("gpu-0", gpus=8),
+        pending_pod("probe", ns=NS, created=T0 - 11 * 60, gpus=2, priority=500_000, priority_class="experiment",
+                    message=said),
+        pending_pod("probe-2", ns=NS, created=T0 - 10.5 * 60, gpus=2, priority=500_000,
+                    priority_class="experiment", message=said),
+    )  # fmt: skip
+    history = ScheduleHistory(window=6 * 3600, min_samples=3)
+    for i, m in enumerate((5, 20, 40, 60)):
+        history.record("medium", at=T0 - 3600 + i, wait=m * 60)
+    rig = StateRig(hook_settings(receiver.url, group_wait="0s"), tmp_path, Clock(), state)
+    await rig.tick_state(T0, history)
+    (stuck,) = firing(rig, T0, "WorkloadStuckDespiteCapacity")  # the head only, not the second in line
+    assert stuck.labels["workload"] == "probe" and stuck.labels["tier"] == "medium"
+    assert stuck.annotations["node"] == "gpu-0"
+    assert stuck.annotations["scheduler_said"] == said
+    assert "heads its tier and fits on node gpu-0, yet has waited 11m" in stuck.annotations["summary"]
+    assert stuck.annotations["runbook_url"].endswith("#workloadstuckdespitecapacity")
+    assert ("WorkloadStuckDespiteCapacity", "probe", "firing") in [
+        a for r in receiver.requests for a in alerts_in(r)
+    ]
+    await rig.close()
+
+
+async def test_a_wait_alert_carries_the_position_in_tier_and_the_start_estimate(tmp_path, receiver):
+    # Medium warns after 30 min; recent medium waits 10, 40, 50, 70, 90 min: 40..90 are longer than 35,
+    # median 60 → about 25 min to go.
+    state = state_of(
+        o.node("gpu-0", gpus=8),
+        running_pod("hog", "gpu-0", ns=NS, created=T0 - 7200, gpus=8, priority=100_000, priority_class="batch"),
+        pending_pod("exp", ns=NS, created=T0 - 35 * 60, gpus=8, priority=500_000, priority_class="experiment",
+                    message=FULL),
+    )  # fmt: skip
+    history = ScheduleHistory(window=6 * 3600, min_samples=3)
+    for i, m in enumerate((10, 40, 50, 70, 90)):
+        history.record("medium", at=T0 - 3600 + i, wait=m * 60)
+    rig = StateRig(hook_settings(receiver.url, group_wait="0s"), tmp_path, Clock(), state)
+    await rig.tick_state(T0, history)
+    (warn,) = firing(rig, T0, "WorkloadWaitWarning")
+    assert warn.annotations["position_in_tier"] == "1"
+    assert warn.annotations["start_estimate"] == (
+        "estimate: starts in about 25m (from 4 medium pods scheduled in the last 6 h that waited longer "
+        "than its 35m: median 1h)"
+    )
     await rig.close()

@@ -46,8 +46,10 @@ class QueueDocuments:
             key=lambda w: (tiers.rank(w.tier), not w.waiting, -w.wait_seconds, w.namespace, w.name),
         )
         rows = []
+        waits = tick.waits
+        stuck = {s.status.key: s for s in tick.stuck}
         for w in order:
-            doc = workload_dict(w)
+            doc = workload_dict(w, waits.estimate(w) if waits is not None else None, stuck.get(w.key))
             rows.append(
                 Row(w.tier, w.namespace, w.team, w.state.value, w.name, w.kind, doc, orjson.dumps(doc))
             )

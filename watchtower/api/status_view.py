@@ -64,6 +64,9 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
         "gpus_held": doc["gpus_held"],
         "pods": f"{doc['pods_running']}/{doc['pods_running'] + doc['pods_pending']}",
         "ahead_higher_tier": doc["ahead_higher_tier"],
+        "position": doc["position_in_tier"],
+        "estimate": (doc["start_estimate"] or {}).get("text", ""),
+        "stuck": (doc["stuck_despite_capacity"] or {}).get("why", ""),
         "preempted_recently": doc["preemptions_recent"],
         "annotations": sorted(doc["annotations"].items()),
     }

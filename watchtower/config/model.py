@@ -108,6 +108,12 @@ class QueueConfig(Section):
     """Window of "preempted N times": the count a workload shows and the one WorkloadPreemptionThrash uses."""
     evaluate_every: PositiveDuration = 15.0
     """How often the queue is evaluated and the alert rules run."""
+    stuck_after: PositiveDuration = 600.0
+    """A tier's first queued workload that fits on a node's free GPUs, CPU and memory yet has waited this long is stuck despite capacity (WorkloadStuckDespiteCapacity)."""
+    estimate_window: PositiveDuration = 21600.0
+    """Start estimates are read from the waits of the tier's pods scheduled within this window."""
+    estimate_min_samples: int = Field(5, ge=1, le=10_000)
+    """Fewest recent waits longer than a workload's own that an estimate rests on; fewer: "no estimate"."""
 
 
 class ClusterConfig(Section):

@@ -112,6 +112,7 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     running_since: float | None = None  # first container start
     deleted_at: float | None = None  # metadata.deletionTimestamp
     status_reason: str = ""  # status.reason, e.g. Evicted, Preempting
+    scheduler: str = ""  # spec.schedulerName; "" for default-scheduler, what nearly every pod names
 
     @property
     def terminal(self) -> bool:

@@ -18,6 +18,7 @@ from .disruptions import (
     started_at,
 )
 from .model import Controller, Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
+from .node_use import NodeUse
 from .quota import QuotaRefusal, quota_refusal
 from .workloads import WorkloadKey, workload_of, workload_of_controller
 
@@ -72,6 +73,7 @@ class ClusterState:
     # indexes
     waiting: set[str] = field(default_factory=set)
     gpus_used: dict[str, int] = field(default_factory=dict)
+    node_use: NodeUse = field(default_factory=NodeUse)  # CPU, memory, pod slots per node
     by_workload: dict[WorkloadKey, set[str]] = field(default_factory=dict)
     workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
     # Waiting pods per workload, so that a tick finds the waiting workloads without walking the pods.
@@ -135,6 +137,7 @@ class ClusterState:
                     self.waiting_workloads.pop(wkey, None)
             if new is not None and new.waiting:
                 self.waiting_workloads[wkey] = self.waiting_workloads.get(wkey, 0) + 1
+        self.node_use.apply(old, new)
         if old is not None:
             if old.holds_resources and old.gpus:
                 left = self.gpus_used.get(old.node, 0) - old.gpus

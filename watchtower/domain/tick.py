@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .alerts.rules.base import GpuHolder
+from .estimate import TierWaits
 from .gpu_usage import GpuAlert
 from .health import HEALTHY, SourceHealth
 from .queue import QueueSnapshot, WorkloadStatus
+from .stuck import StuckHead
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,9 @@ class Tick:
     quota: tuple[QuotaLine, ...] = ()
     running_by_tier: Mapping[str, int] = field(default_factory=dict)
     gpu_alerts: tuple[GpuAlert, ...] = ()  # GPU usage's findings, added by `with_gpu`
+    # Each tier's recent time to schedule, from which every waiting workload's start estimate is read.
+    waits: TierWaits | None = None
+    stuck: tuple[StuckHead, ...] = ()  # tier heads that fit yet have waited past `queue.stuck_after`
 
     def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:
         return dataclasses.replace(self, gpu_alerts=alerts)

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from watchtower.config.model import Settings
+from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.kinds import WATCHED
 from watchtower.domain.latency import latency_by_tier
 from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot
 from watchtower.domain.state import ClusterState
+from watchtower.domain.stuck import stuck_heads
 from watchtower.ports import DecodeError, ObjectDecoder
 
 from .alerting import alerts_for_snapshot
@@ -104,7 +106,23 @@ def analyze(
 
 
 def analysis_dict(a: Analysis, policy: QueuePolicy, settings: Settings | None = None) -> dict[str, Any]:
-    out = snapshot_dict(a.snapshot, policy.tiers, a.state)
+    q = (settings or Settings()).queue
+    # The dump's own bindings within the window are the history, as the service's first list is.
+    history = ScheduleHistory(window=q.estimate_window, min_samples=q.estimate_min_samples)
+    matches, tiers = policy.selector.matches, policy.tiers
+    history.seed(
+        (p for p in a.state.pods.values() if matches(p)),
+        tier_of=lambda p: tiers.tier_of(p.priority, p.priority_class).name,
+        now=a.snapshot.at,
+    )
+    stuck = stuck_heads(
+        a.snapshot,
+        a.state,
+        stuck_after=q.stuck_after,
+        selector=policy.selector,
+        last_bound=history.last_bound,
+    )
+    out = snapshot_dict(a.snapshot, policy.tiers, a.state, waits=history.waits(a.snapshot.at), stuck=stuck)
     out["at_source"] = a.at_source
     out["latency"] = latency_dicts(latency_by_tier(a.state.pods.values(), policy.tiers))
     out["skipped"] = [

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from watchtower.domain.disruptions import Preemption
+from watchtower.domain.estimate import StartEstimate, TierWaits
 from watchtower.domain.latency import Distribution, TierLatency
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
+from watchtower.domain.stuck import StuckHead
 from watchtower.domain.tick import QuotaLine
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.timefmt import rfc3339 as rfc3339  # re-exported: api/ imports it from here
@@ -15,7 +18,36 @@ from watchtower.domain.timefmt import rfc3339 as rfc3339  # re-exported: api/ im
 SCHEMA_VERSION = 1
 
 
-def workload_dict(w: WorkloadStatus) -> dict[str, Any]:
+def estimate_dict(e: StartEstimate | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {
+        "start_in_seconds": round(e.start_in, 3) if e.start_in is not None else None,
+        "starts_at": rfc3339(e.at),
+        "samples": e.samples,
+        "basis": e.basis,
+        "text": e.text,
+    }
+
+
+def stuck_dict(s: StuckHead | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "pod": s.pod,
+        "node": s.node,
+        "node_taints": list(s.taints),
+        "scheduler_name": s.scheduler,
+        "scheduler_said": s.said or None,
+        "likely_causes": list(s.causes),
+        "why": s.why,
+    }
+
+
+def workload_dict(
+    w: WorkloadStatus, estimate: StartEstimate | None = None, stuck: StuckHead | None = None
+) -> dict[str, Any]:
+    """Return a workload as the JSON shows it; `estimate` and `stuck` come from its tick, when it has one."""
     d = w.diagnosis
     return {
         "namespace": w.namespace,
@@ -49,6 +81,9 @@ def workload_dict(w: WorkloadStatus) -> dict[str, Any]:
         "oldest_pending_pod": w.oldest_pod or None,
         "ahead": w.ahead,
         "ahead_higher_tier": w.ahead_higher_tier,
+        "position_in_tier": estimate.position if estimate is not None else None,
+        "start_estimate": estimate_dict(estimate),
+        "stuck_despite_capacity": stuck_dict(stuck),
         "preemptions_recent": w.preemptions_recent,
         "annotations": dict(w.annotations),
         "quota": (
@@ -120,10 +155,16 @@ def latency_dicts(rows: list[TierLatency]) -> list[dict[str, Any]]:
 
 
 def snapshot_dict(
-    snap: QueueSnapshot, tiers: TierPolicy, state: ClusterState | None = None
+    snap: QueueSnapshot,
+    tiers: TierPolicy,
+    state: ClusterState | None = None,
+    *,
+    waits: TierWaits | None = None,
+    stuck: Sequence[StuckHead] = (),
 ) -> dict[str, Any]:
     """Return the snapshot as the stable JSON document (schema_version 1)."""
     cap = snap.capacity
+    heads = {s.status.key: s for s in stuck}
     order = sorted(
         snap.workloads,
         key=lambda w: (tiers.rank(w.tier), not w.waiting, -w.wait_seconds, w.namespace, w.name),
@@ -131,7 +172,10 @@ def snapshot_dict(
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "at": rfc3339(snap.at),
-        "workloads": [workload_dict(w) for w in order],
+        "workloads": [
+            workload_dict(w, waits.estimate(w) if waits is not None else None, heads.get(w.key))
+            for w in order
+        ],
         "preemptions": [preemption_dict(p, tiers) for p in snap.preemptions],
         "disruptions": [
             {

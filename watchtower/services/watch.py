@@ -18,8 +18,10 @@ import msgspec
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import gpu_holders, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import needs_holders
+from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.messages import NO_NODES
+from watchtower.domain.model import Pod
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot, WorkloadState, WorkloadStatus
 from watchtower.domain.state import (
     ClusterState,
@@ -28,6 +30,7 @@ from watchtower.domain.state import (
     PodStarted,
     PreemptionSeen,
 )
+from watchtower.domain.stuck import stuck_heads
 from watchtower.domain.tick import QuotaLine, Tick
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import Clock, ObjectDecoder, QueueGauges, QueueMetrics
@@ -83,6 +86,10 @@ class Watcher:
         self.evaluator = QueueEvaluator(self.policy)
         self.feeds = FeedTracker(KINDS)
         self.preemptions = PreemptionCounter(self.policy.tiers, metrics, attribution_grace=attribution_grace)
+        q = settings.queue
+        self.history = ScheduleHistory(window=q.estimate_window, min_samples=q.estimate_min_samples)
+        self.stuck_after = q.stuck_after
+        self._seeded = False  # the history took the first full list's recent bindings
         self.latest: Tick | None = None
         # Sources may call the sinks from a worker thread; evaluation reads the same dicts.
         self._lock = threading.RLock()
@@ -106,6 +113,9 @@ class Watcher:
             if not last:
                 return
             complete = self.feeds.listed(kind, self.clock.now())
+            if complete and not self._seeded:
+                self._seeded = True
+                self.history.seed(self._tracked_pods(), tier_of=self._tier_of, now=self.clock.now())
         if complete:
             # The listed objects live as long as the service: frozen, full collections stop walking them.
             gc.freeze()
@@ -118,6 +128,13 @@ class Watcher:
             self.feeds.changed(kind, self.clock.now())
             self._observe(happenings)
 
+    def _tracked_pods(self) -> Iterable[Pod]:
+        matches = self.policy.selector.matches
+        return (p for p in self.state.pods.values() if matches(p))
+
+    def _tier_of(self, p: Pod) -> str:
+        return self.policy.tiers.tier_of(p.priority, p.priority_class).name
+
     def listed_all(self) -> bool:
         return self.feeds.listed_all()
 
@@ -129,8 +146,12 @@ class Watcher:
         m = self.metrics
         for h in happenings:
             if isinstance(h, PodScheduled):
-                if h.pod.gpus > 0:
-                    m.scheduled(tiers.tier_of(h.pod.priority, h.pod.priority_class).name, h.wait)
+                p = h.pod
+                tier = tiers.tier_of(p.priority, p.priority_class).name
+                if p.gpus > 0:
+                    m.scheduled(tier, h.wait)
+                if self.policy.selector.matches(p):
+                    self.history.record(tier, at=h.at, wait=h.wait, scheduler=p.scheduler)
             elif isinstance(h, PodStarted):
                 if h.pod.gpus > 0:
                     m.started(tiers.tier_of(h.pod.priority, h.pod.priority_class).name, h.latency)
@@ -171,6 +192,14 @@ class Watcher:
             holders = gpu_holders(st, self.policy.tiers) if needs_holders(snap, self._inversion_tiers) else ()
             self.preemptions.settle(now=now, latest=st.preemptions)
             gauges = self._gauges(snap)
+            stuck = stuck_heads(
+                snap,
+                st,
+                stuck_after=self.stuck_after,
+                selector=self.policy.selector,
+                last_bound=self.history.last_bound,
+            )
+            waits = self.history.waits(now)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -181,6 +210,8 @@ class Watcher:
             holder_statuses=holder_statuses,
             quota=quota,
             running_by_tier=self._running,
+            waits=waits,
+            stuck=stuck,
         )
         self.latest = tick
         return tick

@@ -28,6 +28,7 @@ from watchtower.domain.model import (
     PriorityClass,
     ResourceQuota,
 )
+from watchtower.domain.node_use import DEFAULT_SCHEDULER
 from watchtower.domain.quota import GPU_QUOTA_RESOURCE
 from watchtower.domain.workloads import TEMPLATE_HASH_LABEL, WORKLOAD_LABELS
 from watchtower.ports import DecodeError as DecodeError  # re-exported: callers catch it from here
@@ -352,6 +353,8 @@ class ObjectDecoder:
         reason = share(reason, reason) if reason else ""
         ts = st.startTime
         start_time = (times.get(ts) or parse_time(ts)) if ts else None
+        scheduler = spec.schedulerName
+        scheduler = share(scheduler, scheduler) if scheduler and scheduler != DEFAULT_SCHEDULER else ""
         # Positional, in Pod's field order: keywords cost more than the rest of building the record.
         return Pod(
             meta.uid or "",
@@ -378,6 +381,7 @@ class ObjectDecoder:
             running_since,
             parse_time(meta.deletionTimestamp) if meta.deletionTimestamp else None,
             reason,
+            scheduler,
         )
 
     def _label_set(self, values: tuple[str | None, ...]) -> Mapping[str, str]:

@@ -53,6 +53,7 @@ class PodSpec(msgspec.Struct, gc=False):
     priority: int | None = None
     priorityClassName: str | None = None
     preemptionPolicy: str | None = None
+    schedulerName: str | None = None
     schedulingGates: list[msgspec.Raw] | None = None
     containers: list[Container] | None = None
     initContainers: list[Container] | None = None

@@ -40,6 +40,41 @@ class WorkloadQuota(Body):
     """the latest refusal"""
 
 
+class StartEstimate(Body):
+    """When a waiting workload may start: an estimate from its tier's recent time to schedule."""
+
+    start_in_seconds: Number | None
+    """seconds from `at` until it starts, by the estimate; null: no estimate (see `basis`)"""
+    starts_at: Time | None
+    """`at` plus `start_in_seconds`"""
+    samples: int
+    """recent waits of its tier longer than its own wait so far, which the estimate rests on"""
+    basis: str
+    """what the estimate rests on ("from 37 medium pods scheduled in the last 6 h: median 12m"), or why
+    there is none"""
+    text: str
+    """the estimate in words, labelled as one: "estimate: starts in about 8m (...)" or "no estimate: ..." """
+
+
+class StuckDespiteCapacity(Body):
+    """Its tier's head fits on a node's free GPUs, CPU and memory, yet has waited past `queue.stuck_after`."""
+
+    pod: str
+    """the pod looked at: its oldest queued pod"""
+    node: str
+    """a node it fits on (an untainted one when there is any)"""
+    node_taints: list[str]
+    """that node's NoSchedule/NoExecute taints (`key=value:Effect`): tolerations are not read"""
+    scheduler_name: str
+    """the pod's `spec.schedulerName`"""
+    scheduler_said: str | None
+    """its `PodScheduled=False` message; null: the scheduler has said nothing"""
+    likely_causes: list[str]
+    """when it said nothing: a schedulerName no bound pod names, an incomplete gang, a scheduler not binding"""
+    why: str
+    """the same in plain words"""
+
+
 class Workload(Body):
     """The pods of one controller: PaddleJob, Volcano job, batch Job, any other controller, else the bare pod."""
 
@@ -110,6 +145,14 @@ class Workload(Body):
     """waiting workloads (`pending`/`partial`) the scheduler considers first (higher priority, then older)"""
     ahead_higher_tier: int
     """of those, how many are in a higher tier"""
+    position_in_tier: int | None
+    """1-based place among its tier's queued workloads (`ahead` − `ahead_higher_tier` + 1); null when not
+    queued (`quota_blocked`, `gated`, `running`) or outside a tick"""
+    start_estimate: StartEstimate | None
+    """an estimate of when it starts; null for `running` or outside a tick"""
+    stuck_despite_capacity: StuckDespiteCapacity | None
+    """set when it heads its tier, fits on a node's free GPUs, CPU and memory, yet waited past
+    `queue.stuck_after` (10 min)"""
     preemptions_recent: int
     """times its pods were preempted within `queue.thrash_window` (1 h); a gang preempted at once counts once"""
     annotations: dict[str, str]

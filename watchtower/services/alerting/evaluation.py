@@ -112,6 +112,8 @@ class AlertEvaluator:
             health=self._watch_health(tick.health, tick.at),
             gone_receivers=self.store.disabled(),
             gpu_alerts=tick.gpu_alerts,
+            stuck=tick.stuck,
+            waits=tick.waits,
         )
 
     def _advance_and_save(

@@ -12,6 +12,7 @@ from . import (
     quota_blocked,
     receiver_gone,
     self_health,
+    stuck_capacity,
     tiered_wait,
 )
 from .base import GpuHolder, Rule, RuleInput, RuleSettings, WatchHealth
@@ -20,6 +21,7 @@ RULES: dict[str, Rule] = {
     "tiered_wait": tiered_wait.evaluate,
     "quota_blocked": quota_blocked.evaluate,
     "gang_stall": gang_stall.evaluate,
+    "stuck_capacity": stuck_capacity.evaluate,
     "preemption_thrash": preemption_thrash.evaluate,
     "priority_inversion": priority_inversion.evaluate,
     "self_health": self_health.evaluate,
@@ -34,6 +36,7 @@ ALERTNAMES = {
     tiered_wait.CRITICAL: "tiered_wait",
     quota_blocked.NAME: "quota_blocked",
     gang_stall.NAME: "gang_stall",
+    stuck_capacity.NAME: "stuck_capacity",
     preemption_thrash.NAME: "preemption_thrash",
     priority_inversion.NAME: "priority_inversion",
     self_health.NAME: "self_health",

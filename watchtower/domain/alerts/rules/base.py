@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import quote as _quote
 
+from watchtower.domain.estimate import TierWaits
 from watchtower.domain.gpu_usage import GpuAlert
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
+from watchtower.domain.stuck import StuckHead
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.timefmt import format_duration
 from watchtower.domain.workloads import WorkloadKey
@@ -69,6 +71,8 @@ class RuleInput:
     gone_receivers: Mapping[str, str] = field(default_factory=dict)  # integration → why it was disabled
     # GPU findings from Prometheus (services.gpu_usage.GpuUsageService.alerts()): held while figures are stale
     gpu_alerts: Sequence[GpuAlert] = ()
+    stuck: Sequence[StuckHead] = ()  # the Tick's heads that fit yet do not start
+    waits: TierWaits | None = None  # the Tick's recent time to schedule, for start estimates
 
 
 Rule = Callable[[RuleInput], list[AlertCandidate]]

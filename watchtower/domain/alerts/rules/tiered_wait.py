@@ -35,6 +35,10 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
             "ahead_higher_tier": str(w.ahead_higher_tier),
         }
         notes = {f"note_{k}": v for k, v in w.annotations.items()}
+        estimate = inp.waits.estimate(w) if inp.waits is not None else None
+        if estimate is not None:
+            common["position_in_tier"] = str(estimate.position)
+            common["start_estimate"] = estimate.text
         # The why usually words the verdict already (explain()); it is said apart only when it does not.
         note = preemption_note(w.why, w.preemption)
         detail = (

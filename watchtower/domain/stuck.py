@@ -1,0 +1,146 @@
+"""Heads of the queue that fit yet do not start: each tier's first queued workload, when some node has the
+free GPUs, CPU and memory its pod asks for, but it has waited past `stuck_after`.
+
+Capacity leaves the scheduler no reason of its own to hold such a pod, so what it last said (its
+`PodScheduled` message) is the lead; when it said nothing, the likely causes are named: a `schedulerName`
+no scheduler serves, a gang whose pods do not all exist, a scheduler that is down. Only the heads are
+looked at (one per tier), so a tick pays a walk of the nodes a few times, never of the pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .model import Node, Pod
+from .node_use import DEFAULT_SCHEDULER
+from .queue import is_gated
+from .queue_model import QueueSnapshot, TrainingSelector, WorkloadState, WorkloadStatus
+from .state import ClusterState
+from .timefmt import format_duration
+
+# Taint effects that keep a pod without a matching toleration off a node (PreferNoSchedule only steers).
+_BLOCKING_EFFECTS = (":NoSchedule", ":NoExecute")
+# A condition message quoted in an alert is cut here: the scheduler's own events stop at 1024 bytes.
+MESSAGE_LIMIT = 1024
+SAID_NOTHING = "the scheduler has said nothing about it (no PodScheduled condition)"
+
+
+@dataclass(frozen=True, slots=True)
+class StuckHead:
+    """A tier's head that fits on `node` by the capacity model yet has waited `status.wait_seconds`."""
+
+    status: WorkloadStatus
+    pod: str  # the pod looked at: the workload's oldest queued one
+    node: str  # a node it fits on (an untainted one when there is any)
+    taints: tuple[str, ...]  # that node's blocking taints: tolerations are not read, so it may not fit
+    scheduler: str  # the pod's spec.schedulerName
+    said: str  # the scheduler's last PodScheduled message, "" when it said nothing
+    causes: tuple[str, ...]  # likely causes, when it said nothing
+
+    @property
+    def why(self) -> str:
+        """Return one sentence: where it fits, and what the scheduler said or what may be wrong."""
+        where = f"fits on node {self.node} by free GPUs, CPU and memory"
+        if self.taints:
+            where += (
+                f", which has taint(s) {', '.join(self.taints)} (Watchtower does not read tolerations: "
+                "if the pod does not tolerate them, that is why)"
+            )
+        if self.said:
+            return f"{where}, yet the scheduler says: {self.said}"
+        return f"{where}, yet {SAID_NOTHING}; likely: " + "; ".join(self.causes)
+
+
+def _fits(pod: Pod, node: Node, st: ClusterState) -> bool:
+    if node.unschedulable:
+        return False
+    name = node.name
+    use = st.node_use
+    if pod.gpus > node.gpus - st.gpus_used.get(name, 0):
+        return False
+    if pod.cpu_millis > node.cpu_millis - use.cpu_millis.get(name, 0):
+        return False
+    if pod.memory_bytes > node.memory_bytes - use.memory_bytes.get(name, 0):
+        return False
+    # A node that reports no pod capacity is not limited by it here.
+    return node.pods <= 0 or use.pods.get(name, 0) < node.pods
+
+
+def _blocking(node: Node) -> tuple[str, ...]:
+    return tuple(t for t in node.taints if t.endswith(_BLOCKING_EFFECTS))
+
+
+def _place(pod: Pod, nodes: Iterable[Node], st: ClusterState) -> tuple[str, tuple[str, ...]] | None:
+    """Return a node the pod fits on and its blocking taints, an untainted one first; None if none fits."""
+    tainted: tuple[str, tuple[str, ...]] | None = None
+    for node in nodes:
+        if not _fits(pod, node, st):
+            continue
+        taints = _blocking(node)
+        if not taints:
+            return node.name, ()
+        if tainted is None:
+            tainted = (node.name, taints)
+    return tainted
+
+
+def _causes(
+    pod: Pod, w: WorkloadStatus, st: ClusterState, last_bound: Mapping[str, float], now: float
+) -> tuple[str, ...]:
+    out: list[str] = []
+    sched = pod.scheduler or DEFAULT_SCHEDULER
+    if pod.scheduler and not st.node_use.serves(pod.scheduler):
+        out.append(
+            f'its schedulerName "{pod.scheduler}" is named by no bound pod: no scheduler of that name '
+            "seems to serve this cluster"
+        )
+    ctrl = st.controller(w.key)
+    if w.gang and ctrl is not None:
+        exist = sum(1 for u in st.by_workload.get(w.key, ()) if u in st.pods and not st.pods[u].terminal)
+        if exist < ctrl.pods:
+            out.append(f"gang incomplete: {exist} of {ctrl.pods} pods exist")
+    last = last_bound.get(pod.scheduler)
+    if last is None:
+        out.append(f"{sched} has bound no pod since Watchtower started watching: is it running?")
+    else:
+        ago = format_duration(max(0.0, now - last), spoken=True)
+        out.append(f"{sched} last bound a pod {ago} ago: if that is long, is it running?")
+    return tuple(out)
+
+
+def stuck_heads(
+    snap: QueueSnapshot,
+    st: ClusterState,
+    *,
+    stuck_after: float,
+    selector: TrainingSelector,
+    last_bound: Mapping[str, float],
+) -> tuple[StuckHead, ...]:
+    """Return each tier's head that fits somewhere yet has waited `stuck_after` or longer, in tier order."""
+    now = snap.at
+    heads: dict[str, WorkloadStatus] = {}
+    queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
+    for w in snap.workloads:  # queue order: a tier's first queued one is its head
+        if w.state in queued and w.tier not in heads:
+            heads[w.tier] = w
+    out: list[StuckHead] = []
+    for w in heads.values():
+        if w.wait_seconds < stuck_after:
+            continue
+        pods = [st.pods[u] for u in st.by_workload.get(w.key, ()) if u in st.pods]
+        # The pod its status was read from (the oldest queued one), as the why and the position were.
+        waiting = [p for p in pods if p.waiting and selector.matches(p) and not is_gated(p)]
+        if not waiting:
+            continue
+        pod = min(waiting, key=lambda p: (p.created, p.name))
+        placed = _place(pod, st.nodes.values(), st)
+        if placed is None:
+            continue
+        c = pod.scheduled
+        said = c.message[:MESSAGE_LIMIT] if c is not None and c.status == "False" and c.message else ""
+        causes = () if said else _causes(pod, w, st, last_bound, now)
+        out.append(
+            StuckHead(w, pod.name, placed[0], placed[1], pod.scheduler or DEFAULT_SCHEDULER, said, causes)
+        )
+    return tuple(out)
