@@ -35,7 +35,9 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "/apis/scheduling.k8s.io/v1alpha2/workloads",
         "/apis/scheduling.k8s.io/v1alpha1/workloads",
     )
-    assert all(r.optional for r in RESOURCES if r.kind in {"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue"})
+    assert all(
+        r.optional for r in RESOURCES if r.kind in {"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue"}
+    )
 
 
 def test_the_shipped_cluster_role_lets_the_service_list_and_watch_every_watched_kind() -> None:
