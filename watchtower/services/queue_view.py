@@ -51,6 +51,11 @@ def workload_dict(w: WorkloadStatus) -> dict[str, Any]:
         "ahead_higher_tier": w.ahead_higher_tier,
         "preemptions_recent": w.preemptions_recent,
         "annotations": dict(w.annotations),
+        "source": w.source,
+        "pods_expected": w.pods_expected,
+        "pods_existing": w.pods_existing,
+        "pod_group": w.group or None,
+        "volcano_queue": w.queue or None,
         "quota": (
             {
                 "name": w.quota.quota,
