@@ -46,7 +46,9 @@ from watchtower.domain.kinds import WATCHED
 from watchtower.ports import ListSink, ObjectSink
 
 KINDS = tuple(k.name for k in WATCHED)
-UNSIMULATED = frozenset({"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue"})  # served, and listed in this order, as the service watches them
+UNSIMULATED = frozenset(
+    {"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue"}
+)  # served, and listed in this order, as the service watches them
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"
