@@ -351,3 +351,55 @@ def test_a_deployment_refused_by_its_quota_is_shown_in_its_templates_tier(tmp_pa
     line = next(ln for ln in r.stdout.decode().splitlines() if "Deployment/serve-0010" in ln)
     assert line.split()[:3] == ["high", "ads", "Deployment/serve-0010"]
     assert "quota_blocked  20m   15m/1h WARNING  4" in line
+
+
+def test_a_dump_with_gangs_reads_volcano_and_upstream_podgroups_apart(tmp_path):
+    real = FIXTURES / "real"
+    items = [
+        json.loads((real / f"{name}.json").read_text())
+        for name in (
+            "volcano-queue",
+            "volcano-podgroup-pending",
+            "paddlejob-pending-no-pods",
+            "podgroup-v1alpha2-gang-incomplete",
+        )
+    ]
+    for i in range(3):  # pods of the upstream gang, in PreEnqueue: no condition at all
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"trainer-{i}",
+                    "namespace": "vision",
+                    "uid": f"gang-pod-{i}",
+                    "creationTimestamp": "2027-01-15T08:00:00Z",
+                },
+                "spec": {
+                    "schedulingGroup": {"podGroupName": "trainer-0"},
+                    "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
+                },
+                "status": {"phase": "Pending"},
+            }
+        )
+    dump = tmp_path / "gangs.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    r = analyze("--objects", str(dump), "--at", "2027-01-15T08:30:00Z", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert not doc["skipped"] and doc["ignored_kinds"] == {}
+    by_name = {w["name"]: w for w in doc["workloads"]}
+    gang = by_name["trainer-0"]
+    assert (gang["kind"], gang["source"], gang["why"]) == (
+        "PodGroup",
+        "podgroup",
+        "gang incomplete: 3 of minCount 4 pods exist",
+    )
+    job = by_name["ocr-train"]
+    assert (job["kind"], job["source"], job["volcano_queue"], job["pods_expected"], job["wait_seconds"]) == (
+        "PaddleJob",
+        "volcano-podgroup",
+        "vision-q",
+        4,
+        1800.0,
+    )

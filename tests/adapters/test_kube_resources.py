@@ -21,10 +21,23 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "Job": "/apis/batch/v1/jobs",
         "ReplicaSet": "/apis/apps/v1/replicasets",
         "PaddleJob": "/apis/batch.paddlepaddle.org/v1/paddlejobs",
+        "Workload": "/apis/scheduling.k8s.io/v1alpha2/workloads",
+        "PodGroup": "/apis/scheduling.k8s.io/v1alpha2/podgroups",
+        "VolcanoPodGroup": "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+        "VolcanoQueue": "/apis/scheduling.volcano.sh/v1beta1/queues",
         "Pod": "/api/v1/pods",
         "Event": "/api/v1/events",
     }
     assert PADDLE_JOB.path == "/apis/batch.paddlepaddle.org/v1/paddlejobs"
+    # A 1.35 cluster serves Workload at v1alpha1 only: the source tries it when v1alpha2 is not found.
+    workload = next(r for r in RESOURCES if r.kind == "Workload")
+    assert workload.paths == (
+        "/apis/scheduling.k8s.io/v1alpha2/workloads",
+        "/apis/scheduling.k8s.io/v1alpha1/workloads",
+    )
+    assert all(
+        r.optional for r in RESOURCES if r.kind in {"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue"}
+    )
 
 
 def test_the_shipped_cluster_role_lets_the_service_list_and_watch_every_watched_kind() -> None:

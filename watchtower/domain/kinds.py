@@ -20,12 +20,25 @@ class Kind:
     plural: str
     # A CRD that may not be installed: absent is no error, and readiness does not wait for its LIST.
     optional: bool = False
+    # Older versions a cluster may serve instead, newest first: the source uses the first one served.
+    fallback_versions: tuple[str, ...] = ()
+    # The kind as the API server spells it, when `name` must differ (Volcano's PodGroup beside upstream's).
+    api_kind: str = ""
 
     @property
     def path(self) -> str:
         """Return the cluster-wide collection path, e.g. /api/v1/pods, /apis/scheduling.k8s.io/v1/..."""
-        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return self.path_of(self.version)
+
+    def path_of(self, version: str) -> str:
+        """Return the cluster-wide collection path of this kind at one of its versions."""
+        root = f"/apis/{self.group}/{version}" if self.group else f"/api/{version}"
         return f"{root}/{self.plural}"
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """Return every version the kind may be served at, the preferred one first."""
+        return (self.version, *self.fallback_versions)
 
 
 NAMESPACE = Kind("Namespace", "", "v1", "namespaces")
@@ -37,6 +50,21 @@ RESOURCE_QUOTA = Kind("ResourceQuota", "", "v1", "resourcequotas")
 JOB = Kind("Job", "batch", "v1", "jobs")
 REPLICA_SET = Kind("ReplicaSet", "apps", "v1", "replicasets")
 PADDLE_JOB = Kind("PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", optional=True)
+# Upstream gang scheduling (feature gate GenericWorkload, DESIGN §3.14): Kubernetes 1.35 serves Workload
+# at v1alpha1 (its spec.podGroups), 1.36 at v1alpha2 (spec.podGroupTemplates) beside a PodGroup object
+# (k8s.io/api scheduling/v1alpha2/types.go). Alpha APIs: absent on most clusters, hence optional.
+WORKLOAD = Kind(
+    "Workload", "scheduling.k8s.io", "v1alpha2", "workloads", optional=True, fallback_versions=("v1alpha1",)
+)
+POD_GROUP = Kind("PodGroup", "scheduling.k8s.io", "v1alpha2", "podgroups", optional=True)
+# Volcano's own (volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go): its PodGroup is named apart
+# from upstream's, its Queue is cluster-scoped.
+VOLCANO_POD_GROUP = Kind(
+    "VolcanoPodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups", optional=True, api_kind="PodGroup"
+)
+VOLCANO_QUEUE = Kind(
+    "VolcanoQueue", "scheduling.volcano.sh", "v1beta1", "queues", optional=True, api_kind="Queue"
+)
 POD = Kind("Pod", "", "v1", "pods")
 EVENT = Kind("Event", "", "v1", "events")
 
@@ -50,6 +78,20 @@ WATCHED: tuple[Kind, ...] = (
     JOB,
     REPLICA_SET,
     PADDLE_JOB,
+    WORKLOAD,
+    POD_GROUP,
+    VOLCANO_POD_GROUP,
+    VOLCANO_QUEUE,
     POD,
     EVENT,
 )
+
+
+def kind_named(kind: str, api_version: str) -> str:
+    """Return the name a watched kind goes by for an object's kind and apiVersion (a dump mixes them):
+    Volcano's PodGroup → VolcanoPodGroup; any other kind is its own name."""
+    group = api_version.rpartition("/")[0]
+    for k in WATCHED:
+        if k.api_kind == kind and k.group == group:
+            return k.name
+    return kind

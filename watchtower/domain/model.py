@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from .gangs import GroupRef
+
 # Condition reasons written by the scheduler on a preemption victim (DESIGN §3.6).
 PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeScheduler"})
 # Other DisruptionTarget reasons: a pod that goes away for these was not preempted (DESIGN §3.7).
@@ -68,6 +70,12 @@ class Controller(msgspec.Struct, frozen=True, gc=False):
     gpus_per_pod: int = 0  # the most any one of its pods asks for
     gpus: int = 0  # all the pods it wants at once, together
     pods: int = 0  # how many pods it wants at once (Job parallelism, replicas, a PaddleJob's roles)
+    # A PaddleJob's own word (paddle-operator api/v1/paddlejob_types.go): it exists before its pods.
+    created: float | None = None  # metadata.creationTimestamp
+    phase: str = ""  # status.phase: Pending, Starting, Running, Completed, ...
+    pods_reported: int = 0  # the pods its per-role status counts (pending + starting + running + ...)
+    min_available: int | None = None  # spec.schedulingPolicy.minAvailable (Volcano's minMember)
+    queue: str = ""  # spec.schedulingPolicy.queue (a Volcano Queue)
 
 
 def api_group(api_version: str) -> str:
@@ -113,6 +121,7 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     deleted_at: float | None = None  # metadata.deletionTimestamp
     status_reason: str = ""  # status.reason, e.g. Evicted, Preempting
     scheduler: str = ""  # spec.schedulerName; "" for default-scheduler, what nearly every pod names
+    group: GroupRef | None = None  # the pod group it names (upstream PodGroup, Workload, Volcano)
 
     @property
     def terminal(self) -> bool:

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 
 from .capacity import capacity
 from .disruptions import Preemption
+from .gang_wait import group_wait, job_wait
+from .gangs import SOURCE_PODS, SOURCE_QUOTA
 from .messages import PreemptionVerdict, SchedulingDiagnosis, explain, parse_scheduling_message
 from .model import Pod
 from .queue_model import (
@@ -95,7 +97,7 @@ class QueueEvaluator:
         }
         thrash = self._thrash_counts(state.preemptions.values(), now=now)
         if include_running:
-            keys = set(state.by_workload) | set(refusals)
+            keys = set(state.by_workload) | set(refusals) | state.expecting
             facts = self._derive(state, keys, refusals, thrash, now)
             listed = sorted(facts.values(), key=_order_key)
         else:
@@ -161,7 +163,7 @@ class QueueEvaluator:
         end = state.changes_base + len(state.changes)
         known = self._known
         if known is None or self._seen_state is not state or self._epoch != state.epoch:
-            keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals)
+            keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals) | state.expecting
             derived = self._derive(state, keys, refusals, thrash, now)
             known = {k: f for k, f in derived.items() if f.state is not WorkloadState.RUNNING}
             self._order = sorted(known.values(), key=_order_key)
@@ -174,12 +176,11 @@ class QueueEvaluator:
             for k in thrash.keys() | old_thrash.keys():
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
-            waiting = state.waiting_workloads
-            changed = {k for k in changed if k in waiting or k in refusals or k in known}
+            waiting, expecting = state.waiting_workloads, state.expecting
+            changed = {k for k in changed if k in waiting or k in refusals or k in known or k in expecting}
             if changed:
-                fresh = self._derive(
-                    state, [k for k in changed if k in waiting or k in refusals], refusals, thrash, now
-                )
+                wanted = [k for k in changed if k in waiting or k in refusals or k in expecting]
+                fresh = self._derive(state, wanted, refusals, thrash, now)
                 added: list[WorkloadFacts] = []
                 for k in changed:
                     f = fresh.get(k)
@@ -252,7 +253,8 @@ class QueueEvaluator:
             # The controller created a pod after its last refusal: that refusal is history, not a block.
             refusal = None
         tracked = [p for p in pods if not p.terminal and policy.selector.matches(p)]
-        if not tracked and refusal is None:
+        job = state.controller(key) if key in state.expecting else None
+        if not tracked and refusal is None and job is None:
             return None
         queued: list[Pod] = []
         gated: list[Pod] = []
@@ -270,7 +272,7 @@ class QueueEvaluator:
             priority, pclass = top.priority, top.priority_class
         else:
             # No pod to read it from: the refused controller's template says what its pods would be.
-            ctrl = state.controller(refusal.refused_by) if refusal is not None else None
+            ctrl = state.controller(refusal.refused_by) if refusal is not None else job
             priority, pclass = refused_priority(ctrl, state.priority_classes)
         tier = policy.tiers.tier_of(priority, pclass)
 
@@ -318,6 +320,38 @@ class QueueEvaluator:
             why = "waiting for the scheduler to try it"
         else:
             why = ""
+        source = SOURCE_QUOTA if state_ is WorkloadState.QUOTA_BLOCKED else SOURCE_PODS
+        expected, group, queue = 0, "", ""
+        live = sum(1 for p in pods if not p.terminal)
+        ref = next((p.group for p in tracked if p.group is not None), None)
+        if ref is not None and queued:
+            gang, min_count = state.gangs.gang_of(ref, key.namespace)
+            gw = group_wait(ref, gang, min_count, live)
+            if gw is not None:
+                source, expected, group, queue = gw.source, gw.pods_expected, gw.group, gw.queue
+                if gw.why:
+                    why = gw.why
+                elif gw.message and (diag is None or not diag.raw.strip()):
+                    diag = self.diagnose(gw.message)
+                    why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
+        if job is not None and refusal is None and state_ in (WorkloadState.RUNNING, WorkloadState.PENDING):
+            made = sum(p.gpus for p in pods if not p.terminal)
+            jw = job_wait(job, live, made, state.quotas_in(key.namespace), state.gangs.volcano_group(key))
+            if jw is not None and not queued:
+                source, expected, group, queue = jw.source, job.pods, jw.group, jw.queue
+                if jw.quota_blocked:
+                    state_ = WorkloadState.QUOTA_BLOCKED
+                else:
+                    state_ = WorkloadState.PARTIAL if bound else WorkloadState.PENDING
+                since = job.created  # no pod waits: the job itself has waited since it was made
+                gpus_requested = max(gpus_requested, job.gpus)
+                gpus_per_pod = gpus_per_pod or job.gpus_per_pod
+                why = jw.why
+                if jw.message:
+                    diag = self.diagnose(jw.message)
+                    why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
+            elif jw is not None:
+                expected = job.pods
         if state_ is WorkloadState.PARTIAL:
             why = f"gang partly placed: {len(bound)} pod(s) hold {sum(p.gpus for p in bound)} GPU(s), " + why
 
@@ -346,6 +380,11 @@ class QueueEvaluator:
             quota=refusal if state_ is WorkloadState.QUOTA_BLOCKED else None,
             preemptions_recent=thrash.get(key, 0),
             annotations=notes,
+            source=source,
+            pods_expected=expected,
+            pods_existing=live,
+            group=group,
+            queue=queue,
             order=(
                 policy.tiers.rank(tier.name),
                 -priority,

@@ -92,6 +92,12 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     quota: QuotaRefusal | None = None
     preemptions_recent: int = 0  # times its pods were preempted within the thrash window
     annotations: Mapping[str, str] = msgspec.field(default_factory=dict)  # display notes of its oldest pod
+    # What the wait was read from: "pods", "quota", "paddlejob", "podgroup", "volcano-podgroup".
+    source: str = "pods"
+    pods_expected: int = 0  # the gang's minimum or the spec's total; 0 = unknown
+    pods_existing: int = 0  # of those, the pods that exist (not finished)
+    group: str = ""  # the PodGroup it waits in, if any
+    queue: str = ""  # the Volcano queue it waits in, if any
     order: tuple[int, int, float, WorkloadKey] = (0, 0, 0.0, WorkloadKey("", "", ""))  # scheduler's order
 
     def wait_at(self, now: float) -> float:
@@ -207,6 +213,26 @@ class WorkloadStatus(msgspec.Struct, gc=False):
     @property
     def annotations(self) -> Mapping[str, str]:
         return self.facts.annotations
+
+    @property
+    def source(self) -> str:
+        return self.facts.source
+
+    @property
+    def pods_expected(self) -> int:
+        return self.facts.pods_expected
+
+    @property
+    def pods_existing(self) -> int:
+        return self.facts.pods_existing
+
+    @property
+    def group(self) -> str:
+        return self.facts.group
+
+    @property
+    def queue(self) -> str:
+        return self.facts.queue
 
     @property
     def namespace(self) -> str:

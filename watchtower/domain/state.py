@@ -17,10 +17,16 @@ from .disruptions import (
     preemption_from_pod,
     started_at,
 )
+from .gang_tables import GangTables
+from .gangs import Gang, GangWorkload, VolcanoQueue
 from .model import Controller, Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
 from .node_use import NodeUse
 from .quota import QuotaRefusal, quota_refusal
 from .workloads import WorkloadKey, workload_of, workload_of_controller
+
+# PaddleJob phases before its pods all run (paddle-operator api/v1/paddlejob_types.go PaddleJobPhase);
+# "" is a job the operator has not written a status for yet.
+PADDLE_WAITING_PHASES = frozenset({"", "Pending", "Starting"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,10 @@ class ClusterState:
     # Pod controllers per kind, by their own key (a ReplicaSet's, not its Deployment's): what refused work
     # would be. Per kind, so that a re-list of one kind is diffed against that kind alone.
     controllers: dict[str, dict[WorkloadKey, Controller]] = field(default_factory=dict)
+    # Pod groups (upstream, Volcano), upstream Workloads, Volcano queues.
+    gangs: GangTables = field(default_factory=GangTables)
+    # PaddleJobs that want pods and are neither running nor finished: they wait even with no pod.
+    expecting: set[WorkloadKey] = field(default_factory=set)
     # Preemptor uids named by a record before their pod was seen (the watches of events and pods are
     # separate streams) → the victims whose record waits for that pod's priority.
     awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
@@ -162,6 +172,8 @@ class ClusterState:
             if new.uid not in self.workload_of_uid and wkey is not None:
                 self.workload_of_uid[new.uid] = wkey
                 self.by_workload.setdefault(wkey, set()).add(new.uid)
+                if new.group is not None:
+                    self.gangs.saw_pod(new.group, new.namespace, wkey)
 
     def _happenings(self, old: Pod | None, new: Pod, *, deleted: bool = False) -> list[Happening]:
         out: list[Happening] = []
@@ -303,6 +315,11 @@ class ClusterState:
         if held.get(key) == c:
             return
         held[key] = c
+        if c.kind == "PaddleJob":
+            if c.phase in PADDLE_WAITING_PHASES:
+                self.expecting.add(key)
+            else:
+                self.expecting.discard(key)
         top = workload_of_controller(c)
         # A refusal seen before its ReplicaSet was keyed by the ReplicaSet: it moves to the Deployment.
         early = self.quota_refusals.get(key) if top != key else None
@@ -314,14 +331,59 @@ class ClusterState:
 
     def delete_controller(self, key: WorkloadKey) -> None:
         c = self.controllers.get(key.kind, {}).pop(key, None)
+        self.expecting.discard(key)
         if c is not None:
             self.touch(workload_of_controller(c))
 
     def upsert_quota(self, q: ResourceQuota) -> None:
+        old = self.quotas.get((q.namespace, q.name))
         self.quotas[(q.namespace, q.name)] = q
+        if old != q:
+            self._touch_expecting(q.namespace)
 
     def delete_quota(self, namespace: str, name: str) -> None:
-        self.quotas.pop((namespace, name), None)
+        if self.quotas.pop((namespace, name), None) is not None:
+            self._touch_expecting(namespace)
+
+    def _touch_expecting(self, namespace: str) -> None:
+        # A PaddleJob with no pod may wait on its namespace's quota: read afresh when the quota moves.
+        for key in self.expecting:
+            if key.namespace == namespace:
+                self.touch(key)
+
+    def quotas_in(self, namespace: str) -> list[ResourceQuota]:
+        """Return the namespace's ResourceQuotas (a walk: there are a few per namespace at most)."""
+        return [q for (ns, _), q in self.quotas.items() if ns == namespace]
+
+    # ---- pod groups and queues ---------------------------------------------------------------------
+
+    def _touch_each(self, keys: list[WorkloadKey]) -> None:
+        for key in keys:
+            self.touch(key)
+
+    def upsert_pod_group(self, g: Gang) -> None:
+        self._touch_each(self.gangs.upsert_pod_group(g))
+
+    def delete_pod_group(self, g: Gang) -> None:
+        self._touch_each(self.gangs.delete_pod_group(g))
+
+    def upsert_volcano_group(self, g: Gang) -> None:
+        self._touch_each(self.gangs.upsert_volcano_group(g))
+
+    def delete_volcano_group(self, g: Gang) -> None:
+        self._touch_each(self.gangs.delete_volcano_group(g))
+
+    def upsert_gang_workload(self, w: GangWorkload) -> None:
+        self._touch_each(self.gangs.upsert_workload(w))
+
+    def delete_gang_workload(self, w: GangWorkload) -> None:
+        self._touch_each(self.gangs.delete_workload(w))
+
+    def upsert_volcano_queue(self, q: VolcanoQueue) -> None:
+        self.gangs.upsert_queue(q)
+
+    def delete_volcano_queue(self, name: str) -> None:
+        self.gangs.delete_queue(name)
 
     # ---- queries ----------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .gangs import REF_WORKLOAD
 from .model import Controller, OwnerRef, Pod, api_group
 
 VOLCANO_GROUP = "batch.volcano.sh"
@@ -16,6 +17,10 @@ TEMPLATE_HASH_LABEL = "pod-template-hash"
 WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, *JOB_NAME_LABELS})
 
 
+# PodGroup / Workload: bare pods that name their gang (upstream or Volcano) are that group's workload.
+GANG_KINDS = frozenset({"PaddleJob", "VolcanoJob", "PodGroup", "Workload"})
+
+
 class WorkloadKey(NamedTuple):
     """A tuple, so that hashing and ordering run in C: every index and every tick is keyed by it."""
 
@@ -26,7 +31,7 @@ class WorkloadKey(NamedTuple):
     @property
     def gang(self) -> bool:
         """A gang waits until all its pods are scheduled (PaddleJob, Volcano job)."""
-        return self.kind in ("PaddleJob", "VolcanoJob")
+        return self.kind in GANG_KINDS
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.kind}/{self.name}"
@@ -73,6 +78,10 @@ def workload_of(pod: Pod) -> WorkloadKey:
         job = labels.get(key)
         if job:
             return WorkloadKey(ns, "Job", job)
+    group = pod.group
+    if group is not None:
+        # A bare pod that names its gang: the group is what the user made, and what waits.
+        return WorkloadKey(ns, "Workload" if group.source == REF_WORKLOAD else "PodGroup", group.name)
     return WorkloadKey(ns, "Pod", pod.name)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from watchtower.config.model import Settings
 from watchtower.domain.estimate import ScheduleHistory
-from watchtower.domain.kinds import WATCHED
+from watchtower.domain.kinds import WATCHED, kind_named
 from watchtower.domain.latency import latency_by_tier
 from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot
 from watchtower.domain.state import ClusterState
@@ -73,7 +73,7 @@ def load_dump(data: bytes, decoder: ObjectDecoder) -> tuple[ClusterState, Ingest
     by_kind: dict[str, list[Any]] = {k.name: [] for k in WATCHED}
     for raw in items:
         try:
-            kind, _, _ = decoder.head(raw)
+            kind = kind_named(*decoder.type_of(raw))  # Volcano's PodGroup is not upstream's
         except DecodeError:
             kind = ""
         if kind in by_kind:

@@ -93,6 +93,31 @@ def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
                 (kinds.PADDLE_JOB, dec.paddle_job),
             )
         },
+        # Pod groups: the gangs pods wait in before (or without) any condition of their own.
+        kinds.WORKLOAD: _Binding(
+            dec.gang_workload,
+            st.upsert_gang_workload,
+            st.delete_gang_workload,
+            st.gangs.workloads,
+            _ns_name,
+        ),
+        kinds.POD_GROUP: _Binding(
+            dec.pod_group, st.upsert_pod_group, st.delete_pod_group, st.gangs.pod_groups, _ns_name
+        ),
+        kinds.VOLCANO_POD_GROUP: _Binding(
+            dec.volcano_pod_group,
+            st.upsert_volcano_group,
+            st.delete_volcano_group,
+            st.gangs.volcano_groups,
+            _ns_name,
+        ),
+        kinds.VOLCANO_QUEUE: _Binding(
+            dec.volcano_queue,
+            st.upsert_volcano_queue,
+            lambda q: st.delete_volcano_queue(q.name),
+            st.gangs.queues,
+            name,
+        ),
         # The DELETED object is the pod's last word: its conditions may show that it was preempted.
         kinds.POD: _Binding(
             dec.pod, st.upsert_pod, lambda p: st.delete_pod(p.uid, p), st.pods, uid, decode_page=dec.pods
@@ -101,6 +126,9 @@ def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
         kinds.EVENT: _Binding(dec.event, st.upsert_event, None, None, uid),
     }
     return {k.name: bound[k] for k in WATCHED}
+
+
+_ns_name = attrgetter("namespace", "name")
 
 
 def _controller_key(c: Controller) -> WorkloadKey:

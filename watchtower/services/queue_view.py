@@ -86,6 +86,11 @@ def workload_dict(
         "stuck_despite_capacity": stuck_dict(stuck),
         "preemptions_recent": w.preemptions_recent,
         "annotations": dict(w.annotations),
+        "source": w.source,
+        "pods_expected": w.pods_expected,
+        "pods_existing": w.pods_existing,
+        "pod_group": w.group or None,
+        "volcano_queue": w.queue or None,
         "quota": (
             {
                 "name": w.quota.quota,

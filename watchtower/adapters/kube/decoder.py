@@ -16,6 +16,16 @@ from typing import Any, TypeVar, overload
 import msgspec
 from msgspec.structs import astuple
 
+from watchtower.domain.gangs import (
+    REF_PODGROUP,
+    REF_VOLCANO,
+    REF_WORKLOAD,
+    VOLCANO_GROUP_ANNOTATION,
+    Gang,
+    GangWorkload,
+    GroupRef,
+    VolcanoQueue,
+)
 from watchtower.domain.model import (
     Condition,
     Controller,
@@ -33,7 +43,7 @@ from watchtower.domain.quota import GPU_QUOTA_RESOURCE
 from watchtower.domain.workloads import TEMPLATE_HASH_LABEL, WORKLOAD_LABELS
 from watchtower.ports import DecodeError as DecodeError  # re-exported: callers catch it from here
 
-from . import wire
+from . import groups, wire
 from .quantities import GPU, ceil_int, parse_quantity, pod_sums, sums_key
 from .wire import Qty, pod_types
 
@@ -125,8 +135,12 @@ class ObjectDecoder:
         # pod-template-hash is read into the ReplicaSet owner, not the pod's labels (unless configured).
         self._hash_at = self._label_keys.index(TEMPLATE_HASH_LABEL)
         self._hash_kept = TEMPLATE_HASH_LABEL in self._labels
-        self._note_keys = tuple(sorted(self.keep_annotations))
+        # Volcano's group annotation is always read (into the pod's group), a display note only if asked.
+        self._note_keys = tuple(sorted(set(self.keep_annotations) | {VOLCANO_GROUP_ANNOTATION}))
+        self._group_at = self._note_keys.index(VOLCANO_GROUP_ANNOTATION)
+        self._group_noted = VOLCANO_GROUP_ANNOTATION in self.keep_annotations
         self._no_notes: tuple[None, ...] = (None,) * len(self._note_keys)
+        self._groups: dict[tuple[str, str, str], GroupRef] = {}
         pod_type, page_type = pod_types(self._label_keys, self._note_keys)
         self._dec_pod: msgspec.json.Decoder[wire.Pod] = msgspec.json.Decoder(pod_type)
         self._dec_node = msgspec.json.Decoder(wire.Node)
@@ -136,6 +150,10 @@ class ObjectDecoder:
         self._dec_event = msgspec.json.Decoder(wire.Event)
         self._dec_controller = msgspec.json.Decoder(wire.Controller)
         self._dec_paddle = msgspec.json.Decoder(wire.PaddleJob)
+        self._dec_workload = msgspec.json.Decoder(wire.Workload)
+        self._dec_pod_group = msgspec.json.Decoder(wire.PodGroup)
+        self._dec_volcano_group = msgspec.json.Decoder(wire.VolcanoPodGroup)
+        self._dec_volcano_queue = msgspec.json.Decoder(wire.VolcanoQueue)
         self._dec_head = msgspec.json.Decoder(wire.Head)
         self._dec_list = msgspec.json.Decoder(wire.List)
         self._dec_pod_page: msgspec.json.Decoder[wire.PodPage] = msgspec.json.Decoder(page_type)
@@ -334,11 +352,17 @@ class ObjectDecoder:
             images = tuple([c.image for c in ctrs or () if c.image])
             images = share(images, images)
         notes: Mapping[str, str] = _NO_STRINGS
+        volcano_group = None
         if meta.annotations is not None:
             found = astuple(meta.annotations)
             if found != self._no_notes:  # most pods carry none of the kept annotations
+                at = self._group_at
+                volcano_group = found[at]
+                if volcano_group is not None and not self._group_noted:
+                    found = (*found[:at], None, *found[at + 1 :])
                 limit = self.annotation_limit
                 notes = {k: v[:limit] for k, v in zip(self._note_keys, found, strict=True) if v is not None}
+                notes = notes or _NO_STRINGS
         sums = self._sums_of(spec)
         namespace = meta.namespace or ""
         phase = st.phase or "Pending"
@@ -355,6 +379,14 @@ class ObjectDecoder:
         start_time = (times.get(ts) or parse_time(ts)) if ts else None
         scheduler = spec.schedulerName
         scheduler = share(scheduler, scheduler) if scheduler and scheduler != DEFAULT_SCHEDULER else ""
+        group = None
+        sg, wr = spec.schedulingGroup, spec.workloadRef
+        if sg is not None and sg.podGroupName:
+            group = self._group(REF_PODGROUP, sg.podGroupName, "")
+        elif wr is not None and wr.name:
+            group = self._group(REF_WORKLOAD, wr.name, wr.podGroup or "")
+        elif volcano_group:
+            group = self._group(REF_VOLCANO, volcano_group, "")
         # Positional, in Pod's field order: keywords cost more than the rest of building the record.
         return Pod(
             meta.uid or "",
@@ -382,7 +414,18 @@ class ObjectDecoder:
             parse_time(meta.deletionTimestamp) if meta.deletionTimestamp else None,
             reason,
             scheduler,
+            group,
         )
+
+    def _group(self, source: str, name: str, part: str) -> GroupRef:
+        """Return the one shared reference to a pod group: a gang's pods all name it."""
+        key = (source, name, part)
+        ref = self._groups.get(key)
+        if ref is None:
+            if len(self._groups) > _SHARED_LIMIT:
+                self._groups.clear()
+            ref = self._groups[key] = GroupRef(source, name, part)
+        return ref
 
     def _label_set(self, values: tuple[str | None, ...]) -> Mapping[str, str]:
         """Return the one shared read-only mapping of the kept labels with these values (None: absent)."""
@@ -479,16 +522,75 @@ class ObjectDecoder:
             raise _wrap(e, "ReplicaSet") from e
 
     def paddle_job(self, raw: bytes | msgspec.Raw) -> Controller:
-        """Return a PaddleJob as the pods of its roles (ps, worker, heter) together."""
+        """Return a PaddleJob as the pods of its roles (ps, worker, heter) together, with its own status:
+        phase, the pods its roles count, and its schedulingPolicy (whose class outranks the template's)."""
         try:
             pj = self._dec_paddle.decode(raw)
             spec = pj.spec or wire.PaddleJobSpec()
             roles = [
                 (r.replicas or 0, r.template) for r in (spec.ps, spec.worker, spec.heter) if r is not None
             ]
-            return self._controller("PaddleJob", pj.metadata, roles)
+            c = self._controller("PaddleJob", pj.metadata, roles)
+            st = pj.status or wire.PaddleJobStatus()
+            reported = 0
+            for rs in (st.ps, st.worker, st.heter):
+                if rs is not None:
+                    counts = (rs.pending, rs.starting, rs.running, rs.failed, rs.succeeded, rs.unknown)
+                    if any(n is not None and n < 0 for n in counts):
+                        raise DecodeError(f"PaddleJob {c.name!r}: a negative pod count", kind="PaddleJob")
+                    reported += sum(n or 0 for n in counts)
+            policy = spec.schedulingPolicy
+            pclass = (policy.priorityClass if policy is not None else None) or c.priority_class
+            meta = pj.metadata
+            return msgspec.structs.replace(
+                c,
+                priority_class=pclass,
+                created=parse_time(meta.creationTimestamp) if meta is not None else None,
+                phase=st.phase or "",
+                pods_reported=reported,
+                min_available=policy.minAvailable if policy is not None else None,
+                queue=(policy.queue if policy is not None else None) or "",
+            )
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
             raise _wrap(e, "PaddleJob") from e
+
+    # pod groups and queues (groups.py reads them)
+
+    def gang_workload(self, raw: bytes | msgspec.Raw) -> GangWorkload:
+        """Return an upstream Workload, v1alpha1 (1.35) or v1alpha2 (1.36)."""
+        try:
+            return groups.workload(self._dec_workload.decode(raw))
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "Workload") from e
+
+    def pod_group(self, raw: bytes | msgspec.Raw) -> Gang:
+        """Return an upstream scheduling.k8s.io PodGroup."""
+        try:
+            return groups.pod_group(self._dec_pod_group.decode(raw), parse_time)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "PodGroup") from e
+
+    def volcano_pod_group(self, raw: bytes | msgspec.Raw) -> Gang:
+        """Return a Volcano scheduling.volcano.sh PodGroup."""
+        try:
+            return groups.volcano_pod_group(self._dec_volcano_group.decode(raw), parse_time)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "VolcanoPodGroup") from e
+
+    def volcano_queue(self, raw: bytes | msgspec.Raw) -> VolcanoQueue:
+        """Return a Volcano Queue."""
+        try:
+            return groups.volcano_queue(self._dec_volcano_queue.decode(raw))
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "VolcanoQueue") from e
+
+    def type_of(self, raw: bytes | msgspec.Raw) -> tuple[str, str]:
+        """Return an object's (kind, apiVersion); raise DecodeError."""
+        try:
+            h = self._dec_head.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            raise DecodeError(f"unreadable object: {e}") from e
+        return h.kind or "", h.apiVersion or ""
 
     def _sums_of(self, spec: wire.PodSpec) -> tuple[int, int, int]:
         """Return a pod spec's (GPUs, CPU millis, memory bytes), memoised on its resources' JSON text:

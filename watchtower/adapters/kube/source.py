@@ -66,6 +66,9 @@ class KubeSource:
         self._absent_recheck = absent_recheck
         self._rng = rng or random.Random()
         self._kinds = {r.kind: KindHealth(r.kind) for r in resources}
+        # Per kind, the path it is served at: the preferred version until a 404 says the cluster has
+        # another (Workload is v1alpha1 on 1.35, v1alpha2 on 1.36).
+        self._served = {r.kind: r.path for r in resources}
         self._started = self.clock.now()
 
     @classmethod
@@ -100,6 +103,10 @@ class KubeSource:
     def kind_health(self, kind: str) -> KindHealth:
         return self._kinds[kind]
 
+    def served_path(self, kind: str) -> str:
+        """Return the path a kind is listed from now (its version found by trying each in turn)."""
+        return self._served[kind]
+
     # ---- one kind ------------------------------------------------------------------------------------
 
     async def _follow(self, r: Resource, on_list: ListSink, on_change: ObjectSink) -> None:
@@ -126,6 +133,14 @@ class KubeSource:
                 raise
             except ApiStatus as e:
                 if e.code == 404 and r.optional:
+                    paths = r.paths
+                    at = paths.index(self._served[r.kind]) if self._served[r.kind] in paths else 0
+                    if at + 1 < len(paths):
+                        # Not served at this version: try the next one at once (discovery by listing).
+                        self._served[r.kind] = paths[at + 1]
+                        need_list = True
+                        continue
+                    self._served[r.kind] = paths[0]  # checked again later from the preferred version
                     if h.present:
                         log.debug("%s: not served by this cluster (404), checking again later", r.kind)
                     h.present, h.connected, h.synced = False, False, False
@@ -192,7 +207,8 @@ class KubeSource:
         """
 
         def fetch(cont: str) -> asyncio.Future[bytes]:
-            return asyncio.ensure_future(asyncio.to_thread(self._fetch, r.path, self._page_query(cont)))
+            path = self._served[r.kind]
+            return asyncio.ensure_future(asyncio.to_thread(self._fetch, path, self._page_query(cont)))
 
         cont, expired, first = "", 0, True
         pending = fetch(cont)
@@ -238,7 +254,8 @@ class KubeSource:
             ("timeoutSeconds", str(max(1, int(self.watch_timeout)))),
         ]
         timeout = (self._connect_timeout, self.watch_timeout + 30.0)
-        resp = await asyncio.to_thread(self.transport.get, r.path, query, timeout=timeout)
+        path = self._served[r.kind]
+        resp = await asyncio.to_thread(self.transport.get, path, query, timeout=timeout)
         pump = StreamPump(resp)
         h.connected = True
         self._reachable(r, h)

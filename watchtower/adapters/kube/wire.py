@@ -48,6 +48,19 @@ class Container(msgspec.Struct, gc=False):
     resources: msgspec.Raw = NO_RAW
 
 
+class WorkloadRef(msgspec.Struct, gc=False):
+    """1.35 spec.workloadRef (core/v1 WorkloadReference): the Workload and the podGroup within it."""
+
+    name: str | None = None
+    podGroup: str | None = None
+
+
+class SchedulingGroup(msgspec.Struct, gc=False):
+    """1.36 spec.schedulingGroup (core/v1 PodSchedulingGroup), which replaced workloadRef."""
+
+    podGroupName: str | None = None
+
+
 class PodSpec(msgspec.Struct, gc=False):
     nodeName: str | None = None
     priority: int | None = None
@@ -58,6 +71,8 @@ class PodSpec(msgspec.Struct, gc=False):
     containers: list[Container] | None = None
     initContainers: list[Container] | None = None
     overhead: msgspec.Raw = NO_RAW
+    workloadRef: WorkloadRef | None = None
+    schedulingGroup: SchedulingGroup | None = None
 
 
 class Cond(msgspec.Struct, gc=False):
@@ -137,6 +152,7 @@ class ControllerMeta(msgspec.Struct, gc=False):
     name: str | None = None
     namespace: str | None = None
     uid: str | None = None
+    creationTimestamp: str | None = None
     ownerReferences: list[Owner] | None = None
 
 
@@ -172,15 +188,128 @@ class PaddleRole(msgspec.Struct, gc=False):
     template: Template | None = None
 
 
+class PaddleSchedulingPolicy(msgspec.Struct, gc=False):
+    """spec.schedulingPolicy: what paddle-operator copies into the job's Volcano PodGroup."""
+
+    minAvailable: int | None = None
+    queue: str | None = None
+    priorityClass: str | None = None
+
+
 class PaddleJobSpec(msgspec.Struct, gc=False):
     ps: PaddleRole | None = None
     worker: PaddleRole | None = None
     heter: PaddleRole | None = None
+    schedulingPolicy: PaddleSchedulingPolicy | None = None
+
+
+class PaddleRoleStatus(msgspec.Struct, gc=False):
+    """One role's ResourceStatus: how many of its pods are in each state."""
+
+    pending: int | None = None
+    starting: int | None = None
+    running: int | None = None
+    failed: int | None = None
+    succeeded: int | None = None
+    unknown: int | None = None
+
+
+class PaddleJobStatus(msgspec.Struct, gc=False):
+    phase: str | None = None
+    ps: PaddleRoleStatus | None = None
+    worker: PaddleRoleStatus | None = None
+    heter: PaddleRoleStatus | None = None
 
 
 class PaddleJob(msgspec.Struct, gc=False):
+    """batch.paddlepaddle.org/v1 PaddleJob (PaddleFlow/paddle-operator api/v1/paddlejob_types.go)."""
+
     metadata: ControllerMeta | None = None
     spec: PaddleJobSpec | None = None
+    status: PaddleJobStatus | None = None
+
+
+# ---- pod groups (scheduling.k8s.io v1alpha1/v1alpha2; scheduling.volcano.sh v1beta1) ----------------
+
+
+class GangPolicy(msgspec.Struct, gc=False):
+    minCount: int | None = None
+
+
+class GroupPolicy(msgspec.Struct, gc=False):
+    """PodGroupSchedulingPolicy (v1alpha2) / PodGroupPolicy (v1alpha1): basic or gang."""
+
+    gang: GangPolicy | None = None
+
+
+class WorkloadGroup(msgspec.Struct, gc=False):
+    """A v1alpha1 spec.podGroups item (its `policy`) or a v1alpha2 spec.podGroupTemplates item."""
+
+    name: str | None = None
+    policy: GroupPolicy | None = None  # v1alpha1
+    schedulingPolicy: GroupPolicy | None = None  # v1alpha2
+
+
+class WorkloadSpec(msgspec.Struct, gc=False):
+    podGroups: list[WorkloadGroup] | None = None  # v1alpha1 (1.35)
+    podGroupTemplates: list[WorkloadGroup] | None = None  # v1alpha2 (1.36)
+
+
+class Workload(msgspec.Struct, gc=False):
+    metadata: Meta | None = None
+    spec: WorkloadSpec | None = None
+
+
+class PodGroupSpec(msgspec.Struct, gc=False):
+    schedulingPolicy: GroupPolicy | None = None
+
+
+class GroupStatus(msgspec.Struct, gc=False):
+    phase: str | None = None  # Volcano
+    conditions: list[Cond] | None = None
+    running: int | None = None  # Volcano
+
+
+class PodGroup(msgspec.Struct, gc=False):
+    """scheduling.k8s.io/v1alpha2 PodGroup."""
+
+    metadata: Meta | None = None
+    spec: PodGroupSpec | None = None
+    status: GroupStatus | None = None
+
+
+class VolcanoGroupSpec(msgspec.Struct, gc=False):
+    minMember: int | None = None
+    queue: str | None = None
+    priorityClassName: str | None = None
+
+
+class VolcanoPodGroup(msgspec.Struct, gc=False):
+    metadata: Meta | None = None
+    spec: VolcanoGroupSpec | None = None
+    status: GroupStatus | None = None
+
+
+class Guarantee(msgspec.Struct, gc=False):
+    resource: dict[str, Qty] | None = None
+
+
+class QueueSpec(msgspec.Struct, gc=False):
+    weight: int | None = None
+    capability: dict[str, Qty] | None = None
+    deserved: dict[str, Qty] | None = None
+    guarantee: Guarantee | None = None
+
+
+class QueueStatus(msgspec.Struct, gc=False):
+    state: str | None = None
+    allocated: dict[str, Qty] | None = None
+
+
+class VolcanoQueue(msgspec.Struct, gc=False):
+    metadata: Meta | None = None
+    spec: QueueSpec | None = None
+    status: QueueStatus | None = None
 
 
 class Taint(msgspec.Struct, gc=False):

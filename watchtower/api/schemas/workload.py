@@ -157,5 +157,15 @@ class Workload(Body):
     """times its pods were preempted within `queue.thrash_window` (1 h); a gang preempted at once counts once"""
     annotations: dict[str, str]
     """the configured display annotations of its oldest pod (free text, at most 2 KiB each)"""
+    source: str
+    """what the wait was read from: `pods`, `quota`, `paddlejob`, `podgroup` (upstream gang) or `volcano-podgroup`"""
+    pods_expected: int
+    """the pods it needs: its gang's minimum or its spec's total (0 = unknown)"""
+    pods_existing: int
+    """of its pods, those that exist (not finished): `3` of `pods_expected` 4 is an incomplete gang"""
+    pod_group: str | None
+    """the PodGroup (upstream or Volcano) it waits in"""
+    volcano_queue: str | None
+    """the Volcano Queue its group waits in"""
     quota: WorkloadQuota | None
     """for `quota_blocked`: the refusing quota"""

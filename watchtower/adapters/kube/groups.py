@@ -1,0 +1,127 @@
+"""Pod groups and queues, wire → domain: upstream Workload and PodGroup, Volcano PodGroup and Queue.
+
+The field names are the upstream ones: k8s.io/api scheduling/v1alpha1 and v1alpha2 types.go (Workload
+spec.podGroups[].policy / spec.podGroupTemplates[].schedulingPolicy, PodGroup status.conditions),
+volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go (PodGroupSpec, PodGroupStatus, QueueSpec,
+QueueStatus). Each raises DecodeError for an object the domain cannot use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from watchtower.domain.gangs import Gang, GangWorkload, VolcanoQueue
+from watchtower.ports import DecodeError
+
+from . import wire
+from .quantities import GPU, ceil_int, parse_quantity
+from .wire import Qty
+
+# Upstream's condition, renamed in 1.36 (kubernetes/kubernetes#139743): both mean the gang was placed.
+SCHEDULED_CONDITIONS = ("PodGroupInitiallyScheduled", "PodGroupScheduled")
+VOLCANO_UNSCHEDULABLE = "Unschedulable"  # v1beta1 PodGroupUnschedulableType
+
+Times = Callable[[str | None], float | None]
+
+
+def _meta(meta: wire.Meta | None, kind: str, *, namespaced: bool = True) -> wire.Meta:
+    if meta is None or not meta.name:
+        raise DecodeError(f"{kind} without a name", kind=kind, uid=(meta.uid or "") if meta else "")
+    if namespaced and not meta.namespace:
+        raise DecodeError(f"{kind} {meta.name!r} without a namespace", kind=kind, uid=meta.uid or "")
+    return meta
+
+
+def _count(n: int | None, what: str, kind: str, name: str) -> int:
+    if n is None:
+        return 0
+    if n < 0:
+        raise DecodeError(f"{kind} {name!r}: negative {what} {n}", kind=kind, name=name)
+    return n
+
+
+def _gpus(d: dict[str, Qty] | None) -> int | None:
+    if not d or GPU not in d:
+        return None
+    return ceil_int(parse_quantity(d[GPU]))
+
+
+def workload(w: wire.Workload) -> GangWorkload:
+    """Return an upstream Workload: its groups' gang minimums, from either version's list."""
+    m = _meta(w.metadata, "Workload")
+    spec = w.spec or wire.WorkloadSpec()
+    groups = spec.podGroupTemplates if spec.podGroupTemplates is not None else spec.podGroups
+    out: list[tuple[str, int]] = []
+    for g in groups or ():
+        policy = g.schedulingPolicy or g.policy
+        gang = policy.gang if policy is not None else None
+        n = _count(gang.minCount if gang is not None else None, "minCount", "Workload", m.name or "")
+        out.append((g.name or "", n))
+    return GangWorkload(m.namespace or "", m.name or "", m.uid or "", tuple(out))
+
+
+def pod_group(g: wire.PodGroup, times: Times) -> Gang:
+    """Return an upstream PodGroup: its gang minimum and whether the scheduler placed it."""
+    m = _meta(g.metadata, "PodGroup")
+    policy = g.spec.schedulingPolicy if g.spec is not None else None
+    gang = policy.gang if policy is not None else None
+    n = _count(gang.minCount if gang is not None else None, "minCount", "PodGroup", m.name or "")
+    scheduled, reason, message = False, "", ""
+    for c in (g.status.conditions if g.status is not None else None) or ():
+        if c.type in SCHEDULED_CONDITIONS:
+            if c.status == "True":
+                scheduled, reason, message = True, c.reason or "", c.message or ""
+                break
+            reason, message = c.reason or "", c.message or ""
+    return Gang(
+        m.namespace or "",
+        m.name or "",
+        m.uid or "",
+        times(m.creationTimestamp),
+        n,
+        scheduled,
+        reason,
+        message,
+    )
+
+
+def volcano_pod_group(g: wire.VolcanoPodGroup, times: Times) -> Gang:
+    """Return a Volcano PodGroup: minMember, queue, class, phase and its Unschedulable words."""
+    m = _meta(g.metadata, "VolcanoPodGroup")
+    spec = g.spec or wire.VolcanoGroupSpec()
+    st = g.status or wire.GroupStatus()
+    n = _count(spec.minMember, "minMember", "VolcanoPodGroup", m.name or "")
+    reason = message = ""
+    for c in st.conditions or ():
+        if c.type == VOLCANO_UNSCHEDULABLE and c.status == "True":
+            reason, message = c.reason or "", c.message or ""
+    return Gang(
+        m.namespace or "",
+        m.name or "",
+        m.uid or "",
+        times(m.creationTimestamp),
+        n,
+        st.phase == "Running",
+        reason,
+        message,
+        st.phase or "",
+        spec.queue or "",
+        spec.priorityClassName or "",
+        _count(st.running, "running", "VolcanoPodGroup", m.name or ""),
+    )
+
+
+def volcano_queue(q: wire.VolcanoQueue) -> VolcanoQueue:
+    """Return a Volcano Queue's entitlement in GPUs: capability, deserved, guarantee, allocated."""
+    m = _meta(q.metadata, "VolcanoQueue", namespaced=False)
+    spec = q.spec or wire.QueueSpec()
+    st = q.status or wire.QueueStatus()
+    return VolcanoQueue(
+        m.name or "",
+        _count(spec.weight, "weight", "VolcanoQueue", m.name or ""),
+        _gpus(spec.capability),
+        _gpus(spec.deserved),
+        _gpus(spec.guarantee.resource if spec.guarantee is not None else None),
+        _gpus(st.allocated),
+        st.state or "",
+    )
