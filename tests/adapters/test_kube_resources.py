@@ -21,6 +21,7 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "Job": "/apis/batch/v1/jobs",
         "ReplicaSet": "/apis/apps/v1/replicasets",
         "PaddleJob": "/apis/batch.paddlepaddle.org/v1/paddlejobs",
+        "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
         "Pod": "/api/v1/pods",
         "Event": "/api/v1/events",
     }

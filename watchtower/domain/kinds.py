@@ -37,6 +37,8 @@ RESOURCE_QUOTA = Kind("ResourceQuota", "", "v1", "resourcequotas")
 JOB = Kind("Job", "batch", "v1", "jobs")
 REPLICA_SET = Kind("ReplicaSet", "apps", "v1", "replicasets")
 PADDLE_JOB = Kind("PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", optional=True)
+# Read for its owner: a TrainJob's pods name only the JobSet (DESIGN §3.17).
+JOBSET = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", optional=True)
 POD = Kind("Pod", "", "v1", "pods")
 EVENT = Kind("Event", "", "v1", "events")
 
@@ -50,6 +52,7 @@ WATCHED: tuple[Kind, ...] = (
     JOB,
     REPLICA_SET,
     PADDLE_JOB,
+    JOBSET,
     POD,
     EVENT,
 )

@@ -281,6 +281,8 @@ class SimulatedCluster:
             items = list(self.events.values())
         elif kind in CONTROLLER:
             items = [body for k, body in self.controllers.values() if k == kind]
+        elif kind == "JobSet":
+            items = []  # the simulator makes no JobSets: an installed CRD with none yet
         else:
             raise ValueError(f"the simulator has no {kind!r} objects")
         return [orjson.dumps(i) for i in items]
