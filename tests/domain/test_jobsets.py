@@ -11,7 +11,6 @@ import pytest
 from watchtower.adapters.sim import jobset_objects as js_o
 from watchtower.adapters.sim import objects as o
 from watchtower.domain.queue import WorkloadState
-from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
 
 from .helpers import DECODER, GPU_FULL, NS, T0, apply, evaluate, raw, state_of
@@ -161,14 +160,13 @@ def test_a_malformed_jobset_is_a_decode_error(body):
         DECODER.jobset(body)
 
 
-def test_a_controller_cycle_does_not_spin():
-    """Hostile owners (a JobSet owned by a Job owned by the JobSet) end somewhere, never loop."""
-    state = ClusterState()
+def test_a_jobset_owned_by_another_groups_train_job_stays_the_jobset():
+    """Only kubeflow's TrainJob is lifted: an owner of that kind from another API group is not it."""
     js = a_jobset("loop")
     js["metadata"]["ownerReferences"] = [
-        o.owner_ref("TrainJob", "loop", api_version=js_o.TRAINER_API, uid="t")
+        o.owner_ref("TrainJob", "loop", api_version="example.com/v1", uid="t")
     ]
-    apply(state, js)
+    state = state_of(js)
     assert state.workload_of_controller(WorkloadKey(NS, "JobSet", "loop")) == WorkloadKey(
-        NS, "TrainJob", "loop"
+        NS, "JobSet", "loop"
     )
