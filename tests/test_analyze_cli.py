@@ -403,3 +403,68 @@ def test_a_dump_with_gangs_reads_volcano_and_upstream_podgroups_apart(tmp_path):
         4,
         1800.0,
     )
+
+
+def test_a_train_jobs_pods_and_refused_child_job_are_one_workload(tmp_path):
+    """A `kubectl get jobsets,jobs,pods,events -A -o json` dump: the TrainJob is one row, not one per Job."""
+    from datetime import datetime
+
+    from watchtower.adapters.sim import jobset_objects as js_o
+    from watchtower.adapters.sim import objects as o
+
+    t = datetime.fromisoformat(AT).timestamp()
+    tpl = o.pod_template(gpus=8, priority_class="batch")
+    js = js_o.jobset(
+        name="llama-ft",
+        namespace="nlp",
+        created=t - 1800,
+        replicated_jobs={"node": (2, 2, tpl)},
+        train_job=True,
+    )
+    first, second = js_o.child_jobs(js)
+    pods = js_o.child_pods(
+        first, created=t - 1790, gpus=8, node="gpu-1", phase="Running", conditions=[o.scheduled(t - 1780)]
+    )
+    refusal = o.core_event(
+        namespace="nlp",
+        reason="FailedCreate",
+        message=f'Error creating: pods "{second["metadata"]["name"]}-0-x7k2p" is forbidden: exceeded quota: '
+        "gpu-quota, requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=16, "
+        "limited: requests.nvidia.com/gpu=16",
+        type_="Warning",
+        component="job-controller",
+        involved={
+            "kind": "Job",
+            "namespace": "nlp",
+            "name": second["metadata"]["name"],
+            "uid": second["metadata"]["uid"],
+            "apiVersion": "batch/v1",
+        },
+        at=t - 1790,
+        last=t - 30,
+        count=40,
+    )
+    objects = [
+        o.namespace("nlp", team="nlp"),
+        o.priority_class("batch", 1000),
+        o.node("gpu-1"),
+        o.resource_quota("nlp", "gpu-quota", hard_gpus=16, used_gpus=16),
+        *pods,
+        refusal,
+        second,
+        js,
+        first,
+    ]
+    dump = tmp_path / "trainjob.json"
+    dump.write_text(json.dumps(o.object_list(objects)))
+
+    r = analyze("--objects", str(dump), "--at", AT, "--format", "json")
+    assert r.returncode == 0, r.stderr.decode()
+    (w,) = [w for w in json.loads(r.stdout)["workloads"] if w["namespace"] == "nlp"]
+    assert (w["kind"], w["name"], w["state"], w["pods_running"]) == (
+        "TrainJob",
+        "llama-ft",
+        "quota_blocked",
+        2,
+    )
+    assert w["why"].startswith("refused by ResourceQuota gpu-quota")

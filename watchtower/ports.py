@@ -106,6 +106,8 @@ class ObjectDecoder(Protocol):
         """Return an object's (kind, apiVersion): a dump names Volcano's PodGroup and upstream's alike."""
         ...
 
+    def jobset(self, raw: msgspec.Raw | bytes) -> Controller: ...
+
 
 # ---- Prometheus -----------------------------------------------------------------------------------------
 

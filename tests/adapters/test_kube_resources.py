@@ -25,6 +25,7 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "PodGroup": "/apis/scheduling.k8s.io/v1alpha2/podgroups",
         "VolcanoPodGroup": "/apis/scheduling.volcano.sh/v1beta1/podgroups",
         "VolcanoQueue": "/apis/scheduling.volcano.sh/v1beta1/queues",
+        "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
         "Pod": "/api/v1/pods",
         "Event": "/api/v1/events",
     }

@@ -116,7 +116,10 @@ async def test_priority_inversion_names_the_lower_tier_workload_holding_the_gpus
         state,
         pending_pod(
             "serve", ns=NS, created=t - 20 * 60, gpus=8, priority=900_000, priority_class="online-serving",
-            message=FULL.replace("No preemption victims found for incoming pod", "Insufficient nvidia.com/gpu"),
+            message=FULL.replace(
+                "0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+                "not eligible due to a terminating pod on the nominated node.",
+            ),
         ),
     )  # fmt: skip
     await rig.tick_state(t + 60)

@@ -20,7 +20,12 @@ DECODER = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
 # The policy of the default configuration: the tiers, windows and selector the service starts with.
 POLICY = Settings().queue_policy()
 TIERS = POLICY.tiers
-CONTROLLERS = {"Job": DECODER.job, "ReplicaSet": DECODER.replica_set, "PaddleJob": DECODER.paddle_job}
+CONTROLLERS = {
+    "Job": DECODER.job,
+    "ReplicaSet": DECODER.replica_set,
+    "PaddleJob": DECODER.paddle_job,
+    "JobSet": DECODER.jobset,
+}
 
 
 def raw(obj: dict[str, Any]) -> bytes:

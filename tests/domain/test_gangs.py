@@ -181,7 +181,11 @@ def test_a_paddlejob_held_by_volcano_says_volcanos_words_and_names_its_queue() -
         "ocr-train",
         WorkloadState.PENDING,
     )
-    assert "4/4 tasks in gang unschedulable" in w.why
+    # Volcano's "4/4 tasks in gang unschedulable: ..." in words (messages.py reads its grammar).
+    assert (
+        w.why
+        == "its gang cannot be placed: the scheduler cannot fit the minimum of 4 pods together (only 0 placed)"
+    )
     q = state.gangs.queues["vision-q"]
     assert (q.capability_gpus, q.deserved_gpus, q.guarantee_gpus, q.allocated_gpus, q.weight) == (
         32,

@@ -62,7 +62,15 @@ def test_generated_scheduler_messages_round_trip(pieces, tail):
     d = parse_scheduling_message(msg)
     assert d.recognised and not d.truncated
     assert d.total_nodes == total
-    assert [(r.nodes, r.reason, r.text) for r in d.reasons] == [(n, norm, text) for n, (text, norm) in pieces]
+    # One entry per reason, in the scheduler's order, nodes summed: taints of different keys are one
+    # reason (issue 12 item 7), their words kept side by side.
+    want: dict[str, tuple[int, str]] = {}
+    for n, (text, norm) in pieces:
+        seen = want.get(norm)
+        want[norm] = (n, text) if seen is None else (seen[0] + n, f"{seen[1]}; {text}")
+    assert [(r.nodes, r.reason, r.text) for r in d.reasons] == [
+        (n, norm, text) for norm, (n, text) in want.items()
+    ]
     assert d.preemption is VERDICTS[tail]
 
 

@@ -65,6 +65,8 @@ VOLCANO_POD_GROUP = Kind(
 VOLCANO_QUEUE = Kind(
     "VolcanoQueue", "scheduling.volcano.sh", "v1beta1", "queues", optional=True, api_kind="Queue"
 )
+# Read for its owner: a TrainJob's pods name only the JobSet (DESIGN §3.17).
+JOBSET = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", optional=True)
 POD = Kind("Pod", "", "v1", "pods")
 EVENT = Kind("Event", "", "v1", "events")
 
@@ -82,6 +84,7 @@ WATCHED: tuple[Kind, ...] = (
     POD_GROUP,
     VOLCANO_POD_GROUP,
     VOLCANO_QUEUE,
+    JOBSET,
     POD,
     EVENT,
 )

@@ -137,6 +137,8 @@ class ClusterState:
         wkey = self.workload_of_uid.get(uid)
         if wkey is None and new is not None:
             wkey = workload_of(new)
+            if wkey.kind == "JobSet":  # a TrainJob's, when its JobSet is held (DESIGN §3.17)
+                wkey = self.workload_of_controller(wkey)
         if wkey is not None:
             self.touch(wkey)
             if old is not None and old.waiting:
@@ -197,6 +199,9 @@ class ClusterState:
         return out
 
     def _record_preemption(self, p: Preemption) -> list[Happening]:
+        vw = p.victim_workload
+        if vw is not None and vw.kind == "JobSet":  # the victim's workload as its pods are keyed
+            p = replace(p, victim_workload=self.workload_of_controller(vw))
         known = self.preemptions.get(p.victim_uid)
         rec = self._attributed(p if known is None else known.merged(p))
         if known is None:
@@ -320,20 +325,36 @@ class ClusterState:
                 self.expecting.add(key)
             else:
                 self.expecting.discard(key)
-        top = workload_of_controller(c)
-        # A refusal seen before its ReplicaSet was keyed by the ReplicaSet: it moves to the Deployment.
-        early = self.quota_refusals.get(key) if top != key else None
-        if early is not None and early.controller is None:
-            del self.quota_refusals[key]
-            self.touch(key)
-            self._put_refusal(replace(early, workload=top, controller=key))
+        top = self.workload_of_controller(key)
+        if top != key:
+            # A refusal seen before its controller was keyed by it (a ReplicaSet, a child Job), or by a
+            # JobSet not yet known to be a TrainJob's: it moves up, naming the controller it was for.
+            early = self.quota_refusals.pop(key, None)
+            if early is not None:
+                self.touch(key)
+                self._put_refusal(replace(early, workload=top, controller=early.controller or key))
+            self._move_pods(key, top)
         self.touch(top)
 
+    def _move_pods(self, old: WorkloadKey, new: WorkloadKey) -> None:
+        """Re-key the pods indexed under `old` (a JobSet's, before the JobSet named its TrainJob) to `new`."""
+        members = self.by_workload.pop(old, None)
+        if not members:
+            return
+        self.by_workload.setdefault(new, set()).update(members)
+        for uid in members:
+            self.workload_of_uid[uid] = new
+        waiting = self.waiting_workloads.pop(old, 0)
+        if waiting:
+            self.waiting_workloads[new] = self.waiting_workloads.get(new, 0) + waiting
+        self.touch(old)
+
     def delete_controller(self, key: WorkloadKey) -> None:
+        top = self.workload_of_controller(key)
         c = self.controllers.get(key.kind, {}).pop(key, None)
         self.expecting.discard(key)
         if c is not None:
-            self.touch(workload_of_controller(c))
+            self.touch(top)
 
     def upsert_quota(self, q: ResourceQuota) -> None:
         old = self.quotas.get((q.namespace, q.name))
@@ -397,9 +418,17 @@ class ClusterState:
         return held.get(key) if held is not None else None
 
     def workload_of_controller(self, key: WorkloadKey) -> WorkloadKey:
-        """Return the workload a controller's pods belong to (a held ReplicaSet's Deployment), else `key`."""
-        c = self.controller(key)
-        return workload_of_controller(c) if c is not None else key
+        """Return the workload a controller's pods belong to, up the held controllers (a ReplicaSet's
+        Deployment; a child Job's JobSet and that JobSet's TrainJob), else `key`."""
+        for _ in range(3):  # the longest chain is Job → JobSet → TrainJob; a cycle must not spin
+            c = self.controller(key)
+            if c is None:
+                break
+            top = workload_of_controller(c)
+            if top == key:
+                break
+            key = top
+        return key
 
     def team_of(self, namespace: str) -> str:
         ns = self.namespaces.get(namespace)

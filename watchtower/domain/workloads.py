@@ -13,8 +13,16 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 # Set by the Deployment controller on the ReplicaSets it makes and their pods: the ReplicaSet is named
 # `<deployment>-<hash>`, and the user knows the Deployment. The decoder reads it into the pod's OwnerRef.
 TEMPLATE_HASH_LABEL = "pod-template-hash"
+# Set by the JobSet controller on its child Jobs and their pods (kubernetes-sigs/jobset
+# api/jobset/v1alpha2/jobset_types.go JobSetNameKey; its siblings replicatedjob-name, job-index, job-key
+# name the child Job, not the workload). It wins over the pod's Job owner: one JobSet is one workload.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_GROUP = "jobset.x-k8s.io"
+# A TrainJob (kubeflow/trainer pkg/runtime/framework/plugins/jobset/jobset.go) makes one JobSet of its own
+# name that it controls; its pods carry no TrainJob label, so the TrainJob is known from the JobSet's owner.
+TRAINJOB_GROUP = "trainer.kubeflow.org"
 # Labels the decoder must keep for grouping. `paddle-res-name` is deliberately absent: it names the pod.
-WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, *JOB_NAME_LABELS})
+WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, JOBSET_NAME_LABEL, *JOB_NAME_LABELS})
 
 
 # PodGroup / Workload: bare pods that name their gang (upstream or Volcano) are that group's workload.
@@ -25,7 +33,7 @@ class WorkloadKey(NamedTuple):
     """A tuple, so that hashing and ordering run in C: every index and every tick is keyed by it."""
 
     namespace: str
-    kind: str  # PaddleJob, VolcanoJob, Job, ReplicaSet, ..., or Pod for a bare pod
+    kind: str  # PaddleJob, VolcanoJob, JobSet, TrainJob, Job, ReplicaSet, ..., or Pod for a bare pod
     name: str
 
     @property
@@ -57,9 +65,12 @@ def _deployment_of(owner: OwnerRef) -> str:
 
 
 def workload_of(pod: Pod) -> WorkloadKey:
-    """Return the workload of a pod: its controller first (a Deployment above its ReplicaSet), then job
-    labels, else the pod itself."""
+    """Return the workload of a pod: its JobSet, else its controller (a Deployment above its ReplicaSet),
+    then job labels, else the pod itself. A TrainJob above the JobSet is ClusterState's to know."""
     ns = pod.namespace
+    jobset = pod.labels.get(JOBSET_NAME_LABEL)
+    if jobset:
+        return WorkloadKey(ns, "JobSet", jobset)
     owner = pod.owner
     if owner is not None and owner.name:
         if owner.kind == "Job":
@@ -86,11 +97,23 @@ def workload_of(pod: Pod) -> WorkloadKey:
 
 
 def workload_of_controller(c: Controller) -> WorkloadKey:
-    """Return the workload a controller's pods belong to: the Deployment of a ReplicaSet, else itself.
+    """Return the workload a controller's pods belong to, one step up: the Deployment of a ReplicaSet,
+    the JobSet of a child Job, the TrainJob of a JobSet; else itself.
 
     The same key `workload_of` gives its pods, so that a refusal and the pods made later are one workload.
+    A child Job of a TrainJob's JobSet takes two steps: ClusterState.workload_of_controller chains them.
     """
     owner = c.owner
-    if c.kind == "ReplicaSet" and owner is not None and owner.kind == "Deployment" and owner.name:
-        return WorkloadKey(c.namespace, "Deployment", owner.name)
+    if owner is not None and owner.name:
+        up = _ABOVE.get((c.kind, owner.kind))
+        if up is not None and (up[1] == "" or api_group(owner.api_version) == up[1]):
+            return WorkloadKey(c.namespace, up[0], owner.name)
     return WorkloadKey(c.namespace, c.kind, c.name)
+
+
+# (controller kind, owner kind) → (workload kind, the owner's API group, "" for any).
+_ABOVE = {
+    ("ReplicaSet", "Deployment"): ("Deployment", ""),
+    ("Job", "JobSet"): ("JobSet", JOBSET_GROUP),
+    ("JobSet", "TrainJob"): ("TrainJob", TRAINJOB_GROUP),
+}

@@ -91,6 +91,7 @@ def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
                 (kinds.JOB, dec.job),
                 (kinds.REPLICA_SET, dec.replica_set),
                 (kinds.PADDLE_JOB, dec.paddle_job),
+                (kinds.JOBSET, dec.jobset),
             )
         },
         # Pod groups: the gangs pods wait in before (or without) any condition of their own.

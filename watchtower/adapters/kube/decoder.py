@@ -154,6 +154,8 @@ class ObjectDecoder:
         self._dec_pod_group = msgspec.json.Decoder(wire.PodGroup)
         self._dec_volcano_group = msgspec.json.Decoder(wire.VolcanoPodGroup)
         self._dec_volcano_queue = msgspec.json.Decoder(wire.VolcanoQueue)
+
+        self._dec_jobset = msgspec.json.Decoder(wire.JobSet)
         self._dec_head = msgspec.json.Decoder(wire.Head)
         self._dec_list = msgspec.json.Decoder(wire.List)
         self._dec_pod_page: msgspec.json.Decoder[wire.PodPage] = msgspec.json.Decoder(page_type)
@@ -591,6 +593,23 @@ class ObjectDecoder:
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise DecodeError(f"unreadable object: {e}") from e
         return h.kind or "", h.apiVersion or ""
+
+    def jobset(self, raw: bytes | msgspec.Raw) -> Controller:
+        """Return a JobSet as the pods of all its child Jobs together; its owner names a TrainJob."""
+        try:
+            js = self._dec_jobset.decode(raw)
+            spec = js.spec or wire.JobSetSpec()
+            roles: list[tuple[int, wire.Template | None]] = []
+            for rj in spec.replicatedJobs or ():
+                job = (rj.template.spec if rj.template is not None else None) or wire.ControllerSpec()
+                per_job = job.parallelism if job.parallelism is not None else 1
+                if job.completions is not None:
+                    per_job = min(per_job, job.completions)
+                jobs = rj.replicas if rj.replicas is not None else 1
+                roles.append((0 if spec.suspend else jobs * per_job, job.template))
+            return self._controller("JobSet", js.metadata, roles)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
+            raise _wrap(e, "JobSet") from e
 
     def _sums_of(self, spec: wire.PodSpec) -> tuple[int, int, int]:
         """Return a pod spec's (GPUs, CPU millis, memory bytes), memoised on its resources' JSON text:

@@ -312,6 +312,29 @@ class VolcanoQueue(msgspec.Struct, gc=False):
     status: QueueStatus | None = None
 
 
+class JobTemplate(msgspec.Struct, gc=False):
+    spec: ControllerSpec | None = None
+
+
+class ReplicatedJob(msgspec.Struct, gc=False):
+    """One replicatedJob of a JobSet: `replicas` child Jobs made from one Job template."""
+
+    replicas: int | None = None
+    template: JobTemplate | None = None
+
+
+class JobSetSpec(msgspec.Struct, gc=False):
+    replicatedJobs: list[ReplicatedJob] | None = None
+    suspend: bool | None = None
+
+
+class JobSet(msgspec.Struct, gc=False):
+    """jobset.x-k8s.io/v1alpha2 JobSet (kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go)."""
+
+    metadata: ControllerMeta | None = None
+    spec: JobSetSpec | None = None
+
+
 class Taint(msgspec.Struct, gc=False):
     key: str = ""
     value: str | None = None

@@ -46,9 +46,8 @@ from watchtower.domain.kinds import WATCHED
 from watchtower.ports import ListSink, ObjectSink
 
 KINDS = tuple(k.name for k in WATCHED)
-UNSIMULATED = frozenset(
-    {"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue"}
-)  # served, and listed in this order, as the service watches them
+# Served (installed CRDs with no objects yet), but the simulator makes none of these kinds (yet).
+UNSIMULATED = frozenset({"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue", "JobSet"})
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"
@@ -285,7 +284,7 @@ class SimulatedCluster:
         elif kind in CONTROLLER:
             items = [body for k, body in self.controllers.values() if k == kind]
         elif kind in UNSIMULATED:
-            items = []  # served, but the simulator makes no gangs of these kinds (yet)
+            items = []
         else:
             raise ValueError(f"the simulator has no {kind!r} objects")
         return [orjson.dumps(i) for i in items]
