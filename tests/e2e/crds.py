@@ -30,9 +30,26 @@ CRDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Only for Volcano's own scheduler (capture_volcano.py): its cache waits on informers of these.
+VOLCANO_SCHEDULER_CRDS: dict[str, tuple[str, str]] = {
+    "hypernodes.topology.volcano.sh": (
+        "topology.volcano.sh_hypernodes.yaml",
+        "/apis/topology.volcano.sh/v1alpha1/hypernodes",
+    ),
+    "numatopologies.nodeinfo.volcano.sh": (
+        "nodeinfo.volcano.sh_numatopologies.yaml",
+        "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies",
+    ),
+    "nodeshards.shard.volcano.sh": (
+        "shard.volcano.sh_nodeshards.yaml",
+        "/apis/shard.volcano.sh/v1alpha1/nodeshards",
+    ),
+}
+
+
 def load(name: str) -> dict[str, Any]:
     """Return the CRD `name` as upstream ships it (one document per file)."""
-    file, _ = CRDS[name]
+    file, _ = {**CRDS, **VOLCANO_SCHEDULER_CRDS}[name]
     docs = [d for d in yaml.safe_load_all((CRD_DIR / file).read_text()) if d]
     if len(docs) != 1 or docs[0].get("kind") != "CustomResourceDefinition":
         raise ValueError(f"{file}: expected one CustomResourceDefinition, found {len(docs)} documents")
@@ -45,13 +62,13 @@ def load(name: str) -> dict[str, Any]:
     return crd
 
 
-def install(api: Api) -> None:
-    """Create every CRD (already there is fine) and return once each one's collection is served."""
-    for name in CRDS:
+def install(api: Api, crds: dict[str, tuple[str, str]] = CRDS) -> None:
+    """Create the CRDs (already there is fine) and return once each one's collection is served."""
+    for name in crds:
         try:
             api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", load(name))
         except ApiError as e:
             if e.status != 409:
                 raise
-    for name, (_, collection) in CRDS.items():
+    for name, (_, collection) in crds.items():
         wait_for(f"the {name} CRD served", lambda c=collection: api.get(c))

@@ -88,6 +88,22 @@ def pod_manifest(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
+def write_fixture(name: str, obj: Any) -> Path:
+    """Write `obj` as tests/fixtures/real/<name>.json without its managedFields; return the path."""
+
+    def scrub(o: Any) -> Any:
+        if isinstance(o, dict):
+            return {k: scrub(v) for k, v in o.items() if k != "managedFields"}
+        if isinstance(o, list):
+            return [scrub(v) for v in o]
+        return o
+
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    path = FIXTURES / f"{name}.json"
+    path.write_text(json.dumps(scrub(obj), indent=1, sort_keys=True) + "\n")
+    return path
+
+
 @dataclass
 class Scenario:
     """One test's slice of the shared control plane; `cleanup` removes it so the next test starts empty."""
@@ -274,18 +290,8 @@ class Scenario:
 
         Opt-in: every run makes new uids and times, and the fixtures read together must come from one run.
         """
-        if os.environ.get("WATCHTOWER_SAVE_FIXTURES") != "1":
-            return
-        FIXTURES.mkdir(parents=True, exist_ok=True)
-
-        def scrub(o: Any) -> Any:
-            if isinstance(o, dict):
-                return {k: scrub(v) for k, v in o.items() if k != "managedFields"}
-            if isinstance(o, list):
-                return [scrub(v) for v in o]
-            return o
-
-        (FIXTURES / f"{name}.json").write_text(json.dumps(scrub(obj), indent=1, sort_keys=True) + "\n")
+        if os.environ.get("WATCHTOWER_SAVE_FIXTURES") == "1":
+            write_fixture(name, obj)
 
     # ---- tearing down -----------------------------------------------------------------------------
 

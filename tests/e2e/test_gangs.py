@@ -3,6 +3,7 @@ gang scheduling gates, see controlplane/cluster.py), with paddle-operator's and 
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from .api import wait_for
-from .scenario import Scenario, pod_manifest, rfc3339
+from .scenario import FIXTURES, Scenario, pod_manifest, rfc3339
 from .workloads import (
     VOLCANO_GROUP_ANNOTATION,
     paddle_pod_name,
@@ -122,7 +123,7 @@ def test_upstream_gang_preempting_low_priority_pods_is_reported_in_the_real_sche
     fillers = [f"filler-{i}" for i in range(4)]
     for name in fillers:
         # Victims checkpoint for a while: the dump below catches them terminating.
-        s.pod(low, pod_manifest(name, gpus=2, priority_class="batch", terminate_seconds=10))
+        s.pod(low, pod_manifest(name, gpus=2, priority_class="batch", terminate_seconds=6))
     s.wait_running(low, fillers)
     _, group = s.k8s_gang(crit, "urgent", min_count=2, priority_class="urgent-debug")
     for i in range(2):
@@ -261,16 +262,20 @@ def test_volcano_podgroup_pending_in_its_queue_waits_with_volcanos_message(scena
     s.node("gpu-vc1", gpus=8)
     ns = s.namespace("e2e-volcano", team="search")
     at = rfc3339(time.time())
+    # The picture Volcano's real scheduler left (capture_volcano.py): a gang of 4 × 2 GPUs in a queue capped
+    # at 4 GPUs stays Pending; no Volcano runs here, so the test writes what it wrote.
+    real = json.loads((FIXTURES / "volcano-real-podgroup-pending.json").read_text())["items"]
+    real_group = next(o for o in real if o["kind"] == "PodGroup")
+    real_pod = next(o for o in real if o["kind"] == "Pod")
     queue = s.volcano_queue(
         volcano_queue(
             "e2e-search",
             weight=1,
-            capability={"nvidia.com/gpu": "8"},
+            capability={"nvidia.com/gpu": "4", "cpu": "64", "memory": "512Gi"},
             deserved={"nvidia.com/gpu": "4"},
             guarantee={"nvidia.com/gpu": "0"},
         ),
-        # As Volcano's queue controller keeps it: the team's running work holds its whole capability.
-        {"state": "Open", "pending": 1, "running": 1, "allocated": {"nvidia.com/gpu": "8"}},
+        {"state": "Open", "allocated": {"cpu": "0", "memory": "0"}, "reservation": {}},
     )
     group = s.volcano_podgroup(
         ns,
@@ -279,16 +284,23 @@ def test_volcano_podgroup_pending_in_its_queue_waits_with_volcanos_message(scena
             min_member=4,
             queue="e2e-search",
             priority_class="experiment",
+            min_resources={"nvidia.com/gpu": "8", "cpu": "4", "memory": "4Gi"},
             pending=4,
             transition_id=str(uuid.uuid4()),
             at=at,
         ),
     )
-    message = group["status"]["conditions"][0]["message"]
-    assert message == (
+    cond = group["status"]["conditions"][0]
+    real_cond = real_group["status"]["conditions"][0]
+    assert {k: cond[k] for k in ("type", "status", "reason", "message")} == {
+        k: real_cond[k] for k in ("type", "status", "reason", "message")
+    }
+    assert cond["message"] == (
         "4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; "
         "Pending: 4 Unschedulable"
     )
+    pod_message = volcano_fit_error(pending=4, min_available=4)
+    assert pod_message == _condition(real_pod, "PodScheduled")["message"]  # type: ignore[index]
     pods = []
     for i in range(4):
         m = pod_manifest(f"vc-rank-{i}", gpus=2, priority_class="experiment")
@@ -309,7 +321,7 @@ def test_volcano_podgroup_pending_in_its_queue_waits_with_volcanos_message(scena
                                 "type": "PodScheduled",
                                 "status": "False",
                                 "reason": "Unschedulable",
-                                "message": volcano_fit_error(pending=4, min_available=4),
+                                "message": pod_message,
                                 "lastTransitionTime": at,
                             }
                         ]

@@ -220,6 +220,7 @@ def volcano_podgroup(
     min_member: int,
     queue: str,
     priority_class: str,
+    min_resources: dict[str, str],
     pending: int,
     transition_id: str,
     at: str,
@@ -227,7 +228,8 @@ def volcano_podgroup(
     """Return a Volcano PodGroup left Pending in its queue, with the Unschedulable condition Volcano's gang
     plugin writes (pkg/scheduler/plugins/gang/gang.go OnSessionClose: "<minAvailable - ready>/<tasks> tasks
     in gang unschedulable: <FitError>", reason NotEnoughResources, type Unschedulable, status True, the
-    session uid as transitionID). Shaped from Volcano's source: no Volcano scheduler runs here.
+    session uid as transitionID). Shaped from Volcano's source; the real vc-scheduler wrote the same
+    (tests/fixtures/real/volcano-real-podgroup-pending.json, by capture_volcano.py).
     """
     message = f"{min_member}/{pending} tasks in gang unschedulable: " + volcano_fit_error(
         pending=pending, min_available=min_member
@@ -236,7 +238,12 @@ def volcano_podgroup(
         "apiVersion": VOLCANO_API,
         "kind": "PodGroup",
         "metadata": {"name": name},
-        "spec": {"minMember": min_member, "queue": queue, "priorityClassName": priority_class},
+        "spec": {
+            "minMember": min_member,
+            "minResources": min_resources,
+            "queue": queue,
+            "priorityClassName": priority_class,
+        },
         "status": {
             "phase": "Pending",
             "conditions": [
