@@ -359,7 +359,7 @@ def test_a_dump_with_gangs_reads_volcano_and_upstream_podgroups_apart(tmp_path):
         json.loads((real / f"{name}.json").read_text())
         for name in (
             "volcano-queue",
-            "volcano-podgroup-pending",
+            "volcano-podgroup-shaped",
             "paddlejob-pending-no-pods",
             "podgroup-v1alpha2-gang-incomplete",
         )

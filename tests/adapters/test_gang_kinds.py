@@ -49,7 +49,7 @@ def test_an_upstream_podgroup_reads_both_names_of_its_scheduled_condition() -> N
 
 
 def test_a_volcano_podgroup_and_queue_keep_what_a_decision_needs() -> None:
-    g = dec.volcano_pod_group(raw(load("volcano-podgroup-pending")))
+    g = dec.volcano_pod_group(raw(load("volcano-podgroup-shaped")))
     assert (g.min_count, g.queue, g.priority_class, g.phase, g.reason) == (
         4,
         "vision-q",

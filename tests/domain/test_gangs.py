@@ -172,7 +172,7 @@ def test_a_paddlejob_held_by_volcano_says_volcanos_words_and_names_its_queue() -
     state = ClusterState()
     classes(state)
     put(state, load("volcano-queue"))
-    put(state, load("volcano-podgroup-pending"))
+    put(state, load("volcano-podgroup-shaped"))
     put(state, paddle_job())
     w = only(state, T0 + 60)
     assert (w.source, w.queue, w.group, w.state) == (
@@ -210,7 +210,7 @@ def test_a_running_or_finished_paddlejob_does_not_wait_and_replays_change_nothin
 
 def test_volcano_pods_name_their_group_by_annotation_and_wait_in_it() -> None:
     state = ClusterState()
-    group = copy.deepcopy(load("volcano-podgroup-pending"))
+    group = copy.deepcopy(load("volcano-podgroup-shaped"))
     del group["metadata"]["ownerReferences"]
     group["status"]["conditions"] = []
     put(state, group)

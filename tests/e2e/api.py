@@ -16,17 +16,24 @@ import httpx
 from .controlplane.cluster import tls_context
 
 # Where each kind Watchtower reads is listed, and the kind/apiVersion a List item must carry in a dump.
-RESOURCES: dict[str, tuple[str, str, bool]] = {
-    # kind: (collection path, apiVersion, namespaced)
-    "Namespace": ("/api/v1/namespaces", "v1", False),
-    "Node": ("/api/v1/nodes", "v1", False),
-    "PriorityClass": ("/apis/scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1", False),
-    "ResourceQuota": ("/api/v1/resourcequotas", "v1", True),
-    "Job": ("/apis/batch/v1/jobs", "batch/v1", True),
-    "ReplicaSet": ("/apis/apps/v1/replicasets", "apps/v1", True),
-    "Pod": ("/api/v1/pods", "v1", True),
-    "Event": ("/api/v1/events", "v1", True),
-}
+# (kind, collection path, apiVersion, namespaced): upstream's and Volcano's PodGroup share a kind.
+RESOURCES: tuple[tuple[str, str, str, bool], ...] = (
+    ("Namespace", "/api/v1/namespaces", "v1", False),
+    ("Node", "/api/v1/nodes", "v1", False),
+    ("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1", False),
+    ("ResourceQuota", "/api/v1/resourcequotas", "v1", True),
+    ("Job", "/apis/batch/v1/jobs", "batch/v1", True),
+    ("ReplicaSet", "/apis/apps/v1/replicasets", "apps/v1", True),
+    ("PaddleJob", "/apis/batch.paddlepaddle.org/v1/paddlejobs", "batch.paddlepaddle.org/v1", True),
+    ("Workload", "/apis/scheduling.k8s.io/v1alpha2/workloads", "scheduling.k8s.io/v1alpha2", True),
+    ("PodGroup", "/apis/scheduling.k8s.io/v1alpha2/podgroups", "scheduling.k8s.io/v1alpha2", True),
+    ("PodGroup", "/apis/scheduling.volcano.sh/v1beta1/podgroups", "scheduling.volcano.sh/v1beta1", True),
+    ("Queue", "/apis/scheduling.volcano.sh/v1beta1/queues", "scheduling.volcano.sh/v1beta1", False),
+    ("Pod", "/api/v1/pods", "v1", True),
+    ("Event", "/api/v1/events", "v1", True),
+)
+# Cluster-scoped kinds a scenario makes for itself: only its own are dumped.
+_OWN = {"Namespace": "namespaces", "Queue": "queues"}
 
 
 class ApiError(Exception):
@@ -125,17 +132,19 @@ class Api:
             if not token:
                 return out
 
-    def dump(self, namespaces: list[str]) -> dict[str, Any]:
+    def dump(self, namespaces: list[str], *, queues: list[str] | None = None) -> dict[str, Any]:
         """Return a kubectl-style List of what Watchtower reads: cluster-scoped kinds, and the namespaced
-        kinds of `namespaces` (other scenarios' leftovers stay out of the picture)."""
+        kinds of `namespaces` (other scenarios' leftovers stay out of the picture, and so do Volcano Queues
+        other than `queues`)."""
+        own = {"namespaces": set(namespaces), "queues": set(queues or ())}
         items: list[dict[str, Any]] = []
-        for kind, (path, api_version, namespaced) in RESOURCES.items():
+        for kind, path, api_version, namespaced in RESOURCES:
             if namespaced:
                 objs = [o for ns in namespaces for o in self.items(_in_namespace(path, ns))]
             else:
                 objs = self.items(path)
-                if kind == "Namespace":
-                    objs = [o for o in objs if o["metadata"]["name"] in namespaces]
+                if kind in _OWN:
+                    objs = [o for o in objs if o["metadata"]["name"] in own[_OWN[kind]]]
             for o in objs:
                 o["kind"], o["apiVersion"] = kind, api_version
                 items.append(o)

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from .api import Api, ApiError, wait_for
+from . import crds
+from .api import Api, ApiError
 from .controlplane.cluster import ControlPlane, binaries_dir
 from .kubelet import Kubelet
-from .scenario import PADDLEJOB_CRD, PRIORITY_CLASSES, Scenario
+from .operator import PaddleOperator
+from .scenario import PRIORITY_CLASSES, Scenario
 
 
 @pytest.fixture(scope="session")
@@ -45,12 +47,8 @@ def admin(control_plane: ControlPlane) -> Iterator[Api]:
         except ApiError as e:
             if e.status != 409:
                 raise
-    try:
-        api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", PADDLEJOB_CRD)
-    except ApiError as e:
-        if e.status != 409:
-            raise
-    wait_for("the PaddleJob CRD served", lambda: api.get("/apis/batch.paddlepaddle.org/v1/paddlejobs"))
+    # paddle-operator's PaddleJob and Volcano's PodGroup and Queue, as upstream ships them.
+    crds.install(api)
     yield api
     api.close()
 
@@ -64,8 +62,23 @@ def kubelet(admin: Api) -> Iterator[Kubelet]:
     assert not k.errors, f"kubelet stand-in errors: {k.errors[:5]}"
 
 
+@pytest.fixture(scope="session")
+def paddle_operator(admin: Api) -> Iterator[PaddleOperator]:
+    op = PaddleOperator(admin)
+    op.start()
+    yield op
+    op.stop()
+    assert not op.errors, f"paddle-operator stand-in errors: {op.errors[:5]}"
+
+
 @pytest.fixture
-def scenario(admin: Api, kubelet: Kubelet, tmp_path: Path, control_plane: ControlPlane) -> Iterator[Scenario]:
+def scenario(
+    admin: Api,
+    kubelet: Kubelet,
+    paddle_operator: PaddleOperator,
+    tmp_path: Path,
+    control_plane: ControlPlane,
+) -> Iterator[Scenario]:
     s = Scenario(admin, kubelet, tmp_path)
     try:
         yield s

@@ -16,8 +16,15 @@ from typing import Any
 
 from .api import Api, ApiError, wait_for
 from .kubelet import RUN_SECONDS, TERMINATE_SECONDS, Kubelet
+from .workloads import (
+    K8S_SCHEDULING_API,
+    VOLCANO_API,
+    k8s_podgroup,
+    k8s_workload,
+    paddle_pod,
+    paddlejob_object,
+)
 
-PADDLE_API = "batch.paddlepaddle.org/v1"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 # The tiers' example classes from the design (DESIGN §4).
@@ -28,32 +35,6 @@ PRIORITY_CLASSES = (
     ("long-training", 300_000, "Never"),
     ("batch", 100_000, "PreemptLowerPriority"),
 )
-
-PADDLEJOB_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "paddlejobs.batch.paddlepaddle.org"},
-    "spec": {
-        "group": "batch.paddlepaddle.org",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "paddlejobs",
-            "singular": "paddlejob",
-            "kind": "PaddleJob",
-            "listKind": "PaddleJobList",
-        },
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                },
-            }
-        ],
-    },
-}
 
 
 def rfc3339(t: float) -> str:
@@ -71,6 +52,7 @@ def pod_manifest(
     labels: dict[str, str] | None = None,
     node: str | None = None,
     gates: list[str] | None = None,
+    group: str | None = None,
 ) -> dict[str, Any]:
     notes: dict[str, str] = {}
     if run_seconds is not None:
@@ -97,10 +79,29 @@ def pod_manifest(
         spec["nodeName"] = node
     if gates:
         spec["schedulingGates"] = [{"name": g} for g in gates]
+    if group:
+        # k8s.io/api v0.36.3 core/v1/types.go PodSpec.SchedulingGroup: the PodGroup this pod belongs to.
+        spec["schedulingGroup"] = {"podGroupName": group}
     meta: dict[str, Any] = {"name": name, "labels": labels or {}, "annotations": notes}
     if owner:
         meta["ownerReferences"] = [owner]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def write_fixture(name: str, obj: Any) -> Path:
+    """Write `obj` as tests/fixtures/real/<name>.json without its managedFields; return the path."""
+
+    def scrub(o: Any) -> Any:
+        if isinstance(o, dict):
+            return {k: scrub(v) for k, v in o.items() if k != "managedFields"}
+        if isinstance(o, list):
+            return [scrub(v) for v in o]
+        return o
+
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    path = FIXTURES / f"{name}.json"
+    path.write_text(json.dumps(scrub(obj), indent=1, sort_keys=True) + "\n")
+    return path
 
 
 @dataclass
@@ -112,6 +113,7 @@ class Scenario:
     workdir: Path
     namespaces: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
+    queues: list[str] = field(default_factory=list)  # Volcano Queues are cluster-scoped
 
     # ---- building ---------------------------------------------------------------------------------
 
@@ -131,40 +133,83 @@ class Scenario:
         self.nodes.append(name)
         return name
 
-    def paddlejob(self, ns: str, name: str) -> dict[str, Any]:
-        """Create the PaddleJob object its pods point at, so that the garbage collector keeps them."""
-        job = self.api.create(
-            f"/apis/batch.paddlepaddle.org/v1/namespaces/{ns}/paddlejobs",
-            {"apiVersion": PADDLE_API, "kind": "PaddleJob", "metadata": {"name": name}, "spec": {}},
+    def paddlejob(
+        self,
+        ns: str,
+        name: str,
+        *,
+        workers: int,
+        gpus: int,
+        priority_class: str,
+        scheduling_policy: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        """Return the PaddleJob as the server stored it: `workers` workers of `gpus` GPUs, no pods yet.
+
+        The template is what the scenario's other pods are made of (`pod_manifest`); `kw` goes to it.
+        """
+        template = pod_manifest(name, gpus=gpus, priority_class=priority_class, **kw)
+        body = paddlejob_object(
+            name,
+            workers=workers,
+            gpus=gpus,
+            priority_class=priority_class,
+            image=template["spec"]["containers"][0]["image"],
+            scheduling_policy=scheduling_policy,
         )
-        return {
-            "apiVersion": PADDLE_API,
-            "kind": "PaddleJob",
-            "name": name,
-            "uid": job["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+        worker = body["spec"]["worker"]["template"]
+        worker["metadata"]["annotations"] = template["metadata"]["annotations"]
+        worker["spec"] = {**template["spec"], **worker["spec"], "containers": template["spec"]["containers"]}
+        job: dict[str, Any] = self.api.create(
+            f"/apis/batch.paddlepaddle.org/v1/namespaces/{ns}/paddlejobs", body
+        )
+        return job
+
+    def paddle_pods(self, ns: str, job: dict[str, Any], count: int | None = None) -> list[dict[str, Any]]:
+        """Create the first `count` (default: all) worker pods of `job`, as paddle-operator does."""
+        n = job["spec"]["worker"]["replicas"] if count is None else count
+        return [self.pod(ns, paddle_pod(job, "worker", i)) for i in range(n)]
 
     def gang(
         self, ns: str, job: str, *, workers: int, gpus: int, priority_class: str, **kw: Any
     ) -> list[dict[str, Any]]:
         """Create a PaddleJob and its worker pods at once, as the Paddle operator does."""
-        owner = self.paddlejob(ns, job)
-        return [
-            self.pod(
-                ns,
-                pod_manifest(
-                    f"{job}-worker-{i}",
-                    gpus=gpus,
-                    priority_class=priority_class,
-                    owner=owner,
-                    labels={"paddle-res-name": f"{job}-worker-{i}", "app": job},
-                    **kw,
-                ),
-            )
-            for i in range(workers)
-        ]
+        pj = self.paddlejob(ns, job, workers=workers, gpus=gpus, priority_class=priority_class, **kw)
+        return self.paddle_pods(ns, pj)
+
+    def k8s_gang(
+        self, ns: str, name: str, *, min_count: int, priority_class: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Create an upstream Workload with one gang template and its PodGroup `name`; return both."""
+        root = f"/apis/{K8S_SCHEDULING_API}/namespaces/{ns}"
+        workload = self.api.create(
+            f"{root}/workloads", k8s_workload(name, template="workers", min_count=min_count)
+        )
+        group = self.api.create(
+            f"{root}/podgroups",
+            k8s_podgroup(
+                name, min_count=min_count, workload=(name, "workers"), priority_class=priority_class
+            ),
+        )
+        return workload, group
+
+    def k8s_podgroup(self, ns: str, name: str) -> dict[str, Any]:
+        pg: dict[str, Any] = self.api.get(f"/apis/{K8S_SCHEDULING_API}/namespaces/{ns}/podgroups/{name}")
+        return pg
+
+    def volcano_queue(self, body: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """Create a Volcano Queue and write its status (a subresource) as Volcano's controller would."""
+        path = f"/apis/{VOLCANO_API}/queues"
+        q = self.api.create(path, body)
+        self.queues.append(q["metadata"]["name"])
+        q["status"] = status
+        out: dict[str, Any] = self.api.request("PUT", f"{path}/{q['metadata']['name']}/status", body=q)
+        return out
+
+    def volcano_podgroup(self, ns: str, body: dict[str, Any]) -> dict[str, Any]:
+        # Volcano's PodGroup CRD has no status subresource: the status is written with the object.
+        pg: dict[str, Any] = self.api.create(f"/apis/{VOLCANO_API}/namespaces/{ns}/podgroups", body)
+        return pg
 
     def pod(self, ns: str, manifest: dict[str, Any]) -> dict[str, Any]:
         return self.api.create(f"/api/v1/namespaces/{ns}/pods", manifest)
@@ -209,7 +254,7 @@ class Scenario:
 
     def dump(self, label: str) -> Path:
         path = self.workdir / f"{label}.json"
-        path.write_text(json.dumps(self.api.dump(self.namespaces), indent=1))
+        path.write_text(json.dumps(self.api.dump(self.namespaces, queues=self.queues), indent=1))
         return path
 
     def analyze(self, label: str, *, at: float | None = None) -> dict[str, Any]:
@@ -245,18 +290,8 @@ class Scenario:
 
         Opt-in: every run makes new uids and times, and the fixtures read together must come from one run.
         """
-        if os.environ.get("WATCHTOWER_SAVE_FIXTURES") != "1":
-            return
-        FIXTURES.mkdir(parents=True, exist_ok=True)
-
-        def scrub(o: Any) -> Any:
-            if isinstance(o, dict):
-                return {k: scrub(v) for k, v in o.items() if k != "managedFields"}
-            if isinstance(o, list):
-                return [scrub(v) for v in o]
-            return o
-
-        (FIXTURES / f"{name}.json").write_text(json.dumps(scrub(obj), indent=1, sort_keys=True) + "\n")
+        if os.environ.get("WATCHTOWER_SAVE_FIXTURES") == "1":
+            write_fixture(name, obj)
 
     # ---- tearing down -----------------------------------------------------------------------------
 
@@ -271,3 +306,5 @@ class Scenario:
             with contextlib.suppress(ApiError):
                 self.api.delete(f"/api/v1/nodes/{name}")
             self.kubelet.nodes.discard(name)
+        for name in self.queues:
+            self.api.delete(f"/apis/{VOLCANO_API}/queues/{name}")

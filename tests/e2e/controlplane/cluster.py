@@ -32,6 +32,14 @@ CONTROLLERS = (
     "namespace-controller",
     "clusterrole-aggregation-controller",
 )
+# Upstream gang scheduling (issue 12), alpha and off by default in v1.36.3 (k8s.io/kubernetes@v1.36.3
+# pkg/features/kube_features.go): GenericWorkload serves Workload/PodGroup and keeps a pod's
+# spec.schedulingGroup (pkg/api/pod/util.go drops it otherwise); GangScheduling adds the scheduler plugin
+# (pkg/scheduler/apis/config/v1/default_plugins.go); WorkloadAwarePreemption lets a gang preempt as one. All
+# three components get the same gates so that what the server keeps, the scheduler and controllers read.
+FEATURE_GATES = "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
+# Alpha API versions are not served unless asked for (pkg/registry/scheduling/rest/storage_scheduling.go).
+RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
 
 
 class ControlPlaneError(RuntimeError):
@@ -188,6 +196,8 @@ class ControlPlane:
             # The `kubernetes` Service endpoint would be 127.0.0.1, which Endpoints validation refuses.
             "--endpoint-reconciler-type=none",
             f"--watch-cache={'true' if self.watch_cache else 'false'}",
+            f"--feature-gates={FEATURE_GATES}",
+            f"--runtime-config={RUNTIME_CONFIG}",
         ]
         return Process("kube-apiserver", argv, self.workdir / "kube-apiserver.log")
 
@@ -207,6 +217,7 @@ class ControlPlane:
                 # The garbage collector and quota controller re-read discovery on this period: CRDs made by a
                 # scenario are known sooner.
                 "--resource-quota-sync-period=10s",
+                f"--feature-gates={FEATURE_GATES}",
             ],
             self.workdir / "kube-controller-manager.log",
         )
@@ -220,6 +231,7 @@ class ControlPlane:
                 "--leader-elect=false",
                 f"--secure-port={free_port()}",
                 "--bind-address=127.0.0.1",
+                f"--feature-gates={FEATURE_GATES}",
             ],
             self.workdir / "kube-scheduler.log",
         )
