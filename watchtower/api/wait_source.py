@@ -78,6 +78,9 @@ def queue_entitlement(name: str, queues: Iterable[Mapping[str, Any]]) -> dict[st
             ("allocated", "held by its running work now", _gpus(allocated)),
         ],
         "pct": round(min(100.0, 100.0 * (allocated or 0) / cap), 1) if cap else None,
+        "deserved_pct": round(min(100.0, 100.0 * q["gpus_deserved"] / cap), 1)
+        if cap and q["gpus_deserved"] is not None
+        else None,
         "full": cap is not None and allocated is not None and allocated >= cap,
         "namespaces": ", ".join(q["namespaces"]),
         "teams": ", ".join(q["teams"]),
