@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 from fastapi import APIRouter, Depends, FastAPI
 from pydantic import SecretStr
-from services.scenario import ManualClock, ReplaySource, demo_cluster, list_everything
+from services.scenario import Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 
 from watchtower.api.app import create_app
 from watchtower.api.container import Container
@@ -44,9 +44,12 @@ def mutation_router() -> APIRouter:
     return r
 
 
-def make_service(*, token: str | None = TOKEN, evaluate: bool = True, listed: bool = True) -> Service:
+def make_service(
+    *, token: str | None = TOKEN, evaluate: bool = True, listed: bool = True, cluster: Cluster | None = None
+) -> Service:
+    """Return the service on `cluster` (else the demo cluster), listed and evaluated at NOW unless told."""
     clock = ManualClock()
-    source = ReplaySource(demo_cluster())
+    source = ReplaySource(cluster if cluster is not None else demo_cluster())
     settings = Settings().model_copy(
         update={"server": ServerConfig(api_token=SecretStr(token) if token is not None else None)}
     )

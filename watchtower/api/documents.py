@@ -15,7 +15,14 @@ import orjson
 
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
-from watchtower.services.queue_view import SCHEMA_VERSION, preemption_dict, quota_dict, rfc3339, workload_dict
+from watchtower.services.queue_view import (
+    SCHEMA_VERSION,
+    preemption_dict,
+    quota_dict,
+    rfc3339,
+    volcano_queue_dict,
+    workload_dict,
+)
 
 DEFAULT_LIMIT = 100  # a workload is ~1.3 KB of JSON: pages keep answers small (20,000 would be 27 MB)
 MAX_LIMIT = 100_000
@@ -62,6 +69,10 @@ class QueueDocuments:
             preemption_dict(p, tiers) for p in snap.preemptions
         )
         self.quota: tuple[dict[str, Any], ...] = tuple(quota_dict(q) for q in tick.quota)
+        self.volcano_queues: tuple[dict[str, Any], ...] = tuple(
+            volcano_queue_dict(q) for q in tick.volcano_queues
+        )
+        self._queues_json = orjson.dumps(self.volcano_queues)
         # Dashboards and scripts repeat the same few queries until the next evaluation.
         self._bodies: dict[
             tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], int, int], bytes
@@ -103,7 +114,14 @@ class QueueDocuments:
                 "count": len(page),
             }
         )
-        body = head[:-1] + b',"workloads":[' + b",".join(page) + b"]}"
+        body = (
+            head[:-1]
+            + b',"workloads":['
+            + b",".join(page)
+            + b'],"volcano_queues":'
+            + self._queues_json
+            + b"}"
+        )
         if len(self._bodies) >= CACHED_BODIES:
             self._bodies.pop(next(iter(self._bodies)))
         self._bodies[key] = body

@@ -18,6 +18,7 @@ from watchtower.services.feeds import Readiness
 from watchtower.services.queue_view import rfc3339
 
 from .documents import QueueDocuments
+from .wait_source import PLAIN_SOURCES, pods_exist, read_from
 
 ROWS_PER_TIER = 100
 PREEMPTIONS_SHOWN = 30
@@ -69,6 +70,8 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
         "stuck": (doc["stuck_despite_capacity"] or {}).get("why", ""),
         "preempted_recently": doc["preemptions_recent"],
         "annotations": sorted(doc["annotations"].items()),
+        "read_from": "" if doc["source"] in PLAIN_SOURCES else read_from(doc),
+        "pods_exist": pods_exist(doc),
     }
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .alerts.rules.base import GpuHolder
+from .entitlement import QueueLine
 from .estimate import TierWaits
 from .gpu_usage import GpuAlert
 from .health import HEALTHY, SourceHealth
@@ -44,6 +45,7 @@ class Tick:
     # Each tier's recent time to schedule, from which every waiting workload's start estimate is read.
     waits: TierWaits | None = None
     stuck: tuple[StuckHead, ...] = ()  # tier heads that fit yet have waited past `queue.stuck_after`
+    volcano_queues: tuple[QueueLine, ...] = ()  # Volcano Queues: the teams' entitlement where Volcano runs
 
     def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:
         return dataclasses.replace(self, gpu_alerts=alerts)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from watchtower.domain.disruptions import Preemption
+from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import StartEstimate, TierWaits
 from watchtower.domain.latency import Distribution, TierLatency
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
@@ -76,6 +77,10 @@ def workload_dict(
         "message": d.raw if d else None,
         "message_truncated": d.truncated if d else False,
         "preemption": w.preemption.value,
+        "preemption_node": (d.preemption_node or None) if d else None,
+        "preemption_victims": d.victims if d else None,
+        "gang_min": d.gang_min if d else None,
+        "gang_placed": d.gang_placed if d else None,
         "why": w.why,
         "nominated_node": w.nominated_node or None,
         "oldest_pending_pod": w.oldest_pod or None,
@@ -113,6 +118,20 @@ def quota_dict(q: QuotaLine) -> dict[str, Any]:
         "team": q.team,
         "gpus_hard": q.hard_gpus,
         "gpus_used": q.used_gpus,
+    }
+
+
+def volcano_queue_dict(q: QueueLine) -> dict[str, Any]:
+    return {
+        "name": q.name,
+        "weight": q.weight,
+        "state": q.state or None,
+        "gpus_capability": q.capability_gpus,
+        "gpus_deserved": q.deserved_gpus,
+        "gpus_guarantee": q.guarantee_gpus,
+        "gpus_allocated": q.allocated_gpus,
+        "namespaces": list(q.namespaces),
+        "teams": list(q.teams),
     }
 
 
@@ -248,4 +267,5 @@ def snapshot_dict(
             for q in sorted(state.quotas.values(), key=lambda q: (q.namespace, q.name))
             if q.hard_gpus is not None
         ]
+        out["volcano_queues"] = [volcano_queue_dict(q) for q in queue_lines(state)]
     return out

@@ -18,6 +18,7 @@ import msgspec
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import gpu_holders, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import needs_holders
+from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.messages import NO_NODES
@@ -200,6 +201,7 @@ class Watcher:
                 last_bound=self.history.last_bound,
             )
             waits = self.history.waits(now)
+            volcano_queues = queue_lines(st)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -212,6 +214,7 @@ class Watcher:
             running_by_tier=self._running,
             waits=waits,
             stuck=stuck,
+            volcano_queues=volcano_queues,
         )
         self.latest = tick
         return tick

@@ -7,7 +7,7 @@ string escaped by Jinja2. The JSON of the same workload is `/api/v1/workloads/{n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -22,6 +22,7 @@ from watchtower.services.queue_view import rfc3339
 
 from ..deps import ContainerDep
 from ..status_view import STATE_WORDS
+from ..wait_source import gang_words, pods_exist, preemption_words, queue_entitlement, read_from
 from .status_page import PageRenderer, page_response
 from .workloads import lookup, not_found, preemptions_of
 
@@ -58,10 +59,14 @@ def _pct(part: float, whole: float) -> float:
 
 
 def workload_context(
-    doc: dict[str, Any], tick: Tick, held_by_node: Mapping[str, int], preemptions: list[dict[str, Any]]
+    doc: dict[str, Any],
+    tick: Tick,
+    held_by_node: Mapping[str, int],
+    preemptions: list[dict[str, Any]],
+    volcano_queues: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Return the page's variables for one workload document (services.queue_view.workload_dict) and the
-    GPUs its pods hold per node."""
+    """Return the page's variables for one workload document (services.queue_view.workload_dict), the
+    GPUs its pods hold per node and the tick's Volcano Queues (the one it names is shown)."""
     wait, warn, crit = doc["wait_seconds"], doc["warn_after_seconds"], doc["critical_after_seconds"]
     verdict = PreemptionVerdict(doc["preemption"])
     held = [{"node": n, "gpus": g} for n, g in held_by_node.items()]
@@ -79,6 +84,11 @@ def workload_context(
         "annotations": sorted(doc["annotations"].items()),
         "held": sorted(held, key=lambda h: h["node"]),
         "quota": _quota_words(doc["quota"]),
+        "read_from": read_from(doc),
+        "pods_exist": pods_exist(doc),
+        "preemption_found": preemption_words(doc),
+        "gang_placement": gang_words(doc),
+        "volcano": queue_entitlement(doc["volcano_queue"] or "", volcano_queues),
         "preemptions": [
             {
                 **p,
@@ -159,7 +169,11 @@ async def workload_page(
         return page_response(renderer.render_page("workload.html", ctx), 409)
     doc = found[0]
     held = container.watcher.gpus_by_node(WorkloadKey(namespace, doc["kind"], name))
-    ctx.update(workload_context(doc, tick, held, preemptions_of(docs, namespace, name, doc["kind"])))
+    ctx.update(
+        workload_context(
+            doc, tick, held, preemptions_of(docs, namespace, name, doc["kind"]), docs.volcano_queues
+        )
+    )
     ctx["kind"] = doc["kind"]
     ctx["alerts"] = alerts_about(admin, namespace, name, doc["kind"], now)
     return page_response(renderer.render_page("workload.html", ctx))

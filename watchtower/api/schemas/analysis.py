@@ -10,6 +10,7 @@ from typing import Literal
 
 from .common import Body, Number, Time
 from .preemption import Preemption
+from .queue import VolcanoQueue
 from .workload import Workload
 
 
@@ -186,6 +187,8 @@ class Analysis(Body):
     """pods held by `schedulingGates`: not queued yet, never alerted on as waiting"""
     quota: list[NamespaceQuota]
     """namespace GPU quotas"""
+    volcano_queues: list[VolcanoQueue]
+    """Volcano Queues with the namespaces and teams whose work names them"""
     latency: list[TierLatency]
     """per tier: time to schedule and start-up"""
     alerts: list[RuleAlert]

@@ -7,6 +7,30 @@ from .preemption import Preemption
 from .workload import Workload
 
 
+class VolcanoQueue(Body):
+    """A Volcano Queue (`scheduling.volcano.sh/v1beta1`): a team's entitlement where Volcano schedules, in GPUs
+    (`nvidia.com/gpu`; volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go QueueSpec, QueueStatus)."""
+
+    name: str
+    """the Queue (cluster-scoped)"""
+    weight: int
+    """`spec.weight`: its share against the other queues when GPUs are divided"""
+    state: str | None
+    """`status.state`: `Open`, `Closed`, `Closing`, `Unknown`"""
+    gpus_capability: int | None
+    """`spec.capability`: the most it may ever use (null: no limit set)"""
+    gpus_deserved: int | None
+    """`spec.deserved`: its fair share; above it, its GPUs may be reclaimed by other queues"""
+    gpus_guarantee: int | None
+    """`spec.guarantee.resource`: reserved for it, never lent"""
+    gpus_allocated: int | None
+    """`status.allocated`: what its running work holds now"""
+    namespaces: list[str]
+    """the namespaces whose Volcano PodGroups or PaddleJobs (`spec.schedulingPolicy.queue`) name it"""
+    teams: list[str]
+    """those namespaces' teams"""
+
+
 class Queue(Body):
     """`/api/v1/queue`: one page of the tracked workloads in display order (tier, waiting first, longest wait).
 
@@ -25,6 +49,8 @@ class Queue(Body):
     """workloads on this page (`offset`, `limit`)"""
     workloads: list[Workload]
     """the page"""
+    volcano_queues: list[VolcanoQueue]
+    """every Volcano Queue, whatever the filters: the teams' entitlement where Volcano schedules"""
 
 
 class WorkloadDetail(Body):

@@ -135,6 +135,15 @@ class Workload(Body):
     preemption: PreemptionVerdict
     """can preemption help: `possible` (a node is nominated, or victims are terminating), `no_victims`,
     `not_helpful`, `policy_never` (the pod's `preemptionPolicy` is `Never`), `unknown`"""
+    preemption_node: str | None
+    """the node the scheduler's preemption dry run would place it on (1.36+: `found a potential placement for
+    pod on node <n>`)"""
+    preemption_victims: int | None
+    """how many pods that preemption would evict (`preempting <k> victims`)"""
+    gang_min: int | None
+    """when the message is about its gang: the gang's minimum (`minCount`, Volcano's `minAvailable`)"""
+    gang_placed: int | None
+    """of those, how many the scheduler could place (1.36: scheduled; Volcano: the minimum less those short)"""
     why: str
     """the same in plain words, for people; not for parsing"""
     nominated_node: str | None
