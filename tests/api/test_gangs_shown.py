@@ -54,7 +54,7 @@ def volcano_job(name: str, namespace: str, queue: str, created: float) -> list[t
         "paddlejob-pending-no-pods", created=created, name=name, namespace=namespace, uid=f"uid-{name}"
     )
     job["spec"]["schedulingPolicy"]["queue"] = queue
-    group = real("volcano-podgroup-pending", created=created, name=name, namespace=namespace)
+    group = real("volcano-podgroup-shaped", created=created, name=name, namespace=namespace)
     group["metadata"]["ownerReferences"][0].update(name=name, uid=f"uid-{name}")
     group["spec"]["queue"] = queue
     return [("VolcanoPodGroup", group), ("PaddleJob", job)]
