@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from watchtower.adapters.sim.cluster import SimulatedCluster
-from watchtower.adapters.sim.story import PRODUCTION_TEAM
+from watchtower.adapters.sim.story import GANG_NAME, PRODUCTION_TEAM
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
 
@@ -51,3 +51,20 @@ def test_the_first_two_hours_show_every_tier_waiting_the_sweep_warning_and_preem
     assert any(by_uid[p.preemptor_uid].priority_class == "urgent-debug" for p in prod)
     assert all((p.victim_priority or 0) < by_uid[p.preemptor_uid].priority for p in prod)
     assert any((p.victim_priority or 0) < 500_000 for p in prod), "no low-tier victim"
+
+
+@pytest.mark.parametrize("seed", [7, 1, 42])
+def test_within_the_first_minutes_a_gang_is_held_one_pod_short_and_watchtower_says_why(seed: int) -> None:
+    """The 1.36 gang's pods have no condition and no event: only Watchtower's words say why they wait."""
+    sim = SimulatedCluster(SimulatorConfig(seed=seed))
+    w = Watched(sim)
+    seen = None
+    for _minute in range(5):
+        w.step(60)
+        seen = next((s for s in w.snapshot().waiting() if s.key.name == GANG_NAME), None) or seen
+    assert seen is not None
+    assert seen.state is WorkloadState.PENDING
+    assert seen.why == "gang incomplete: 3 of minCount 4 pods exist"
+    assert (seen.source, seen.pods_expected, seen.pods_existing) == ("podgroup", 4, 3)
+    held = [p for p in sim.pods.values() if p.name.startswith(f"{GANG_NAME}-")]
+    assert len(held) == 3 and all(p.sched_cond is None for p in held)

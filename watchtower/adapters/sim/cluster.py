@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from watchtower.adapters.sim import exporter, story, warm
+from watchtower.adapters.sim import group_objects as grp
 from watchtower.adapters.sim import objects as obj
 from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload, memory_bytes
 from watchtower.adapters.sim.scheduler import (
@@ -47,7 +48,7 @@ from watchtower.ports import ListSink, ObjectSink
 
 KINDS = tuple(k.name for k in WATCHED)
 # Served (installed CRDs with no objects yet), but the simulator makes none of these kinds (yet).
-UNSIMULATED = frozenset({"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue", "JobSet"})
+UNSIMULATED = frozenset({"VolcanoPodGroup", "VolcanoQueue", "JobSet"})
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"
@@ -93,6 +94,10 @@ class SimulatedCluster:
         self.workloads: list[SimWorkload] = []
         # The controller object of each workload that has one (Job, ReplicaSet, PaddleJob), by its uid.
         self.controllers: dict[str, tuple[str, dict[str, Any]]] = {}
+        # A gang-scheduled Job's Workload and PodGroup (1.36 WorkloadWithJob), by the Job's uid.
+        self.gang_workloads: dict[str, dict[str, Any]] = {}
+        self.pod_groups: dict[str, dict[str, Any]] = {}
+        self._pods_changed: set[str] = set()  # workloads whose pods changed this tick (their status follows)
         self.events: dict[str, dict[str, Any]] = {}
         self._event_seen: dict[str, float] = {}
         self._sched_events: dict[str, _SchedEvent] = {}
@@ -211,7 +216,27 @@ class SimulatedCluster:
             body["metadata"]["resourceVersion"] = self._bump()
             self.controllers[w.uid] = (spec.kind, body)
             self._out.append((spec.kind, "ADDED", orjson.dumps(body)))
+        if spec.pod_group:
+            self._gang_objects(w)
         return w
+
+    def _gang_objects(self, w: SimWorkload) -> None:
+        """Make a gang Job's Workload and PodGroup before any of its pods, as the 1.36 Job controller does."""
+        spec, n = w.spec, len(w.spec.pods)
+        wl = grp.gang_workload(
+            name=spec.name, namespace=spec.namespace, created=w.created, min_count=n, job_uid=w.uid
+        )
+        pg = grp.pod_group(
+            name=f"{spec.name}-0",
+            namespace=spec.namespace,
+            created=w.created,
+            min_count=n,
+            job=spec.name,
+            job_uid=w.uid,
+        )
+        self.gang_workloads[w.uid], self.pod_groups[w.uid] = wl, pg
+        self._emit_object("Workload", wl, "ADDED")
+        self._emit_object("PodGroup", pg, "ADDED")
 
     def _controller_object(self, w: SimWorkload) -> dict[str, Any]:
         """Return the workload's controller as the API server serves it: its pod template per role."""
@@ -233,7 +258,7 @@ class SimulatedCluster:
             return obj.paddle_job_object(name=name, namespace=ns, created=at, uid=uid, roles=roles)
         n = len(spec.pods)
         if spec.kind == "Job":
-            return obj.job(
+            job = obj.job(
                 name=name,
                 namespace=ns,
                 created=at,
@@ -242,6 +267,9 @@ class SimulatedCluster:
                 parallelism=n,
                 completions=n,
             )
+            if spec.pod_group:  # WorkloadWithJob gang-schedules Indexed Jobs with parallelism = completions
+                job["spec"]["completionMode"] = "Indexed"
+            return job
         # The simulator's ReplicaSets are a Deployment's: `<deployment>-<pod-template-hash>`.
         return obj.replica_set(
             name=name,
@@ -283,6 +311,10 @@ class SimulatedCluster:
             items = list(self.events.values())
         elif kind in CONTROLLER:
             items = [body for k, body in self.controllers.values() if k == kind]
+        elif kind == "Workload":
+            items = list(self.gang_workloads.values())
+        elif kind == "PodGroup":
+            items = list(self.pod_groups.values())
         elif kind in UNSIMULATED:
             items = []
         else:
@@ -364,6 +396,7 @@ class SimulatedCluster:
         self._progress(t, dt)
         self._controllers(t)
         self._schedule(t)
+        self._sync_paddle_jobs(t)
         self._refresh_quotas()
         self._expire_events(t)
 
@@ -405,6 +438,7 @@ class SimulatedCluster:
                     w.next_create = max(w.next_create, self._now)
         if w.spec.kind == "Pod" and not w.done and p.finished_at is None:
             w.done = True  # a bare pod that is gone is gone: nobody recreates it
+        self._pods_changed.add(w.uid)
         self._rv += 1
         p.resource_version = self._rv
         self._out.append(("Pod", "DELETED", self._render(p)))
@@ -435,6 +469,11 @@ class SimulatedCluster:
             kind, body = known
             body["metadata"]["resourceVersion"] = self._bump()
             self._out.append((kind, "DELETED", orjson.dumps(body)))
+        # The garbage collector takes what the Job owned.
+        for kind, held in (("PodGroup", self.pod_groups), ("Workload", self.gang_workloads)):
+            owned = held.pop(w.uid, None)
+            if owned is not None:
+                self._emit_object(kind, owned, "DELETED")
 
     def _complete(self, w: SimWorkload, t: float) -> None:
         w.done = True
@@ -493,6 +532,9 @@ class SimulatedCluster:
         spec = w.spec
         kind = spec.kind
         name = tpl.name if kind in ("PaddleJob", "Pod") else f"{spec.name}-{self._suffix()}"
+        index = next(i for i, x in enumerate(spec.pods) if x.name == tpl.name)
+        if spec.pod_group:  # an Indexed Job's pods: `<job>-<index>-<suffix>`
+            name = f"{spec.name}-{index}-{self._suffix()}"
         ns = spec.namespace
         quota = self.quotas.get(ns)
         if quota is not None and tpl.gpus > 0:
@@ -510,6 +552,8 @@ class SimulatedCluster:
             labels.update(
                 {"batch.kubernetes.io/job-name": spec.name, "job-name": spec.name, "controller-uid": w.uid}
             )
+            if spec.pod_group:
+                labels["batch.kubernetes.io/job-completion-index"] = str(index)
         elif kind == "ReplicaSet":
             labels["pod-template-hash"] = spec.name.rsplit("-", 1)[-1]
         if kind in CONTROLLER:
@@ -527,6 +571,7 @@ class SimulatedCluster:
             labels=labels,
             owner=owner,
             grace=spec.grace,
+            group=f"{spec.name}-0" if spec.pod_group else "",
         )
         self.pods[p.uid] = p
         w.slots[tpl.name] = p
@@ -544,11 +589,15 @@ class SimulatedCluster:
         if w.spec.kind == "Pod":
             w.done = True  # `kubectl create` got the error; nothing retries a bare pod
             return
-        shown = name if w.spec.kind == "PaddleJob" else f"{w.spec.name}-"  # generateName prefix
+        reason = "FailedCreate"
         msg = (
-            f'Error creating: pods "{shown}" is forbidden: exceeded quota: {QUOTA_NAME}, '
+            f'Error creating: pods "{w.spec.name}-" is forbidden: exceeded quota: {QUOTA_NAME}, '
             f"requested: {GPU_KEY}={tpl.gpus}, used: {GPU_KEY}={used}, limited: {GPU_KEY}={hard}"
         )
+        if w.spec.kind == "PaddleJob":
+            # paddle-operator records its own words, not the API's error (controllers/paddlejob_controller.go
+            # createResource): the quota is read from the ResourceQuota itself.
+            reason, msg = "Create", f"create failed Pod {name}"
         ev = w.failed_create
         if ev is not None and ev["message"] == msg and ev["metadata"]["name"] in self.events:
             ev["count"] += 1
@@ -557,7 +606,7 @@ class SimulatedCluster:
             return
         ev = obj.core_event(
             namespace=w.spec.namespace,
-            reason="FailedCreate",
+            reason=reason,
             message=msg,
             involved=w.ref,
             at=t,
@@ -580,7 +629,14 @@ class SimulatedCluster:
         sched.load(p for p in self.pods.values() if not p.terminal)
         pending = [p for p in self.pods.values() if not p.node and not p.terminating and not p.terminal]
         gen = self._generation
+        gangs_seen: set[str] = set()
         for p in queue_order(pending):
+            if p.group:
+                # A gang is taken as one, at its first member in queue order.
+                if p.workload.uid not in gangs_seen:
+                    gangs_seen.add(p.workload.uid)
+                    self._schedule_gang(sched, p.workload, t)
+                continue
             if p.tried_at is not None and p.tried_generation == gen and t - p.tried_at < RETRY_UNSCHEDULABLE:
                 continue
             d = sched.schedule(p)
@@ -591,6 +647,49 @@ class SimulatedCluster:
                 self._preempt(p, d, t)
             else:
                 self._unschedulable(p, d.message, t)
+
+    def _schedule_gang(self, sched: Scheduler, w: SimWorkload, t: float) -> None:
+        """Place a 1.36 gang all together or not at all (KEP-4671, the GangScheduling plugin).
+
+        Until minCount of its pods exist they are held in PreEnqueue: no attempt, no condition, no event."""
+        members = [q for q in w.slots.values() if q is not None and not q.terminal]
+        if len(members) < len(w.spec.pods):
+            return
+        waiting = queue_order(q for q in members if not q.node and not q.terminating)
+        gen = self._generation
+        if not waiting or all(
+            q.tried_at is not None and q.tried_generation == gen and t - q.tried_at < RETRY_UNSCHEDULABLE
+            for q in waiting
+        ):
+            return
+        saved = sched.save()
+        decisions = [(q, sched.schedule(q)) for q in waiting]
+        for q in waiting:
+            q.tried_at, q.tried_generation = t, gen
+        failed = next((d for _, d in decisions if not isinstance(d, Bind)), None)
+        if failed is None:
+            for q, d in decisions:
+                assert isinstance(d, Bind)
+                self._bind(q, d.node, t)
+            self._pod_group_condition(w, t, scheduled=True)
+            return
+        sched.restore(saved)  # nothing of a gang that does not fit is placed (nor preempts, here)
+        for q in waiting:
+            self._unschedulable(q, failed.message, t)
+        self._pod_group_condition(w, t, scheduled=False, message=failed.message)
+
+    def _pod_group_condition(self, w: SimWorkload, t: float, *, scheduled: bool, message: str = "") -> None:
+        body = self.pod_groups.get(w.uid)
+        if body is None:
+            return
+        old = (body["status"].get("conditions") or [None])[0]
+        if old is not None and (old["status"] == "True" or (not scheduled and old.get("message") == message)):
+            return  # once scheduled it never goes back; the same words are no change
+        new = grp.pod_group_condition(t, scheduled=scheduled, message=message)
+        if old is not None and old["status"] == new["status"]:
+            new["lastTransitionTime"] = old["lastTransitionTime"]
+        body["status"]["conditions"] = [new]
+        self._emit_object("PodGroup", body, "MODIFIED")
 
     def _bind(self, p: SimPod, node: str, t: float) -> None:
         p.node = node
@@ -695,6 +794,27 @@ class SimulatedCluster:
                 q["metadata"]["resourceVersion"] = self._bump()
                 self._out.append(("ResourceQuota", "MODIFIED", orjson.dumps(q)))
 
+    def _emit_object(self, kind: str, body: dict[str, Any], type_: str) -> None:
+        body["metadata"]["resourceVersion"] = self._bump()
+        self._out.append((kind, type_, orjson.dumps(body)))
+
+    def _sync_paddle_jobs(self, t: float) -> None:
+        """Write each PaddleJob's status from its pods, when it changed (the operator's syncCurrentStatus)."""
+        changed, self._pods_changed = self._pods_changed, set()
+        for w in self.workloads:
+            known = self.controllers.get(w.uid) if w.uid in changed else None
+            if known is None or known[0] != "PaddleJob":
+                continue
+            body = known[1]
+            replicas: dict[str, int] = {}
+            for tpl in w.spec.pods:
+                replicas[tpl.role] = replicas.get(tpl.role, 0) + 1
+            pods = [(p.template.role, p.phase) for p in w.slots.values() if p is not None]
+            status = grp.paddle_status(replicas, pods, old=body["status"], now=t)
+            if status != body["status"]:
+                body["status"] = status
+                self._emit_object("PaddleJob", body, "MODIFIED")
+
     def _emit_event(self, ev: dict[str, Any], type_: str) -> None:
         name = ev["metadata"]["name"]
         ev["metadata"]["resourceVersion"] = self._bump()
@@ -710,6 +830,7 @@ class SimulatedCluster:
             self._out.append(("Event", "DELETED", orjson.dumps(ev)))
 
     def _emit_pod(self, p: SimPod, type_: str) -> None:
+        self._pods_changed.add(p.workload.uid)
         self._rv += 1
         p.resource_version = self._rv
         self._out.append(("Pod", type_, self._render(p)))
@@ -741,6 +862,8 @@ class SimulatedCluster:
             nominated_node=p.nominated or None,
             resource_version=str(p.resource_version),
         )
+        if p.group:
+            body["spec"]["schedulingGroup"] = {"podGroupName": p.group}
         st = body["status"]
         if p.node:
             st["hostIP"] = self.node_ip(p.node)

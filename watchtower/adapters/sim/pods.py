@@ -60,6 +60,7 @@ class SimPod:
     memory_bytes: int = field(init=False, default=0)
     tried_at: float | None = None  # last failed scheduling attempt
     tried_generation: int = -1
+    group: str = ""  # the PodGroup it names in spec.schedulingGroup.podGroupName
 
     def __post_init__(self) -> None:
         self.cpu_millis = int(self.template.cpu) * 1000

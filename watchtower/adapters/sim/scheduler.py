@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -168,6 +168,19 @@ class Scheduler:
                     self._bound[p.node].append(p)
             elif p.nominated in self._nominated and not p.terminating:
                 self._nominated[p.nominated].append(p)
+
+    def save(self) -> tuple[dict[str, Usage], dict[str, list[SchedPod]], dict[str, list[SchedPod]]]:
+        """Return a copy of the ledger, for `restore` after a trial that must leave no trace (a gang)."""
+        return (
+            {k: replace(u) for k, u in self._usage.items()},
+            {k: list(v) for k, v in self._bound.items()},
+            {k: list(v) for k, v in self._nominated.items()},
+        )
+
+    def restore(
+        self, saved: tuple[dict[str, Usage], dict[str, list[SchedPod]], dict[str, list[SchedPod]]]
+    ) -> None:
+        self._usage, self._bound, self._nominated = saved
 
     def bound_to(self, node: str) -> list[SchedPod]:
         return list(self._bound.get(node, ()))

@@ -14,6 +14,9 @@ from watchtower.adapters.sim.workloads import WorkloadGenerator, WorkloadSpec, s
 
 MINUTE = 60.0
 SWEEP_AT = 1 * MINUTE
+GANG_AT = 2 * MINUTE
+GANG_NAME = "allreduce-gang"
+GANG_SIZE = 4
 CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incident being debugged
 SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
@@ -54,7 +57,34 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> lis
             duration=20 * MINUTE,
         )
 
-    out = [Moment(SWEEP_AT, "a medium sweep larger than free capacity, not allowed to preempt", sweep)]
+    def gang(room: Room) -> WorkloadSpec:
+        # A gang its team's quota admits all but one pod of: the Job controller makes three, the fourth is
+        # refused, and the scheduler holds the three with no condition and no event (PreEnqueue) until
+        # the quota frees room for the fourth. Sized from the room each team has when it comes.
+        def per_pod(team: str) -> int:
+            r = room(team_namespace(team))
+            p = min(g, r // (GANG_SIZE - 1))
+            return p if p > 0 and GANG_SIZE * p > r else 0
+
+        fitting = [t for t in others if per_pod(t)]
+        team = max(fitting, key=per_pod) if fitting else roomiest(room)
+        return single_pod(
+            kind="Job",
+            name=GANG_NAME,
+            team=team,
+            priority_class="experiment",
+            gpus=per_pod(team) or half,
+            replicas=GANG_SIZE,
+            duration=20 * MINUTE,
+            pod_group=True,
+        )
+
+    out = [
+        Moment(SWEEP_AT, "a medium sweep larger than free capacity, not allowed to preempt", sweep),
+        Moment(
+            GANG_AT, "a 1.36 gang with one pod refused by quota: held with no word from the scheduler", gang
+        ),
+    ]
     # On a full cluster these preempt: the victims the scheduler picks are low-tier training or batch.
     prod = PRODUCTION_TEAM
     out += [

@@ -71,10 +71,13 @@ class WorkloadSpec:
     grace: int  # terminationGracePeriodSeconds
     pattern: Pattern = Pattern.BUSY
     labels: dict[str, str] = field(default_factory=dict)
+    # An Indexed Job the 1.36 Job controller gang-schedules (WorkloadWithJob): a Workload and a PodGroup
+    # with minCount = its pods, which name the group in spec.schedulingGroup.
+    pod_group: bool = False
 
     @property
     def gang(self) -> bool:
-        return self.kind == "PaddleJob"
+        return self.kind == "PaddleJob" or self.pod_group
 
     @property
     def gpus(self) -> int:
@@ -131,14 +134,26 @@ def single_pod(
     pattern: Pattern = Pattern.BUSY,
     image: str = PADDLE_IMAGE,
     grace: int = 30,
+    pod_group: bool = False,
 ) -> WorkloadSpec:
-    """A ReplicaSet, a Job or a bare Pod; pods are named by the controller (`<name>-<suffix>`) later."""
+    """A ReplicaSet, a Job or a bare Pod; pods are named by the controller (`<name>-<suffix>`) later.
+
+    `pod_group`: an Indexed Job gang-scheduled through the 1.36 Workload API."""
     pods = tuple(
         PodTemplate(name if kind == "Pod" else f"{name}-{i}", "main", gpus, str(6 * gpus or 2), "64Gi", image)
         for i in range(replicas)
     )
     return WorkloadSpec(
-        kind, name, team_namespace(team), team, priority_class, pods, duration, grace, pattern
+        kind,
+        name,
+        team_namespace(team),
+        team,
+        priority_class,
+        pods,
+        duration,
+        grace,
+        pattern,
+        pod_group=pod_group and kind == "Job",
     )
 
 
