@@ -90,9 +90,17 @@ def quota_words(q: ResourceQuota, asked: int) -> str:
 
 
 def job_wait(
-    job: Controller, live: int, gpus_made: int, quotas: Iterable[ResourceQuota], gang: Gang | None
+    job: Controller,
+    live: int,
+    gpus_made: int,
+    quotas: Iterable[ResourceQuota],
+    gang: Gang | None,
+    operator_said: str = "",
 ) -> JobWait | None:
-    """Return why a PaddleJob waits with `live` of its pods existing; None when all of them exist."""
+    """Return why a PaddleJob waits with `live` of its pods existing; None when all of them exist.
+
+    `operator_said` is the operator's latest warning about it in words ("" when none is current): below
+    the quota's numbers and Volcano's words, above Watchtower's own count of the pods."""
     if live >= job.pods:
         return None
     asked = max(0, job.gpus - gpus_made)
@@ -107,6 +115,8 @@ def job_wait(
             else f"Volcano PodGroup {gang.name} is {gang.phase} in queue {gang.queue or 'default'}"
         )
         return JobWait(SOURCE_VOLCANO, why, message=gang.message, queue=gang.queue, group=gang.name)
+    if operator_said:
+        return JobWait(SOURCE_PADDLEJOB, operator_said)
     if live == 0:
         return JobWait(SOURCE_PADDLEJOB, "no pods created yet")
     return JobWait(SOURCE_PADDLEJOB, f"{live} of {job.pods} pods created")

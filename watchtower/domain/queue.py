@@ -66,6 +66,7 @@ class QueueEvaluator:
         self._position = 0
         self._refusals: dict[WorkloadKey, QuotaRefusal] = {}
         self._thrash: Counter[WorkloadKey] = Counter()
+        self._warned: set[WorkloadKey] = set()  # workloads with a current operator warning
         self._order: list[WorkloadFacts] = []  # the last evaluation's waiting workloads in queue order
 
     def diagnose(self, message: str) -> SchedulingDiagnosis:
@@ -156,6 +157,8 @@ class QueueEvaluator:
     ) -> list[WorkloadFacts]:
         """Return the facts of every non-running workload in queue order, re-deriving only what changed."""
         end = state.changes_base + len(state.changes)
+        # An operator's warning leaving its TTL changes the why with nothing touched: re-derive then.
+        warned = {k for k, w in state.operator_warnings.items() if w.current(now)}
         known = self._known
         if known is None or self._seen_state is not state or self._epoch != state.epoch:
             keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals) | state.expecting
@@ -171,6 +174,7 @@ class QueueEvaluator:
             for k in thrash.keys() | old_thrash.keys():
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
+            changed |= warned ^ self._warned
             waiting, expecting = state.waiting_workloads, state.expecting
             changed = {k for k in changed if k in waiting or k in refusals or k in known or k in expecting}
             if changed:
@@ -192,7 +196,7 @@ class QueueEvaluator:
                 order.sort(key=_order_key)
                 self._order = order
         self._known, self._seen_state, self._epoch, self._position = known, state, state.epoch, end
-        self._refusals, self._thrash = refusals, thrash
+        self._refusals, self._thrash, self._warned = refusals, thrash, warned
         return self._order
 
     def status_of(self, state: ClusterState, key: WorkloadKey, *, now: float) -> WorkloadStatus | None:

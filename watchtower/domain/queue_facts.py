@@ -124,7 +124,9 @@ def workload_facts(
                 why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
     if job is not None and refusal is None and state_ in (WorkloadState.RUNNING, WorkloadState.PENDING):
         made = sum(p.gpus for p in pods if not p.terminal)
-        jw = job_wait(job, live, made, state.quotas_in(key.namespace), state.gangs.volcano_group(key))
+        warned = state.operator_warnings.get(key)
+        said = warned.words if warned is not None and warned.speaks_for(job, now) else ""
+        jw = job_wait(job, live, made, state.quotas_in(key.namespace), state.gangs.volcano_group(key), said)
         if jw is not None and not queued:
             source, expected, group, queue = jw.source, job.pods, jw.group, jw.queue
             if jw.quota_blocked:

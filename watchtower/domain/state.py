@@ -22,6 +22,7 @@ from .gang_tables import GangTables
 from .gangs import Gang, GangWorkload, VolcanoQueue
 from .model import Event, Namespace, Node, Pod, PriorityClass
 from .node_use import NodeUse
+from .operator_events import operator_warning
 from .quota import quota_refusal
 from .state_controllers import PADDLE_WAITING_PHASES, ChangeLog, ControllerState
 from .workloads import WorkloadKey, workload_of
@@ -229,7 +230,7 @@ class ClusterState(ControllerState):
     # ---- events -----------------------------------------------------------------------------------
 
     def upsert_event(self, ev: Event) -> list[Happening]:
-        """Take what an event adds: the preemptor of a victim, or a quota refusal."""
+        """Take what an event adds: the preemptor of a victim, a quota refusal or an operator's warning."""
         p = preemption_from_event(ev)
         if p is not None:
             pod = self.pods.get(p.victim_uid)
@@ -251,6 +252,10 @@ class ClusterState(ControllerState):
         q = quota_refusal(ev)
         if q is not None:
             self.refuse(q)
+            return []
+        warned = operator_warning(ev)
+        if warned is not None:
+            self.warn(*warned)
         return []
 
     # ---- the other kinds ---------------------------------------------------------------------------

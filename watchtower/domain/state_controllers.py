@@ -1,5 +1,5 @@
-"""The controllers part of the cluster state: pod templates, PaddleJobs that want pods, ResourceQuotas and
-the refusals their controllers report.
+"""The controllers part of the cluster state: pod templates, PaddleJobs that want pods, ResourceQuotas, the
+refusals their controllers report and paddle-operator's warnings.
 
 A base of `ClusterState` (state.py), which adds the pods: this part knows which workload a controller's
 pods belong to and what waits with no pod at all; re-keying the pods themselves is the state's
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .model import Controller, ResourceQuota
+from .operator_events import OperatorWarning
 from .quota import QuotaRefusal
 from .workloads import WorkloadKey, workload_of_controller
 
@@ -51,6 +52,8 @@ class ControllerState(ChangeLog):
     controllers: dict[str, dict[WorkloadKey, Controller]] = field(default_factory=dict)
     # PaddleJobs that want pods and are neither running nor finished: they wait even with no pod.
     expecting: set[WorkloadKey] = field(default_factory=set)
+    # paddle-operator's newest Warning about each PaddleJob: at most one per workload.
+    operator_warnings: dict[WorkloadKey, OperatorWarning] = field(default_factory=dict)
 
     def _rekey(self, old: WorkloadKey, new: WorkloadKey) -> None:
         """Move what is indexed under a controller's own key to its workload's (the pods: `ClusterState`)."""
@@ -72,6 +75,14 @@ class ControllerState(ChangeLog):
         if top != q.workload:
             q = replace(q, workload=top, controller=q.workload)
         self.put_refusal(q)
+
+    def warn(self, key: WorkloadKey, w: OperatorWarning) -> None:
+        """Keep an operator's Warning about a workload when it is newer than the one held."""
+        prev = self.operator_warnings.get(key)
+        if prev is not None and (w.at < prev.at or w == prev):
+            return
+        self.operator_warnings[key] = w
+        self.touch(key)
 
     def upsert_controller(self, c: Controller) -> None:
         """Record a controller's template; one that wants no pods (scaled to 0, finished) is forgotten."""
@@ -103,6 +114,7 @@ class ControllerState(ChangeLog):
         top = self.workload_of_controller(key)
         c = self.controllers.get(key.kind, {}).pop(key, None)
         self.expecting.discard(key)
+        self.operator_warnings.pop(key, None)
         if c is not None:
             self.touch(top)
 
@@ -149,6 +161,8 @@ class ControllerState(ChangeLog):
         return key
 
     def prune_refusals(self, horizon: float, now: float) -> None:
-        """Forget the quota refusals last seen before `horizon`."""
+        """Forget the quota refusals and operator warnings last seen before `horizon`."""
         for key in [k for k, q in self.quota_refusals.items() if (q.last or now) < horizon]:
             del self.quota_refusals[key]
+        for key in [k for k, w in self.operator_warnings.items() if w.at < horizon]:
+            del self.operator_warnings[key]
