@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from .capacity import capacity
 from .disruptions import Preemption
 from .messages import SchedulingDiagnosis, parse_scheduling_message
-from .model import Pod
 from .queue_facts import is_gated, workload_facts
 from .queue_model import (
     WAITING_STATES,
@@ -143,7 +142,16 @@ class QueueEvaluator:
         pods, by_workload = state.pods, state.by_workload
         for key in keys:
             members = by_workload.get(key, ())
-            f = self._facts(state, key, [pods[u] for u in members], refusals.get(key), now, thrash)
+            f = workload_facts(
+                state,
+                key,
+                [pods[u] for u in members],
+                refusals.get(key),
+                now,
+                thrash,
+                policy=self.policy,
+                diagnose=self.diagnose,
+            )
             if f is not None:
                 out[key] = f
         return out
@@ -212,8 +220,9 @@ class QueueEvaluator:
             refusal = None
         members = state.by_workload.get(key, ())
         thrash = self._thrash_counts(state.preemptions.values(), now=now)
-        facts = self._facts(
-            state, key, [state.pods[u] for u in members if u in state.pods], refusal, now, thrash
+        pods = [state.pods[u] for u in members if u in state.pods]
+        facts = workload_facts(
+            state, key, pods, refusal, now, thrash, policy=self.policy, diagnose=self.diagnose
         )
         return None if facts is None else WorkloadStatus(facts, facts.wait_at(now))
 
@@ -237,20 +246,6 @@ class QueueEvaluator:
                     n, start = n + 1, t
             c[key] = n
         return c
-
-    def _facts(
-        self,
-        state: ClusterState,
-        key: WorkloadKey,
-        pods: list[Pod],
-        refusal: QuotaRefusal | None,
-        now: float,
-        thrash: Counter[WorkloadKey],
-    ) -> WorkloadFacts | None:
-        """Return one workload's facts (queue_facts.workload_facts) with this evaluator's policy and memo."""
-        return workload_facts(
-            state, key, pods, refusal, now, thrash, policy=self.policy, diagnose=self.diagnose
-        )
 
 
 def _order_key(f: WorkloadFacts) -> tuple[int, int, float, WorkloadKey]:
