@@ -468,3 +468,38 @@ def test_a_train_jobs_pods_and_refused_child_job_are_one_workload(tmp_path):
         2,
     )
     assert w["why"].startswith("refused by ResourceQuota gpu-quota")
+
+
+def test_a_head_stuck_despite_capacity_is_alerted_as_the_service_would(tmp_path):
+    """The one node has 8 free GPUs; the head of the medium tier asks for 4 and has waited 20 minutes."""
+    from datetime import datetime
+
+    from watchtower.adapters.sim import objects as o
+
+    t = datetime.fromisoformat(AT).timestamp()
+    said = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    objects = [
+        o.namespace("nlp", team="nlp"),
+        o.node("gpu-1"),
+        o.pod(
+            name="train-0",
+            namespace="nlp",
+            created=t - 1200,
+            gpus=4,
+            priority=500_000,
+            conditions=[o.unschedulable(t - 1190, said)],
+        ),
+    ]
+    dump = tmp_path / "stuck.json"
+    dump.write_text(json.dumps(o.object_list(objects)))
+
+    r = analyze("--objects", str(dump), "--at", AT, "--format", "json")
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads(r.stdout)
+    (w,) = doc["workloads"]
+    assert w["stuck_despite_capacity"] is not None
+    (a,) = [a for a in doc["alerts"] if a["rule"] == "WorkloadStuckDespiteCapacity"]
+    assert (a["severity"], a["labels"]["workload"], a["labels"]["tier"]) == ("warning", "train-0", "medium")
+    assert a["summary"] == (
+        "Pod nlp/train-0 (medium tier, 4 GPU) heads its tier and fits on node gpu-1, yet has waited 20m"
+    )

@@ -156,3 +156,34 @@ def test_only_the_head_of_each_tier_is_looked_at() -> None:
     second = o.pod(name="later-0", namespace=NS, created=T0 - 10.5 * MIN, gpus=1, priority=500_000)
     st = _cluster(_head(30 * MIN, gpus=5), second)  # the head fits nowhere; the second would
     assert _stuck(st) == ()
+
+
+def test_a_head_in_an_incomplete_upstream_gang_says_so_as_the_queue_does() -> None:
+    """Pods of a 1.36 gang wait in PreEnqueue with no condition: the PodGroup's minCount says why."""
+    from .test_gangs import gang_pod, load, put
+
+    st = _cluster()
+    put(st, load("podgroup-v1alpha2-gang-incomplete"))
+    for i in range(3):
+        put(st, gang_pod(i, created=T0 - 11 * MIN))
+    [s] = _stuck(st, last_bound={"": T0 - 60})
+    assert s.status.why == "gang incomplete: 3 of minCount 4 pods exist"
+    assert s.causes[0] == "gang incomplete: 3 of minCount 4 pods exist"
+
+
+def test_a_head_in_an_incomplete_volcano_gang_names_its_min_member() -> None:
+    import copy
+
+    from .test_gangs import load, put
+
+    group = copy.deepcopy(load("volcano-podgroup-pending"))
+    group["metadata"]["namespace"] = NS
+    group["status"].pop("conditions", None)  # Volcano has not written its words yet
+    name, need = group["metadata"]["name"], group["spec"]["minMember"]
+    st = _cluster()
+    put(st, group)
+    pod = _head(11 * MIN, gpus=1)
+    pod["metadata"].setdefault("annotations", {})["scheduling.k8s.io/group-name"] = name
+    put(st, pod)
+    [s] = _stuck(st, last_bound={"": T0 - 60})
+    assert s.causes[0] == f"gang incomplete: 1 of minMember {need} pods exist"

@@ -24,6 +24,18 @@ from .gangs import (
 from .model import Controller, ResourceQuota
 from .quota import GPU_QUOTA_RESOURCE
 
+# What each scheduler calls a gang's minimum, as the sentence names it (Volcano PodGroup spec.minMember,
+# upstream PodGroup spec.schedulingPolicy.gang.minCount); a controller's pod count has no such name.
+MINIMUM_TERMS = {SOURCE_PODGROUP: "minCount", SOURCE_VOLCANO: "minMember"}
+
+
+def gang_incomplete(live: int, minimum: int, source: str = "") -> str:
+    """Return the sentence for a gang short of pods: "gang incomplete: 3 of minCount 4 pods exist".
+
+    `source` is where the minimum was read (a WorkloadFacts.source); a controller's count is unnamed."""
+    term = MINIMUM_TERMS.get(source, "")
+    return f"gang incomplete: {live} of {term + ' ' if term else ''}{minimum} pods exist"
+
 
 @dataclass(frozen=True, slots=True)
 class GroupWait:
@@ -46,13 +58,13 @@ def group_wait(ref: GroupRef, gang: Gang | None, min_count: int, live: int) -> G
             return None
         why = ""
         if not gang.message and min_count and live < min_count:
-            why = f"gang incomplete: {live} of minMember {min_count} pods exist"
+            why = gang_incomplete(live, min_count, SOURCE_VOLCANO)
         return GroupWait(SOURCE_VOLCANO, min_count, why, gang.message, gang.queue, gang.name)
     if gang is not None and gang.scheduled:
         return None
     name = gang.name if gang is not None else ref.name
     if min_count and live < min_count:
-        why = f"gang incomplete: {live} of minCount {min_count} pods exist"
+        why = gang_incomplete(live, min_count, SOURCE_PODGROUP)
         return GroupWait(SOURCE_PODGROUP, min_count, why, group=name)
     return GroupWait(SOURCE_PODGROUP, min_count, message=gang.message if gang else "", group=name)
 
@@ -78,9 +90,17 @@ def quota_words(q: ResourceQuota, asked: int) -> str:
 
 
 def job_wait(
-    job: Controller, live: int, gpus_made: int, quotas: Iterable[ResourceQuota], gang: Gang | None
+    job: Controller,
+    live: int,
+    gpus_made: int,
+    quotas: Iterable[ResourceQuota],
+    gang: Gang | None,
+    operator_said: str = "",
 ) -> JobWait | None:
-    """Return why a PaddleJob waits with `live` of its pods existing; None when all of them exist."""
+    """Return why a PaddleJob waits with `live` of its pods existing; None when all of them exist.
+
+    `operator_said` is the operator's latest warning about it in words ("" when none is current): below
+    the quota's numbers and Volcano's words, above Watchtower's own count of the pods."""
     if live >= job.pods:
         return None
     asked = max(0, job.gpus - gpus_made)
@@ -95,6 +115,8 @@ def job_wait(
             else f"Volcano PodGroup {gang.name} is {gang.phase} in queue {gang.queue or 'default'}"
         )
         return JobWait(SOURCE_VOLCANO, why, message=gang.message, queue=gang.queue, group=gang.name)
+    if operator_said:
+        return JobWait(SOURCE_PADDLEJOB, operator_said)
     if live == 0:
         return JobWait(SOURCE_PADDLEJOB, "no pods created yet")
     return JobWait(SOURCE_PADDLEJOB, f"{live} of {job.pods} pods created")

@@ -1,7 +1,8 @@
 """The queue: which workloads wait, for how long, why, and what they hold while they wait.
 
-The evaluator lives here; the values it builds are in queue_model.py, re-exported so readers import them
-from either.
+The evaluator lives here: which workloads to re-derive, their order and positions. One workload's facts
+are worked out in queue_facts.py; the values built are in queue_model.py, re-exported so readers import
+them from either.
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ from collections.abc import Iterable, Mapping
 
 from .capacity import capacity
 from .disruptions import Preemption
-from .gang_wait import group_wait, job_wait
-from .gangs import SOURCE_PODS, SOURCE_QUOTA
-from .messages import PreemptionVerdict, SchedulingDiagnosis, explain, parse_scheduling_message
-from .model import Pod
+from .messages import SchedulingDiagnosis, parse_scheduling_message
+from .queue_facts import is_gated, workload_facts
 from .queue_model import (
     WAITING_STATES,
     Fragmentation,
@@ -26,7 +25,7 @@ from .queue_model import (
     WorkloadState,
     WorkloadStatus,
 )
-from .quota import QuotaRefusal, refused_gpus, refused_priority
+from .quota import QuotaRefusal
 from .state import ClusterState
 from .workloads import WorkloadKey
 
@@ -44,11 +43,6 @@ __all__ = [
     "WorkloadStatus",
     "is_gated",
 ]
-
-
-def is_gated(pod: Pod) -> bool:
-    c = pod.scheduled
-    return pod.scheduling_gated or (c is not None and c.status == "False" and c.reason == "SchedulingGated")
 
 
 # Seconds between two preemptions of one workload for them to count as two (a gang's pods go within seconds).
@@ -71,6 +65,7 @@ class QueueEvaluator:
         self._position = 0
         self._refusals: dict[WorkloadKey, QuotaRefusal] = {}
         self._thrash: Counter[WorkloadKey] = Counter()
+        self._warned: set[WorkloadKey] = set()  # workloads with a current operator warning
         self._order: list[WorkloadFacts] = []  # the last evaluation's waiting workloads in queue order
 
     def diagnose(self, message: str) -> SchedulingDiagnosis:
@@ -147,7 +142,16 @@ class QueueEvaluator:
         pods, by_workload = state.pods, state.by_workload
         for key in keys:
             members = by_workload.get(key, ())
-            f = self._facts(state, key, [pods[u] for u in members], refusals.get(key), now, thrash)
+            f = workload_facts(
+                state,
+                key,
+                [pods[u] for u in members],
+                refusals.get(key),
+                now,
+                thrash,
+                policy=self.policy,
+                diagnose=self.diagnose,
+            )
             if f is not None:
                 out[key] = f
         return out
@@ -161,6 +165,8 @@ class QueueEvaluator:
     ) -> list[WorkloadFacts]:
         """Return the facts of every non-running workload in queue order, re-deriving only what changed."""
         end = state.changes_base + len(state.changes)
+        # An operator's warning leaving its TTL changes the why with nothing touched: re-derive then.
+        warned = {k for k, w in state.operator_warnings.items() if w.current(now)}
         known = self._known
         if known is None or self._seen_state is not state or self._epoch != state.epoch:
             keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals) | state.expecting
@@ -176,6 +182,7 @@ class QueueEvaluator:
             for k in thrash.keys() | old_thrash.keys():
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
+            changed |= warned ^ self._warned
             waiting, expecting = state.waiting_workloads, state.expecting
             changed = {k for k in changed if k in waiting or k in refusals or k in known or k in expecting}
             if changed:
@@ -197,7 +204,7 @@ class QueueEvaluator:
                 order.sort(key=_order_key)
                 self._order = order
         self._known, self._seen_state, self._epoch, self._position = known, state, state.epoch, end
-        self._refusals, self._thrash = refusals, thrash
+        self._refusals, self._thrash, self._warned = refusals, thrash, warned
         return self._order
 
     def status_of(self, state: ClusterState, key: WorkloadKey, *, now: float) -> WorkloadStatus | None:
@@ -213,8 +220,9 @@ class QueueEvaluator:
             refusal = None
         members = state.by_workload.get(key, ())
         thrash = self._thrash_counts(state.preemptions.values(), now=now)
-        facts = self._facts(
-            state, key, [state.pods[u] for u in members if u in state.pods], refusal, now, thrash
+        pods = [state.pods[u] for u in members if u in state.pods]
+        facts = workload_facts(
+            state, key, pods, refusal, now, thrash, policy=self.policy, diagnose=self.diagnose
         )
         return None if facts is None else WorkloadStatus(facts, facts.wait_at(now))
 
@@ -238,160 +246,6 @@ class QueueEvaluator:
                     n, start = n + 1, t
             c[key] = n
         return c
-
-    def _facts(
-        self,
-        state: ClusterState,
-        key: WorkloadKey,
-        pods: list[Pod],
-        refusal: QuotaRefusal | None,
-        now: float,
-        thrash: Counter[WorkloadKey],
-    ) -> WorkloadFacts | None:
-        policy = self.policy
-        if refusal is not None and pods and max(p.created for p in pods) > (refusal.last or 0.0):
-            # The controller created a pod after its last refusal: that refusal is history, not a block.
-            refusal = None
-        tracked = [p for p in pods if not p.terminal and policy.selector.matches(p)]
-        job = state.controller(key) if key in state.expecting else None
-        if not tracked and refusal is None and job is None:
-            return None
-        queued: list[Pod] = []
-        gated: list[Pod] = []
-        bound: list[Pod] = []
-        for p in tracked:
-            if p.holds_resources:
-                bound.append(p)
-            elif p.waiting:
-                (gated if is_gated(p) else queued).append(p)
-
-        notes: Mapping[str, str] = {}
-        if tracked:
-            notes = min(tracked, key=lambda p: (p.created, p.name)).annotations
-            top = max(tracked, key=lambda p: p.priority)
-            priority, pclass = top.priority, top.priority_class
-        else:
-            # No pod to read it from: the refused controller's template says what its pods would be.
-            ctrl = state.controller(refusal.refused_by) if refusal is not None else job
-            priority, pclass = refused_priority(ctrl, state.priority_classes)
-        tier = policy.tiers.tier_of(priority, pclass)
-
-        diag: SchedulingDiagnosis | None = None
-        sreason = ""
-        verdict = PreemptionVerdict.UNKNOWN
-        nominated = oldest_name = ""
-        since: float | None = None
-        if queued:
-            rep = min(queued, key=lambda p: (p.created, p.name))
-            since, oldest_name, nominated = rep.created, rep.name, rep.nominated_node
-            c = rep.scheduled
-            if c is not None and c.status == "False":
-                sreason = c.reason
-                diag = self.diagnose(c.message)
-                verdict = diag.preemption
-            if rep.preemption_policy == "Never":
-                verdict = PreemptionVerdict.POLICY_NEVER
-            elif rep.nominated_node:
-                verdict = PreemptionVerdict.POSSIBLE
-            state_ = WorkloadState.PARTIAL if bound else WorkloadState.PENDING
-        elif refusal is not None:
-            state_ = WorkloadState.QUOTA_BLOCKED
-            since = refusal.first
-            sreason = "FailedCreate"
-        elif gated:
-            state_ = WorkloadState.GATED
-            rep = min(gated, key=lambda p: (p.created, p.name))
-            since, oldest_name, sreason = rep.created, rep.name, "SchedulingGated"
-        else:
-            state_ = WorkloadState.RUNNING
-
-        gpus_per_pod = max((p.gpus for p in queued), default=0)
-        gpus_requested = sum(p.gpus for p in tracked)
-        if state_ is WorkloadState.QUOTA_BLOCKED and refusal is not None:
-            missing, gpus_per_pod = refused_gpus(state.controller(refusal.refused_by), refusal, tracked)
-            gpus_requested += missing
-        if state_ is WorkloadState.QUOTA_BLOCKED and refusal is not None:
-            why = f"refused by ResourceQuota {refusal.quota}: {_quota_words(refusal)}"
-        elif state_ is WorkloadState.GATED:
-            why = "held by scheduling gates: not queued yet"
-        elif diag is not None:
-            why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
-        elif queued:
-            why = "waiting for the scheduler to try it"
-        else:
-            why = ""
-        source = SOURCE_QUOTA if state_ is WorkloadState.QUOTA_BLOCKED else SOURCE_PODS
-        expected, group, queue = 0, "", ""
-        live = sum(1 for p in pods if not p.terminal)
-        ref = next((p.group for p in tracked if p.group is not None), None)
-        if ref is not None and queued:
-            gang, min_count = state.gangs.gang_of(ref, key.namespace)
-            gw = group_wait(ref, gang, min_count, live)
-            if gw is not None:
-                source, expected, group, queue = gw.source, gw.pods_expected, gw.group, gw.queue
-                if gw.why:
-                    why = gw.why
-                elif gw.message and (diag is None or not diag.raw.strip()):
-                    diag = self.diagnose(gw.message)
-                    why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
-        if job is not None and refusal is None and state_ in (WorkloadState.RUNNING, WorkloadState.PENDING):
-            made = sum(p.gpus for p in pods if not p.terminal)
-            jw = job_wait(job, live, made, state.quotas_in(key.namespace), state.gangs.volcano_group(key))
-            if jw is not None and not queued:
-                source, expected, group, queue = jw.source, job.pods, jw.group, jw.queue
-                if jw.quota_blocked:
-                    state_ = WorkloadState.QUOTA_BLOCKED
-                else:
-                    state_ = WorkloadState.PARTIAL if bound else WorkloadState.PENDING
-                since = job.created  # no pod waits: the job itself has waited since it was made
-                gpus_requested = max(gpus_requested, job.gpus)
-                gpus_per_pod = gpus_per_pod or job.gpus_per_pod
-                why = jw.why
-                if jw.message:
-                    diag = self.diagnose(jw.message)
-                    why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
-            elif jw is not None:
-                expected = job.pods
-        if state_ is WorkloadState.PARTIAL:
-            why = f"gang partly placed: {len(bound)} pod(s) hold {sum(p.gpus for p in bound)} GPU(s), " + why
-
-        return WorkloadFacts(
-            key=key,
-            team=state.team_of(key.namespace),
-            tier=tier.name,
-            priority=priority,
-            priority_class=pclass,
-            state=state_,
-            since=since,
-            warn_after=tier.warn_after,
-            critical_after=tier.critical_after,
-            gpus_requested=gpus_requested,
-            gpus_held=sum(p.gpus for p in bound),
-            gpus_per_pod=gpus_per_pod,
-            pods_pending=len(queued),
-            pods_running=len(bound),
-            pods_gated=len(gated),
-            diagnosis=diag,
-            scheduling_reason=sreason,
-            preemption=verdict,
-            why=why,
-            nominated_node=nominated,
-            oldest_pod=oldest_name,
-            quota=refusal if state_ is WorkloadState.QUOTA_BLOCKED else None,
-            preemptions_recent=thrash.get(key, 0),
-            annotations=notes,
-            source=source,
-            pods_expected=expected,
-            pods_existing=live,
-            group=group,
-            queue=queue,
-            order=(
-                policy.tiers.rank(tier.name),
-                -priority,
-                since if since is not None else float("inf"),
-                key,
-            ),
-        )
 
 
 def _order_key(f: WorkloadFacts) -> tuple[int, int, float, WorkloadKey]:
@@ -417,10 +271,3 @@ def _positioned(order: list[WorkloadFacts], now: float) -> list[WorkloadStatus]:
         else:
             append(WorkloadStatus(f, wait))
     return out
-
-
-def _quota_words(q: QuotaRefusal) -> str:
-    parts = []
-    for res, want in sorted(q.requested.items()):
-        parts.append(f"{res} requested {want}, used {q.used.get(res, '?')} of {q.limited.get(res, '?')}")
-    return "; ".join(parts) or q.message

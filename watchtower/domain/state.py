@@ -3,6 +3,7 @@
 Every change goes through `ClusterState`, which keeps the indexes an evaluation needs (waiting pods,
 GPUs held per node, pods per workload) so that a tick never walks all pods. Applying the same object
 twice changes nothing and reports nothing twice: replays after a re-list are harmless (DESIGN §3.12).
+The controllers, quotas and their refusals, and the change log, are its bases' (state_controllers.py).
 """
 
 from __future__ import annotations
@@ -19,14 +20,23 @@ from .disruptions import (
 )
 from .gang_tables import GangTables
 from .gangs import Gang, GangWorkload, VolcanoQueue
-from .model import Controller, Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
+from .model import Event, Namespace, Node, Pod, PriorityClass
 from .node_use import NodeUse
-from .quota import QuotaRefusal, quota_refusal
-from .workloads import WorkloadKey, workload_of, workload_of_controller
+from .operator_events import operator_warning
+from .quota import quota_refusal
+from .state_controllers import PADDLE_WAITING_PHASES, ChangeLog, ControllerState
+from .workloads import WorkloadKey, workload_of
 
-# PaddleJob phases before its pods all run (paddle-operator api/v1/paddlejob_types.go PaddleJobPhase);
-# "" is a job the operator has not written a status for yet.
-PADDLE_WAITING_PHASES = frozenset({"", "Pending", "Starting"})
+__all__ = [
+    "PADDLE_WAITING_PHASES",
+    "ChangeLog",
+    "ClusterState",
+    "DisruptionSeen",
+    "Happening",
+    "PodScheduled",
+    "PodStarted",
+    "PreemptionSeen",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,22 +71,17 @@ Happening = PodScheduled | PodStarted | PreemptionSeen | DisruptionSeen
 
 
 @dataclass(slots=True)
-class ClusterState:
+class ClusterState(ControllerState):
+    """The pods and the rest; controllers, quotas and refusals are its base's (state_controllers.py)."""
+
     pods: dict[str, Pod] = field(default_factory=dict)
     nodes: dict[str, Node] = field(default_factory=dict)
     namespaces: dict[str, Namespace] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
-    quotas: dict[tuple[str, str], ResourceQuota] = field(default_factory=dict)
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # by victim uid
     disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
-    quota_refusals: dict[WorkloadKey, QuotaRefusal] = field(default_factory=dict)  # by workload
-    # Pod controllers per kind, by their own key (a ReplicaSet's, not its Deployment's): what refused work
-    # would be. Per kind, so that a re-list of one kind is diffed against that kind alone.
-    controllers: dict[str, dict[WorkloadKey, Controller]] = field(default_factory=dict)
     # Pod groups (upstream, Volcano), upstream Workloads, Volcano queues.
     gangs: GangTables = field(default_factory=GangTables)
-    # PaddleJobs that want pods and are neither running nor finished: they wait even with no pod.
-    expecting: set[WorkloadKey] = field(default_factory=set)
     # Preemptor uids named by a record before their pod was seen (the watches of events and pods are
     # separate streams) → the victims whose record waits for that pod's priority.
     awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
@@ -88,25 +93,6 @@ class ClusterState:
     workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
     # Waiting pods per workload, so that a tick finds the waiting workloads without walking the pods.
     waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
-    # Workloads touched since the log began, in order: an evaluator reads it from where it left off and
-    # re-derives only those. `epoch` moves when every workload may have changed (a namespace's team, the
-    # priority classes) or when the log was cut short; an evaluator then starts over.
-    changes: list[WorkloadKey] = field(default_factory=list)
-    changes_base: int = 0  # position of changes[0] since the state was made
-    epoch: int = 0
-    max_changes: int = 500_000
-
-    def touch(self, key: WorkloadKey) -> None:
-        """Note that something a workload's status is derived from has changed."""
-        changes = self.changes
-        changes.append(key)
-        if len(changes) > self.max_changes:
-            self.changes_base += len(changes)
-            changes.clear()
-            self.epoch += 1
-
-    def touch_all(self) -> None:
-        self.epoch += 1
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -244,7 +230,7 @@ class ClusterState:
     # ---- events -----------------------------------------------------------------------------------
 
     def upsert_event(self, ev: Event) -> list[Happening]:
-        """Take what an event adds: the preemptor of a victim, or a quota refusal."""
+        """Take what an event adds: the preemptor of a victim, a quota refusal or an operator's warning."""
         p = preemption_from_event(ev)
         if p is not None:
             pod = self.pods.get(p.victim_uid)
@@ -265,23 +251,12 @@ class ClusterState:
             return self._record_preemption(p)
         q = quota_refusal(ev)
         if q is not None:
-            # The event names the controller; its workload may be above it (a ReplicaSet's Deployment).
-            top = self.workload_of_controller(q.workload)
-            if top != q.workload:
-                q = replace(q, workload=top, controller=q.workload)
-            self._put_refusal(q)
+            self.refuse(q)
+            return []
+        warned = operator_warning(ev)
+        if warned is not None:
+            self.warn(*warned)
         return []
-
-    def _put_refusal(self, q: QuotaRefusal) -> None:
-        """Keep the newest refusal of a workload, with the first time it was ever refused (the wait's start)."""
-        prev = self.quota_refusals.get(q.workload)
-        if prev is not None and (q.last or 0.0) < (prev.last or 0.0):
-            return
-        first = q.first
-        if prev is not None and prev.first is not None and (first is None or prev.first < first):
-            first = prev.first
-        self.touch(q.workload)
-        self.quota_refusals[q.workload] = replace(q, first=first)
 
     # ---- the other kinds ---------------------------------------------------------------------------
 
@@ -310,33 +285,7 @@ class ClusterState:
         if self.priority_classes.pop(name, None) is not None:
             self.touch_all()
 
-    def upsert_controller(self, c: Controller) -> None:
-        """Record a controller's template; one that wants no pods (scaled to 0, finished) is forgotten."""
-        key = WorkloadKey(c.namespace, c.kind, c.name)
-        if c.pods <= 0:
-            self.delete_controller(key)
-            return
-        held = self.controllers_of(c.kind)
-        if held.get(key) == c:
-            return
-        held[key] = c
-        if c.kind == "PaddleJob":
-            if c.phase in PADDLE_WAITING_PHASES:
-                self.expecting.add(key)
-            else:
-                self.expecting.discard(key)
-        top = self.workload_of_controller(key)
-        if top != key:
-            # A refusal seen before its controller was keyed by it (a ReplicaSet, a child Job), or by a
-            # JobSet not yet known to be a TrainJob's: it moves up, naming the controller it was for.
-            early = self.quota_refusals.pop(key, None)
-            if early is not None:
-                self.touch(key)
-                self._put_refusal(replace(early, workload=top, controller=early.controller or key))
-            self._move_pods(key, top)
-        self.touch(top)
-
-    def _move_pods(self, old: WorkloadKey, new: WorkloadKey) -> None:
+    def _rekey(self, old: WorkloadKey, new: WorkloadKey) -> None:
         """Re-key the pods indexed under `old` (a JobSet's, before the JobSet named its TrainJob) to `new`."""
         members = self.by_workload.pop(old, None)
         if not members:
@@ -348,33 +297,6 @@ class ClusterState:
         if waiting:
             self.waiting_workloads[new] = self.waiting_workloads.get(new, 0) + waiting
         self.touch(old)
-
-    def delete_controller(self, key: WorkloadKey) -> None:
-        top = self.workload_of_controller(key)
-        c = self.controllers.get(key.kind, {}).pop(key, None)
-        self.expecting.discard(key)
-        if c is not None:
-            self.touch(top)
-
-    def upsert_quota(self, q: ResourceQuota) -> None:
-        old = self.quotas.get((q.namespace, q.name))
-        self.quotas[(q.namespace, q.name)] = q
-        if old != q:
-            self._touch_expecting(q.namespace)
-
-    def delete_quota(self, namespace: str, name: str) -> None:
-        if self.quotas.pop((namespace, name), None) is not None:
-            self._touch_expecting(namespace)
-
-    def _touch_expecting(self, namespace: str) -> None:
-        # A PaddleJob with no pod may wait on its namespace's quota: read afresh when the quota moves.
-        for key in self.expecting:
-            if key.namespace == namespace:
-                self.touch(key)
-
-    def quotas_in(self, namespace: str) -> list[ResourceQuota]:
-        """Return the namespace's ResourceQuotas (a walk: there are a few per namespace at most)."""
-        return [q for (ns, _), q in self.quotas.items() if ns == namespace]
 
     # ---- pod groups and queues ---------------------------------------------------------------------
 
@@ -408,28 +330,6 @@ class ClusterState:
 
     # ---- queries ----------------------------------------------------------------------------------
 
-    def controllers_of(self, kind: str) -> dict[WorkloadKey, Controller]:
-        """Return the held controllers of one kind (the same dict for the life of the state)."""
-        return self.controllers.setdefault(kind, {})
-
-    def controller(self, key: WorkloadKey) -> Controller | None:
-        """Return the controller of this key (its own kind and name), if it is held."""
-        held = self.controllers.get(key.kind)
-        return held.get(key) if held is not None else None
-
-    def workload_of_controller(self, key: WorkloadKey) -> WorkloadKey:
-        """Return the workload a controller's pods belong to, up the held controllers (a ReplicaSet's
-        Deployment; a child Job's JobSet and that JobSet's TrainJob), else `key`."""
-        for _ in range(3):  # the longest chain is Job → JobSet → TrainJob; a cycle must not spin
-            c = self.controller(key)
-            if c is None:
-                break
-            top = workload_of_controller(c)
-            if top == key:
-                break
-            key = top
-        return key
-
     def team_of(self, namespace: str) -> str:
         ns = self.namespaces.get(namespace)
         return ns.team if ns is not None and ns.team else namespace
@@ -445,5 +345,4 @@ class ClusterState:
                 del self.awaited_preemptors[uid]
         for uid in [u for u, d in self.disruptions.items() if (d.at or now) < horizon]:
             del self.disruptions[uid]
-        for key in [k for k, q in self.quota_refusals.items() if (q.last or now) < horizon]:
-            del self.quota_refusals[key]
+        self.prune_refusals(horizon, now)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from .gang_wait import gang_incomplete
 from .model import Node, Pod
 from .node_use import DEFAULT_SCHEDULER
 from .queue import is_gated
@@ -95,11 +96,10 @@ def _causes(
             f'its schedulerName "{pod.scheduler}" is named by no bound pod: no scheduler of that name '
             "seems to serve this cluster"
         )
-    ctrl = st.controller(w.key)
-    if w.gang and ctrl is not None:
-        exist = sum(1 for u in st.by_workload.get(w.key, ()) if u in st.pods and not st.pods[u].terminal)
-        if exist < ctrl.pods:
-            out.append(f"gang incomplete: {exist} of {ctrl.pods} pods exist")
+    # The queue read the gang's minimum already: its PodGroup's minCount, Volcano's minMember, or the
+    # pods a PaddleJob's spec asks for.
+    if w.pods_expected and w.pods_existing < w.pods_expected:
+        out.append(gang_incomplete(w.pods_existing, w.pods_expected, w.source))
     last = last_bound.get(pod.scheduler)
     if last is None:
         out.append(f"{sched} has bound no pod since Watchtower started watching: is it running?")

@@ -122,7 +122,8 @@ def analysis_dict(a: Analysis, policy: QueuePolicy, settings: Settings | None = 
         selector=policy.selector,
         last_bound=history.last_bound,
     )
-    out = snapshot_dict(a.snapshot, policy.tiers, a.state, waits=history.waits(a.snapshot.at), stuck=stuck)
+    waits = history.waits(a.snapshot.at)
+    out = snapshot_dict(a.snapshot, policy.tiers, a.state, waits=waits, stuck=stuck)
     out["at_source"] = a.at_source
     out["latency"] = latency_dicts(latency_by_tier(a.state.pods.values(), policy.tiers))
     out["skipped"] = [
@@ -133,6 +134,12 @@ def analysis_dict(a: Analysis, policy: QueuePolicy, settings: Settings | None = 
     out["ignored_kinds"] = a.ignored_kinds
     # What would be firing at --at, so a dump can be checked offline (thresholds from `settings`).
     out["alerts"] = alerts_for_snapshot(
-        a.snapshot, settings or Settings(), a.snapshot.at, state=a.state, tiers=policy.tiers
+        a.snapshot,
+        settings or Settings(),
+        a.snapshot.at,
+        state=a.state,
+        tiers=policy.tiers,
+        stuck=stuck,
+        waits=waits,
     )
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from watchtower.config.model import Settings
@@ -18,9 +18,11 @@ from watchtower.domain.alerts.holders import gpu_holders
 from watchtower.domain.alerts.lifecycle import Transition, advance
 from watchtower.domain.alerts.model import AlertState, TrackedAlert
 from watchtower.domain.alerts.rules import RuleInput, RuleSettings, WatchHealth, evaluate_rules
+from watchtower.domain.estimate import TierWaits
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.state import ClusterState
+from watchtower.domain.stuck import StuckHead
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
 from watchtower.ports import AlertStore
@@ -44,8 +46,13 @@ def alerts_for_snapshot(
     *,
     state: ClusterState | None = None,
     tiers: TierPolicy | None = None,
+    stuck: Sequence[StuckHead] = (),
+    waits: TierWaits | None = None,
 ) -> list[dict[str, Any]]:
-    """Return the alerts the rules raise at `now` (ignoring `for`, silences and inhibition), for `analyze`."""
+    """Return the alerts the rules raise at `now` (ignoring `for`, silences and inhibition), for `analyze`.
+
+    `stuck` and `waits` are what a Tick carries (the heads stuck despite capacity, each tier's recent time
+    to schedule): without them a dump would show fewer alerts than the service raises on the same cluster."""
     tiers = tiers or settings.tier_policy()
     inp = RuleInput(
         snapshot=snapshot,
@@ -53,6 +60,8 @@ def alerts_for_snapshot(
         tiers=tiers,
         settings=rule_settings(settings),
         holders=gpu_holders(state, tiers) if state is not None else (),
+        stuck=stuck,
+        waits=waits,
     )
     return [
         {
