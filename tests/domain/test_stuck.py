@@ -176,7 +176,7 @@ def test_a_head_in_an_incomplete_volcano_gang_names_its_min_member() -> None:
 
     from .test_gangs import load, put
 
-    group = copy.deepcopy(load("volcano-podgroup-pending"))
+    group = copy.deepcopy(load("volcano-podgroup-shaped"))
     group["metadata"]["namespace"] = NS
     group["status"].pop("conditions", None)  # Volcano has not written its words yet
     name, need = group["metadata"]["name"], group["spec"]["minMember"]
