@@ -66,6 +66,8 @@ def test_an_incomplete_upstream_gang_waits_with_its_own_words_from_its_oldest_po
     )
     assert w.wait_seconds == 600.0  # from the oldest pod's creation
     assert w.gang
+    # The gang asks for its minimum: the pod not made yet asks as its siblings do (3 × 2 + 1 × 2).
+    assert (w.gpus_requested, w.gpus_per_pod) == (8, 2)
 
 
 def test_a_complete_gang_not_scheduled_says_what_the_scheduler_wrote_on_its_group() -> None:

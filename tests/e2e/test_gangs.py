@@ -341,5 +341,10 @@ def test_volcano_podgroup_pending_in_its_queue_waits_with_volcanos_message(scena
     assert w["state"] == "pending"
     assert w["pods_pending"] == 4
     assert w["tier"] == "medium"  # experiment, the PodGroup's and its pods' class
-    assert "4/4 tasks in gang unschedulable: pod group is not ready" in w["why"], w["why"]
+    # Volcano's own words stay in `message`; `why` says them plainly.
+    assert "pod group is not ready, 4 Pending, 4 minAvailable" in w["message"], w["message"]
+    assert w["why"] == (
+        "its gang cannot be placed: the scheduler cannot fit the minimum of 4 pods together (only 0 placed)"
+    )
+    assert (w["source"], w["pod_group"], w["pods_expected"]) == ("volcano-podgroup", "vc-rank", 4)
     assert not any(x["name"].startswith("vc-rank-") for x in doc["workloads"])

@@ -9,9 +9,11 @@ from .model import OTHER_DISRUPTION_REASONS, PREEMPTION_REASONS, Event, Pod
 from .tiers import TierPolicy
 from .workloads import WorkloadKey, workload_of
 
-# "Preempted by pod <uid> on node <node>" (1.26+), "Preempted by podgroup <uid> ...",
-# older "Preempted by <namespace>/<name> on node <node>".
-_PREEMPTED_BY_UID = re.compile(r"^Preempted by (?:pod|podgroup|pod group) (\S+) on node (\S+)")
+# "Preempted by pod <uid> on node <node>" (1.26+), "Preempted by podgroup <uid> on node cluster" (1.36
+# workload-aware preemption: the preemptor is the gang's PodGroup and "cluster" names no node, as the real
+# scheduler writes it in tests/fixtures/real/k8s-gang-preemption.json), older "Preempted by <namespace>/<name>
+# on node <node>".
+_PREEMPTED_BY_UID = re.compile(r"^Preempted by (pod|podgroup|pod group) (\S+) on node (\S+)")
 _PREEMPTED_BY_NAME = re.compile(r"^Preempted by ([^/\s]+)/(\S+) on node (\S+)")
 
 
@@ -36,6 +38,8 @@ class Preemption:
     preemptor_priority: int | None = None
     preemptor_priority_class: str = ""
     reason: str = ""  # the DisruptionTarget reason, or "Preempted" when only the event was seen
+    # "PodGroup" when a gang preempted as a whole (preemptor_uid is then the PodGroup's); "" for a pod.
+    preemptor_kind: str = ""
 
     @property
     def gpu_hours_lost(self) -> float | None:
@@ -139,16 +143,20 @@ def preemption_from_event(ev: Event) -> Preemption | None:
     if ev.reason != "Preempted" or ev.regarding.kind not in ("Pod", ""):
         return None
     msg = ev.message or ""
-    node = preemptor_uid = preemptor_ns = preemptor_name = ""
+    node = preemptor_uid = preemptor_ns = preemptor_name = preemptor_kind = ""
     m = _PREEMPTED_BY_UID.match(msg)
     if m:
-        preemptor_uid, node = m.group(1), m.group(2)
+        preemptor_uid, node = m.group(2), m.group(3)
+        if m.group(1) != "pod":
+            preemptor_kind, node = "PodGroup", ""
     else:
         m2 = _PREEMPTED_BY_NAME.match(msg)
         if m2:
             preemptor_ns, preemptor_name, node = m2.group(1), m2.group(2), m2.group(3)
     rel = ev.related
-    if rel is not None and rel.kind in ("Pod", ""):
+    if rel is not None and rel.kind == "PodGroup":
+        preemptor_kind = "PodGroup"
+    if rel is not None and rel.kind in ("Pod", "", "PodGroup"):
         preemptor_uid = preemptor_uid or rel.uid
         preemptor_ns = preemptor_ns or rel.namespace
         preemptor_name = preemptor_name or rel.name
@@ -165,4 +173,5 @@ def preemption_from_event(ev: Event) -> Preemption | None:
         preemptor_namespace=preemptor_ns,
         preemptor_name=preemptor_name,
         reason="Preempted",
+        preemptor_kind=preemptor_kind,
     )

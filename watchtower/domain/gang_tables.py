@@ -33,7 +33,8 @@ class GangTables:
     def saw_pod(self, ref: GroupRef, namespace: str, workload: WorkloadKey) -> None:
         self.members[(ref.source, namespace, ref.name)] = workload
 
-    def _affected(self, source: str, namespace: str, name: str) -> list[WorkloadKey]:
+    def naming(self, source: str, namespace: str, name: str) -> list[WorkloadKey]:
+        """Return the workloads whose pods name this group: its own key, and a controller's if one holds it."""
         own = group_key(source, namespace, name)
         held = self.members.get((source, namespace, name))
         return [own] if held is None or held == own else [own, held]
@@ -47,12 +48,12 @@ class GangTables:
         if old == g:
             return []
         self.pod_groups[key] = g
-        return self._affected(REF_PODGROUP, g.namespace, g.name)
+        return self.naming(REF_PODGROUP, g.namespace, g.name)
 
     def delete_pod_group(self, g: Gang) -> list[WorkloadKey]:
         if self.pod_groups.pop((g.namespace, g.name), None) is None:
             return []
-        return self._affected(REF_PODGROUP, g.namespace, g.name)
+        return self.naming(REF_PODGROUP, g.namespace, g.name)
 
     def upsert_volcano_group(self, g: Gang) -> list[WorkloadKey]:
         """Hold a Volcano PodGroup; paddle-operator names it after its PaddleJob (paddlejob_helper.go)."""
@@ -61,7 +62,7 @@ class GangTables:
             return []
         self.volcano_groups[key] = g
         return [
-            *self._affected(REF_VOLCANO, g.namespace, g.name),
+            *self.naming(REF_VOLCANO, g.namespace, g.name),
             WorkloadKey(g.namespace, "PaddleJob", g.name),
         ]
 
@@ -69,7 +70,7 @@ class GangTables:
         if self.volcano_groups.pop((g.namespace, g.name), None) is None:
             return []
         return [
-            *self._affected(REF_VOLCANO, g.namespace, g.name),
+            *self.naming(REF_VOLCANO, g.namespace, g.name),
             WorkloadKey(g.namespace, "PaddleJob", g.name),
         ]
 
@@ -78,12 +79,12 @@ class GangTables:
         if self.workloads.get(key) == w:
             return []
         self.workloads[key] = w
-        return self._affected(REF_WORKLOAD, w.namespace, w.name)
+        return self.naming(REF_WORKLOAD, w.namespace, w.name)
 
     def delete_workload(self, w: GangWorkload) -> list[WorkloadKey]:
         if self.workloads.pop((w.namespace, w.name), None) is None:
             return []
-        return self._affected(REF_WORKLOAD, w.namespace, w.name)
+        return self.naming(REF_WORKLOAD, w.namespace, w.name)
 
     def upsert_queue(self, q: VolcanoQueue) -> None:
         # Read when the queue JSON is presented, not into any workload's facts: nothing to re-derive.

@@ -52,8 +52,9 @@ class Gang(msgspec.Struct, frozen=True, gc=False):
     message: str = ""  # the scheduler's words
     phase: str = ""  # Volcano: Pending, Inqueue, Running, Unknown, Completed
     queue: str = ""  # Volcano spec.queue
-    priority_class: str = ""  # Volcano spec.priorityClassName
+    priority_class: str = ""  # spec.priorityClassName (Volcano's and, from 1.36, upstream's)
     running: int = 0  # Volcano status.running
+    priority: int | None = None  # upstream spec.priority, filled in by admission from the class
 
 
 class GangWorkload(msgspec.Struct, frozen=True, gc=False):

@@ -32,7 +32,15 @@ from .message_types import (
     preemption_note,
     read_verdict,
 )
-from .messages_gang import VOLCANO_NO_FIT, gang_words, pod_group, volcano_gang, volcano_waits_for_gang
+from .messages_gang import (
+    UPSTREAM_GROUP_UNSCHEDULABLE,
+    VOLCANO_NO_FIT,
+    gang_words,
+    group_unschedulable,
+    pod_group,
+    volcano_gang,
+    volcano_waits_for_gang,
+)
 
 __all__ = [
     "GANG_UNPLACEABLE",
@@ -168,7 +176,9 @@ def parse_scheduling_message(message: object) -> SchedulingDiagnosis:
         gang = pod_group(raw, text, truncated)
         if gang is not None:
             return gang
-    elif text[:1].isdigit() and " tasks in gang " in text[:40]:
+    elif (text[:1].isdigit() and " tasks in gang " in text[:40]) or text.startswith("pod group is "):
+        if text == UPSTREAM_GROUP_UNSCHEDULABLE:
+            return group_unschedulable(raw, text, truncated)
         read = volcano_gang(raw, text, truncated)
         if read is not None:
             return _with_origin(*read)

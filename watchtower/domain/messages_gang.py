@@ -55,8 +55,15 @@ def pod_group(raw: str, text: str, truncated: bool) -> SchedulingDiagnosis | Non
 
 # Volcano's PodGroup condition / event (plugins/gang/gang.go, cache/cache.go, api/job_info.go FitError):
 # "<u>/<t> tasks in gang unschedulable: pod group is not ready, <n> <status>, ..., <m> minAvailable;
-# Pending: <n> Schedulable, <n> Unschedulable. Origin reason is <task>: <FitErrors of that task>".
-_VOLCANO_GANG = re.compile(r"^(\d{1,9})/(\d{1,9}) tasks in gang unschedulable: pod group is (?:not )?ready, ")
+# Pending: <n> Schedulable, <n> Unschedulable. Origin reason is <task>: <FitErrors of that task>". Its pods'
+# PodScheduled message is the same without the "<u>/<t> tasks in gang unschedulable: " head (captured from a
+# real vc-scheduler: tests/fixtures/real/volcano-real-podgroup-pending.json).
+_VOLCANO_GANG = re.compile(
+    r"^(?:(\d{1,9})/(\d{1,9}) tasks in gang unschedulable: )?pod group is (?:not )?ready, "
+)
+# A 1.36 PodGroup's PodGroupScheduled=False message, also a FailedScheduling event of its pods, with nothing
+# more (the status of the pod-group cycle: tests/fixtures/real/k8s-gang-preemption.json).
+UPSTREAM_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 _HISTOGRAM_PIECE = re.compile(r"^(\d{1,9}) (\S+)$")
 # Tasks Volcano counts as placed for the gang (api/job_info.go ReadyTaskNum); Pending ones it could
 # place are the Pending histogram's "Schedulable" (api/unschedule_info.go PodReasonSchedulable).
@@ -110,6 +117,13 @@ def volcano_gang(raw: str, text: str, truncated: bool) -> tuple[SchedulingDiagno
 _VOLCANO_FITS = re.compile(
     r"^Pod \S{1,600} can possibly be assigned to ([^,\s]{1,253}), once (resource is released and )?"
 )
+
+
+def group_unschedulable(raw: str, text: str, truncated: bool) -> SchedulingDiagnosis:
+    """Return what a bare `pod group is unschedulable` says: the gang as a whole does not fit."""
+    return SchedulingDiagnosis(
+        raw, None, (ReasonCount(GANG_UNPLACEABLE, 0, text),), PreemptionVerdict.UNKNOWN, "", truncated, True
+    )
 
 
 def volcano_waits_for_gang(raw: str, text: str, truncated: bool) -> SchedulingDiagnosis:

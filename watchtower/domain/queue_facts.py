@@ -117,10 +117,18 @@ def workload_facts(
         gw = group_wait(ref, gang, min_count, live)
         if gw is not None:
             source, expected, group, queue = gw.source, gw.pods_expected, gw.group, gw.queue
+            if gang is not None and gang.uid and state.group_victims.get(gang.uid):
+                # The gang preempts as a whole; its victims are terminating (no node is nominated).
+                verdict = PreemptionVerdict.POSSIBLE
+            if expected > live and gpus_per_pod:
+                # The pods not made yet: a gang's pods ask alike, and the group is what the user sized.
+                gpus_requested += (expected - live) * gpus_per_pod
             if gw.why:
                 why = gw.why
             elif gw.message and (diag is None or not diag.raw.strip()):
                 diag = diagnose(gw.message)
+                why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
+            elif diag is not None:
                 why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
     if job is not None and refusal is None and state_ in (WorkloadState.RUNNING, WorkloadState.PENDING):
         made = sum(p.gpus for p in pods if not p.terminal)

@@ -19,7 +19,7 @@ from .disruptions import (
     started_at,
 )
 from .gang_tables import GangTables
-from .gangs import Gang, GangWorkload, VolcanoQueue
+from .gangs import REF_PODGROUP, Gang, GangWorkload, VolcanoQueue
 from .model import Event, Namespace, Node, Pod, PriorityClass
 from .node_use import NodeUse
 from .operator_events import operator_warning
@@ -82,9 +82,12 @@ class ClusterState(ControllerState):
     disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
     # Pod groups (upstream, Volcano), upstream Workloads, Volcano queues.
     gangs: GangTables = field(default_factory=GangTables)
-    # Preemptor uids named by a record before their pod was seen (the watches of events and pods are
-    # separate streams) → the victims whose record waits for that pod's priority.
+    # Preemptor uids named by a record before their pod (or PodGroup) was seen (the watches of events and
+    # pods are separate streams) → the victims whose record waits for that preemptor's priority.
     awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
+    # PodGroup uid → the victims of its gang-wide preemption still here (terminating). While any is, the
+    # gang's preemption is under way: 1.36 workload-aware preemption nominates no node that would say so.
+    group_victims: dict[str, set[str]] = field(default_factory=dict)
     # indexes
     waiting: set[str] = field(default_factory=set)
     gpus_used: dict[str, int] = field(default_factory=dict)
@@ -116,6 +119,14 @@ class ClusterState(ControllerState):
         out = self._happenings(old, last, deleted=True)
         if self.awaited_preemptors and uid in self.awaited_preemptors:
             out.extend(self._attribute_awaited(last))
+        rec = self.preemptions.get(uid)
+        if rec is not None and rec.preemptor_kind == "PodGroup":
+            victims = self.group_victims.get(rec.preemptor_uid)
+            if victims is not None and uid in victims:
+                victims.discard(uid)
+                if not victims:
+                    del self.group_victims[rec.preemptor_uid]
+                self._touch_group(rec)
         return out
 
     def _index(self, old: Pod | None, new: Pod | None) -> None:
@@ -190,6 +201,11 @@ class ClusterState(ControllerState):
             p = replace(p, victim_workload=self.workload_of_controller(vw))
         known = self.preemptions.get(p.victim_uid)
         rec = self._attributed(p if known is None else known.merged(p))
+        if rec.preemptor_kind == "PodGroup" and rec.preemptor_uid and rec.victim_uid in self.pods:
+            victims = self.group_victims.setdefault(rec.preemptor_uid, set())
+            if rec.victim_uid not in victims:
+                victims.add(rec.victim_uid)
+                self._touch_group(rec)
         if known is None:
             self.preemptions[p.victim_uid] = rec
             return [PreemptionSeen(rec, new=True)]
@@ -206,6 +222,8 @@ class ClusterState(ControllerState):
         """
         if p.preemptor_priority is not None:
             return p
+        if p.preemptor_kind == "PodGroup":
+            return self._attributed_to_group(p)
         pod: Pod | None = None
         if p.preemptor_uid:
             pod = self.pods.get(p.preemptor_uid)
@@ -216,6 +234,35 @@ class ClusterState(ControllerState):
             ns, name = p.preemptor_namespace, p.preemptor_name
             pod = next((x for x in self.pods.values() if x.name == name and x.namespace == ns), None)
         return p if pod is None else p.attributed_to(pod)
+
+    def _preempting_group(self, p: Preemption) -> Gang | None:
+        g = self.gangs.pod_groups.get((p.preemptor_namespace, p.preemptor_name))
+        if g is None or (p.preemptor_uid and g.uid != p.preemptor_uid):
+            # The event's `related` names it; without that, the uid alone (few groups: a walk will do).
+            g = next((x for x in self.gangs.pod_groups.values() if x.uid == p.preemptor_uid), None)
+        return g
+
+    def _attributed_to_group(self, p: Preemption) -> Preemption:
+        """Return the record with the preempting PodGroup's identity and priority, when the group is held."""
+        g = self._preempting_group(p) if p.preemptor_uid else None
+        pc = self.priority_classes.get(g.priority_class) if g is not None else None
+        priority = g.priority if g is not None and g.priority is not None else pc.value if pc else None
+        if g is None or priority is None:
+            if p.preemptor_uid:
+                self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(p.victim_uid)
+            return p
+        return replace(
+            p,
+            preemptor_namespace=g.namespace,
+            preemptor_name=g.name,
+            preemptor_priority=priority,
+            preemptor_priority_class=g.priority_class,
+        )
+
+    def _touch_group(self, rec: Preemption) -> None:
+        g = self._preempting_group(rec)
+        if g is not None:
+            self._touch_each(self.gangs.naming(REF_PODGROUP, g.namespace, g.name))
 
     def _attribute_awaited(self, pod: Pod) -> list[Happening]:
         out: list[Happening] = []
@@ -306,6 +353,10 @@ class ClusterState(ControllerState):
 
     def upsert_pod_group(self, g: Gang) -> None:
         self._touch_each(self.gangs.upsert_pod_group(g))
+        for victim in sorted(self.awaited_preemptors.pop(g.uid, ())) if g.uid else ():
+            rec = self.preemptions.get(victim)
+            if rec is not None and rec.preemptor_priority is None:
+                self.preemptions[victim] = self._attributed(rec)
 
     def delete_pod_group(self, g: Gang) -> None:
         self._touch_each(self.gangs.delete_pod_group(g))
@@ -343,6 +394,10 @@ class ClusterState(ControllerState):
             victims.intersection_update(self.preemptions)
             if not victims:
                 del self.awaited_preemptors[uid]
+        for uid, victims in list(self.group_victims.items()):
+            victims.intersection_update(self.preemptions)
+            if not victims:
+                del self.group_victims[uid]
         for uid in [u for u, d in self.disruptions.items() if (d.at or now) < horizon]:
             del self.disruptions[uid]
         self.prune_refusals(horizon, now)

@@ -149,6 +149,7 @@ def preemption_dict(p: Preemption, tiers: TierPolicy) -> dict[str, Any]:
         "victim_tier": p.victim_tier(tiers),
         "victim_priority": p.victim_priority,
         "preemptor_uid": p.preemptor_uid or None,
+        "preemptor_kind": p.preemptor_kind or "Pod",
         "preemptor_namespace": p.preemptor_namespace or None,
         "preemptor_name": p.preemptor_name or None,
         "preemptor_tier": p.preemptor_tier(tiers),

@@ -73,6 +73,7 @@ def pod_group(g: wire.PodGroup, times: Times) -> Gang:
                 scheduled, reason, message = True, c.reason or "", c.message or ""
                 break
             reason, message = c.reason or "", c.message or ""
+    spec = g.spec or wire.PodGroupSpec()
     return Gang(
         m.namespace or "",
         m.name or "",
@@ -82,6 +83,8 @@ def pod_group(g: wire.PodGroup, times: Times) -> Gang:
         scheduled,
         reason,
         message,
+        priority_class=spec.priorityClassName or "",
+        priority=spec.priority,
     )
 
 

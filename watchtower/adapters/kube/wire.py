@@ -262,6 +262,9 @@ class Workload(msgspec.Struct, gc=False):
 
 class PodGroupSpec(msgspec.Struct, gc=False):
     schedulingPolicy: GroupPolicy | None = None
+    # Filled in by admission from the class, as for pods (a 1.36.3 PodGroup carries both).
+    priorityClassName: str | None = None
+    priority: int | None = None
 
 
 class GroupStatus(msgspec.Struct, gc=False):

@@ -29,6 +29,8 @@ class Preemption(Body):
     """null when only the event was seen"""
     preemptor_uid: str | None
     """from the event (message or `related`)"""
+    preemptor_kind: str
+    """`Pod`, or `PodGroup` when a 1.36 gang preempted as a whole"""
     preemptor_namespace: str | None
     """from the event, or the preemptor pod if it is known"""
     preemptor_name: str | None
