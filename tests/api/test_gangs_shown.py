@@ -250,8 +250,8 @@ async def test_gang_held_work_shows_in_the_pending_age_gauges_with_its_tier() ->
         pending
         == [
             f'{PENDING_WORKLOADS}{{namespace="nlp",reason="gang cannot be placed",tier="medium"}} 1.0',  # ocr-train
-            f'{PENDING_WORKLOADS}{{namespace="nlp",reason="not_tried",tier="medium"}} 1.0',  # etl-prep: no pods
+            f'{PENDING_WORKLOADS}{{namespace="nlp",reason="no_pods",tier="medium"}} 1.0',  # etl-prep: no pods
             f'{PENDING_WORKLOADS}{{namespace="ops",reason="gang cannot be placed",tier="medium"}} 1.0',
-            f'{PENDING_WORKLOADS}{{namespace="vision",reason="not_tried",tier="medium"}} 1.0',  # trainer-0
+            f'{PENDING_WORKLOADS}{{namespace="vision",reason="gang_incomplete",tier="medium"}} 1.0',  # trainer-0
         ]
     )

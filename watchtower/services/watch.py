@@ -20,6 +20,7 @@ from watchtower.domain.alerts.holders import gpu_holders, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import needs_holders
 from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
+from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.messages import NO_NODES
 from watchtower.domain.model import Pod
@@ -47,6 +48,11 @@ def main_reason(w: WorkloadStatus) -> str:
         return "quota"
     d = w.diagnosis
     if d is None:
+        # Nothing the scheduler said: the work's own object says why (gang-held work has no condition).
+        if w.source in (SOURCE_PODGROUP, SOURCE_VOLCANO) and w.pods_expected > w.pods_existing:
+            return "gang_incomplete"
+        if w.source == SOURCE_PADDLEJOB:
+            return "no_pods" if w.pods_existing == 0 else "pods_missing"
         return "not_tried"
     if d.reasons:
         top = max(d.reasons, key=lambda r: (r.nodes, r.reason))
