@@ -11,15 +11,14 @@ timers fall out of the same loop.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from .api import Api, ApiError
+from .standin import StandIn
 
 RUN_SECONDS = "e2e.watchtower.dev/run-seconds"
 TERMINATE_SECONDS = "e2e.watchtower.dev/terminate-seconds"
@@ -61,17 +60,17 @@ def node_object(
     }
 
 
-@dataclass
-class Kubelet:
-    api: Api
-    terminate_seconds: float = 1.0  # default delay before a terminating pod is gone
-    interval: float = 0.3
-    nodes: set[str] = field(default_factory=set)
-    errors: list[str] = field(default_factory=list)
-    disconnects: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _terminating_seen: dict[str, float] = field(default_factory=dict)
+class Kubelet(StandIn):
+    name = "kubelet-stand-in"
+    interval = 0.3
+
+    def __init__(self, api: Api, *, terminate_seconds: float = 1.0) -> None:
+        super().__init__()
+        self.api = api
+        self.terminate_seconds = terminate_seconds  # default delay before a terminating pod is gone
+        self.nodes: set[str] = set()
+        self.disconnects = 0
+        self._terminating_seen: dict[str, float] = {}
 
     def register(self, name: str, *, gpus: int, **kw: Any) -> dict[str, Any]:
         node = self.api.create("/api/v1/nodes", node_object(name, gpus=gpus, **kw))
@@ -83,33 +82,16 @@ class Kubelet:
             self.api.delete(f"/api/v1/nodes/{name}")
         self.nodes.clear()
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="kubelet-stand-in", daemon=True)
-        self._thread.start()
+    def run_once(self) -> None:
+        self.sync(time.time())
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sync(time.time())
-            except httpx.TransportError:
-                self.disconnects += 1  # the API server restarting (scenario 6): try again next pass
-            except ApiError as e:
-                if (
-                    e.status != 503
-                ):  # 503 "apiserver is shutting down": the same restart, seen a moment earlier
-                    self.errors.append(repr(e))
-                    log.warning("kubelet stand-in: %r", e)
-                else:
-                    self.disconnects += 1
-            except Exception as e:  # keep the stand-in alive; the scenario's own waits will report it
-                self.errors.append(repr(e))
-                log.warning("kubelet stand-in: %r", e)
-            self._stop.wait(self.interval)
+    def passing(self, e: Exception) -> bool:
+        # The API server restarting (scenario 6); a 503 "apiserver is shutting down" is the same restart
+        # seen a moment earlier.
+        if isinstance(e, httpx.TransportError) or (isinstance(e, ApiError) and e.status == 503):
+            self.disconnects += 1
+            return True
+        return False
 
     def sync(self, now: float) -> None:
         """One pass over the pods bound to our nodes."""

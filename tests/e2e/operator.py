@@ -5,48 +5,35 @@ that a job can be seen with none, some or all of them."""
 from __future__ import annotations
 
 import logging
-import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from .api import Api, ApiError
+from .standin import StandIn
 from .workloads import PADDLE_API, paddle_status
 
 log = logging.getLogger(__name__)
 JOBS = f"/apis/{PADDLE_API}/paddlejobs"
 
 
-@dataclass
-class PaddleOperator:
-    api: Api
-    interval: float = 0.5
-    errors: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+class PaddleOperator(StandIn):
+    name = "paddle-operator-stand-in"
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="paddle-operator-stand-in", daemon=True)
-        self._thread.start()
+    def __init__(self, api: Api) -> None:
+        super().__init__()
+        self.api = api
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+    def run_once(self) -> None:
+        self.sync()
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sync()
-            except (httpx.TransportError, ApiError) as e:
-                # The API server restarting (scenario 6), a namespace going away, a write conflict: the
-                # next pass reads again, as the operator's requeue would.
-                log.debug("paddle-operator stand-in: %r", e)
-            except Exception as e:  # keep it alive; the scenarios' own waits report what is missing
-                self.errors.append(repr(e))
-                log.warning("paddle-operator stand-in: %r", e)
-            self._stop.wait(self.interval)
+    def passing(self, e: Exception) -> bool:
+        # The API server restarting (scenario 6), a namespace going away, a write conflict: the next pass
+        # reads again, as the operator's requeue would.
+        if isinstance(e, httpx.TransportError | ApiError):
+            log.debug("%s: %r", self.name, e)
+            return True
+        return False
 
     def sync(self) -> None:
         """One reconcile pass over every PaddleJob: write the status its pods give, where it changed."""
