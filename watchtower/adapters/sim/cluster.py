@@ -23,7 +23,9 @@ import orjson
 
 from watchtower.adapters.sim import exporter, story, warm
 from watchtower.adapters.sim import group_objects as grp
+from watchtower.adapters.sim import jobset_objects as jso
 from watchtower.adapters.sim import objects as obj
+from watchtower.adapters.sim import volcano_objects as vo
 from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload, memory_bytes
 from watchtower.adapters.sim.scheduler import (
     TERMINATING_ON_NOMINATED,
@@ -33,6 +35,7 @@ from watchtower.adapters.sim.scheduler import (
     Scheduler,
     queue_order,
 )
+from watchtower.adapters.sim.volcano import VolcanoScheduler
 from watchtower.adapters.sim.workloads import (
     CLASS_BY_NAME,
     PRIORITY_CLASSES,
@@ -47,8 +50,8 @@ from watchtower.domain.kinds import WATCHED
 from watchtower.ports import ListSink, ObjectSink
 
 KINDS = tuple(k.name for k in WATCHED)
-# Served (installed CRDs with no objects yet), but the simulator makes none of these kinds (yet).
-UNSIMULATED = frozenset({"VolcanoPodGroup", "VolcanoQueue", "JobSet"})
+# Served (installed CRDs with no objects yet), but the simulator makes none of these kinds.
+UNSIMULATED: frozenset[str] = frozenset()
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"
@@ -97,6 +100,9 @@ class SimulatedCluster:
         # A gang-scheduled Job's Workload and PodGroup (1.36 WorkloadWithJob), by the Job's uid.
         self.gang_workloads: dict[str, dict[str, Any]] = {}
         self.pod_groups: dict[str, dict[str, Any]] = {}
+        # A JobSet's child Jobs (the JobSet controller's), by the JobSet's uid.
+        self.child_jobs: dict[str, list[dict[str, Any]]] = {}
+        self.volcano = VolcanoScheduler(self._now - 90 * 86400)
         self._pods_changed: set[str] = set()  # workloads whose pods changed this tick (their status follows)
         self.events: dict[str, dict[str, Any]] = {}
         self._event_seen: dict[str, float] = {}
@@ -117,6 +123,18 @@ class SimulatedCluster:
                 )
         warm_ = cfg.warm_start if warm_start is None else warm_start
         if warm_:
+            # The story's Volcano queue (an admin's): room for its PaddleJob, half of it guaranteed.
+            gpus = story.VOLCANO_WORKERS * max(1, cfg.gpus_per_node // 2)
+            # A busy cluster never has a gang's GPUs idle: the demo's vc-scheduler lets groups in on the queue's
+            # capability alone (overcommit-factor 10), so its pods wait in Volcano's allocate words.
+            self.volcano.overcommit_factor = 10.0
+            self.volcano.add_queue(
+                story.VOLCANO_QUEUE,
+                weight=2,
+                capability_gpus=gpus,
+                deserved_gpus=gpus,
+                guarantee_gpus=gpus // 2,
+            )
             # Production serving and on-call debugging are not capped by the research teams' quotas.
             prod = team_namespace(story.PRODUCTION_TEAM)
             self.namespaces.setdefault(prod, obj.namespace(prod, team=story.PRODUCTION_TEAM))
@@ -218,6 +236,14 @@ class SimulatedCluster:
             self._out.append((spec.kind, "ADDED", orjson.dumps(body)))
         if spec.pod_group:
             self._gang_objects(w)
+        if spec.volcano_queue:  # paddle-operator's constructPodGroup, before any pod
+            self.emit_object("VolcanoPodGroup", self.volcano.pod_group(w), "ADDED")
+        if spec.kind == "JobSet":
+            jobs = jso.child_jobs(body)
+            for j in jobs:
+                j["metadata"]["uid"] = self._uid(f"job/{j['metadata']['name']}")
+                self.emit_object("Job", j, "ADDED")
+            self.child_jobs[w.uid] = jobs
         return w
 
     def _gang_objects(self, w: SimWorkload) -> None:
@@ -250,12 +276,34 @@ class SimulatedCluster:
 
         name, ns, at, uid = spec.name, spec.namespace, w.created, w.uid
         first = spec.pods[0]
-        if spec.kind == "PaddleJob":
+        if spec.kind in ("PaddleJob", "JobSet"):
             roles: dict[str, tuple[int, dict[str, Any]]] = {}
             for t in spec.pods:
                 n, _ = roles.get(t.role, (0, {}))
                 roles[t.role] = (n + 1, template(t))
-            return obj.paddle_job_object(name=name, namespace=ns, created=at, uid=uid, roles=roles)
+        if spec.kind == "PaddleJob":
+            body = obj.paddle_job_object(name=name, namespace=ns, created=at, uid=uid, roles=roles)
+            if spec.volcano_queue:  # paddlejob_types.go SchedulingPolicy; the CRD's Collective mode
+                body["spec"]["schedulingPolicy"] = {
+                    "minAvailable": len(spec.pods),
+                    "queue": spec.volcano_queue,
+                    "priorityClass": pc,
+                }
+                body["status"]["mode"] = "Collective"
+            return body
+        if spec.kind == "JobSet":
+            # One Job per replica of each replicatedJob, of parallelism = its pods per Job.
+            per_job = {t.role: int(t.name.rsplit("-", 2)[-1]) + 1 for t in spec.pods}
+            replicas = {t.role: int(t.name.rsplit("-", 2)[-2]) + 1 for t in spec.pods}
+            js = jso.jobset(
+                name=name,
+                namespace=ns,
+                created=at,
+                replicated_jobs={rj: (replicas[rj], per_job[rj], tpl) for rj, (_, tpl) in roles.items()},
+                train_job=spec.train_job,
+            )
+            js["metadata"]["uid"] = uid
+            return js
         n = len(spec.pods)
         if spec.kind == "Job":
             job = obj.job(
@@ -311,10 +359,14 @@ class SimulatedCluster:
             items = list(self.events.values())
         elif kind in CONTROLLER:
             items = [body for k, body in self.controllers.values() if k == kind]
+            if kind == "Job":
+                items += [j for jobs in self.child_jobs.values() for j in jobs]
         elif kind == "Workload":
             items = list(self.gang_workloads.values())
         elif kind == "PodGroup":
             items = list(self.pod_groups.values())
+        elif kind in ("VolcanoPodGroup", "VolcanoQueue"):
+            items = list(self.volcano.objects(kind))
         elif kind in UNSIMULATED:
             items = []
         else:
@@ -474,6 +526,11 @@ class SimulatedCluster:
             owned = held.pop(w.uid, None)
             if owned is not None:
                 self._emit_object(kind, owned, "DELETED")
+        volcano_group = self.volcano.forget(w)
+        if volcano_group is not None:
+            self._emit_object("VolcanoPodGroup", volcano_group, "DELETED")
+        for j in self.child_jobs.pop(w.uid, ()):
+            self._emit_object("Job", j, "DELETED")
 
     def _complete(self, w: SimWorkload, t: float) -> None:
         w.done = True
@@ -514,6 +571,8 @@ class SimulatedCluster:
             if w.refused_since is not None and t - w.refused_since > GIVE_UP_AFTER:
                 self._abandon(w, t)
                 continue
+            if w.spec.volcano_queue and not self.volcano.admits(w):
+                continue  # paddle-operator requeues until its PodGroup is Inqueue or Running
             for slot, live in w.slots.items():
                 if live is not None:
                     continue
@@ -535,6 +594,9 @@ class SimulatedCluster:
         index = next(i for i, x in enumerate(spec.pods) if x.name == tpl.name)
         if spec.pod_group:  # an Indexed Job's pods: `<job>-<index>-<suffix>`
             name = f"{spec.name}-{index}-{self._suffix()}"
+        child = self._child_job(w, tpl)
+        if child is not None:  # a JobSet's Jobs are Indexed: `<job>-<completion index>-<suffix>`
+            name = f"{tpl.name}-{self._suffix()}"
         ns = spec.namespace
         quota = self.quotas.get(ns)
         if quota is not None and tpl.gpus > 0:
@@ -556,7 +618,12 @@ class SimulatedCluster:
                 labels["batch.kubernetes.io/job-completion-index"] = str(index)
         elif kind == "ReplicaSet":
             labels["pod-template-hash"] = spec.name.rsplit("-", 1)[-1]
-        if kind in CONTROLLER:
+        if child is not None:
+            cm = child["metadata"]
+            labels.update(child["spec"]["template"]["metadata"]["labels"])
+            labels["batch.kubernetes.io/job-completion-index"] = tpl.name.rsplit("-", 1)[-1]
+            owner = obj.owner_ref("Job", cm["name"], api_version="batch/v1", uid=cm["uid"])
+        elif kind in CONTROLLER:
             owner = obj.owner_ref(kind, spec.name, api_version=CONTROLLER[kind][1], uid=w.uid)
         p = SimPod(
             uid=self._uid(f"pod/{ns}/{name}"),
@@ -572,6 +639,10 @@ class SimulatedCluster:
             owner=owner,
             grace=spec.grace,
             group=f"{spec.name}-0" if spec.pod_group else "",
+            scheduler=vo.SCHEDULER if spec.volcano_queue else "",
+            annotations=vo.pod_annotations(spec.name, tpl.role, spec.volcano_queue)
+            if spec.volcano_queue
+            else None,
         )
         self.pods[p.uid] = p
         w.slots[tpl.name] = p
@@ -604,19 +675,34 @@ class SimulatedCluster:
             ev["lastTimestamp"] = obj.ts(t)
             self._emit_event(ev, "MODIFIED")
             return
+        involved, component = w.ref, CONTROLLER[w.spec.kind][0]
+        child = self._child_job(w, tpl)
+        if child is not None:  # the child Job's controller is refused, on the child Job
+            cm = child["metadata"]
+            involved = {"kind": "Job", "namespace": cm["namespace"], "name": cm["name"], "uid": cm["uid"]}
+            involved["apiVersion"], component = "batch/v1", "job-controller"
+            msg = msg.replace(f'"{w.spec.name}-"', f'"{cm["name"]}-"')
         ev = obj.core_event(
             namespace=w.spec.namespace,
             reason=reason,
             message=msg,
-            involved=w.ref,
+            involved=involved,
             at=t,
             type_="Warning",
-            component=CONTROLLER[w.spec.kind][0],
-            name=f"{w.spec.name}.{self._event_suffix(t)}",
+            component=component,
+            name=f"{involved['name']}.{self._event_suffix(t)}",
         )
         ev["metadata"]["uid"] = self._uid("event")
         w.failed_create = ev
         self._emit_event(ev, "ADDED")
+
+    def _child_job(self, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:
+        """Return the JobSet child Job a pod template belongs to; None for any other workload."""
+        jobs = self.child_jobs.get(w.uid)
+        if not jobs:
+            return None
+        job = tpl.name.rsplit("-", 1)[0]
+        return next((j for j in jobs if j["metadata"]["name"] == job), None)
 
     def _event_suffix(self, t: float) -> str:
         self._serial += 1
@@ -627,7 +713,11 @@ class SimulatedCluster:
     def _schedule(self, t: float) -> None:
         sched = Scheduler(self.sched_nodes(), self.rng)
         sched.load(p for p in self.pods.values() if not p.terminal)
-        pending = [p for p in self.pods.values() if not p.node and not p.terminating and not p.terminal]
+        pending = [
+            p
+            for p in self.pods.values()
+            if not p.node and not p.terminating and not p.terminal and not p.scheduler
+        ]
         gen = self._generation
         gangs_seen: set[str] = set()
         for p in queue_order(pending):
@@ -647,6 +737,7 @@ class SimulatedCluster:
                 self._preempt(p, d, t)
             else:
                 self._unschedulable(p, d.message, t)
+        self.volcano.session(self, sched, t)
 
     def _schedule_gang(self, sched: Scheduler, w: SimWorkload, t: float) -> None:
         """Place a 1.36 gang all together or not at all (KEP-4671, the GangScheduling plugin).
@@ -691,7 +782,11 @@ class SimulatedCluster:
         body["status"]["conditions"] = [new]
         self._emit_object("PodGroup", body, "MODIFIED")
 
-    def _bind(self, p: SimPod, node: str, t: float) -> None:
+    def bind(self, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None:
+        """Bind a pod that another scheduler (Volcano) placed."""
+        self._bind(p, node, t, scheduler=scheduler)
+
+    def _bind(self, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None:
         p.node = node
         p.nominated = ""
         p.sched_cond = obj.scheduled(t)
@@ -703,13 +798,20 @@ class SimulatedCluster:
         self.stats["bound"] += 1
         self._sched_events.pop(p.uid, None)
         self._emit_pod(p, "MODIFIED")
-        ev = obj.scheduler_event(
-            namespace=p.namespace,
-            reason="Scheduled",
-            note=f"Successfully assigned {p.namespace}/{p.name} to {node}",
-            regarding=self._ref(p),
-            at=t,
-        )
+        note = f"Successfully assigned {p.namespace}/{p.name} to {node}"
+        if scheduler:
+            ev = obj.core_event(
+                namespace=p.namespace,
+                reason="Scheduled",
+                message=note,
+                involved=self._ref(p),
+                at=t,
+                component=scheduler,
+            )
+        else:
+            ev = obj.scheduler_event(
+                namespace=p.namespace, reason="Scheduled", note=note, regarding=self._ref(p), at=t
+            )
         self._new_scheduler_event(ev, p, t)
 
     def _preempt(self, p: SimPod, d: Preempt, t: float) -> None:
@@ -738,7 +840,13 @@ class SimulatedCluster:
         p.nominated = d.node
         self._unschedulable(p, d.message, t, force=True)
 
-    def _unschedulable(self, p: SimPod, message: str, t: float, *, force: bool = False) -> None:
+    def unschedulable(self, p: SimPod, message: str, t: float, *, scheduler: str) -> None:
+        """Mark a pod unschedulable in another scheduler's (Volcano's) words."""
+        self._unschedulable(p, message, t, scheduler=scheduler)
+
+    def _unschedulable(
+        self, p: SimPod, message: str, t: float, *, force: bool = False, scheduler: str = ""
+    ) -> None:
         c = p.sched_cond
         # PodScheduled=False keeps its first lastTransitionTime while the message changes (DESIGN §3.3).
         if p.unschedulable_since is None:
@@ -755,17 +863,31 @@ class SimulatedCluster:
             if t - known.bumped >= RETRY_EVENT_EVERY:
                 known.count += 1
                 known.bumped = t
-                known.body["series"] = {"count": known.count, "lastObservedTime": obj.micro_ts(t)}
+                if scheduler:  # core/v1 from Volcano's recorder: the count, not a series
+                    known.body["count"], known.body["lastTimestamp"] = known.count, obj.ts(t)
+                else:
+                    known.body["series"] = {"count": known.count, "lastObservedTime": obj.micro_ts(t)}
                 self._emit_event(known.body, "MODIFIED")
             return
-        ev = obj.scheduler_event(
-            namespace=p.namespace,
-            reason="FailedScheduling",
-            note=message,
-            regarding=self._ref(p),
-            at=t,
-            type_="Warning",
-        )
+        if scheduler:
+            ev = obj.core_event(
+                namespace=p.namespace,
+                reason="FailedScheduling",
+                message=message,
+                involved=self._ref(p),
+                at=t,
+                type_="Warning",
+                component=scheduler,
+            )
+        else:
+            ev = obj.scheduler_event(
+                namespace=p.namespace,
+                reason="FailedScheduling",
+                note=message,
+                regarding=self._ref(p),
+                at=t,
+                type_="Warning",
+            )
         self._sched_events[p.uid] = _SchedEvent(ev, message, t)
         self._new_scheduler_event(ev, p, t)
 
@@ -797,6 +919,51 @@ class SimulatedCluster:
     def _emit_object(self, kind: str, body: dict[str, Any], type_: str) -> None:
         body["metadata"]["resourceVersion"] = self._bump()
         self._out.append((kind, type_, orjson.dumps(body)))
+
+    emit_object = _emit_object  # for the Volcano stand-in
+
+    @property
+    def generation(self) -> int:
+        """Bumped whenever resources are freed: what could not be placed is worth trying again."""
+        return self._generation
+
+    def wake(self, w: SimWorkload) -> None:
+        """Make a workload's controller act on its next tick (it watches what it waits for)."""
+        w.next_create = min(w.next_create, self._now)
+
+    def fold_event(
+        self,
+        known: dict[str, dict[str, Any]],
+        involved: dict[str, str],
+        *,
+        reason: str,
+        message: str,
+        type_: str,
+        component: str,
+        t: float,
+    ) -> None:
+        """Record a core/v1 event, or count it again when the same words are still current (client-go's
+        aggregation by message), in `known` by message."""
+        ev = known.get(message)
+        if ev is not None and ev["metadata"]["name"] in self.events:
+            if t - self._event_seen[ev["metadata"]["name"]] >= RETRY_EVENT_EVERY:
+                ev["count"] += 1
+                ev["lastTimestamp"] = obj.ts(t)
+                self._emit_event(ev, "MODIFIED")
+            return
+        ev = obj.core_event(
+            namespace=involved["namespace"],
+            reason=reason,
+            message=message,
+            involved=involved,
+            at=t,
+            type_=type_,
+            component=component,
+            name=f"{involved['name']}.{self._event_suffix(t)}",
+        )
+        ev["metadata"]["uid"] = self._uid("event")
+        known[message] = ev
+        self._emit_event(ev, "ADDED")
 
     def _sync_paddle_jobs(self, t: float) -> None:
         """Write each PaddleJob's status from its pods, when it changed (the operator's syncCurrentStatus)."""
@@ -864,6 +1031,10 @@ class SimulatedCluster:
         )
         if p.group:
             body["spec"]["schedulingGroup"] = {"podGroupName": p.group}
+        if p.scheduler:
+            body["spec"]["schedulerName"] = p.scheduler
+        if p.annotations:
+            body["metadata"]["annotations"] = {**body["metadata"].get("annotations", {}), **p.annotations}
         st = body["status"]
         if p.node:
             st["hostIP"] = self.node_ip(p.node)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from watchtower.adapters.sim import objects as obj
+from watchtower.adapters.sim.jobset_objects import JOBSET_API
 from watchtower.adapters.sim.workloads import Pattern, PodTemplate, WorkloadSpec
 
 _MI = 2**20
@@ -15,6 +16,7 @@ CONTROLLER = {
     "PaddleJob": ("paddle-operator", obj.PADDLE_API),
     "Job": ("job-controller", "batch/v1"),
     "ReplicaSet": ("replicaset-controller", "apps/v1"),
+    "JobSet": ("jobset-controller", JOBSET_API),  # its pods are its child Jobs' (the job-controller's)
 }
 
 
@@ -61,6 +63,8 @@ class SimPod:
     tried_at: float | None = None  # last failed scheduling attempt
     tried_generation: int = -1
     group: str = ""  # the PodGroup it names in spec.schedulingGroup.podGroupName
+    scheduler: str = ""  # spec.schedulerName when not kube-scheduler's (a Volcano PaddleJob's: "volcano")
+    annotations: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         self.cpu_millis = int(self.template.cpu) * 1000

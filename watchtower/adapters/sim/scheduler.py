@@ -214,6 +214,19 @@ class Scheduler:
                 lst.remove(pod)
         self._nominated[node].append(pod)
 
+    def place(self, pod: SchedPod) -> str:
+        """Return the node a pod fits on now, assumed on the ledger; "" when none (no preemption is tried)."""
+        feasible = [n for n in self.nodes if not _reasons(n, self._free(n, pod), pod)[0]]
+        if not feasible:
+            return ""
+        chosen = self._pick(feasible, pod)
+        self._assume(pod, chosen.name)
+        return chosen.name
+
+    def idle_gpus(self) -> int:
+        """Return the GPUs no bound pod holds on nodes that take new pods."""
+        return sum(max(0, n.gpus - self._usage[n.name].gpus) for n in self.nodes if not n.unschedulable)
+
     def schedule(self, pod: SchedPod) -> Decision:
         """Return what the scheduler does with one pending pod now; a Bind is applied to the ledger at once."""
         per_node: dict[str, list[str]] = {}

@@ -10,13 +10,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from watchtower.adapters.sim.workloads import WorkloadGenerator, WorkloadSpec, single_pod, team_namespace
+from watchtower.adapters.sim.workloads import (
+    WorkloadGenerator,
+    WorkloadSpec,
+    jobset,
+    paddle_job,
+    single_pod,
+    team_namespace,
+)
 
 MINUTE = 60.0
 SWEEP_AT = 1 * MINUTE
 GANG_AT = 2 * MINUTE
 GANG_NAME = "allreduce-gang"
 GANG_SIZE = 4
+VOLCANO_AT = 3 * MINUTE
+VOLCANO_JOB = "ocr-train"
+VOLCANO_QUEUE = "research"  # a Volcano Queue the research teams share (the cluster makes it)
+VOLCANO_WORKERS = 4
+JOBSET_AT = 4 * MINUTE
+JOBSET_NAME = "eval-suite"
+TRAINJOB_NAME = "llama-ft"
 CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incident being debugged
 SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
@@ -79,11 +93,53 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> lis
             pod_group=True,
         )
 
+    def volcano(room: Room) -> WorkloadSpec:
+        # Its PodGroup waits Pending (no pods yet) until the cluster's idle GPUs let it into its queue, then
+        # Inqueue while its pods do not all fit, then Running: each in Volcano's own words.
+        return paddle_job(
+            name=VOLCANO_JOB,
+            team=PRODUCTION_TEAM,
+            priority_class="experiment",
+            workers=VOLCANO_WORKERS,
+            gpus_per_worker=half,
+            duration=20 * MINUTE,
+            volcano_queue=VOLCANO_QUEUE,
+        )
+
+    def eval_suite(room: Room) -> WorkloadSpec:
+        # 2 replicated Jobs x 2 pods, the lowest tier: it waits as one JobSet, not as two Jobs.
+        quarter = max(1, g // 4)
+        return jobset(
+            name=JOBSET_NAME,
+            team=PRODUCTION_TEAM,
+            priority_class="batch",
+            replicated_jobs={"driver": 1, "workers": 1},
+            pods_per_job=2,
+            gpus=quarter,
+            duration=20 * MINUTE,
+        )
+
+    def train_job(room: Room) -> WorkloadSpec:
+        # The JobSet a TrainJob made: the page names the TrainJob, the one thing its owner submitted.
+        return jobset(
+            name=TRAINJOB_NAME,
+            team=PRODUCTION_TEAM,
+            priority_class="long-training",
+            replicated_jobs={"node": 2},
+            pods_per_job=2,
+            gpus=half,
+            duration=30 * MINUTE,
+            train_job=True,
+        )
+
     out = [
         Moment(SWEEP_AT, "a medium sweep larger than free capacity, not allowed to preempt", sweep),
         Moment(
             GANG_AT, "a 1.36 gang with one pod refused by quota: held with no word from the scheduler", gang
         ),
+        Moment(VOLCANO_AT, "a PaddleJob Volcano gang-schedules: Pending, Inqueue, Running", volcano),
+        Moment(JOBSET_AT, "a JobSet of 2 Jobs x 2 pods, waiting as one workload", eval_suite),
+        Moment(JOBSET_AT, "a TrainJob's JobSet, waiting as the TrainJob", train_job),
     ]
     # On a full cluster these preempt: the victims the scheduler picks are low-tier training or batch.
     prod = PRODUCTION_TEAM

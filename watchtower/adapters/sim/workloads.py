@@ -59,7 +59,7 @@ class PodTemplate:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
-    """One submission. kind is PaddleJob, ReplicaSet, Job or Pod (a bare pod)."""
+    """One submission. kind is PaddleJob, ReplicaSet, Job, JobSet or Pod (a bare pod)."""
 
     kind: str
     name: str
@@ -74,6 +74,9 @@ class WorkloadSpec:
     # An Indexed Job the 1.36 Job controller gang-schedules (WorkloadWithJob): a Workload and a PodGroup
     # with minCount = its pods, which name the group in spec.schedulingGroup.
     pod_group: bool = False
+    # A PaddleJob with spec.schedulingPolicy: gang-scheduled by Volcano in this queue (its own PodGroup).
+    volcano_queue: str = ""
+    train_job: bool = False  # a JobSet a TrainJob (kubeflow trainer) made and controls
 
     @property
     def gang(self) -> bool:
@@ -98,11 +101,13 @@ def paddle_job(
     duration: float,
     pattern: Pattern = Pattern.BUSY,
     grace: int = 600,
+    volcano_queue: str = "",
 ) -> WorkloadSpec:
     """A PaddleJob gang: one CPU-only parameter server and `workers` GPU workers.
 
-    The grace period is the time a preempted worker has to checkpoint: minutes for a large model."""
-    pods = [PodTemplate(f"{name}-ps-0", "ps", 0, "8", "32Gi", PADDLE_IMAGE)]
+    The grace period is the time a preempted worker has to checkpoint: minutes for a large model.
+    With `volcano_queue` it is a Collective job (workers only) Volcano gang-schedules in that queue."""
+    pods = [] if volcano_queue else [PodTemplate(f"{name}-ps-0", "ps", 0, "8", "32Gi", PADDLE_IMAGE)]
     pods += [
         PodTemplate(
             f"{name}-worker-{i}", "worker", gpus_per_worker, str(6 * gpus_per_worker), "96Gi", PADDLE_IMAGE
@@ -119,6 +124,32 @@ def paddle_job(
         duration,
         grace=grace,
         pattern=pattern,
+        volcano_queue=volcano_queue,
+    )
+
+
+def jobset(
+    *,
+    name: str,
+    team: str,
+    priority_class: str,
+    replicated_jobs: dict[str, int],
+    pods_per_job: int,
+    gpus: int,
+    duration: float,
+    train_job: bool = False,
+) -> WorkloadSpec:
+    """A JobSet: per replicatedJob its replicas, each a Job of `pods_per_job` pods (role = replicatedJob).
+
+    Template names are the pods' `<jobset>-<replicatedJob>-<job index>-<completion index>`."""
+    pods = tuple(
+        PodTemplate(f"{name}-{rj}-{j}-{i}", rj, gpus, str(6 * gpus or 2), "64Gi", PADDLE_IMAGE)
+        for rj, replicas in replicated_jobs.items()
+        for j in range(replicas)
+        for i in range(pods_per_job)
+    )
+    return WorkloadSpec(
+        "JobSet", name, team_namespace(team), team, priority_class, pods, duration, 30, train_job=train_job
     )
 
 
