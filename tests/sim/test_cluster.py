@@ -263,16 +263,17 @@ def test_every_scheduler_message_follows_the_real_grammar():
     sim = SimulatedCluster(SimulatorConfig(seed=5))
     w = Watched(sim)
     w.step(2 * 3600)
-    # kube-scheduler's grammar: Volcano's words (the story's PaddleJob) are tests/sim/test_volcano_jobset.py's.
-    messages = {o["message"] for o in w.events("FailedScheduling") if o["reportingComponent"] != "volcano"}
+    # kube-scheduler's grammar and Volcano's (the story's PaddleJob): both are read.
+    messages = {o["message"] for o in w.events("FailedScheduling")}
     messages |= {
         c["message"]
         for k, _, o in w.changes
-        if k == "Pod" and o["spec"].get("schedulerName") != "volcano"
+        if k == "Pod"
         for c in o["status"].get("conditions", ())
         if c["type"] == "PodScheduled" and c["status"] == "False"
     }
     assert len(messages) >= 3
+    assert any("pod group is not ready" in m for m in messages)  # Volcano's pods and events are among them
     verdicts = set()
     for m in messages:
         d = parse_scheduling_message(m)
