@@ -187,3 +187,47 @@ def test_a_head_in_an_incomplete_volcano_gang_names_its_min_member() -> None:
     put(st, pod)
     [s] = _stuck(st, last_bound={"": T0 - 60})
     assert s.causes[0] == f"gang incomplete: 1 of minMember {need} pods exist"
+
+
+def test_a_head_nominated_while_its_victims_go_is_not_stuck() -> None:
+    # It fits on node-b's free GPUs by the model, but it is the preemptor there: it waits for its victims.
+    st = _cluster(_head(30 * MIN, nominated_node="node-b", conditions=[o.unschedulable(T0 - 29 * MIN, MSG)]))
+    assert _stuck(st) == ()
+
+
+def test_room_promised_to_a_nominated_pod_of_a_higher_priority_is_not_free() -> None:
+    # node-b's 4 free GPUs are promised to a critical pod nominated there (kube-scheduler counts it as
+    # placed when it filters the medium head), so the head fits nowhere.
+    promised = o.pod(
+        name="debug-0",
+        namespace=NS,
+        created=T0 - 60,
+        gpus=4,
+        priority=1_000_000,
+        nominated_node="node-b",
+        conditions=[o.unschedulable(T0 - 60, MSG)],
+    )
+    st = _cluster(_head(30 * MIN, conditions=[o.unschedulable(T0 - 29 * MIN, MSG)]), promised)
+    assert _stuck(st) == ()  # debug-0 itself waited only a minute
+
+
+def test_a_gang_is_stuck_only_when_all_its_queued_pods_fit_together() -> None:
+    # Two 4-GPU pods of a PaddleJob: node-b has room for one of them, node-a has no CPU for either.
+    pods = [
+        o.pod(
+            name=f"ocr-worker-{i}",
+            namespace=NS,
+            created=T0 - 30 * MIN,
+            gpus=4,
+            cpu="8",
+            priority=500_000,
+            owner=paddle_owner("ocr"),
+            conditions=[o.unschedulable(T0 - 29 * MIN, MSG)],
+        )
+        for i in range(2)
+    ]
+    assert _stuck(_cluster(*pods)) == ()
+    # With node-a's CPU back, one pod goes on each node: the gang fits, and it has waited 30 minutes.
+    roomy = state_of(o.node("node-a"), o.node("node-b"), *pods)
+    [s] = _stuck(roomy)
+    assert (s.status.kind, s.status.name) == ("PaddleJob", "ocr")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .gang_wait import gang_incomplete
+from .messages import PreemptionVerdict
 from .model import Node, Pod
 from .node_use import DEFAULT_SCHEDULER
 from .queue import is_gated
@@ -53,30 +54,49 @@ class StuckHead:
         return f"{where}, yet {SAID_NOTHING}; likely: " + "; ".join(self.causes)
 
 
-def _fits(pod: Pod, node: Node, st: ClusterState) -> bool:
-    if node.unschedulable:
-        return False
-    name = node.name
-    use = st.node_use
-    if pod.gpus > node.gpus - st.gpus_used.get(name, 0):
-        return False
-    if pod.cpu_millis > node.cpu_millis - use.cpu_millis.get(name, 0):
-        return False
-    if pod.memory_bytes > node.memory_bytes - use.memory_bytes.get(name, 0):
-        return False
-    # A node that reports no pod capacity is not limited by it here.
-    return node.pods <= 0 or use.pods.get(name, 0) < node.pods
+class _Free:
+    """What each node has free for one head: allocatable minus its bound pods' requests, minus what the
+    pods nominated to it at the head's priority or above are promised there (kube-scheduler counts those
+    as placed when it filters a lower pod), minus what the head's own gang took in this trial."""
+
+    def __init__(self, st: ClusterState, nominated: list[Pod], priority: int) -> None:
+        self.st = st
+        self.taken: dict[str, list[int]] = {}
+        for p in nominated:
+            if p.priority >= priority:
+                self.take(p, p.nominated_node)
+
+    def fits(self, pod: Pod, node: Node) -> bool:
+        if node.unschedulable:
+            return False
+        name, use = node.name, self.st.node_use
+        g, c, m, n = self.taken.get(name, (0, 0, 0, 0))
+        if pod.gpus > node.gpus - self.st.gpus_used.get(name, 0) - g:
+            return False
+        if pod.cpu_millis > node.cpu_millis - use.cpu_millis.get(name, 0) - c:
+            return False
+        if pod.memory_bytes > node.memory_bytes - use.memory_bytes.get(name, 0) - m:
+            return False
+        # A node that reports no pod capacity is not limited by it here.
+        return node.pods <= 0 or use.pods.get(name, 0) + n < node.pods
+
+    def take(self, pod: Pod, node: str) -> None:
+        t = self.taken.setdefault(node, [0, 0, 0, 0])
+        t[0] += pod.gpus
+        t[1] += pod.cpu_millis
+        t[2] += pod.memory_bytes
+        t[3] += 1
 
 
 def _blocking(node: Node) -> tuple[str, ...]:
     return tuple(t for t in node.taints if t.endswith(_BLOCKING_EFFECTS))
 
 
-def _place(pod: Pod, nodes: Iterable[Node], st: ClusterState) -> tuple[str, tuple[str, ...]] | None:
+def _place(pod: Pod, nodes: Iterable[Node], free: _Free) -> tuple[str, tuple[str, ...]] | None:
     """Return a node the pod fits on and its blocking taints, an untainted one first; None if none fits."""
     tainted: tuple[str, tuple[str, ...]] | None = None
     for node in nodes:
-        if not _fits(pod, node, st):
+        if not free.fits(pod, node):
             continue
         taints = _blocking(node)
         if not taints:
@@ -125,16 +145,31 @@ def stuck_heads(
         if w.state in queued and w.tier not in heads:
             heads[w.tier] = w
     out: list[StuckHead] = []
+    nominated: list[Pod] | None = None
     for w in heads.values():
-        if w.wait_seconds < stuck_after:
+        # Preemption under way: it waits for its victims to go, as it should (and is nominated there).
+        if w.wait_seconds < stuck_after or w.preemption is PreemptionVerdict.POSSIBLE:
             continue
         pods = [st.pods[u] for u in st.by_workload.get(w.key, ()) if u in st.pods]
         # The pod its status was read from (the oldest queued one), as the why and the position were.
         waiting = [p for p in pods if p.waiting and selector.matches(p) and not is_gated(p)]
         if not waiting:
             continue
-        pod = min(waiting, key=lambda p: (p.created, p.name))
-        placed = _place(pod, st.nodes.values(), st)
+        if nominated is None:  # a walk of the waiting pods, once a tick, only when a head is this old
+            nominated = [p for u in st.waiting if (p := st.pods.get(u)) is not None and p.nominated_node]
+        free = _Free(st, [p for p in nominated if p.uid not in st.by_workload.get(w.key, ())], w.priority)
+        waiting.sort(key=lambda p: (p.created, p.name))
+        pod = waiting[0]
+        # A gang fits only as a whole: each of its queued pods must find room beside the others.
+        placed = None
+        for i, p in enumerate(waiting if w.gang else waiting[:1]):
+            where = _place(p, st.nodes.values(), free)
+            if where is None:
+                placed = None
+                break
+            free.take(p, where[0])
+            if i == 0:
+                placed = where
         if placed is None:
             continue
         c = pod.scheduled
