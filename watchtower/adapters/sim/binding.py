@@ -1,0 +1,190 @@
+"""kube-scheduler's decisions applied to the simulated cluster: binding, preemption, unschedulable pods, gangs.
+
+sim/scheduler.py decides where a pod goes; this writes what the decision does to the pods, the gang PodGroups
+and the scheduler's events, as kube-scheduler would. The Volcano stand-in binds and refuses its pods here too,
+in its own words.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from watchtower.adapters.sim import events
+from watchtower.adapters.sim import group_objects as grp
+from watchtower.adapters.sim import objects as obj
+from watchtower.adapters.sim.lifecycle import terminate
+from watchtower.adapters.sim.pods import SimPod, SimWorkload, memory_bytes
+from watchtower.adapters.sim.scheduler import (
+    TERMINATING_ON_NOMINATED,
+    Bind,
+    Preempt,
+    SchedNode,
+    Scheduler,
+    queue_order,
+)
+
+if TYPE_CHECKING:
+    from watchtower.adapters.sim.cluster import SimulatedCluster
+
+# An unschedulable pod is retried when the cluster frees something, or after this long (the scheduler's
+# queueing hints and its periodic flush of the unschedulable queue).
+RETRY_UNSCHEDULABLE = 60.0
+
+
+def sched_nodes(sim: SimulatedCluster) -> list[SchedNode]:
+    """Return the nodes as the scheduler reads them: allocatable and whether cordoned."""
+    out = []
+    for name, n in sim.nodes.items():
+        a = n["status"]["allocatable"]
+        out.append(
+            SchedNode(
+                name,
+                int(a["nvidia.com/gpu"]),
+                int(a["cpu"]) * 1000,
+                memory_bytes(a["memory"]),
+                int(a["pods"]),
+                bool(n["spec"].get("unschedulable")),
+            )
+        )
+    return out
+
+
+def schedule(sim: SimulatedCluster, t: float) -> None:
+    """Take the pending pods in queue order and apply what the scheduler decides for each; then Volcano's."""
+    sched = Scheduler(sched_nodes(sim), sim.rng)
+    sched.load(p for p in sim.pods.values() if not p.terminal)
+    pending = [
+        p
+        for p in sim.pods.values()
+        if not p.node and not p.terminating and not p.terminal and not p.scheduler
+    ]
+    gen = sim.generation
+    gangs_seen: set[str] = set()
+    for p in queue_order(pending):
+        if p.group:
+            # A gang is taken as one, at its first member in queue order.
+            if p.workload.uid not in gangs_seen:
+                gangs_seen.add(p.workload.uid)
+                _schedule_gang(sim, sched, p.workload, t)
+            continue
+        if p.tried_at is not None and p.tried_generation == gen and t - p.tried_at < RETRY_UNSCHEDULABLE:
+            continue
+        d = sched.schedule(p)
+        p.tried_at, p.tried_generation = t, gen
+        if isinstance(d, Bind):
+            bind(sim, p, d.node, t)
+        elif isinstance(d, Preempt):
+            _preempt(sim, p, d, t)
+        else:
+            unschedulable(sim, p, d.message, t)
+    sim.volcano.session(sim, sched, t)
+
+
+def _schedule_gang(sim: SimulatedCluster, sched: Scheduler, w: SimWorkload, t: float) -> None:
+    """Place a 1.36 gang all together or not at all (KEP-4671, the GangScheduling plugin).
+
+    Until minCount of its pods exist they are held in PreEnqueue: no attempt, no condition, no event."""
+    members = [q for q in w.slots.values() if q is not None and not q.terminal]
+    if len(members) < len(w.spec.pods):
+        return
+    waiting = queue_order(q for q in members if not q.node and not q.terminating)
+    gen = sim.generation
+    if not waiting or all(
+        q.tried_at is not None and q.tried_generation == gen and t - q.tried_at < RETRY_UNSCHEDULABLE
+        for q in waiting
+    ):
+        return
+    saved = sched.save()
+    decisions = [(q, sched.schedule(q)) for q in waiting]
+    for q in waiting:
+        q.tried_at, q.tried_generation = t, gen
+    failed = next((d for _, d in decisions if not isinstance(d, Bind)), None)
+    if failed is None:
+        for q, d in decisions:
+            assert isinstance(d, Bind)
+            bind(sim, q, d.node, t)
+        _pod_group_condition(sim, w, t, scheduled=True)
+        return
+    sched.restore(saved)  # nothing of a gang that does not fit is placed (nor preempts, here)
+    for q in waiting:
+        unschedulable(sim, q, failed.message, t)
+    _pod_group_condition(sim, w, t, scheduled=False, message=failed.message)
+
+
+def _pod_group_condition(
+    sim: SimulatedCluster, w: SimWorkload, t: float, *, scheduled: bool, message: str = ""
+) -> None:
+    body = sim.pod_groups.get(w.uid)
+    if body is None:
+        return
+    old = (body["status"].get("conditions") or [None])[0]
+    if old is not None and (old["status"] == "True" or (not scheduled and old.get("message") == message)):
+        return  # once scheduled it never goes back; the same words are no change
+    new = grp.pod_group_condition(t, scheduled=scheduled, message=message)
+    if old is not None and old["status"] == new["status"]:
+        new["lastTransitionTime"] = old["lastTransitionTime"]
+    body["status"]["conditions"] = [new]
+    sim.emit_object("PodGroup", body, "MODIFIED")
+
+
+def bind(sim: SimulatedCluster, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None:
+    """Bind a pod to a node; `scheduler` names another scheduler (Volcano) whose core/v1 event says so."""
+    p.node = node
+    p.nominated = ""
+    p.sched_cond = obj.scheduled(t)
+    p.start_time = t + 1.0
+    p.pulled_at = t + sim.rng.uniform(20.0, 180.0)  # image pull: GPU images are large
+    taken = {i for q in sim.pods.values() if q.node == node and not q.terminal for i in q.gpu_ids}
+    free = [i for i in range(sim.config.gpus_per_node) if i not in taken]
+    p.gpu_ids = tuple(free[: p.gpus])
+    sim.stats["bound"] += 1
+    sim.log.forget(p)
+    sim.emit_pod(p, "MODIFIED")
+    note = f"Successfully assigned {p.namespace}/{p.name} to {node}"
+    ev = events.scheduling_event(p, "Scheduled", note, t, scheduler=scheduler)
+    sim.log.on_pod(ev, p, t)
+
+
+def _preempt(sim: SimulatedCluster, p: SimPod, d: Preempt, t: float) -> None:
+    for v in d.victims:
+        assert isinstance(v, SimPod)
+        sim.stats["preemptions"] += 1
+        v.disruption = obj.condition(
+            "DisruptionTarget",
+            "True",
+            t,
+            reason="PreemptionByScheduler",
+            message="default-scheduler: preempting to accommodate a higher priority pod",
+        )
+        # Training checkpoints before it exits; serving and notebooks stop quickly.
+        actual = sim.rng.uniform(0.3, 1.0) * v.grace if v.grace > 60 else sim.rng.uniform(2.0, 10.0)
+        terminate(sim, v, t, actual=actual)
+        ev = obj.scheduler_event(
+            namespace=v.namespace,
+            reason="Preempted",
+            note=f"Preempted by pod {p.uid} on node {d.node}",
+            regarding=events.ref(v),
+            related=events.ref(p),
+            at=t,
+        )
+        sim.log.on_pod(ev, v, t)
+    p.nominated = d.node
+    unschedulable(sim, p, d.message, t, force=True)
+
+
+def unschedulable(
+    sim: SimulatedCluster, p: SimPod, message: str, t: float, *, force: bool = False, scheduler: str = ""
+) -> None:
+    """Mark a pod unschedulable in `message`'s words; `scheduler` names another scheduler (Volcano)."""
+    c = p.sched_cond
+    # PodScheduled=False keeps its first lastTransitionTime while the message changes (DESIGN §3.3).
+    if p.unschedulable_since is None:
+        p.unschedulable_since = t
+    changed = c is None or c.get("message") != message
+    if not force and p.nominated and TERMINATING_ON_NOMINATED not in message:
+        p.nominated = ""  # preemption found nothing: the scheduler clears the nomination
+        changed = True
+    if changed or force:
+        p.sched_cond = obj.unschedulable(p.unschedulable_since, message)
+        sim.emit_pod(p, "MODIFIED")
+    sim.log.failed_scheduling(p, message, t, scheduler=scheduler)

@@ -1,0 +1,300 @@
+"""The simulated controllers: the objects a workload is (Job, ReplicaSet, PaddleJob, JobSet and what they own),
+the pods they create under ResourceQuota admission, and the status they write back.
+
+Each function acts on the one cluster (sim/cluster.py) and writes through its store; the shapes are in
+objects.py, group_objects.py, jobset_objects.py and volcano_objects.py, with their upstream sources.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from watchtower.adapters.sim import group_objects as grp
+from watchtower.adapters.sim import jobset_objects as jso
+from watchtower.adapters.sim import objects as obj
+from watchtower.adapters.sim import volcano_objects as vo
+from watchtower.adapters.sim.lifecycle import terminate
+from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload
+from watchtower.adapters.sim.workloads import CLASS_BY_NAME, PodTemplate
+
+if TYPE_CHECKING:
+    from watchtower.adapters.sim.cluster import SimulatedCluster
+
+QUOTA_NAME = "gpu-quota"
+GPU_KEY = "requests.nvidia.com/gpu"
+MAX_BACKOFF = 300.0
+GIVE_UP_AFTER = 2 * 3600.0  # people delete a job their quota has refused for this long
+
+
+# ---- what a workload is, before any pod -----------------------------------------------------------
+
+
+def created(sim: SimulatedCluster, w: SimWorkload) -> None:
+    """Write the objects a new workload is: its controller and what that makes before any pod."""
+    spec = w.spec
+    if spec.kind in CONTROLLER:
+        body = controller_object(w)
+        sim.controllers[w.uid] = (spec.kind, body)
+        sim.emit_object(spec.kind, body, "ADDED")
+    if spec.pod_group:
+        _gang_objects(sim, w)
+    if spec.volcano_queue:  # paddle-operator's constructPodGroup, before any pod
+        sim.emit_object("VolcanoPodGroup", sim.volcano.pod_group(w), "ADDED")
+    if spec.kind == "JobSet":
+        jobs = jso.child_jobs(body)
+        for j in jobs:
+            j["metadata"]["uid"] = sim.new_uid(f"job/{j['metadata']['name']}")
+            sim.emit_object("Job", j, "ADDED")
+        sim.child_jobs[w.uid] = jobs
+
+
+def _gang_objects(sim: SimulatedCluster, w: SimWorkload) -> None:
+    """Make a gang Job's Workload and PodGroup before any of its pods, as the 1.36 Job controller does."""
+    spec, n = w.spec, len(w.spec.pods)
+    wl = grp.gang_workload(
+        name=spec.name, namespace=spec.namespace, created=w.created, min_count=n, job_uid=w.uid
+    )
+    pg = grp.pod_group(
+        name=f"{spec.name}-0",
+        namespace=spec.namespace,
+        created=w.created,
+        min_count=n,
+        job=spec.name,
+        job_uid=w.uid,
+    )
+    sim.gang_workloads[w.uid], sim.pod_groups[w.uid] = wl, pg
+    sim.emit_object("Workload", wl, "ADDED")
+    sim.emit_object("PodGroup", pg, "ADDED")
+
+
+def controller_object(w: SimWorkload) -> dict[str, Any]:
+    """Return the workload's controller as the API server serves it: its pod template per role."""
+    spec = w.spec
+    pc = spec.priority_class
+
+    def template(t: PodTemplate) -> dict[str, Any]:
+        return obj.pod_template(
+            gpus=t.gpus, cpu=t.cpu, memory=t.memory, priority_class=pc, image=t.image, grace=spec.grace
+        )
+
+    name, ns, at, uid = spec.name, spec.namespace, w.created, w.uid
+    first = spec.pods[0]
+    if spec.kind in ("PaddleJob", "JobSet"):
+        roles: dict[str, tuple[int, dict[str, Any]]] = {}
+        for t in spec.pods:
+            n, _ = roles.get(t.role, (0, {}))
+            roles[t.role] = (n + 1, template(t))
+    if spec.kind == "PaddleJob":
+        body = obj.paddle_job_object(name=name, namespace=ns, created=at, uid=uid, roles=roles)
+        if spec.volcano_queue:  # paddlejob_types.go SchedulingPolicy; the CRD's Collective mode
+            body["spec"]["schedulingPolicy"] = {
+                "minAvailable": len(spec.pods),
+                "queue": spec.volcano_queue,
+                "priorityClass": pc,
+            }
+            body["status"]["mode"] = "Collective"
+        return body
+    if spec.kind == "JobSet":
+        # One Job per replica of each replicatedJob, of parallelism = its pods per Job.
+        per_job = {t.role: int(t.name.rsplit("-", 2)[-1]) + 1 for t in spec.pods}
+        replicas = {t.role: int(t.name.rsplit("-", 2)[-2]) + 1 for t in spec.pods}
+        js = jso.jobset(
+            name=name,
+            namespace=ns,
+            created=at,
+            replicated_jobs={rj: (replicas[rj], per_job[rj], tpl) for rj, (_, tpl) in roles.items()},
+            train_job=spec.train_job,
+        )
+        js["metadata"]["uid"] = uid
+        return js
+    n = len(spec.pods)
+    if spec.kind == "Job":
+        job = obj.job(
+            name=name,
+            namespace=ns,
+            created=at,
+            uid=uid,
+            template=template(first),
+            parallelism=n,
+            completions=n,
+        )
+        if spec.pod_group:  # WorkloadWithJob gang-schedules Indexed Jobs with parallelism = completions
+            job["spec"]["completionMode"] = "Indexed"
+        return job
+    # The simulator's ReplicaSets are a Deployment's: `<deployment>-<pod-template-hash>`.
+    return obj.replica_set(
+        name=name,
+        namespace=ns,
+        created=at,
+        uid=uid,
+        template=template(first),
+        replicas=n,
+        deployment=name.rsplit("-", 1)[0],
+    )
+
+
+# ---- the pods, under quota admission --------------------------------------------------------------
+
+
+def quota_used(sim: SimulatedCluster, ns: str) -> int:
+    """Return the GPUs a namespace's quota charges: every pod not in a terminal phase, terminating ones too."""
+    return sum(p.gpus for p in sim.pods.values() if p.namespace == ns and not p.terminal)
+
+
+def reconcile(sim: SimulatedCluster, t: float) -> None:
+    """Create the missing pods of each workload whose controller is due, until quota refuses one."""
+    for w in sim.workloads:
+        if w.done or t < w.next_create:
+            continue
+        if w.refused_since is not None and t - w.refused_since > GIVE_UP_AFTER:
+            _abandon(sim, w, t)
+            continue
+        if w.spec.volcano_queue and not sim.volcano.admits(w):
+            continue  # paddle-operator requeues until its PodGroup is Inqueue or Running
+        for slot, live in w.slots.items():
+            if live is not None:
+                continue
+            tpl = next(x for x in w.spec.pods if x.name == slot)
+            if not _create_pod(sim, w, tpl, t):
+                break
+
+
+def _abandon(sim: SimulatedCluster, w: SimWorkload, t: float) -> None:
+    w.done = True
+    sim.freed()
+    for p in w.slots.values():
+        if p is not None and not p.terminating:
+            terminate(sim, p, t, actual=sim.rng.uniform(2.0, 10.0))
+
+
+def _create_pod(sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate, t: float) -> bool:
+    spec = w.spec
+    kind = spec.kind
+    name = tpl.name if kind in ("PaddleJob", "Pod") else f"{spec.name}-{sim.suffix()}"
+    index = next(i for i, x in enumerate(spec.pods) if x.name == tpl.name)
+    if spec.pod_group:  # an Indexed Job's pods: `<job>-<index>-<suffix>`
+        name = f"{spec.name}-{index}-{sim.suffix()}"
+    child = _child_job(sim, w, tpl)
+    if child is not None:  # a JobSet's Jobs are Indexed: `<job>-<completion index>-<suffix>`
+        name = f"{tpl.name}-{sim.suffix()}"
+    ns = spec.namespace
+    quota = sim.quotas.get(ns)
+    if quota is not None and tpl.gpus > 0:
+        hard = int(quota["status"]["hard"][GPU_KEY])
+        used = quota_used(sim, ns)
+        if used + tpl.gpus > hard:
+            _refused(sim, w, tpl, name, used, hard, t)
+            return False
+    pc = CLASS_BY_NAME[spec.priority_class]
+    labels: dict[str, str] = {"app": spec.name, "team": spec.team}
+    owner = None
+    if kind == "PaddleJob":
+        labels.update({"paddle-res-name": name, "paddle-res-type": tpl.role})
+    elif kind == "Job":
+        labels.update(
+            {"batch.kubernetes.io/job-name": spec.name, "job-name": spec.name, "controller-uid": w.uid}
+        )
+        if spec.pod_group:
+            labels["batch.kubernetes.io/job-completion-index"] = str(index)
+    elif kind == "ReplicaSet":
+        labels["pod-template-hash"] = spec.name.rsplit("-", 1)[-1]
+    if child is not None:
+        cm = child["metadata"]
+        labels.update(child["spec"]["template"]["metadata"]["labels"])
+        labels["batch.kubernetes.io/job-completion-index"] = tpl.name.rsplit("-", 1)[-1]
+        owner = obj.owner_ref("Job", cm["name"], api_version="batch/v1", uid=cm["uid"])
+    elif kind in CONTROLLER:
+        owner = obj.owner_ref(kind, spec.name, api_version=CONTROLLER[kind][1], uid=w.uid)
+    p = SimPod(
+        uid=sim.new_uid(f"pod/{ns}/{name}"),
+        name=name,
+        namespace=ns,
+        created=t,
+        template=tpl,
+        workload=w,
+        priority=pc.value,
+        priority_class=pc.name,
+        preemption_policy=pc.preemption_policy,
+        labels=labels,
+        owner=owner,
+        grace=spec.grace,
+        group=f"{spec.name}-0" if spec.pod_group else "",
+        scheduler=vo.SCHEDULER if spec.volcano_queue else "",
+        annotations=vo.pod_annotations(spec.name, tpl.role, spec.volcano_queue)
+        if spec.volcano_queue
+        else None,
+    )
+    sim.pods[p.uid] = p
+    w.slots[tpl.name] = p
+    w.backoff = 10.0
+    w.refused_since = None
+    sim.emit_pod(p, "ADDED")
+    return True
+
+
+def _refused(
+    sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate, name: str, used: int, hard: int, t: float
+) -> None:
+    sim.stats["quota_refusals"] += 1
+    if w.refused_since is None:
+        w.refused_since = t
+    w.next_create = t + w.backoff
+    w.backoff = min(MAX_BACKOFF, w.backoff * 2)
+    if w.spec.kind == "Pod":
+        w.done = True  # `kubectl create` got the error; nothing retries a bare pod
+        return
+    reason = "FailedCreate"
+    msg = (
+        f'Error creating: pods "{w.spec.name}-" is forbidden: exceeded quota: {QUOTA_NAME}, '
+        f"requested: {GPU_KEY}={tpl.gpus}, used: {GPU_KEY}={used}, limited: {GPU_KEY}={hard}"
+    )
+    if w.spec.kind == "PaddleJob":
+        # paddle-operator records its own words, not the API's error (controllers/paddlejob_controller.go
+        # createResource): the quota is read from the ResourceQuota itself.
+        reason, msg = "Create", f"create failed Pod {name}"
+    ev = w.failed_create
+    if ev is not None and ev["message"] == msg and sim.log.current(ev):
+        ev["count"] += 1
+        ev["lastTimestamp"] = obj.ts(t)
+        sim.log.emit(ev, "MODIFIED")
+        return
+    involved, component = w.ref, CONTROLLER[w.spec.kind][0]
+    child = _child_job(sim, w, tpl)
+    if child is not None:  # the child Job's controller is refused, on the child Job
+        cm = child["metadata"]
+        involved = {"kind": "Job", "namespace": cm["namespace"], "name": cm["name"], "uid": cm["uid"]}
+        involved["apiVersion"], component = "batch/v1", "job-controller"
+        msg = msg.replace(f'"{w.spec.name}-"', f'"{cm["name"]}-"')
+    w.failed_create = sim.log.new_core(
+        involved, reason=reason, message=msg, type_="Warning", component=component, t=t
+    )
+
+
+def _child_job(sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:
+    """Return the JobSet child Job a pod template belongs to; None for any other workload."""
+    jobs = sim.child_jobs.get(w.uid)
+    if not jobs:
+        return None
+    job = tpl.name.rsplit("-", 1)[0]
+    return next((j for j in jobs if j["metadata"]["name"] == job), None)
+
+
+# ---- status written back --------------------------------------------------------------------------
+
+
+def sync_paddle_jobs(sim: SimulatedCluster, t: float, changed: set[str]) -> None:
+    """Write the status of each PaddleJob whose pods `changed`, when it differs (the operator's
+    syncCurrentStatus)."""
+    for w in sim.workloads:
+        known = sim.controllers.get(w.uid) if w.uid in changed else None
+        if known is None or known[0] != "PaddleJob":
+            continue
+        body = known[1]
+        replicas: dict[str, int] = {}
+        for tpl in w.spec.pods:
+            replicas[tpl.role] = replicas.get(tpl.role, 0) + 1
+        pods = [(p.template.role, p.phase) for p in w.slots.values() if p is not None]
+        status = grp.paddle_status(replicas, pods, old=body["status"], now=t)
+        if status != body["status"]:
+            body["status"] = status
+            sim.emit_object("PaddleJob", body, "MODIFIED")
