@@ -81,6 +81,7 @@ def test_utilisation_patterns_differ_as_workloads_do():
     bursty = [utilisation(Pattern.BURSTY, "u", 0, t) for t in at]
     assert min(busy) >= 80 and max(idle) < 10
     assert max(bursty) - min(bursty) > 20
+    assert min(bursty) >= 12  # quiet at night, never idle by the default θ of 10 %
 
 
 def test_kube_state_metrics_series_carry_the_real_label_sets():

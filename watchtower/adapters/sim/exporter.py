@@ -76,6 +76,9 @@ def _noise(*parts: object) -> float:
     return zlib.crc32("/".join(map(str, parts)).encode()) / 2**32
 
 
+BURSTY_FLOOR = 12  # percent
+
+
 def utilisation(pattern: Pattern, uid: str, gpu: int, now: float) -> int:
     """Return GPU utilisation in % for a pod's GPU at a time: busy training, bursty serving, or idle."""
     slot = int(now // SAMPLE_EVERY)
@@ -85,7 +88,9 @@ def utilisation(pattern: Pattern, uid: str, gpu: int, now: float) -> int:
     if pattern is Pattern.IDLE:
         return int(4 * n)
     day = 0.5 + 0.5 * math.sin(2 * math.pi * ((now % 86400) / 86400 - 0.3))
-    return max(0, min(100, int(15 + 60 * day + 25 * (n - 0.5))))
+    # Serving is quiet at night but never idle by the default θ (10 %): a dip of every sample under it for a
+    # whole idle window would make the simulator's serving pods idle holders by chance.
+    return max(BURSTY_FLOOR, min(100, int(20 + 60 * day + 30 * (n - 0.5))))
 
 
 def _gpu_labels(node: str, i: int) -> list[tuple[str, str]]:
