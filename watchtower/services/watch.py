@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
@@ -27,6 +28,7 @@ from watchtower.domain.queue import (
     WAITING_STATES,
     QueueEvaluator,
     QueueSnapshot,
+    WorkloadFacts,
     WorkloadState,
     WorkloadStatus,
 )
@@ -109,6 +111,7 @@ class Watcher:
         self._holders = HolderIndex(self.policy.tiers)
         # main_reason per diagnosis: a few dozen distinct ones (the evaluator shares them) over 20,000 waits.
         self._reasons: dict[int, tuple[SchedulingDiagnosis | None, str]] = {}
+        self._pending_keys: dict[int, tuple[WorkloadFacts, tuple[str, str, str]]] = {}
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
         )
@@ -184,7 +187,6 @@ class Watcher:
             st = self.state
             snap = self.evaluator.evaluate(st, now=now)
             running = self._running_by_tier(snap)
-            have = {(k.namespace, k.name) for k in (w.facts.key for w in snap.workloads)}
             # A thrashing workload that runs again keeps its alert's labels (team, GPUs) only if the rules
             # still see its status: add it as if named.
             thrashing = {
@@ -192,7 +194,11 @@ class Watcher:
                 for k, n in snap.recent_preemptions.counts.items()
                 if n >= self._thrash_count
             }
-            wanted = {n for n in (*holders_of, *thrashing) if n not in have}
+            named = {*holders_of, *thrashing}
+            if named:  # most ticks name none: no set of the queue's 20,000 names then
+                have = {(k.namespace, k.name) for k in (w.facts.key for w in snap.workloads)}
+                named -= have
+            wanted = named
             holder_statuses = tuple(x for ns, n in sorted(wanted) for x in self._find(ns, n, now))
             quota = tuple(
                 QuotaLine(q.namespace, q.name, st.team_of(q.namespace), q.hard_gpus, q.used_gpus)
@@ -232,8 +238,13 @@ class Watcher:
         return tick
 
     def _running_by_tier(self, snap: QueueSnapshot) -> dict[str, int]:
-        """Return running workloads per tier, those the snapshot lists (waiting, partly placed) left out."""
-        return self._running.by_tier(self.state, (w.facts.key for w in snap.workloads))
+        """Return running workloads per tier, those the snapshot lists (waiting, partly placed) left out.
+
+        A listed workload counts as running exactly when its facts have a bound training pod (the same
+        test, on the same state): only those are looked up."""
+        return self._running.by_tier(
+            self.state, (f.key for w in snap.workloads if (f := w.facts).pods_running)
+        )
 
     def status_of(self, key: WorkloadKey, now: float | None = None) -> WorkloadStatus | None:
         """Return one workload's status now (running ones included), computed on demand."""
@@ -262,36 +273,32 @@ class Watcher:
 
     def _gauges(self, snap: QueueSnapshot) -> QueueGauges:
         tier_names = [t.name for t in self.policy.tiers.tiers]
-        pending: dict[tuple[str, str, str], int] = {}
         oldest = dict.fromkeys(tier_names, 0.0)
         partial = dict.fromkeys(tier_names, 0)
         partial_gpus = dict.fromkeys(tier_names, 0)
-        reasons = self._reasons
-        if len(reasons) > 10_000:  # diagnoses the evaluator has long dropped
-            reasons.clear()
-        # The facts read directly, not through the status' properties: 20,000 waits a tick.
+        memo = self._pending_keys
+        if len(memo) > 4 * len(snap.workloads) + 10_000:  # facts the evaluator has long replaced
+            memo.clear()
+        keys: list[tuple[str, str, str]] = []
+        # The facts read directly, not through the status' properties, and each one's gauge labels kept
+        # by identity (beside the facts, so that the id is not reused): 20,000 waits a tick, most unchanged.
         for w in snap.workloads:
             f = w.facts
-            state = f.state
-            if state not in WAITING_STATES:
-                continue
-            if state is WorkloadState.QUOTA_BLOCKED:
-                reason = "quota"
-            else:
-                d = f.diagnosis
-                # Keyed by identity, the diagnosis kept beside its label so that its id is not reused.
-                known = reasons.get(id(d))
-                if known is None or known[0] is not d:
-                    known = reasons[id(d)] = (d, _diagnosis_reason(d))
-                reason = known[1]
-            tier = f.tier
-            key = (tier, f.key.namespace, reason)
-            pending[key] = pending.get(key, 0) + 1
+            known = memo.get(id(f))
+            if known is None or known[0] is not f:
+                if f.state not in WAITING_STATES:
+                    continue
+                reason = "quota" if f.state is WorkloadState.QUOTA_BLOCKED else self._reason(f.diagnosis)
+                known = memo[id(f)] = (f, (f.tier, f.key.namespace, reason))
+            key = known[1]
+            keys.append(key)
+            tier = key[0]
             if tier not in oldest or w.wait_seconds > oldest[tier]:
                 oldest[tier] = w.wait_seconds
-            if state is WorkloadState.PARTIAL and f.key.gang:
+            if f.state is WorkloadState.PARTIAL and f.key.gang:
                 partial[tier] = partial.get(tier, 0) + 1
                 partial_gpus[tier] = partial_gpus.get(tier, 0) + f.gpus_held
+        pending: dict[tuple[str, str, str], int] = dict(Counter(keys))
         quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
         return QueueGauges(
             pending=pending,
@@ -306,6 +313,16 @@ class Watcher:
             gpus_used=snap.capacity.used,
             evaluated_at=snap.at,
         )
+
+    def _reason(self, d: SchedulingDiagnosis | None) -> str:
+        # Keyed by identity, the diagnosis kept beside its label: a few dozen distinct ones a queue.
+        reasons = self._reasons
+        known = reasons.get(id(d))
+        if known is None or known[0] is not d:
+            if len(reasons) > 10_000:  # diagnoses the evaluator has long dropped
+                reasons.clear()
+            known = reasons[id(d)] = (d, _diagnosis_reason(d))
+        return known[1]
 
     def prune(self, now: float) -> None:
         with self._lock:

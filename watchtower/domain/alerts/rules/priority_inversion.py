@@ -3,7 +3,7 @@ preemption will not free them (preemptionPolicy Never, no eligible victims, or n
 
 from __future__ import annotations
 
-from itertools import islice
+import heapq
 
 from watchtower.domain.messages import PREEMPTION_WORDS, PreemptionVerdict
 from watchtower.domain.queue import QueueSnapshot, WorkloadState, WorkloadStatus
@@ -14,6 +14,7 @@ from ..model import AlertCandidate
 from .base import RuleInput, human, links, workload_labels
 
 NAME = "WorkloadPriorityInversion"
+WAITING = frozenset({WorkloadState.PENDING, WorkloadState.PARTIAL})
 STUCK = frozenset(
     {PreemptionVerdict.POLICY_NEVER, PreemptionVerdict.NO_VICTIMS, PreemptionVerdict.NOT_HELPFUL}
 )
@@ -42,7 +43,7 @@ class _Blockers:
             before = held.get(k)
             held[k] = (h.gpus + (before[0] if before is not None else 0), h.tier, r)
         self.held = held
-        self._found: dict[tuple[int, int], tuple[list[Blocker], frozenset[WorkloadKey]]] = {}
+        self._found: dict[tuple[int, int], tuple[list[Blocker], int, frozenset[WorkloadKey]]] = {}
 
     def of(self, w: WorkloadStatus) -> tuple[list[Blocker], int]:
         """Return the first six lower-tier workloads whose GPUs on some node would let a pod of `w` fit
@@ -52,11 +53,11 @@ class _Blockers:
         found = self._found.get(combo)
         if found is None:
             found = self._found[combo] = self._find(*combo)
-        ordered, keys = found
+        first, count, keys = found
         own = w.key
-        return list(islice((b for b in ordered if b[0] != own), 6)), len(ordered) - (own in keys)
+        return [b for b in first if b[0] != own][:6], count - (own in keys)
 
-    def _find(self, rank: int, need: int) -> tuple[list[Blocker], frozenset[WorkloadKey]]:
+    def _find(self, rank: int, need: int) -> tuple[list[Blocker], int, frozenset[WorkloadKey]]:
         free = self.free
         # Per workload: GPUs on the nodes where they would help, and the tier on the first such node
         # by name (the order the holders were listed in before they came from an index).
@@ -71,16 +72,19 @@ class _Blockers:
                 found[key] = (seen[0] + gpus, node, tier)
             else:
                 found[key] = (seen[0] + gpus, seen[1], seen[2])
-        ordered = sorted(((k, g, t) for k, (g, _, t) in found.items()), key=lambda x: (-x[1], x[0]))
-        return ordered, frozenset(found)
+        # Only the first six are named (five, and one more in case it is the workload itself): a heap, not
+        # a sort of tens of thousands.
+        top = heapq.nsmallest(7, ((-g, k, t) for k, (g, _, t) in found.items()))
+        return [(k, -g, t) for g, k, t in top], len(found), frozenset(found)
 
 
 def _stuck(w: WorkloadStatus, inversion_tiers: frozenset[str]) -> bool:
+    f = w.facts  # read directly, not through the status' properties: every tick asks this of 20,000
     return (
-        w.tier in inversion_tiers
-        and w.state in (WorkloadState.PENDING, WorkloadState.PARTIAL)
-        and w.preemption in STUCK
-        and w.wait_seconds >= w.warn_after
+        f.tier in inversion_tiers
+        and f.state in WAITING
+        and f.preemption in STUCK
+        and w.wait_seconds >= f.warn_after
     )
 
 
