@@ -9,7 +9,9 @@ work the naive way: walk all pods, group, parse each message, sum GPUs per node;
 against the pods that exist, each tier's head tried on every node, a start estimate per waiting workload.
 
 The Watcher's tick (services/watch.py evaluate) is the service's: the evaluation plus stuck tier heads,
-the tiers' recent waits, quotas, gauges; every 30 s it also counts running work per tier (shown apart).
+the tiers' recent waits, quotas, gauges, running work per tier, and while urgent work is stuck the GPU
+holders below it (all of these follow the state's change log: the first tick walks every pod, shown apart).
+The priority-inversion rule is timed over that tick's holders (alerting runs it once a tick).
 
     .venv/bin/python bench/tick.py [--pods 150000] [--pending 20000] [--runs 15] [--no-kinds]
 
@@ -33,6 +35,8 @@ from msgspec.structs import replace
 
 from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings
+from watchtower.domain.alerts.rules import priority_inversion
+from watchtower.domain.alerts.rules.base import RuleInput
 from watchtower.domain.gangs import GroupRef
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.messages import parse_scheduling_message
@@ -41,6 +45,7 @@ from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import JOBSET_NAME_LABEL
 from watchtower.ports import QueueGauges
+from watchtower.services.alerting.evaluation import rule_settings
 from watchtower.services.watch import Watcher
 
 NOW = 1_800_000_000.0
@@ -356,7 +361,9 @@ def main() -> None:
     )
 
     domain = median_ms(lambda: evaluator.evaluate(state, now=NOW), args.runs)
-    first = watcher.evaluate(NOW)  # also counts running work per tier, which it redoes every 30 s only
+    t_first = time.perf_counter()
+    first = watcher.evaluate(NOW)  # the first tick builds the holder and running indexes: a walk of every pod
+    first_ms = (time.perf_counter() - t_first) * 1000
     history = sum(len(w) for w in first.waits.waits.values()) if first.waits is not None else 0
     print(
         f"  the Watcher's tick: {len(first.stuck)} stuck tier head(s), estimates from {history:,} recent waits"
@@ -377,6 +384,14 @@ def main() -> None:
 
     estimated = median_ms(estimates, args.runs)
     running = median_ms(lambda: watcher._running_by_tier(first.snapshot), 3)
+    # The priority-inversion rule over the tick's holders (alerting runs it on the event loop too).
+    settings_in = rule_settings(settings)
+    tick_now = watcher.evaluate(NOW)
+    stuck_n = sum(1 for w in tick_now.snapshot.workloads if priority_inversion._stuck(w, inversion))
+    rule_in = RuleInput(
+        snapshot=tick_now.snapshot, now=NOW, tiers=tiers, settings=settings_in, holders=tick_now.holders
+    )
+    rule = median_ms(lambda: priority_inversion.evaluate(rule_in), 3)
 
     # A live tick follows some churn: 1% of the pending pods got a new scheduler message since the last
     # one, 1% of the unplaced PodGroups a new message, 1% of the waiting PaddleJobs a new status.
@@ -410,6 +425,30 @@ def main() -> None:
     churn_domain = churned(lambda: evaluator.evaluate(state, now=NOW))
     watcher.evaluate(NOW)  # catch up with the churn the evaluator alone saw
     churn_service = churned(lambda: watcher.evaluate(NOW))
+    # Pods bound and finished too (what moves the holders and the running counts): 100 of each a tick.
+    to_bind = pending[-100 * args.runs :]
+    del pending[-100 * args.runs :]  # not churned back to pending once bound
+    to_finish = [p for p in pods if p.node and p.gpus and p.deleted_at is None][: 100 * args.runs]
+    free = [n.name for n in nodes if n.name.startswith("gpu-free")] or [nodes[0].name]
+
+    def binds() -> None:
+        for _ in range(min(100, len(to_bind))):
+            p = to_bind.pop()
+            state.upsert_pod(replace(p, node=rnd.choice(free), phase="Running"))
+        for _ in range(min(100, len(to_finish))):
+            state.upsert_pod(replace(to_finish.pop(), phase="Succeeded"))
+
+    def churned_binds() -> float:
+        times = []
+        for _ in range(args.runs):
+            churn()
+            binds()
+            t0 = time.perf_counter()
+            watcher.evaluate(NOW)
+            times.append((time.perf_counter() - t0) * 1000)
+        return statistics.median(times)
+
+    bind_service = churned_binds()
     cold = median_ms(lambda: QueueEvaluator(policy).evaluate(state, now=NOW), 3)
     raw_pods = [as_raw(p) for p in pods]
     raw_nodes = [
@@ -438,7 +477,13 @@ def main() -> None:
     )
     print(f"  after 1% churn           median {churn_service:8.1f} ms over {r} runs")
     print(f"  no urgent work stuck     median {no_holders:8.1f} ms over {r} runs (no GPU-holders walk)")
-    print(f"  + running per tier       median {running:8.1f} ms over 3 runs (redone every 30 s only)")
+    print(f"  after churn + 100 binds, 100 finishes median {bind_service:6.1f} ms over {r} runs")
+    print(f"  first tick               {first_ms:8.1f} ms (builds the holder and running indexes)")
+    print(f"  of it, running per tier  median {running:8.1f} ms over 3 runs (every tick)")
+    print(
+        f"priority-inversion rule   median {rule:8.1f} ms over 3 runs ({stuck_n:,} stuck urgent, "
+        f"{len(tick_now.holders):,} holders below them; alerting's, once a tick)"
+    )
     print(
         f"start estimates, all      median {estimated:8.1f} ms over {r} runs (the queue JSON's, once a tick)"
     )

@@ -44,6 +44,22 @@ class ChangeLog:
 
 
 @dataclass(slots=True)
+class ChangeCursor:
+    """Where one reader of a state's change log left off (an index that follows the state, not the evaluator)."""
+
+    position: int = -1
+    epoch: int = -1
+
+    def read(self, log: ChangeLog) -> set[WorkloadKey] | None:
+        """Return the workloads touched since the last read, or None when the reader must start over."""
+        end = log.changes_base + len(log.changes)
+        fresh = self.epoch == log.epoch and self.position >= log.changes_base
+        out = set(log.changes[self.position - log.changes_base :]) if fresh else None
+        self.position, self.epoch = end, log.epoch
+        return out
+
+
+@dataclass(slots=True)
 class ControllerState(ChangeLog):
     quotas: dict[tuple[str, str], ResourceQuota] = field(default_factory=dict)
     quota_refusals: dict[WorkloadKey, QuotaRefusal] = field(default_factory=dict)  # by workload

@@ -35,7 +35,8 @@ class Tick:
     at: float  # cluster time of the evaluation (the simulator's runs faster than the wall clock)
     snapshot: QueueSnapshot
     health: SourceHealth = HEALTHY
-    holders: tuple[GpuHolder, ...] = ()  # GPUs each workload's bound pods hold, per node
+    # GPUs each workload's bound pods hold, per node: while urgent work is stuck, those ranked below it.
+    holders: tuple[GpuHolder, ...] = ()
     # Running workloads are not evaluated each tick (they are most of a big cluster); those a consumer
     # named beforehand (GPU usage's idle holders) are, and travel here, apart from the queue.
     holder_statuses: tuple[WorkloadStatus, ...] = ()

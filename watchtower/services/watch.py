@@ -11,20 +11,29 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
 from watchtower.config.model import Settings
-from watchtower.domain.alerts.holders import gpu_holders, gpus_held_by_node
-from watchtower.domain.alerts.rules.priority_inversion import needs_holders
+from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
+from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
 from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.health import SourceHealth
-from watchtower.domain.messages import NO_NODES
+from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.model import Pod
-from watchtower.domain.queue import QueueEvaluator, QueueSnapshot, WorkloadState, WorkloadStatus
+from watchtower.domain.queue import (
+    WAITING_STATES,
+    QueueEvaluator,
+    QueueSnapshot,
+    WorkloadFacts,
+    WorkloadState,
+    WorkloadStatus,
+)
+from watchtower.domain.running import RunningTiers
 from watchtower.domain.state import (
     ClusterState,
     Happening,
@@ -46,7 +55,10 @@ def main_reason(w: WorkloadStatus) -> str:
     """Return a bounded label for why a workload waits: the reason most nodes gave, or the state's."""
     if w.state is WorkloadState.QUOTA_BLOCKED:
         return "quota"
-    d = w.diagnosis
+    return _diagnosis_reason(w.diagnosis)
+
+
+def _diagnosis_reason(d: SchedulingDiagnosis | None) -> str:
     if d is None:
         # Nothing the scheduler said: the work's own object says why (gang-held work has no condition).
         if w.source in (SOURCE_PODGROUP, SOURCE_VOLCANO) and w.pods_expected > w.pods_existing:
@@ -100,10 +112,12 @@ class Watcher:
         self.latest: Tick | None = None
         # Sources may call the sinks from a worker thread; evaluation reads the same dicts.
         self._lock = threading.RLock()
-        # Running workloads per tier, for the page: recounted every `running_every` real seconds.
-        self.running_every = 30.0
-        self._running: dict[str, int] = {}
-        self._running_at: float | None = None
+        # Both follow the state's change log: a tick re-derives the workloads touched since the last.
+        self._running = RunningTiers(self.policy.tiers, self.policy.selector)
+        self._holders = HolderIndex(self.policy.tiers)
+        # main_reason per diagnosis: a few dozen distinct ones (the evaluator shares them) over 20,000 waits.
+        self._reasons: dict[int, tuple[SchedulingDiagnosis | None, str]] = {}
+        self._pending_keys: dict[int, tuple[WorkloadFacts, tuple[str, str, str]]] = {}
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
         )
@@ -178,10 +192,7 @@ class Watcher:
         with self._lock:
             st = self.state
             snap = self.evaluator.evaluate(st, now=now)
-            mono = time.monotonic()
-            if self._running_at is None or mono - self._running_at >= self.running_every:
-                self._running, self._running_at = self._running_by_tier(snap), mono
-            have = {(w.namespace, w.name) for w in snap.workloads}
+            running = self._running_by_tier(snap)
             # A thrashing workload that runs again keeps its alert's labels (team, GPUs) only if the rules
             # still see its status: add it as if named.
             thrashing = {
@@ -189,14 +200,21 @@ class Watcher:
                 for k, n in snap.recent_preemptions.counts.items()
                 if n >= self._thrash_count
             }
-            wanted = {n for n in (*holders_of, *thrashing) if n not in have}
+            named = {*holders_of, *thrashing}
+            if named:  # most ticks name none: no set of the queue's 20,000 names then
+                have = {(k.namespace, k.name) for k in (w.facts.key for w in snap.workloads)}
+                named -= have
+            wanted = named
             holder_statuses = tuple(x for ns, n in sorted(wanted) for x in self._find(ns, n, now))
             quota = tuple(
                 QuotaLine(q.namespace, q.name, st.team_of(q.namespace), q.hard_gpus, q.used_gpus)
                 for q in sorted(st.quotas.values(), key=lambda q: (q.namespace, q.name))
                 if q.hard_gpus is not None
             )
-            holders = gpu_holders(st, self.policy.tiers) if needs_holders(snap, self._inversion_tiers) else ()
+            # Only while urgent work is stuck does the priority-inversion rule read holders, and then only
+            # those of lower tiers than the highest stuck one.
+            below = holders_needed_below(snap, self._inversion_tiers, self.policy.tiers)
+            holders = self._holders.below(st, below) if below is not None else ()
             self.preemptions.settle(now=now, latest=st.preemptions)
             gauges = self._gauges(snap)
             stuck = stuck_heads(
@@ -217,7 +235,7 @@ class Watcher:
             holders=holders,
             holder_statuses=holder_statuses,
             quota=quota,
-            running_by_tier=self._running,
+            running_by_tier=running,
             waits=waits,
             stuck=stuck,
             volcano_queues=volcano_queues,
@@ -226,28 +244,13 @@ class Watcher:
         return tick
 
     def _running_by_tier(self, snap: QueueSnapshot) -> dict[str, int]:
-        """Count running workloads per tier from one bound training pod each: a dict walk, not an evaluation.
+        """Return running workloads per tier, those the snapshot lists (waiting, partly placed) left out.
 
-        Still ~0.7 s over 137,000 workloads (150,000 pods), hence refreshed every `running_every` seconds only.
-        """
-        tiers, selector = self.policy.tiers, self.policy.selector
-        listed = {w.key for w in snap.workloads}
-        pods = self.state.pods
-        out = dict.fromkeys((t.name for t in tiers.tiers), 0)
-        tier_memo: dict[tuple[int, str], str] = {}
-        for key, members in self.state.by_workload.items():
-            if key in listed:
-                continue
-            for uid in members:
-                p = pods.get(uid)
-                if p is not None and p.holds_resources and not p.terminal and selector.matches(p):
-                    k = (p.priority, p.priority_class)
-                    tier = tier_memo.get(k)
-                    if tier is None:
-                        tier = tier_memo[k] = tiers.tier_of(p.priority, p.priority_class).name
-                    out[tier] = out.get(tier, 0) + 1
-                    break
-        return out
+        A listed workload counts as running exactly when its facts have a bound training pod (the same
+        test, on the same state): only those are looked up."""
+        return self._running.by_tier(
+            self.state, (f.key for w in snap.workloads if (f := w.facts).pods_running)
+        )
 
     def status_of(self, key: WorkloadKey, now: float | None = None) -> WorkloadStatus | None:
         """Return one workload's status now (running ones included), computed on demand."""
@@ -276,19 +279,32 @@ class Watcher:
 
     def _gauges(self, snap: QueueSnapshot) -> QueueGauges:
         tier_names = [t.name for t in self.policy.tiers.tiers]
-        pending: dict[tuple[str, str, str], int] = {}
         oldest = dict.fromkeys(tier_names, 0.0)
         partial = dict.fromkeys(tier_names, 0)
         partial_gpus = dict.fromkeys(tier_names, 0)
+        memo = self._pending_keys
+        if len(memo) > 4 * len(snap.workloads) + 10_000:  # facts the evaluator has long replaced
+            memo.clear()
+        keys: list[tuple[str, str, str]] = []
+        # The facts read directly, not through the status' properties, and each one's gauge labels kept
+        # by identity (beside the facts, so that the id is not reused): 20,000 waits a tick, most unchanged.
         for w in snap.workloads:
-            if not w.waiting:
-                continue
-            key = (w.tier, w.namespace, main_reason(w))
-            pending[key] = pending.get(key, 0) + 1
-            oldest[w.tier] = max(oldest.get(w.tier, 0.0), w.wait_seconds)
-            if w.state is WorkloadState.PARTIAL and w.gang:
-                partial[w.tier] = partial.get(w.tier, 0) + 1
-                partial_gpus[w.tier] = partial_gpus.get(w.tier, 0) + w.gpus_held
+            f = w.facts
+            known = memo.get(id(f))
+            if known is None or known[0] is not f:
+                if f.state not in WAITING_STATES:
+                    continue
+                reason = "quota" if f.state is WorkloadState.QUOTA_BLOCKED else self._reason(f.diagnosis)
+                known = memo[id(f)] = (f, (f.tier, f.key.namespace, reason))
+            key = known[1]
+            keys.append(key)
+            tier = key[0]
+            if tier not in oldest or w.wait_seconds > oldest[tier]:
+                oldest[tier] = w.wait_seconds
+            if f.state is WorkloadState.PARTIAL and f.key.gang:
+                partial[tier] = partial.get(tier, 0) + 1
+                partial_gpus[tier] = partial_gpus.get(tier, 0) + f.gpus_held
+        pending: dict[tuple[str, str, str], int] = dict(Counter(keys))
         quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
         return QueueGauges(
             pending=pending,
@@ -303,6 +319,16 @@ class Watcher:
             gpus_used=snap.capacity.used,
             evaluated_at=snap.at,
         )
+
+    def _reason(self, d: SchedulingDiagnosis | None) -> str:
+        # Keyed by identity, the diagnosis kept beside its label: a few dozen distinct ones a queue.
+        reasons = self._reasons
+        known = reasons.get(id(d))
+        if known is None or known[0] is not d:
+            if len(reasons) > 10_000:  # diagnoses the evaluator has long dropped
+                reasons.clear()
+            known = reasons[id(d)] = (d, _diagnosis_reason(d))
+        return known[1]
 
     def prune(self, now: float) -> None:
         with self._lock:

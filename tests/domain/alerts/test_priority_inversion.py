@@ -134,3 +134,45 @@ def test_the_tick_lists_gpu_holders_only_when_an_urgent_workload_is_stuck():
     assert not priority_inversion.needs_holders(snapshot(), tiers)
     # What the gate lets through is exactly what the rule can alert on.
     assert fire(urgent(), [holder("batch-eval", "gpu-0", 8, tier="low")])
+
+
+class CountedHolders(list):
+    """The holders of a tick, counting how often the rule walks them."""
+
+    walks = 0
+
+    def __iter__(self):
+        self.walks += 1
+        return super().__iter__()
+
+
+def test_each_stuck_workload_names_its_own_blockers_from_one_read_of_the_holders():
+    """A stall of thousands of urgent workloads over 90,000 holders was one walk each (minutes on the
+    event loop); the rule now reads them once and looks each workload's blockers up by tier and size."""
+    nodes = [node("gpu-0", gpus=8, used=8), node("gpu-1", gpus=8, used=8), node("gpu-2", gpus=8, used=4)]
+    holders = CountedHolders(
+        [
+            holder("big", "gpu-0", 8, tier="low"),
+            holder("mid", "gpu-1", 4, tier="high"),
+            holder("small", "gpu-2", 2, tier="medium"),
+        ]
+    )
+    stuck = [
+        workload("serve-a", tier="critical", wait=HOUR, gpus=8, preemption=PreemptionVerdict.NOT_HELPFUL),
+        workload("serve-b", tier="critical", wait=HOUR, gpus=8, preemption=PreemptionVerdict.NO_VICTIMS),
+        workload("serve-c", tier="high", wait=HOUR, gpus=4, preemption=PreemptionVerdict.POLICY_NEVER),
+    ]
+    inp = rule_input(snapshot(*stuck, nodes=nodes), holders=holders, rule_settings=settings())
+    alerts = priority_inversion.evaluate(inp)
+    assert holders.walks == 1
+    described = {
+        a.labels["workload"]: a.annotations["description"].split("would fit: ")[1].split(". ")[0]
+        for a in alerts
+    }
+    assert described == {
+        # 8 needed: mid's 4 on a full node would not do; small's 2 beside 4 free would not either
+        "serve-a": "nlp/PaddleJob/big (8 GPU, tier low)",
+        "serve-b": "nlp/PaddleJob/big (8 GPU, tier low)",
+        # 4 needed: mid is its own tier, small's 2 beside 4 free would fit it
+        "serve-c": "nlp/PaddleJob/big (8 GPU, tier low), nlp/PaddleJob/small (2 GPU, tier medium)",
+    }

@@ -3,70 +3,127 @@ preemption will not free them (preemptionPolicy Never, no eligible victims, or n
 
 from __future__ import annotations
 
-from collections import defaultdict
+import heapq
 
 from watchtower.domain.messages import PREEMPTION_WORDS, PreemptionVerdict
 from watchtower.domain.queue import QueueSnapshot, WorkloadState, WorkloadStatus
+from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
-from .base import GpuHolder, RuleInput, human, links, workload_labels
+from .base import RuleInput, human, links, workload_labels
 
 NAME = "WorkloadPriorityInversion"
+WAITING = frozenset({WorkloadState.PENDING, WorkloadState.PARTIAL})
 STUCK = frozenset(
     {PreemptionVerdict.POLICY_NEVER, PreemptionVerdict.NO_VICTIMS, PreemptionVerdict.NOT_HELPFUL}
 )
 
 
-def _blockers(w: WorkloadStatus, inp: RuleInput) -> list[tuple[WorkloadKey, int, str]]:
-    """Return lower-tier workloads whose GPUs on some node would let a pod of `w` fit there."""
-    rank = inp.tiers.rank(w.tier)
-    free = {n.name: n.free for n in inp.snapshot.capacity.nodes if n.schedulable}
-    per_node: dict[tuple[WorkloadKey, str], GpuHolder] = {}
-    held: dict[tuple[WorkloadKey, str], int] = defaultdict(int)
-    for h in inp.holders:
-        if inp.tiers.rank(h.tier) <= rank or h.node not in free or h.workload == w.key:
-            continue
-        held[(h.workload, h.node)] += h.gpus
-        per_node[(h.workload, h.node)] = h
-    need = max(1, w.gpus_per_pod)
-    found: dict[WorkloadKey, tuple[int, str]] = {}
-    for (key, node), gpus in held.items():
-        if free[node] + gpus >= need:
-            total, tier = found.get(key, (0, per_node[(key, node)].tier))
-            found[key] = (total + gpus, tier)
-    return sorted(((k, g, t) for k, (g, t) in found.items()), key=lambda x: (-x[1], x[0]))
+Blocker = tuple[WorkloadKey, int, str]  # a lower-tier workload, the GPUs it holds that would help, its tier
+
+
+class _Blockers:
+    """The lower-tier holders on schedulable nodes, read once per evaluation: each stuck workload's
+    blockers are then looked up per (its tier's rank, GPUs it needs per pod), not walked again."""
+
+    def __init__(self, inp: RuleInput, top_rank: int) -> None:
+        self.tiers = inp.tiers
+        self.free = {n.name: n.free for n in inp.snapshot.capacity.nodes if n.schedulable}
+        rank: dict[str, int] = {}
+        # (workload, node) → GPUs held there, the holder's tier and rank (a list given twice adds up).
+        held: dict[tuple[WorkloadKey, str], tuple[int, str, int]] = {}
+        for h in inp.holders:
+            r = rank.get(h.tier)
+            if r is None:
+                r = rank[h.tier] = inp.tiers.rank(h.tier)
+            if r <= top_rank or h.node not in self.free:
+                continue
+            k = (h.workload, h.node)
+            before = held.get(k)
+            held[k] = (h.gpus + (before[0] if before is not None else 0), h.tier, r)
+        self.held = held
+        self._found: dict[tuple[int, int], tuple[list[Blocker], int, frozenset[WorkloadKey]]] = {}
+
+    def of(self, w: WorkloadStatus) -> tuple[list[Blocker], int]:
+        """Return the first six lower-tier workloads whose GPUs on some node would let a pod of `w` fit
+        there (most GPUs first), and how many there are in all."""
+        need = max(1, w.gpus_per_pod)
+        combo = (self.tiers.rank(w.tier), need)
+        found = self._found.get(combo)
+        if found is None:
+            found = self._found[combo] = self._find(*combo)
+        first, count, keys = found
+        own = w.key
+        return [b for b in first if b[0] != own][:6], count - (own in keys)
+
+    def _find(self, rank: int, need: int) -> tuple[list[Blocker], int, frozenset[WorkloadKey]]:
+        free = self.free
+        # Per workload: GPUs on the nodes where they would help, and the tier on the first such node
+        # by name (the order the holders were listed in before they came from an index).
+        found: dict[WorkloadKey, tuple[int, str, str]] = {}
+        for (key, node), (gpus, tier, r) in self.held.items():
+            if r <= rank or free[node] + gpus < need:
+                continue
+            seen = found.get(key)
+            if seen is None:
+                found[key] = (gpus, node, tier)
+            elif node < seen[1]:
+                found[key] = (seen[0] + gpus, node, tier)
+            else:
+                found[key] = (seen[0] + gpus, seen[1], seen[2])
+        # Only the first six are named (five, and one more in case it is the workload itself): a heap, not
+        # a sort of tens of thousands.
+        top = heapq.nsmallest(7, ((-g, k, t) for k, (g, _, t) in found.items()))
+        return [(k, -g, t) for g, k, t in top], len(found), frozenset(found)
 
 
 def _stuck(w: WorkloadStatus, inversion_tiers: frozenset[str]) -> bool:
+    f = w.facts  # read directly, not through the status' properties: every tick asks this of 20,000
     return (
-        w.tier in inversion_tiers
-        and w.state in (WorkloadState.PENDING, WorkloadState.PARTIAL)
-        and w.preemption in STUCK
-        and w.wait_seconds >= w.warn_after
+        f.tier in inversion_tiers
+        and f.state in WAITING
+        and f.preemption in STUCK
+        and w.wait_seconds >= f.warn_after
     )
 
 
 def needs_holders(snapshot: QueueSnapshot, inversion_tiers: frozenset[str]) -> bool:
-    """Return True when some urgent workload is stuck, so the rule needs the GPU holders.
+    """Return True when some urgent workload is stuck, so the rule needs the GPU holders."""
+    return holders_needed_below(snapshot, inversion_tiers, None) is not None
 
-    Listing the holders walks every bound pod (over a second at 150,000 pods): a tick does it only then.
-    """
-    return any(_stuck(w, inversion_tiers) for w in snapshot.workloads)
+
+def holders_needed_below(
+    snapshot: QueueSnapshot, inversion_tiers: frozenset[str], tiers: TierPolicy | None
+) -> int | None:
+    """Return the rank of the highest tier with stuck urgent work (the rule reads only holders ranked
+    below it), or None when nothing is stuck and the rule needs no holders at all.
+
+    Without `tiers`, 0 for any stuck work."""
+    best: int | None = None
+    for w in snapshot.workloads:
+        if _stuck(w, inversion_tiers):
+            if tiers is None:
+                return 0
+            r = tiers.rank(w.tier)
+            best = r if best is None else min(best, r)
+    return best
 
 
 def evaluate(inp: RuleInput) -> list[AlertCandidate]:
-    out = []
-    for w in inp.snapshot.workloads:
-        if not _stuck(w, inp.settings.inversion_tiers):
-            continue
-        blockers = _blockers(w, inp)
+    out: list[AlertCandidate] = []
+    stuck = [w for w in inp.snapshot.workloads if _stuck(w, inp.settings.inversion_tiers)]
+    if not stuck:
+        return out
+    found = _Blockers(inp, min(inp.tiers.rank(w.tier) for w in stuck))
+    for w in stuck:
+        blockers, count = found.of(w)
         if not blockers:
             continue
         top, top_gpus, top_tier = blockers[0]
         named = ", ".join(f"{k} ({g} GPU, tier {t})" for k, g, t in blockers[:5])
-        if len(blockers) > 5:
-            named += f" and {len(blockers) - 5} more"
+        if count > 5:
+            named += f" and {count - 5} more"
         words = PREEMPTION_WORDS[w.preemption]
         severity = "critical" if inp.tiers.rank(w.tier) == 0 else "warning"
         labels = workload_labels(w, NAME, severity)
