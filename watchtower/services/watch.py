@@ -55,17 +55,21 @@ def main_reason(w: WorkloadStatus) -> str:
     """Return a bounded label for why a workload waits: the reason most nodes gave, or the state's."""
     if w.state is WorkloadState.QUOTA_BLOCKED:
         return "quota"
-    return _diagnosis_reason(w.diagnosis)
+    d = w.diagnosis
+    return _held_reason(w.facts) if d is None else _diagnosis_reason(d)
 
 
-def _diagnosis_reason(d: SchedulingDiagnosis | None) -> str:
-    if d is None:
-        # Nothing the scheduler said: the work's own object says why (gang-held work has no condition).
-        if w.source in (SOURCE_PODGROUP, SOURCE_VOLCANO) and w.pods_expected > w.pods_existing:
-            return "gang_incomplete"
-        if w.source == SOURCE_PADDLEJOB:
-            return "no_pods" if w.pods_existing == 0 else "pods_missing"
-        return "not_tried"
+def _held_reason(f: WorkloadFacts) -> str:
+    """Return the label of a wait the scheduler said nothing about: the work's own object says why
+    (gang-held work has no condition)."""
+    if f.source in (SOURCE_PODGROUP, SOURCE_VOLCANO) and f.pods_expected > f.pods_existing:
+        return "gang_incomplete"
+    if f.source == SOURCE_PADDLEJOB:
+        return "no_pods" if f.pods_existing == 0 else "pods_missing"
+    return "not_tried"
+
+
+def _diagnosis_reason(d: SchedulingDiagnosis) -> str:
     if d.reasons:
         top = max(d.reasons, key=lambda r: (r.nodes, r.reason))
         return top.reason if len(top.reason) <= 64 else "other"
@@ -116,7 +120,7 @@ class Watcher:
         self._running = RunningTiers(self.policy.tiers, self.policy.selector)
         self._holders = HolderIndex(self.policy.tiers)
         # main_reason per diagnosis: a few dozen distinct ones (the evaluator shares them) over 20,000 waits.
-        self._reasons: dict[int, tuple[SchedulingDiagnosis | None, str]] = {}
+        self._reasons: dict[int, tuple[SchedulingDiagnosis, str]] = {}
         self._pending_keys: dict[int, tuple[WorkloadFacts, tuple[str, str, str]]] = {}
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
@@ -294,7 +298,12 @@ class Watcher:
             if known is None or known[0] is not f:
                 if f.state not in WAITING_STATES:
                     continue
-                reason = "quota" if f.state is WorkloadState.QUOTA_BLOCKED else self._reason(f.diagnosis)
+                if f.state is WorkloadState.QUOTA_BLOCKED:
+                    reason = "quota"
+                elif f.diagnosis is None:
+                    reason = _held_reason(f)
+                else:
+                    reason = self._reason(f.diagnosis)
                 known = memo[id(f)] = (f, (f.tier, f.key.namespace, reason))
             key = known[1]
             keys.append(key)
@@ -320,7 +329,7 @@ class Watcher:
             evaluated_at=snap.at,
         )
 
-    def _reason(self, d: SchedulingDiagnosis | None) -> str:
+    def _reason(self, d: SchedulingDiagnosis) -> str:
         # Keyed by identity, the diagnosis kept beside its label: a few dozen distinct ones a queue.
         reasons = self._reasons
         known = reasons.get(id(d))
