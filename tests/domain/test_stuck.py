@@ -209,6 +209,10 @@ def test_room_promised_to_a_nominated_pod_of_a_higher_priority_is_not_free() -> 
     )
     st = _cluster(_head(30 * MIN, conditions=[o.unschedulable(T0 - 29 * MIN, MSG)]), promised)
     assert _stuck(st) == ()  # debug-0 itself waited only a minute
+    # Once the promise is gone (debug-0 deleted), node-b's GPUs are free for the head again.
+    apply(st, promised, deleted=True)
+    assert [s.status.name for s in _stuck(st)] == ["train-0"]
+    assert st.node_use.promised == {}
 
 
 def test_a_gang_is_stuck_only_when_all_its_queued_pods_fit_together() -> None:

@@ -33,6 +33,9 @@ class NodeUse:
     # Bound pods per `spec.schedulerName` ("" for the default): a name no bound pod carries is served by
     # no scheduler this cluster has shown us.
     schedulers: dict[str, int] = field(default_factory=dict)
+    # Waiting pods nominated to each node, by uid: kube-scheduler counts them as placed there when it
+    # filters a pod of lower or equal priority, so what they ask is not free for such a pod.
+    promised: dict[str, dict[str, Pod]] = field(default_factory=dict)
 
     def apply(self, old: Pod | None, new: Pod | None) -> None:
         """Take a pod's change: what the old object held is given back, what the new one holds is taken."""
@@ -40,6 +43,14 @@ class NodeUse:
             self._count(old, -1)
         if new is not None and new.holds_resources:
             self._count(new, 1)
+        if old is not None and old.nominated_node and old.waiting:
+            there = self.promised.get(old.nominated_node)
+            if there is not None:
+                there.pop(old.uid, None)
+                if not there:
+                    del self.promised[old.nominated_node]
+        if new is not None and new.nominated_node and new.waiting:
+            self.promised.setdefault(new.nominated_node, {})[new.uid] = new
 
     def _count(self, p: Pod, sign: int) -> None:
         node = p.node

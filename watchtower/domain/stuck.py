@@ -9,7 +9,7 @@ looked at (one per tier), so a tick pays a walk of the nodes a few times, never 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
 from .gang_wait import gang_incomplete
@@ -59,18 +59,30 @@ class _Free:
     pods nominated to it at the head's priority or above are promised there (kube-scheduler counts those
     as placed when it filters a lower pod), minus what the head's own gang took in this trial."""
 
-    def __init__(self, st: ClusterState, nominated: list[Pod], priority: int) -> None:
+    def __init__(self, st: ClusterState, priority: int, own: Set[str]) -> None:
         self.st = st
+        self.promised = st.node_use.promised
+        self.priority = priority
+        self.own = own
         self.taken: dict[str, list[int]] = {}
-        for p in nominated:
-            if p.priority >= priority:
-                self.take(p, p.nominated_node)
+
+    def _taken(self, name: str) -> list[int]:
+        t = self.taken.get(name)
+        if t is None:
+            t = self.taken[name] = [0, 0, 0, 0]
+            for p in self.promised.get(name, {}).values():
+                if p.priority >= self.priority and p.uid not in self.own:
+                    t[0] += p.gpus
+                    t[1] += p.cpu_millis
+                    t[2] += p.memory_bytes
+                    t[3] += 1
+        return t
 
     def fits(self, pod: Pod, node: Node) -> bool:
         if node.unschedulable:
             return False
         name, use = node.name, self.st.node_use
-        g, c, m, n = self.taken.get(name, (0, 0, 0, 0))
+        g, c, m, n = self._taken(name)
         if pod.gpus > node.gpus - self.st.gpus_used.get(name, 0) - g:
             return False
         if pod.cpu_millis > node.cpu_millis - use.cpu_millis.get(name, 0) - c:
@@ -81,7 +93,7 @@ class _Free:
         return node.pods <= 0 or use.pods.get(name, 0) + n < node.pods
 
     def take(self, pod: Pod, node: str) -> None:
-        t = self.taken.setdefault(node, [0, 0, 0, 0])
+        t = self._taken(node)
         t[0] += pod.gpus
         t[1] += pod.cpu_millis
         t[2] += pod.memory_bytes
@@ -142,10 +154,11 @@ def stuck_heads(
     heads: dict[str, WorkloadStatus] = {}
     queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
     for w in snap.workloads:  # queue order: a tier's first queued one is its head
-        if w.state in queued and w.tier not in heads:
-            heads[w.tier] = w
+        f = w.facts
+        if f.state in queued and f.tier not in heads:
+            heads[f.tier] = w
     out: list[StuckHead] = []
-    nominated: list[Pod] | None = None
+    nodes: list[Node] | None = None
     for w in heads.values():
         # Preemption under way: it waits for its victims to go, as it should (and is nominated there).
         if w.wait_seconds < stuck_after or w.preemption is PreemptionVerdict.POSSIBLE:
@@ -155,15 +168,18 @@ def stuck_heads(
         waiting = [p for p in pods if p.waiting and selector.matches(p) and not is_gated(p)]
         if not waiting:
             continue
-        if nominated is None:  # a walk of the waiting pods, once a tick, only when a head is this old
-            nominated = [p for u in st.waiting if (p := st.pods.get(u)) is not None and p.nominated_node]
-        free = _Free(st, [p for p in nominated if p.uid not in st.by_workload.get(w.key, ())], w.priority)
+        if nodes is None:  # a walk of the nodes, once a tick, when a head is this old
+            used = st.gpus_used
+            nodes = [n for n in st.nodes.values() if not n.unschedulable and n.gpus > used.get(n.name, 0)]
+        free = _Free(st, w.priority, st.by_workload.get(w.key, set()))
         waiting.sort(key=lambda p: (p.created, p.name))
         pod = waiting[0]
+        # Only nodes with a free GPU are tried (the training selector asks for GPUs; a full cluster has few).
+        tried = nodes if min(p.gpus for p in waiting) > 0 else list(st.nodes.values())
         # A gang fits only as a whole: each of its queued pods must find room beside the others.
         placed = None
         for i, p in enumerate(waiting if w.gang else waiting[:1]):
-            where = _place(p, st.nodes.values(), free)
+            where = _place(p, tried, free)
             if where is None:
                 placed = None
                 break
