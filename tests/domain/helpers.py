@@ -56,6 +56,14 @@ def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) ->
         state.upsert_priority_class(DECODER.priority_class(raw(obj)))
     elif kind == "ResourceQuota":
         state.upsert_quota(DECODER.quota(raw(obj)))
+    elif kind == "PodGroup" and obj["apiVersion"].startswith("scheduling.volcano.sh/"):
+        state.upsert_volcano_group(DECODER.volcano_pod_group(raw(obj)))
+    elif kind == "PodGroup":
+        state.upsert_pod_group(DECODER.pod_group(raw(obj)))
+    elif kind == "Workload":
+        state.upsert_gang_workload(DECODER.gang_workload(raw(obj)))
+    elif kind == "Queue":
+        state.upsert_volcano_queue(DECODER.volcano_queue(raw(obj)))
     elif kind in CONTROLLERS:
         c = CONTROLLERS[kind](raw(obj))
         key = WorkloadKey(c.namespace, c.kind, c.name)

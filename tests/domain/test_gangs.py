@@ -22,18 +22,8 @@ def load(name: str) -> Any:
 
 
 def put(state: ClusterState, obj: dict[str, Any]) -> None:
-    """Apply a gang object as the Ingestor would (the helpers apply the older kinds)."""
-    kind, group = obj["kind"], obj["apiVersion"].partition("/")[0]
-    if kind == "PodGroup" and group == "scheduling.volcano.sh":
-        state.upsert_volcano_group(DECODER.volcano_pod_group(raw(obj)))
-    elif kind == "PodGroup":
-        state.upsert_pod_group(DECODER.pod_group(raw(obj)))
-    elif kind == "Workload":
-        state.upsert_gang_workload(DECODER.gang_workload(raw(obj)))
-    elif kind == "Queue":
-        state.upsert_volcano_queue(DECODER.volcano_queue(raw(obj)))
-    else:
-        apply(state, obj)
+    """Apply an object, gang kinds included, as the Ingestor would."""
+    apply(state, obj)
 
 
 def gang_pod(i: int, *, group: str = "trainer-0", created: float = T0, **kw: Any) -> dict[str, Any]:
