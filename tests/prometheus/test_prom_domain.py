@@ -248,3 +248,22 @@ def test_the_configured_scrape_interval_sets_the_ksm_bridge() -> None:
 
     cfg = PrometheusConfig(url="http://prometheus:9090", scrape_interval=15, idle_window=1800)
     assert cfg.query_config().ksm_bridge == 30
+
+
+def test_a_gpu_handed_to_a_new_pod_is_not_idle_on_the_old_pods_coverage() -> None:
+    """One GPU, two series: the old pod held it all window and has gone; the new one got it a minute ago
+    and reads 0 % while it pulls its image. The newcomer has not been idle for the window."""
+    gpu = {"Hostname": "n1", "UUID": "GPU-shared-0", "gpu": "0", "namespace": "ml"}
+    old, new = {**gpu, "pod": "train-old"}, {**gpu, "pod": "debug-new"}
+    umax = [Sample(old, 90.0), Sample(new, 0.0)]
+    uavg = [Sample(old, 88.0), Sample(new, 0.0)]
+    # The old series first seen at the window's start, the new one a minute ago; either order of results.
+    for seen in (
+        [Sample(new, NOW - 60), Sample(old, NOW - 1800)],
+        [Sample(old, NOW - 1800), Sample(new, NOW - 60)],
+    ):
+        devices, _ = devices_from_samples(umax, uavg, seen)
+        (d,) = [d for d in devices if d.pod == "debug-new"]
+        assert d.first_seen == NOW - 60 and d.util_avg == 0.0
+        view = usage_view(devices, [PodAllocation("ml", "debug-new", 1)], policy=IdlePolicy(), now=NOW)
+        assert view.idle() == []

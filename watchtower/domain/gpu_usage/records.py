@@ -161,16 +161,18 @@ def devices_from_samples(
             return None
         return DeviceId(host, gpu, s.labels.get(MIG_INSTANCE, ""))
 
-    avg: dict[DeviceId, float] = {}
+    # By device and pod: a GPU handed from one pod to the next is two series, and the newcomer's few samples
+    # (zero while it pulls its image) must not borrow the old pod's coverage of the window.
+    avg: dict[tuple[DeviceId, str, str], float] = {}
     for s in util_avg:
         k = key(s)
         if k is not None and _finite(s.value):
-            avg[k] = s.value
-    seen: dict[DeviceId, float] = {}
+            avg[(k, s.labels.get("namespace", ""), s.labels.get("pod", ""))] = s.value
+    seen: dict[tuple[DeviceId, str, str], float] = {}
     for s in first_seen:
         k = key(s)
         if k is not None and _finite(s.value):
-            seen[k] = s.value
+            seen[(k, s.labels.get("namespace", ""), s.labels.get("pod", ""))] = s.value
     out: list[DeviceUsage] = []
     for s in util_max:
         k = key(s)
@@ -187,8 +189,8 @@ def devices_from_samples(
                 pod=pod,
                 profile=s.labels.get(MIG_PROFILE, ""),
                 util_max=s.value,
-                util_avg=avg.get(k, s.value),
-                first_seen=seen.get(k),
+                util_avg=avg.get((k, ns, pod), s.value),
+                first_seen=seen.get((k, ns, pod)),
             )
         )
     return out, skipped
