@@ -441,7 +441,7 @@ class ObjectDecoder:
         return got
 
     def node(self, raw: bytes | msgspec.Raw) -> Node:
-        try:
+        def read() -> Node:
             n = self._dec_node.decode(raw)
             meta = self._meta(n.metadata, "Node", namespaced=False)
             alloc = (n.status.allocatable or n.status.capacity or {}) if n.status else {}
@@ -455,19 +455,19 @@ class ObjectDecoder:
                 unschedulable=bool(spec.unschedulable),
                 taints=tuple(f"{t.key}={t.value or ''}:{t.effect}" for t in spec.taints or ()),
             )
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
-            raise _wrap(e, "Node") from e
+
+        return _reading("Node", read)
 
     def namespace(self, raw: bytes | msgspec.Raw) -> Namespace:
-        try:
+        def read() -> Namespace:
             n = self._dec_ns.decode(raw)
             meta = self._meta(n.metadata, "Namespace", namespaced=False)
             return Namespace(meta.name or "", (meta.labels or {}).get(self.team_label, ""))
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
-            raise _wrap(e, "Namespace") from e
+
+        return _reading("Namespace", read)
 
     def priority_class(self, raw: bytes | msgspec.Raw) -> PriorityClass:
-        try:
+        def read() -> PriorityClass:
             pc = self._dec_pc.decode(raw)
             meta = self._meta(pc.metadata, "PriorityClass", namespaced=False)
             if pc.value is None:
@@ -478,8 +478,8 @@ class ObjectDecoder:
                 pc.preemptionPolicy or "PreemptLowerPriority",
                 bool(pc.globalDefault),
             )
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
-            raise _wrap(e, "PriorityClass") from e
+
+        return _reading("PriorityClass", read)
 
     def quota(self, raw: bytes | msgspec.Raw) -> ResourceQuota:
         try:
@@ -501,7 +501,8 @@ class ObjectDecoder:
 
     def job(self, raw: bytes | msgspec.Raw) -> Controller:
         """Return a batch/v1 Job as the pods it wants now: parallelism, capped by the completions left."""
-        try:
+
+        def read() -> Controller:
             j = self._dec_controller.decode(raw)
             spec = j.spec or wire.ControllerSpec()
             wanted = spec.parallelism if spec.parallelism is not None else 1
@@ -511,18 +512,19 @@ class ObjectDecoder:
             if spec.suspend:
                 wanted = 0  # Kueue holds it: no pod is even tried
             return self._controller("Job", j.metadata, [(wanted, spec.template)])
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
-            raise _wrap(e, "Job") from e
+
+        return _reading("Job", read)
 
     def replica_set(self, raw: bytes | msgspec.Raw) -> Controller:
         """Return an apps/v1 ReplicaSet as the pods it wants; its owner names its Deployment."""
-        try:
+
+        def read() -> Controller:
             rs = self._dec_controller.decode(raw)
             spec = rs.spec or wire.ControllerSpec()
             wanted = spec.replicas if spec.replicas is not None else 1
             return self._controller("ReplicaSet", rs.metadata, [(wanted, spec.template)])
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
-            raise _wrap(e, "ReplicaSet") from e
+
+        return _reading("ReplicaSet", read)
 
     def paddle_job(self, raw: bytes | msgspec.Raw) -> Controller:
         """Return a PaddleJob as the pods of its roles (ps, worker, heter) together, with its own status:
@@ -588,7 +590,8 @@ class ObjectDecoder:
 
     def jobset(self, raw: bytes | msgspec.Raw) -> Controller:
         """Return a JobSet as the pods of all its child Jobs together; its owner names a TrainJob."""
-        try:
+
+        def read() -> Controller:
             js = self._dec_jobset.decode(raw)
             spec = js.spec or wire.JobSetSpec()
             roles: list[tuple[int, wire.Template | None]] = []
@@ -600,8 +603,8 @@ class ObjectDecoder:
                 jobs = rj.replicas if rj.replicas is not None else 1
                 roles.append((0 if spec.suspend else jobs * per_job, job.template))
             return self._controller("JobSet", js.metadata, roles)
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
-            raise _wrap(e, "JobSet") from e
+
+        return _reading("JobSet", read)
 
     def _sums_of(self, spec: wire.PodSpec) -> tuple[int, int, int]:
         """Return a pod spec's (GPUs, CPU millis, memory bytes), memoised on its resources' JSON text:
