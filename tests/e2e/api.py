@@ -13,24 +13,23 @@ from typing import Any
 
 import httpx
 
+from watchtower.domain.kinds import WATCHED
+
 from .controlplane.cluster import tls_context
 
-# Where each kind Watchtower reads is listed, and the kind/apiVersion a List item must carry in a dump.
-# (kind, collection path, apiVersion, namespaced): upstream's and Volcano's PodGroup share a kind.
-RESOURCES: tuple[tuple[str, str, str, bool], ...] = (
-    ("Namespace", "/api/v1/namespaces", "v1", False),
-    ("Node", "/api/v1/nodes", "v1", False),
-    ("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1", False),
-    ("ResourceQuota", "/api/v1/resourcequotas", "v1", True),
-    ("Job", "/apis/batch/v1/jobs", "batch/v1", True),
-    ("ReplicaSet", "/apis/apps/v1/replicasets", "apps/v1", True),
-    ("PaddleJob", "/apis/batch.paddlepaddle.org/v1/paddlejobs", "batch.paddlepaddle.org/v1", True),
-    ("Workload", "/apis/scheduling.k8s.io/v1alpha2/workloads", "scheduling.k8s.io/v1alpha2", True),
-    ("PodGroup", "/apis/scheduling.k8s.io/v1alpha2/podgroups", "scheduling.k8s.io/v1alpha2", True),
-    ("PodGroup", "/apis/scheduling.volcano.sh/v1beta1/podgroups", "scheduling.volcano.sh/v1beta1", True),
-    ("Queue", "/apis/scheduling.volcano.sh/v1beta1/queues", "scheduling.volcano.sh/v1beta1", False),
-    ("Pod", "/api/v1/pods", "v1", True),
-    ("Event", "/api/v1/events", "v1", True),
+# Where each kind Watchtower reads is listed, and the kind/apiVersion a List item must carry in a dump:
+# (kind, collection path, apiVersion, namespaced), from the service's own kinds table. Upstream's and
+# Volcano's PodGroup share a kind. JobSet's CRD is not installed in the e2e cluster.
+_CLUSTER_SCOPED = frozenset({"Namespace", "Node", "PriorityClass", "VolcanoQueue"})
+RESOURCES: tuple[tuple[str, str, str, bool], ...] = tuple(
+    (
+        k.api_kind or k.name,
+        k.path,
+        f"{k.group}/{k.version}" if k.group else k.version,
+        k.name not in _CLUSTER_SCOPED,
+    )
+    for k in WATCHED
+    if k.name != "JobSet"
 )
 # Cluster-scoped kinds a scenario makes for itself: only its own are dumped.
 _OWN = {"Namespace": "namespaces", "Queue": "queues"}
