@@ -71,6 +71,10 @@ DISRUPTIONS = "watchtower_disruptions"
 THRASHING_WORKLOADS = "watchtower_thrashing_workloads"
 MOST_PREEMPTIONS = "watchtower_workload_preemptions_max"
 
+# Recording rules shipped with the dashboards that read them (alerts/recording.py writes them).
+TIME_TO_SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"
+TIME_TO_SCHEDULE_P95 = f"tier:{TIME_TO_SCHEDULE}:p95"
+
 # Prometheus 3 drops the sample at the left edge of a range: with fewer than 4 scrapes per window a single
 # missed scrape empties the range.
 MIN_SCRAPES_PER_WINDOW = 4
