@@ -105,7 +105,9 @@ def rules(p: RuleParams) -> list[GrafanaRule]:
             for_=p.for_of(alerting.GPU_IDLE, "GPUIdleWhileQueueWaits"),
             labels=(("severity", "warning"),),
             summary="{{ $values.A.Value }} GPU device(s) of namespace {{ $labels.namespace }} (team "
-            "{{ $labels.team }}) idle for " + human(p.idle_window) + " while {{ $labels.tier }}-tier work waits",
+            "{{ $labels.team }}) idle for "
+            + human(p.idle_window)
+            + " while {{ $labels.tier }}-tier work waits",
             description="Pods of namespace {{ $labels.namespace }} hold {{ $values.A.Value }} GPU device(s) "
             f"whose utilisation stayed under {p.idle_threshold:g} % for {human(p.idle_window)}, while "
             "workloads of the {{ $labels.tier }} tier wait and those pods are not of a higher tier.",
@@ -181,7 +183,12 @@ def _provisioned(rule: dict[str, Any], datasource_uid: str, keep_firing_for: flo
     for q in body["data"]:
         m = q["model"]
         if q["datasourceUid"] == "-100":  # grafanalib's expression: what Grafana reads for its type
-            model = {"refId": m["refId"], "type": m["type"], "expression": m["expression"], "datasource": dict(EXPR)}
+            model = {
+                "refId": m["refId"],
+                "type": m["type"],
+                "expression": m["expression"],
+                "datasource": dict(EXPR),
+            }
             data.append({"refId": q["refId"], "datasourceUid": EXPR["uid"], "model": model})
         else:
             model = {"refId": m["refId"], "expr": m["expr"], "instant": True, "range": False}
@@ -218,7 +225,7 @@ def provisioning(p: RuleParams, *, datasource_uid: str = DATASOURCE_UID) -> dict
         rules=[alert_rule(p, r) for r in rules(p)],
     )
     raw = group.to_json_data()
-    doc = g.AlertFileBasedProvisioning(groups=[raw]).to_json_data()
+    doc: dict[str, Any] = g.AlertFileBasedProvisioning(groups=[raw]).to_json_data()
     doc["groups"] = [
         {
             "orgId": 1,

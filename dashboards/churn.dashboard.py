@@ -184,7 +184,9 @@ def build(settings: Settings) -> g.Dashboard:
             description="Pods taken away by the eviction API (drains), the taint manager, pod GC or the "
             "kubelet: not preemption, and never counted with it.",
             dataSource=DATASOURCE,
-            targets=[target(f"{OWN.disruption_rate(RATE, 'reason', 'tier')} * 3600", "{{reason}} ({{tier}})")],
+            targets=[
+                target(f"{OWN.disruption_rate(RATE, 'reason', 'tier')} * 3600", "{{reason}} ({{tier}})")
+            ],
             unit="short",
         ),
         w=24,

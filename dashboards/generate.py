@@ -74,7 +74,7 @@ def _drop_none(node: Any) -> Any:
 
 def normalise(data: dict[str, Any]) -> dict[str, Any]:
     """Return grafanalib's dashboard dict in the model Grafana saves: legacy keys and nulls dropped."""
-    out = _drop_none({k: v for k, v in data.items() if k not in _LEGACY_DASHBOARD})
+    out: dict[str, Any] = _drop_none({k: v for k, v in data.items() if k not in _LEGACY_DASHBOARD})
     out["timepicker"] = {}
     out["panels"] = [_panel(p) for p in out.get("panels", [])]
     out["templating"] = {"list": [_variable(v) for v in out.get("templating", {}).get("list", [])]}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alerts import generate as alerts_generate
+from alerts.grafana import DATASOURCE_UID
 from dashboards import generate as dashboards_generate
 from watchtower.config import Settings
 
@@ -23,7 +24,7 @@ class Options:
     """What the generators take beside the configuration."""
 
     source: str = ""  # the configuration file named in the generated headers; "" for the defaults
-    grafana_datasource_uid: str = alerts_generate.DATASOURCE_UID
+    grafana_datasource_uid: str = DATASOURCE_UID
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,9 +233,7 @@ class OwnQueries:
 
     def preemption_to_running_quantile(self, q: float, window: str) -> str:
         """The `q` quantile per preemptor tier of victim eviction to preemptor running, over `window`."""
-        return (
-            f"histogram_quantile({q:g}, {self._rate('rate', bucket(PREEMPTION_TO_RUNNING), window, ('tier', 'le'))})"
-        )
+        return f"histogram_quantile({q:g}, {self._rate('rate', bucket(PREEMPTION_TO_RUNNING), window, ('tier', 'le'))})"
 
     def preemptors_running_per_bucket(self, window: str, *by: str) -> str:
         """Preemptors that started within `window`, per latency bucket (`le`) and `by`."""
