@@ -55,6 +55,7 @@ fmt: deps
 artefacts: deps
 	$(BIN)/python -m alerts.generate $(if $(CONFIG),--config $(CONFIG))
 	$(BIN)/python -m dashboards.generate $(if $(CONFIG),--config $(CONFIG))
+	$(BIN)/python -m manifests.generate $(if $(CONFIG),--config $(CONFIG))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
