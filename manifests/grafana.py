@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from pathlib import PurePath
+from pathlib import Path
 
 from watchtower.config.artefacts import ArtefactsConfig
 
@@ -16,7 +16,7 @@ FOLDER_ANNOTATION = "grafana_folder"
 
 
 def dashboard_config_maps(
-    dashboards: dict[PurePath, str], a: ArtefactsConfig
+    dashboards: dict[Path, str], a: ArtefactsConfig
 ) -> dict[str, dict[str, object]]:
     """Return {dashboard uid: ConfigMap} with one dashboard each, so one stays far below the size limit of an
     object and of `kubectl apply`'s last-applied annotation (256 KiB)."""
@@ -33,7 +33,7 @@ def dashboard_config_maps(
     return out
 
 
-def alert_rules_config_map(files: dict[PurePath, str], a: ArtefactsConfig) -> dict[str, object]:
+def alert_rules_config_map(files: dict[Path, str], a: ArtefactsConfig) -> dict[str, object]:
     """Return one ConfigMap holding Grafana's alerting provisioning files (`apiVersion: 1`, `groups:`)."""
     return config_map(
         "watchtower-grafana-alerts",

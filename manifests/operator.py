@@ -187,7 +187,7 @@ def alertmanager_config(
             for i in inhibit
         ],
     }
-    doc = {
+    doc: dict[str, object] = {
         "apiVersion": f"{GROUP}/v1alpha1",
         "kind": "AlertmanagerConfig",
         "metadata": metadata("watchtower", a),
