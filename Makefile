@@ -51,11 +51,10 @@ fmt: deps
 	$(BIN)/ruff format watchtower dashboards alerts tests bench
 	$(BIN)/ruff check --fix watchtower dashboards alerts tests bench
 
-# Dashboards, Prometheus rules + promtool tests, Alertmanager config from the configuration (CONFIG=FILE or defaults).
+# Dashboards, Prometheus and Grafana alert rules, promtool tests, Alertmanager config from the configuration
+# (CONFIG=FILE or defaults); `make artefacts CHECK=1` writes nothing and fails naming the files that drifted.
 artefacts: deps
-	$(BIN)/python -m alerts.generate $(if $(CONFIG),--config $(CONFIG))
-	$(BIN)/python -m dashboards.generate $(if $(CONFIG),--config $(CONFIG))
-	$(BIN)/python -m manifests.generate $(if $(CONFIG),--config $(CONFIG))
+	$(BIN)/watchtower generate $(if $(CONFIG),--config $(CONFIG)) $(if $(CHECK),--check)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from watchtower.domain.alerts.rules import gpu_idle, self_health, tiered_wait
+from watchtower.domain.alerts.rules import gpu_idle, preemption_thrash, self_health, tiered_wait
 from watchtower.domain.alerts.rules.base import human
 from watchtower.domain.promql import duration
 from watchtower.domain.tiers import Tier
@@ -23,8 +23,17 @@ DOWN = "WatchtowerDown"
 STALLED = "WatchtowerEvaluationStalled"
 KUBERNETES_STALE = "WatchtowerKubernetesStale"
 GPU_IDLE = "WatchtowerGPUIdleWhileQueueWaits"
+PREEMPTION_THRASH = "WatchtowerPreemptionThrash"
 
-ALERTNAMES = (QUEUE_WAIT_WARNING, QUEUE_WAIT_CRITICAL, DOWN, STALLED, KUBERNETES_STALE, GPU_IDLE)
+ALERTNAMES = (
+    QUEUE_WAIT_WARNING,
+    QUEUE_WAIT_CRITICAL,
+    DOWN,
+    STALLED,
+    KUBERNETES_STALE,
+    GPU_IDLE,
+    PREEMPTION_THRASH,
+)
 
 
 def queue_wait_expr(p: RuleParams, tier: str, threshold: float) -> str:
@@ -70,6 +79,34 @@ def _queue_wait(p: RuleParams, t: Tier, severity: str) -> dict[str, object]:
             "description": f"The oldest waiting workload of tier {t.name} has waited "
             f"{{{{ $value | humanizeDuration }}}} ({key} of the tier: {human(threshold)}). "
             "Watchtower's status page and its own alerts name the workloads and why they wait.",
+        },
+    )
+
+
+def down_expr(p: RuleParams) -> str:
+    wt = p.watchtower_selector
+    return f"(up{{{wt}}} == 0) or absent(up{{{wt}}})"
+
+
+def thrash_expr(p: RuleParams) -> str:
+    # >= as in the service: the thrash count-th preemption within the window makes a workload thrash.
+    return f"{p.own.most_preemptions('tier')} >= {p.thrash_count}"
+
+
+def thrash_rule(p: RuleParams) -> dict[str, object]:
+    return _rule(
+        p,
+        PREEMPTION_THRASH,
+        thrash_expr(p),
+        mirrors=preemption_thrash.NAME,
+        labels={"severity": "warning"},
+        annotations={
+            "summary": "A workload of the {{ $labels.tier }} tier was preempted {{ $value }} times in "
+            + human(p.thrash_window),
+            "description": "One workload of tier {{ $labels.tier }} was preempted {{ $value }} times within "
+            f"{human(p.thrash_window)} (alert at {p.thrash_count}): it restarts without making progress. "
+            "Watchtower's WorkloadPreemptionThrash alert and the Preemption churn dashboard name it and its "
+            "preemptors.",
         },
     )
 
@@ -122,7 +159,6 @@ def _gpu_idle(p: RuleParams, t: Tier) -> dict[str, object]:
 
 def alerting_group(p: RuleParams) -> dict[str, object]:
     """Return the rule group of alerts: per-tier waits, idle GPUs while a tier waits, Watchtower's health."""
-    wt = p.watchtower_selector
     rules: list[dict[str, object]] = []
     for t in p.tiers.tiers:
         rules.append(_queue_wait(p, t, "warning"))
@@ -131,7 +167,7 @@ def alerting_group(p: RuleParams) -> dict[str, object]:
         _rule(
             p,
             DOWN,
-            f"(up{{{wt}}} == 0) or absent(up{{{wt}}})",
+            down_expr(p),
             for_=p.down_for,
             labels={"severity": "critical"},
             annotations={
@@ -176,4 +212,5 @@ def alerting_group(p: RuleParams) -> dict[str, object]:
     )
     for t in p.tiers.tiers:
         rules.append(_gpu_idle(p, t))
+    rules.append(thrash_rule(p))
     return {"name": "watchtower.alerts", "rules": rules}

@@ -34,6 +34,8 @@ class RuleParams:
     keep_firing_for: float
     watchtower_selector: str
     runbook_base: str
+    thrash_count: int = 3
+    thrash_window: float = 3600.0
 
     @property
     def own(self) -> OwnQueries:
@@ -96,4 +98,6 @@ def params_from(
         keep_firing_for=rules.keep_firing_for,
         watchtower_selector=watchtower_selector,
         runbook_base=runbook_base,
+        thrash_count=rules.thrash_count,
+        thrash_window=settings.queue.thrash_window,
     )

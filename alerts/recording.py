@@ -13,7 +13,8 @@ from watchtower.domain.promql import (
     PENDING_WORKLOADS,
     PREEMPTION_GPU_HOURS_LOST,
     PREEMPTIONS,
-    TIME_TO_SCHEDULE,
+    TIME_TO_SCHEDULE_P50,
+    TIME_TO_SCHEDULE_P95,
 )
 
 from .params import RuleParams
@@ -21,8 +22,8 @@ from .params import RuleParams
 PENDING_BY_TIER = f"tier:{PENDING_WORKLOADS}:sum"
 PENDING_BY_NAMESPACE_TIER = f"namespace_tier:{PENDING_WORKLOADS}:sum"
 OLDEST_WAIT_BY_TIER = f"tier:{OLDEST_WAIT}:max"
-SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"
-SCHEDULE_P95 = f"tier:{TIME_TO_SCHEDULE}:p95"
+SCHEDULE_P50 = TIME_TO_SCHEDULE_P50
+SCHEDULE_P95 = TIME_TO_SCHEDULE_P95
 PREEMPTIONS_RATE = f"victim_tier_preemptor_tier:{PREEMPTIONS}:rate"
 GPU_HOURS_LOST_RATE = f"victim_tier:{PREEMPTION_GPU_HOURS_LOST}:rate"
 NAMESPACE_TEAM = "namespace_team:kube_namespace_labels:max"

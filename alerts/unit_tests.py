@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import OLDEST_WAIT, duration
+from watchtower.domain.promql import MOST_PREEMPTIONS, OLDEST_WAIT, duration
 from watchtower.domain.tiers import Tier
 
 from . import alerting, recording
@@ -140,6 +140,43 @@ def health_test(p: RuleParams) -> dict[str, object]:
     }
 
 
+def thrash_test(p: RuleParams, t: Tier) -> dict[str, object]:
+    """Return one test: one workload of tier `t` is preempted once a minute; nothing while it has been
+    preempted one time fewer than the thrash count, the alert from the count on (after its `for`)."""
+    reached = p.thrash_count * STEP  # the series is 0, 1, 2, ... one step apart
+    fires = reached + _minutes_up(p.for_of(alerting.PREEMPTION_THRASH, "WorkloadPreemptionThrash"))
+    n = fires // STEP + 2
+    value = p.thrash_count  # the series stays at the count once there
+    annotations = {
+        "summary": f"A workload of the {t.name} tier was preempted {value} times in {human(p.thrash_window)}",
+        "description": f"One workload of tier {t.name} was preempted {value} times within "
+        f"{human(p.thrash_window)} (alert at {p.thrash_count}): it restarts without making progress. "
+        "Watchtower's WorkloadPreemptionThrash alert and the Preemption churn dashboard name it and its "
+        "preemptors.",
+        "runbook_url": p.runbook_url(alerting.PREEMPTION_THRASH),
+    }
+    return {
+        "interval": duration(STEP),
+        "input_series": [
+            {
+                "series": _series(p, MOST_PREEMPTIONS, f'tier="{t.name}"'),
+                "values": f"0+1x{p.thrash_count} {p.thrash_count}x{n}",
+            }
+        ],
+        "alert_rule_test": [
+            # one step before: still pending (its `for`), or one preemption short of the count
+            {"eval_time": duration(fires - STEP), "alertname": alerting.PREEMPTION_THRASH, "exp_alerts": []},
+            {
+                "eval_time": duration(fires),
+                "alertname": alerting.PREEMPTION_THRASH,
+                "exp_alerts": [
+                    {"exp_labels": {"severity": "warning", "tier": t.name}, "exp_annotations": annotations}
+                ],
+            },
+        ],
+    }
+
+
 def _selector_labels(p: RuleParams) -> dict[str, str]:
     """The equality matchers of the Watchtower selector, as labels a scraped series carries."""
     out = {}
@@ -155,5 +192,6 @@ def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
     return {
         "rule_files": [rule_file],
         "evaluation_interval": duration(STEP),
-        "tests": [tier_test(p, t) for t in p.tiers.tiers] + [health_test(p)],
+        "tests": [tier_test(p, t) for t in p.tiers.tiers]
+        + [health_test(p), thrash_test(p, p.tiers.tiers[-1])],
     }

@@ -1,27 +1,19 @@
-"""Write the dashboards (`dashboards/*.dashboard.py`) as Grafana JSON into `dashboards/generated/`.
-
-    python -m dashboards.generate [--config FILE] [--out DIR] [--check]
-
-Without --config the defaults are used (the committed files). --check writes nothing and exits 1 when a file
-differs from what would be written (the no-drift check of CI).
-"""
+"""The dashboards (`dashboards/*.dashboard.py`) rendered as Grafana JSON for `dashboards/generated/`.
+`watchtower generate` writes them (watchtower/artefacts.py)."""
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from grafanalib._gen import DashboardEncoder
 
-from watchtower.config import ConfigError, Settings, load_settings
+from watchtower.config import Settings
 
 HERE = Path(__file__).parent
-COMMAND = "python -m dashboards.generate"
 
 # grafanalib 0.7 still writes parts of Grafana's older dashboard model: the row-based layout keys, the
 # pre-7 table and graph options, the pre-9 heatmap options, threshold steps with graph-era fields, variables
@@ -129,34 +121,3 @@ def render_all(settings: Settings) -> dict[Path, str]:
         name, text = render(load(path), settings)
         out[Path("generated") / name] = text
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=COMMAND, description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--config", help="Watchtower configuration file (default: the built-in defaults)")
-    ap.add_argument("--out", type=Path, default=HERE, help="output directory (default: dashboards/)")
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file would change")
-    args = ap.parse_args(argv)
-    try:
-        files = render_all(load_settings(args.config))
-    except (ConfigError, ValueError) as e:
-        print(f"dashboards.generate: {e}", file=sys.stderr)
-        return 2
-    stale = [
-        rel
-        for rel, text in files.items()
-        if not (args.out / rel).exists() or (args.out / rel).read_text(encoding="utf-8") != text
-    ]
-    if args.check:
-        for rel in stale:
-            print(f"out of date: {args.out / rel} (run {COMMAND})", file=sys.stderr)
-        return 1 if stale else 0
-    for rel in stale:
-        (args.out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (args.out / rel).write_text(files[rel], encoding="utf-8")
-        print(f"wrote {args.out / rel}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

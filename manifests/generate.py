@@ -1,32 +1,28 @@
-"""Write the Kubernetes-native forms of the artefacts into `deploy/monitoring/`, one object a file.
-
-    python -m manifests.generate [--config FILE] [--out DIR] [--check]
+"""The Kubernetes-native forms of the artefacts, one object a file under `deploy/monitoring/`; `watchtower
+generate` writes them (watchtower/artefacts.py).
 
 The PrometheusRule holds the generated rules file's groups, the dashboard ConfigMaps the generated dashboards,
-the AlertmanagerConfig the generated Alertmanager route tree: one configuration drives both forms. --check
-writes nothing and exits 1 when a file differs from what would be written (the no-drift check of CI).
+the Grafana alert ConfigMap the generated provisioning file, the AlertmanagerConfig the generated route tree:
+one configuration drives both forms.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 import yaml
 
 from alerts import generate as alerts_generate
 from alerts.alertmanager import inhibit_rules, route_tree
+from alerts.grafana import DATASOURCE_UID
 from alerts.params import params_from
 from alerts.render import to_yaml
 from dashboards import generate as dashboards_generate
-from watchtower.config import ConfigError, Settings, load_settings
+from watchtower.config import Settings
 
 from . import grafana, operator
 
-ROOT = Path(__file__).resolve().parents[1]
-HERE = ROOT / "deploy" / "monitoring"
-COMMAND = "python -m manifests.generate"
+COMMAND = alerts_generate.COMMAND
 PROMETHEUS_RULE = Path("prometheusrule.yaml")
 SERVICE_MONITOR = Path("servicemonitor.yaml")
 ALERTMANAGER_CONFIG = Path("alertmanagerconfig.yaml")
@@ -63,13 +59,13 @@ _SCOPE_NOTE = (
 
 
 def render_all(
-    settings: Settings, *, source: str = "", grafana_alerts: dict[Path, str] | None = None
+    settings: Settings, *, source: str = "", grafana_datasource_uid: str = DATASOURCE_UID
 ) -> dict[Path, str]:
-    """Return {file name under deploy/monitoring: text}; `grafana_alerts` are Grafana's alert provisioning
-    files, put into a ConfigMap when given."""
+    """Return {file name under deploy/monitoring/: text}; raise ValueError for a job selector a
+    ServiceMonitor cannot give its series."""
     a = settings.artefacts
-    rules_text = alerts_generate.render_all(settings, source=source)[alerts_generate.RULES]
-    groups = yaml.safe_load(rules_text)["groups"]
+    plain = alerts_generate.render_all(settings, source=source, grafana_datasource_uid=grafana_datasource_uid)
+    groups = yaml.safe_load(plain[alerts_generate.RULES])["groups"]
     p = params_from(settings)
     am, keys = operator.alertmanager_config(settings, route_tree(settings), inhibit_rules(settings))
 
@@ -84,36 +80,11 @@ def render_all(
     boards = {Path(rel.name): text for rel, text in dashboards_generate.render_all(settings).items()}
     for uid, cm in grafana.dashboard_config_maps(boards, a).items():
         out[dashboard_file(uid)] = dump(cm)
-    if grafana_alerts:
-        out[GRAFANA_ALERTS] = dump(grafana.alert_rules_config_map(dict(grafana_alerts), a))
+    grafana_rules = {Path(alerts_generate.GRAFANA_RULES.name): plain[alerts_generate.GRAFANA_RULES]}
+    out[GRAFANA_ALERTS] = dump(grafana.alert_rules_config_map(grafana_rules, a))
     return out
 
 
 def _insert_after_header(text: str, note: str) -> str:
     head, _, body = text.partition("\n# configuration and regenerate.\n")
     return f"{head}\n# configuration and regenerate.\n{note}{body}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=COMMAND, description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--config", help="Watchtower configuration file (default: the built-in defaults)")
-    ap.add_argument("--out", type=Path, default=HERE, help="output directory (default: deploy/monitoring/)")
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file would change")
-    args = ap.parse_args(argv)
-    try:
-        files = render_all(load_settings(args.config), source=args.config or "")
-    except (ConfigError, ValueError) as e:
-        print(f"manifests.generate: {e}", file=sys.stderr)
-        return 2
-    if args.check:
-        stale = alerts_generate.drifted(files, args.out)
-        for path in stale:
-            print(f"out of date: {path} (run {COMMAND})", file=sys.stderr)
-        return 1 if stale else 0
-    for path in alerts_generate.write_all(files, args.out):
-        print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,9 +15,7 @@ ALERT_LABEL = {"grafana_alert": "1"}
 FOLDER_ANNOTATION = "grafana_folder"
 
 
-def dashboard_config_maps(
-    dashboards: dict[Path, str], a: ArtefactsConfig
-) -> dict[str, dict[str, object]]:
+def dashboard_config_maps(dashboards: dict[Path, str], a: ArtefactsConfig) -> dict[str, dict[str, object]]:
     """Return {dashboard uid: ConfigMap} with one dashboard each, so one stays far below the size limit of an
     object and of `kubectl apply`'s last-applied annotation (256 KiB)."""
     out = {}

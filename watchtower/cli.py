@@ -1,4 +1,4 @@
-"""The command line: `watchtower check-config | analyze | run | demo`. It parses arguments and calls the
+"""The command line: `watchtower check-config | analyze | generate | run | demo`. It parses arguments and calls the
 composition root (watchtower.bootstrap); nothing imports it."""
 
 from __future__ import annotations
@@ -138,6 +138,46 @@ def analyze(
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     else:
         typer.echo(render(doc, width=shutil.get_terminal_size((120, 24)).columns), nl=False)
+
+
+@cli.command()
+def generate(
+    config: Annotated[
+        Path | None, typer.Option(help="configuration file (default: built-in defaults)")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option(help="root the files are written under, as alerts/... and dashboards/...")
+    ] = Path("."),
+    check: Annotated[
+        bool, typer.Option("--check", help="write nothing; exit 1 naming each file that would change")
+    ] = False,
+    grafana_datasource_uid: Annotated[
+        str | None,
+        typer.Option(help="UID of the Prometheus data source in Grafana's alert rules (default: prometheus)"),
+    ] = None,
+) -> None:
+    """Write every artefact users import: dashboards, Prometheus and Grafana alert rules, promtool tests,
+    the Alertmanager configuration."""
+    from dataclasses import replace
+
+    from watchtower.artefacts import Options, drifted, render, write
+
+    settings = _settings_or_exit(config)
+    options = Options(source=str(config or ""))
+    if grafana_datasource_uid:
+        options = replace(options, grafana_datasource_uid=grafana_datasource_uid)
+    try:
+        files = render(settings, options)
+    except ValueError as e:
+        typer.echo(f"watchtower generate: {config or 'the defaults'}: {e}", err=True)
+        raise typer.Exit(2) from None
+    if check:
+        stale = drifted(files, out)
+        for path in stale:
+            typer.echo(f"out of date: {path} (run watchtower generate)", err=True)
+        raise typer.Exit(1 if stale else 0)
+    for path in write(files, out):
+        typer.echo(f"wrote {path}")
 
 
 @cli.command()

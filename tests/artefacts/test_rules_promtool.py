@@ -35,7 +35,9 @@ def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def _write(settings: Settings, out: Path) -> None:
-    generate.write_all(generate.render_all(settings), out)
+    for rel, text in generate.render_all(settings).items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text, encoding="utf-8")
 
 
 def test_promtool_accepts_the_committed_rules(promtool: str) -> None:

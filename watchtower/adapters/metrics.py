@@ -17,23 +17,29 @@ from prometheus_client.exposition import generate_latest
 
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import (
+    DISRUPTIONS,
     EVALUATION_DURATION,
     FRAGMENTED_WORKLOADS,
     GATED_PODS,
     GPUS,
     LAST_EVALUATION,
     MALFORMED_OBJECTS_SKIPPED,
+    MOST_PREEMPTIONS,
     OLDEST_WAIT,
     PARTIAL_GANG_GPUS_HELD,
     PARTIAL_GANGS,
     PENDING_WORKLOADS,
     PICTURE_STALENESS,
     PREEMPTION_GPU_HOURS_LOST,
+    PREEMPTION_TO_RUNNING,
     PREEMPTIONS,
     QUOTA_GPUS_HARD,
     QUOTA_GPUS_USED,
     SNAPSHOT_CONSUMER_FAILURES,
     STARTUP_LATENCY,
+    TEAM_PREEMPTION_GPU_HOURS_LOST,
+    TEAM_PREEMPTIONS,
+    THRASHING_WORKLOADS,
     TIME_TO_SCHEDULE,
     WATCH_RESTARTS,
 )
@@ -62,6 +68,9 @@ WAIT_BUCKETS = (
     86400.0,
     172800.0,
 )
+# From the victim's DisruptionTarget to its preemptor running: the victims' grace period, then binding and
+# start-up. Users expect about 30 s; checkpointing training victims take minutes.
+PREEMPTION_TO_RUNNING_BUCKETS = (5.0, 10.0, 15.0, 30.0, 45.0, 60.0, 90.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 STARTUP_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
 EVALUATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 UNKNOWN = "unknown"
@@ -153,6 +162,22 @@ class _QueueCollector:
         gpus.add_metric(["allocatable"], g.gpus_allocatable)
         gpus.add_metric(["used"], g.gpus_used)
         yield gpus
+        thrashing = GaugeMetricFamily(
+            THRASHING_WORKLOADS,
+            "Workloads preempted at least alerting.rules.thrash_count times within queue.thrash_window, by tier.",
+            labels=["tier"],
+        )
+        for tier, n in sorted(g.thrashing.items()):
+            thrashing.add_metric([tier], n)
+        yield thrashing
+        most = GaugeMetricFamily(
+            MOST_PREEMPTIONS,
+            "The most preemptions one workload of the tier had within the thrash window (0: none).",
+            labels=["tier"],
+        )
+        for tier, n in sorted(g.most_preemptions.items()):
+            most.add_metric([tier], n)
+        yield most
         if g.evaluated_at is not None:
             yield GaugeMetricFamily(
                 LAST_EVALUATION,
@@ -221,6 +246,32 @@ class WatchtowerMetrics:
             ["victim_tier", "preemptor_tier"],
             registry=registry,
         )
+        self.team_preemptions = Counter(
+            TEAM_PREEMPTIONS,
+            "Pods preempted by the scheduler, by the victim's and the preemptor's team.",
+            ["victim_team", "preemptor_team"],
+            registry=registry,
+        )
+        self.team_gpu_hours_lost = Counter(
+            TEAM_PREEMPTION_GPU_HOURS_LOST,
+            "GPU-hours of work lost to preemption, by the victim's and the preemptor's team.",
+            ["victim_team", "preemptor_team"],
+            registry=registry,
+        )
+        self.preemption_to_running = Histogram(
+            PREEMPTION_TO_RUNNING,
+            "From a victim's DisruptionTarget to its preemptor's first container start, by preemptor tier.",
+            ["tier"],
+            buckets=PREEMPTION_TO_RUNNING_BUCKETS,
+            registry=registry,
+        )
+        self.disruptions = Counter(
+            DISRUPTIONS,
+            "Pods taken away for a reason other than preemption (eviction API, taint manager, pod GC, "
+            "kubelet), by reason and tier.",
+            ["reason", "tier"],
+            registry=registry,
+        )
         self.skipped = Counter(
             MALFORMED_OBJECTS_SKIPPED,
             "API objects skipped because they could not be read, per kind.",
@@ -257,6 +308,19 @@ class WatchtowerMetrics:
         self.preemptions.labels(victim_tier, preemptor_tier).inc()
         if gpu_hours_lost:
             self.gpu_hours_lost.labels(victim_tier, preemptor_tier).inc(gpu_hours_lost)
+
+    def preempted_between_teams(
+        self, victim_team: str, preemptor_team: str, gpu_hours_lost: float | None
+    ) -> None:
+        self.team_preemptions.labels(victim_team, preemptor_team).inc()
+        if gpu_hours_lost:
+            self.team_gpu_hours_lost.labels(victim_team, preemptor_team).inc(gpu_hours_lost)
+
+    def preemptor_running(self, tier: str, latency: float) -> None:
+        self.preemption_to_running.labels(tier).observe(latency)
+
+    def disrupted(self, reason: str, tier: str) -> None:
+        self.disruptions.labels(reason, tier).inc()
 
     def skipped_object(self, kind: str) -> None:
         self.skipped.labels(kind).inc()

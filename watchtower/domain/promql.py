@@ -64,6 +64,16 @@ NOTIFICATIONS_RETRIED = "watchtower_notifications_retried"
 OUTBOX_DEPTH = "watchtower_outbox_depth"
 OUTBOX_OLDEST_UNDELIVERED = "watchtower_outbox_oldest_undelivered_seconds"
 ALERTS_FIRING = "watchtower_alerts_firing"
+TEAM_PREEMPTIONS = "watchtower_team_preemptions"
+TEAM_PREEMPTION_GPU_HOURS_LOST = "watchtower_team_preemption_gpu_hours_lost"
+PREEMPTION_TO_RUNNING = "watchtower_preemption_to_running_seconds"
+DISRUPTIONS = "watchtower_disruptions"
+THRASHING_WORKLOADS = "watchtower_thrashing_workloads"
+MOST_PREEMPTIONS = "watchtower_workload_preemptions_max"
+
+# Recording rules shipped with the dashboards that read them (alerts/recording.py writes them).
+TIME_TO_SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"
+TIME_TO_SCHEDULE_P95 = f"tier:{TIME_TO_SCHEDULE}:p95"
 
 # Prometheus 3 drops the sample at the left edge of a range: with fewer than 4 scrapes per window a single
 # missed scrape empties the range.
@@ -212,6 +222,37 @@ class OwnQueries:
     def gpu_hours_lost_rate(self, window: str, *by: str) -> str:
         """GPU-hours of work lost to preemption per second over `window`."""
         return self._rate("rate", total(PREEMPTION_GPU_HOURS_LOST), window, by)
+
+    def team_preemption_rate(self, window: str, *by: str) -> str:
+        """Pods preempted per second over `window`, by victim and preemptor team as `by` keeps them."""
+        return self._rate("rate", total(TEAM_PREEMPTIONS), window, by)
+
+    def team_gpu_hours_lost_rate(self, window: str, *by: str) -> str:
+        """GPU-hours lost to preemption per second over `window`, by victim and preemptor team."""
+        return self._rate("rate", total(TEAM_PREEMPTION_GPU_HOURS_LOST), window, by)
+
+    def preemption_to_running_quantile(self, q: float, window: str) -> str:
+        """The `q` quantile per preemptor tier of victim eviction to preemptor running, over `window`."""
+        return (
+            f"histogram_quantile({q:g}, {self._rate('rate', bucket(PREEMPTION_TO_RUNNING), window, ('tier', 'le'))})"
+        )
+
+    def preemptors_running_per_bucket(self, window: str, *by: str) -> str:
+        """Preemptors that started within `window`, per latency bucket (`le`) and `by`."""
+        return self._rate("increase", bucket(PREEMPTION_TO_RUNNING), window, (*by, "le"))
+
+    def disruption_rate(self, window: str, *by: str) -> str:
+        """Pods taken away for reasons other than preemption, per second over `window`."""
+        return self._rate("rate", total(DISRUPTIONS), window, by)
+
+    def thrashing(self, *by: str) -> str:
+        """Workloads preempted at least the thrash count of times within the thrash window: the worst
+        replica, as leader and standby count the same cluster."""
+        return _agg("max", by, self.series(THRASHING_WORKLOADS))
+
+    def most_preemptions(self, *by: str, tier: str = "") -> str:
+        """The most preemptions one workload had within the thrash window."""
+        return _agg("max", by, self.series(MOST_PREEMPTIONS, f'tier="{tier}"' if tier else ""))
 
     def evaluation_changes(self, window: str) -> str:
         """How often the last-evaluation time moved within `window`: 0 when Watchtower has stalled."""

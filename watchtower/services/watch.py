@@ -19,6 +19,7 @@ import msgspec
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
+from watchtower.domain.churn import thrash_by_tier
 from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
@@ -36,6 +37,7 @@ from watchtower.domain.queue import (
 from watchtower.domain.running import RunningTiers
 from watchtower.domain.state import (
     ClusterState,
+    DisruptionSeen,
     Happening,
     PodScheduled,
     PodStarted,
@@ -108,7 +110,9 @@ class Watcher:
         self.ingestor = Ingestor(self.state, decoder, on_skip=self._skipped)
         self.evaluator = QueueEvaluator(self.policy)
         self.feeds = FeedTracker(KINDS)
-        self.preemptions = PreemptionCounter(self.policy.tiers, metrics, attribution_grace=attribution_grace)
+        self.preemptions = PreemptionCounter(
+            self.policy.tiers, metrics, attribution_grace=attribution_grace, team_of=self.state.team_of
+        )
         q = settings.queue
         self.history = ScheduleHistory(window=q.estimate_window, min_samples=q.estimate_min_samples)
         self.stuck_after = q.stuck_after
@@ -180,8 +184,13 @@ class Watcher:
             elif isinstance(h, PodStarted):
                 if h.pod.gpus > 0:
                     m.started(tiers.tier_of(h.pod.priority, h.pod.priority_class).name, h.latency)
+                self.preemptions.started(h.pod)
             elif isinstance(h, PreemptionSeen):
                 self.preemptions.seen(h.preemption, now=self.clock.now())
+            elif isinstance(h, DisruptionSeen):
+                d = h.disruption
+                pod = self.state.pods.get(d.uid)
+                m.disrupted(d.reason, self._tier_of(pod) if pod is not None else "unknown")
 
     # ---- evaluation -------------------------------------------------------------------------------------
 
@@ -327,6 +336,7 @@ class Watcher:
             gpus_allocatable=snap.capacity.allocatable,
             gpus_used=snap.capacity.used,
             evaluated_at=snap.at,
+            **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
         )
 
     def _reason(self, d: SchedulingDiagnosis) -> str:
