@@ -12,7 +12,6 @@ sys.path.insert(0, str(Path(__file__).parents[2]))
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-
 @pytest.fixture(scope="session")
 def promtool() -> str:
     """Fails (not skips) when missing: tests/setup/system-deps.sh installs the Debian package prometheus."""

@@ -17,7 +17,6 @@ from jsonschema import Draft4Validator, ValidationError
 from jsonschema.validators import extend
 
 
-
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """YAML as Go's sigs.k8s.io/yaml reads it: a bare `=` (a matchType enum value) is the string "=", not
     YAML 1.1's `!!value`."""
@@ -59,12 +58,16 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _cel(validator: Any, rules: list[dict[str, str]], instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+def _cel(
+    validator: Any, rules: list[dict[str, str]], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
     for r in rules:
         yield ValidationError(f"CEL rule not evaluated offline: {r.get('rule')}")
 
 
-def _map_keys(validator: Any, keys: list[str], instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+def _map_keys(
+    validator: Any, keys: list[str], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
     if isinstance(instance, list) and schema.get("x-kubernetes-list-type") == "map":
         seen = set()
         for item in instance:
@@ -81,7 +84,11 @@ def _list_type(validator: Any, kind: str, instance: Any, schema: dict[str, Any])
 
 KubeValidator = extend(
     Draft4Validator,
-    {"x-kubernetes-validations": _cel, "x-kubernetes-list-map-keys": _map_keys, "x-kubernetes-list-type": _list_type},
+    {
+        "x-kubernetes-validations": _cel,
+        "x-kubernetes-list-map-keys": _map_keys,
+        "x-kubernetes-list-type": _list_type,
+    },
 )
 
 
@@ -94,7 +101,9 @@ class Crd:
         self.group = doc["spec"]["group"]
         self.kind = doc["spec"]["names"]["kind"]
         self.schemas = {
-            v["name"]: _structural(v["schema"]["openAPIV3Schema"]) for v in doc["spec"]["versions"] if v["served"]
+            v["name"]: _structural(v["schema"]["openAPIV3Schema"])
+            for v in doc["spec"]["versions"]
+            if v["served"]
         }
 
     def schema(self, version: str) -> dict[str, Any]:
@@ -117,5 +126,3 @@ def load_crds(directory: Path) -> dict[str, Crd]:
     """Return {kind: Crd} of the CRD files in `directory`."""
     crds = [Crd(p) for p in sorted(directory.glob("*.yaml"))]
     return {c.kind: c for c in crds}
-
-

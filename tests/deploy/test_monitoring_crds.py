@@ -17,7 +17,9 @@ SCRIPT = ROOT / "tests" / "setup" / "prometheus-operator-crds.sh"
 
 @pytest.mark.skipif(shutil.which("go") is None, reason="needs Go to run controller-gen over the module")
 def test_the_script_reproduces_the_committed_crds(tmp_path: Path) -> None:
-    done = subprocess.run([str(SCRIPT), str(tmp_path)], capture_output=True, text=True, check=False, timeout=1200)
+    done = subprocess.run(
+        [str(SCRIPT), str(tmp_path)], capture_output=True, text=True, check=False, timeout=1200
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     made = sorted(p.name for p in tmp_path.glob("*.yaml"))
     assert made == sorted(p.name for p in CRDS.glob("*.yaml"))
@@ -36,7 +38,9 @@ def _rule(**spec: object) -> dict:
 
 def test_the_validator_accepts_a_plain_rule_and_an_integer_expression() -> None:
     crd = load_crds(CRDS)["PrometheusRule"]
-    groups = [{"name": "g", "rules": [{"alert": "A", "expr": "up == 0", "for": "5m"}, {"record": "r", "expr": 1}]}]
+    groups = [
+        {"name": "g", "rules": [{"alert": "A", "expr": "up == 0", "for": "5m"}, {"record": "r", "expr": 1}]}
+    ]
     assert crd.errors(_rule(groups=groups)) == []
 
 
