@@ -1,10 +1,17 @@
 """Every dashboard query and every generated rule against the REAL Prometheus, scraping the simulator's
 exporter (DCGM and kube-state-metrics shaped) and a Watcher's /metrics fed by the same simulator, with the
-generated rule file loaded."""
+generated rule file loaded. The simulator keeps running (30 simulated seconds a second) while Prometheus
+scrapes, so rates and histogram quantiles see new preemptions, bindings and starts.
+
+The simulator never evicts a pod other than by preemption, so one drain eviction (a running pod's
+DisruptionTarget `EvictionByEvictionAPI`, as the eviction API writes it) is fed to the Watcher through its
+decoder: the "other disruptions" panel then has a real series to read."""
 
 from __future__ import annotations
 
 import json
+import math
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -12,11 +19,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from prom_server import HTTPServer, PrometheusProcess, SimExporter
+from prom_server import CONTENT_TYPE as TEXT_FORMAT
+from prom_server import HTTPServer, PrometheusProcess
 from prometheus_client import CollectorRegistry
 
 from alerts import generate as alerts_generate
-from alerts import recording
+from alerts import alerting, recording
 from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.bootstrap import object_decoder
@@ -78,13 +86,40 @@ def prom(tmp_path_factory, real_prometheus_bin):
     )
     for kind in KINDS:
         watcher.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
+    lock = threading.Lock()
+
+    def step(seconds: float) -> None:
+        with lock:
+            sim.step(seconds)
+            for kind, type_, raw in sim.drain():
+                watcher.on_change(kind, type_, raw)
+            watcher.evaluate(sim.now())
+
     for _ in range(20):  # 20 simulated minutes: arrivals, scheduling, waits, preemptions
-        sim.step(60)
-        for kind, type_, raw in sim.drain():
-            watcher.on_change(kind, type_, raw)
-        watcher.evaluate(sim.now())
-    exporter = SimExporter(sim).start()
+        step(60)
+    _evict_one_running_pod(sim, watcher)
+    stop = threading.Event()
+
+    def keep_running() -> None:
+        while not stop.wait(1.0):
+            step(30)
+
+    def sim_metrics(which: str):
+        def route() -> tuple[int, str, bytes]:
+            with lock:
+                return 200, TEXT_FORMAT, sim.render_metrics(which=which).encode()
+
+        return route
+
+    exporter = HTTPServer(
+        {
+            "/metrics/dcgm": sim_metrics("dcgm"),
+            "/metrics/kube-state-metrics": sim_metrics("kube-state-metrics"),
+        }
+    ).start()
     own = HTTPServer({"/metrics": lambda: (200, CONTENT_TYPE, metrics.render())}).start()
+    runner = threading.Thread(target=keep_running, daemon=True)
+    runner.start()
     rules = tmp / "rules.yaml"
     rules.write_text((ROOT / "alerts" / alerts_generate.RULES).read_text())
     config = f"""global:
@@ -116,9 +151,29 @@ scrape_configs:
         time.sleep(3)
         yield server
     finally:
+        stop.set()
+        runner.join(30)
         server.stop()
         own.stop()
         exporter.stop()
+
+
+def _evict_one_running_pod(sim: SimulatedCluster, watcher: Watcher) -> None:
+    for raw in sim.list_objects("Pod"):
+        pod = json.loads(raw)
+        if pod["status"].get("phase") == "Running":
+            pod["status"]["conditions"].append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "EvictionByEvictionAPI",
+                    "message": "Eviction API: evicting",
+                    "lastTransitionTime": pod["status"]["startTime"],
+                }
+            )
+            watcher.on_change("Pod", "MODIFIED", json.dumps(pod).encode())
+            return
+    raise AssertionError("the simulator has no running pod to evict")
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +210,7 @@ def test_key_panels_return_data(prom, expr: str) -> None:
 def test_every_generated_rule_evaluates_without_error(prom) -> None:
     groups = _get(f"{prom.url}/api/v1/rules")["data"]["groups"]
     rules = [r for g in groups for r in g["rules"]]
-    assert len(rules) == 34
+    assert len(rules) == 35
     bad = [(r["name"], r.get("lastError")) for r in rules if r["health"] != "ok"]
     assert bad == []
 
@@ -173,3 +228,53 @@ def test_every_generated_rule_evaluates_without_error(prom) -> None:
 def test_recording_rules_produce_series(prom, record: str) -> None:
     got = _query(prom, record)
     assert got["data"]["result"], record
+
+
+def _finite(result: list[dict]) -> list[float]:
+    return [float(r["value"][1]) for r in result if math.isfinite(float(r["value"][1]))]
+
+
+def _returns_data(prom, expr: str, timeout: float = 90.0) -> list[float]:
+    """Return the finite values of `expr`, polling while the running simulator fills the windows."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = _query(prom, expr)
+        assert got["status"] == "success", got.get("error")
+        values = _finite(got["data"]["result"])
+        if values or time.monotonic() > deadline:
+            return values
+        time.sleep(2)
+
+
+CHURN = [(b, p, e) for b, p, e in _panel_queries() if b == "Watchtower — Preemption churn"]
+
+
+@pytest.mark.parametrize(("board", "panel", "expr"), CHURN, ids=[f"{p} {e[:30]}" for _, p, e in CHURN])
+def test_every_churn_panel_returns_data(prom, board: str, panel: str, expr: str) -> None:
+    assert _returns_data(prom, expr), f"{panel}: no finite value for {expr}"
+
+
+def test_the_churn_matrices_count_real_preemptions_and_other_disruptions_apart(prom) -> None:
+    tiers = _query(prom, "sum by (victim_tier, preemptor_tier) (watchtower_preemptions_total)")
+    assert sum(float(r["value"][1]) for r in tiers["data"]["result"]) > 0
+    teams = _query(prom, "sum(watchtower_team_preemptions_total)")["data"]["result"]
+    assert teams and float(teams[0]["value"][1]) == sum(float(r["value"][1]) for r in tiers["data"]["result"])
+    other = _query(prom, "watchtower_disruptions_total")["data"]["result"]
+    assert [r["metric"]["reason"] for r in other] == ["EvictionByEvictionAPI"]
+
+
+@pytest.mark.parametrize("record", [recording.SCHEDULE_P50, recording.SCHEDULE_P95])
+def test_the_queue_dashboards_time_to_schedule_percentiles_come_from_the_shipped_rules(
+    prom, record: str
+) -> None:
+    queue = json.loads((ROOT / "dashboards" / "generated" / "watchtower-queue.json").read_text())
+    panel = next(p for p in queue["panels"] if p["title"] == "Time to schedule per tier: p50 and p95")
+    assert record in [t["expr"] for t in panel["targets"]]
+    assert _returns_data(prom, record), record
+
+
+def test_the_thrash_rule_reads_the_series_the_churn_dashboard_shows(prom) -> None:
+    groups = _get(f"{prom.url}/api/v1/rules")["data"]["groups"]
+    thrash = [r for g in groups for r in g["rules"] if r["name"] == alerting.PREEMPTION_THRASH]
+    assert len(thrash) == 1 and thrash[0]["health"] == "ok"
+    assert _query(prom, "max by (tier) (watchtower_workload_preemptions_max)")["data"]["result"]
