@@ -23,8 +23,8 @@ from prom_server import CONTENT_TYPE as TEXT_FORMAT
 from prom_server import HTTPServer, PrometheusProcess
 from prometheus_client import CollectorRegistry
 
-from alerts import generate as alerts_generate
 from alerts import alerting, recording
+from alerts import generate as alerts_generate
 from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.bootstrap import object_decoder
