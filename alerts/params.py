@@ -73,10 +73,13 @@ class RuleParams:
 def params_from(
     settings: Settings,
     *,
-    watchtower_selector: str = 'job="watchtower"',
+    watchtower_selector: str | None = None,
     runbook_base: str = RUNBOOK_URL,
 ) -> RuleParams:
-    """Return the rule parameters of `settings`; raise ValueError for a selector written with braces."""
+    """Return the rule parameters of `settings` (the selector: `artefacts.job_selector` unless given); raise
+    ValueError for a selector written with braces."""
+    if watchtower_selector is None:
+        watchtower_selector = settings.artefacts.job_selector
     if any(c in watchtower_selector for c in "{}"):
         raise ValueError(f"a selector is the text inside braces, without them: {watchtower_selector!r}")
     # The URL is not used here: only the scrape interval, idle policy and label mapping.

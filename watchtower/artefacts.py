@@ -16,6 +16,7 @@ from pathlib import Path
 from alerts import generate as alerts_generate
 from alerts.grafana import DATASOURCE_UID
 from dashboards import generate as dashboards_generate
+from manifests import generate as manifests_generate
 from watchtower.config import Settings
 
 
@@ -43,6 +44,13 @@ SETS = (
         ),
     ),
     ArtefactSet("dashboards", Path("dashboards"), lambda s, _: dashboards_generate.render_all(s)),
+    ArtefactSet(
+        "manifests",
+        Path("deploy/monitoring"),
+        lambda s, o: manifests_generate.render_all(
+            s, source=o.source, grafana_datasource_uid=o.grafana_datasource_uid
+        ),
+    ),
 )
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from alerts import generate as alerts_generate
 from dashboards import generate as dashboards_generate
+from manifests import generate as manifests_generate
 from watchtower import artefacts
 from watchtower.config import Settings
 
@@ -27,14 +28,14 @@ def _generate(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_regenerating_from_the_defaults_gives_the_committed_bytes() -> None:
     files = artefacts.render(Settings())
-    assert {p.parts[0] for p in files} == {"alerts", "dashboards"}
+    assert {p.parts[0] for p in files} == {"alerts", "dashboards", "deploy"}
     assert Path("alerts") / alerts_generate.GRAFANA_RULES in files
     for rel, text in files.items():
         committed = (ROOT / rel).read_text(encoding="utf-8")
         assert committed == text, f"{rel} drifted: run make artefacts"
     assert len(files) == len(alerts_generate.render_all(Settings())) + len(
         dashboards_generate.render_all(Settings())
-    )
+    ) + len(manifests_generate.render_all(Settings()))
 
 
 def test_check_passes_on_the_checkout_and_names_a_hand_edited_file(tmp_path: Path) -> None:

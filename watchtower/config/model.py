@@ -13,6 +13,7 @@ from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
 from .alerting import AlertingConfig
+from .artefacts import ArtefactsConfig
 from .consistency import order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
 from .prometheus import PrometheusConfig
@@ -204,6 +205,8 @@ class Settings(Section):
     """Alert rules, routing, receivers, inhibition, delivery and the alert store."""
     prometheus: PrometheusConfig | None = None
     """The cluster's Prometheus, read for GPU utilisation (DCGM) and allocation (kube-state-metrics); absent: no GPU utilisation figures."""
+    artefacts: ArtefactsConfig = ArtefactsConfig()
+    """What `watchtower generate` writes beyond the tier policy: the selector of Watchtower's own series, the namespace and names of the Kubernetes-native forms."""
 
     @model_validator(mode="after")
     def _distinct(self) -> Settings:
