@@ -25,8 +25,8 @@ demo: deps
 	$(BIN)/watchtower demo
 
 lint: deps
-	$(BIN)/ruff check watchtower dashboards alerts tests bench
-	$(BIN)/ruff format --check watchtower dashboards alerts tests bench
+	$(BIN)/ruff check watchtower dashboards alerts manifests tests bench
+	$(BIN)/ruff format --check watchtower dashboards alerts manifests tests bench
 	$(BIN)/mypy watchtower/domain
 	$(BIN)/mypy watchtower
 	$(BIN)/lint-imports
@@ -48,8 +48,8 @@ bench: deps
 	$(BIN)/python bench/tick.py
 
 fmt: deps
-	$(BIN)/ruff format watchtower dashboards alerts tests bench
-	$(BIN)/ruff check --fix watchtower dashboards alerts tests bench
+	$(BIN)/ruff format watchtower dashboards alerts manifests tests bench
+	$(BIN)/ruff check --fix watchtower dashboards alerts manifests tests bench
 
 # Dashboards, Prometheus and Grafana alert rules, promtool tests, Alertmanager config from the configuration
 # (CONFIG=FILE or defaults); `make artefacts CHECK=1` writes nothing and fails naming the files that drifted.
