@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-from .gang_wait import group_wait, job_wait
 from .dra import GpuClaim
+from .gang_wait import group_wait, job_wait
 from .gangs import SOURCE_PODS, SOURCE_QUOTA
 from .messages import PreemptionVerdict, SchedulingDiagnosis, explain
 from .model import Pod

@@ -13,8 +13,8 @@ from enum import StrEnum
 import msgspec
 
 from .capacity import Capacity
-from .dra import GpuClaim
 from .disruptions import Disruption, Preemption
+from .dra import GpuClaim
 from .messages import PreemptionVerdict, SchedulingDiagnosis
 from .model import Pod
 from .quota import QuotaRefusal
