@@ -70,7 +70,7 @@ class TrainingConfig(Section):
     """Which pods are training workloads: GPU requesters, optionally narrowed by labels and image."""
 
     require_gpu: bool = True
-    """Only pods requesting `nvidia.com/gpu` are training workloads."""
+    """Only pods requesting GPUs (`nvidia.com/gpu`, or DRA claims on a `gpu.device_classes` class) are training workloads."""
     match_labels: dict[str, str] = {}
     """Pod labels a training workload must carry, e.g. `{app.kubernetes.io/part-of: training}`."""
     image_pattern: str = ""

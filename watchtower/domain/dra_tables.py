@@ -185,13 +185,23 @@ class DraTables:
                 out.append(GpuClaim(name, cls, n, c.allocated and not templated, ids))
         return out
 
-    def missing(self, namespace: str, claims: Iterable[PodClaim]) -> str:
-        """Return the first claim (or template) a pod names that does not exist here; "" when none is."""
+    def held_by(self, namespace: str, claims: Iterable[PodClaim]) -> str:
+        """Return why the scheduler holds a pod before queueing it, from its claims; "" when nothing does.
+
+        The DynamicResources PreEnqueue check (foreachPodResourceClaim) keeps a pod out of the queue,
+        with no condition and no event, while a claim it names is missing or being deleted, or a
+        template's claim is not created yet."""
         for pc in claims:
-            if pc.claim and (namespace, pc.claim) not in self.claims:
-                return f"ResourceClaim {pc.claim}"
-            if not pc.claim and pc.template and (namespace, pc.template) not in self.templates:
-                return f"ResourceClaimTemplate {pc.template}"
+            if pc.claim:
+                c = self.claims.get((namespace, pc.claim))
+                if c is None:
+                    return f"ResourceClaim {pc.claim} does not exist"
+                if c.deleting:
+                    return f"ResourceClaim {pc.claim} is being deleted"
+            elif pc.template:
+                if (namespace, pc.template) not in self.templates:
+                    return f"ResourceClaimTemplate {pc.template} does not exist"
+                return f"the ResourceClaim from template {pc.template} is not created yet"
         return ""
 
     # ---- capacity ------------------------------------------------------------------------------------
