@@ -137,7 +137,9 @@ def _through_the_service(s: Scenario, web: httpx.Client, ns: str) -> None:
     w = wait_for("the service showing the pod waiting in the scheduler's words", waiting_for_gpus, timeout=30)
     assert (w["state"], w["team"], w["scheduling_reason"]) == ("pending", "nlp", "Unschedulable")
     assert w["message"] == CANNOT_ALLOCATE
-    assert "GPU" in w["why"], w["why"]
+    # Short of GPUs (no configuration problem): the 2 GPUs its claim asks are free on neither node.
+    assert "2 nodes lack 2 free GPUs (DRA: cannot allocate all claims)" in w["why"], w["why"]
+    assert w["dra_problem"] == "shortage"
     assert w["gpus_requested"] == 2
     assert w["gpu_claims"] == [
         {"name": "waiting-gpus", "device_class": GPU_CLASS, "count": 2, "allocated": False, "devices": []}
@@ -180,6 +182,7 @@ def _through_the_service(s: Scenario, web: httpx.Client, ns: str) -> None:
 
     after = wait_for("the service showing the pod running on its allocated GPUs", running, timeout=30)
     assert after["gpus_requested"] == 2 and after["pods_running"] == 1
+    assert after["dra_problem"] is None
     assert after["gpu_claims"] == [
         {"name": "waiting-gpus", "device_class": GPU_CLASS, "count": 2, "allocated": True, "devices": devices}
     ]
