@@ -26,10 +26,12 @@ import gc
 import random
 import statistics
 import time
+import tracemalloc
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from _dra import build_dra, load_dra
 from _kinds import Kinds, build_kinds, naive_extras, raw_kinds
 from msgspec.structs import replace
 
@@ -320,6 +322,7 @@ def main() -> None:
     ap.add_argument("--pending", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--no-kinds", action="store_true", help="pods only, as before issue 12")
+    ap.add_argument("--dra", type=int, default=20_000, help="pods asking GPUs only through DRA claims")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -334,6 +337,9 @@ def main() -> None:
     )
     state = watcher.state
     load(state, pods, nodes, kinds)
+    dra = build_dra(random.Random(13), args.dra, NOW)
+    load_dra(state, dra)
+    pods = [*pods, *dra.pods]
     policy = watcher.policy
     # As the service does after its first full list: the recent bindings are the estimates' history.
     tiers = policy.tiers
@@ -361,6 +367,12 @@ def main() -> None:
         f"({sum(1 for c in kinds.jobsets if c.owner is not None):,} a TrainJob's), "
         f"{len(kinds.controllers) - len(kinds.paddle_jobs) - len(kinds.jobsets):,} child Jobs, "
         f"{len(kinds.quotas)} ResourceQuotas"
+    )
+    dra_waiting = sum(1 for p in dra.pods if p.waiting)
+    print(
+        f"  and {len(dra.pods):,} DRA pods ({dra_waiting:,} waiting on 'cannot allocate all claims'), "
+        f"{len(dra.claims):,} ResourceClaims, {len(dra.slices):,} ResourceSlices "
+        f"({sum(state.dra.node_gpus().values()):,} GPUs)"
     )
 
     domain = median_ms(lambda: evaluator.evaluate(state, now=NOW), args.runs)
@@ -495,6 +507,17 @@ def main() -> None:
         print(f"  + gangs, jobs, heads, estimates {extras:6.1f} ms over {r} runs; together {ref:.1f} ms")
     print(f"ratio evaluator/reference {domain / ref:.3f} (pods-only reference: {domain / naive:.3f})")
     print(f"ratio Watcher/reference   {service / ref:.3f}, after churn {churn_service / ref:.3f}")
+    if args.dra:
+        # What a DRA pod and its claim keep in a state of their own (target <= 1 KB per tracked object).
+        tracemalloc.start()
+        alone = ClusterState()
+        made = build_dra(random.Random(13), args.dra, NOW)
+        load_dra(alone, made)
+        n_objects = len(made.pods) + len(made.claims)
+        del made
+        kept, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"DRA memory                {kept / n_objects:8.0f} B per tracked object (a pod or its claim)")
 
 
 if __name__ == "__main__":

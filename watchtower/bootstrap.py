@@ -48,6 +48,7 @@ def object_decoder(settings: Settings) -> KubeObjectDecoder:
         team_label=settings.teams.label,
         keep_labels=frozenset(settings.training.match_labels),
         keep_annotations=frozenset(settings.display.annotations),
+        gpu_device_classes=frozenset(settings.gpu.device_classes),
     )
 
 

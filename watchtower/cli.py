@@ -120,7 +120,12 @@ def analyze(
     policy = settings.queue_policy()
     try:
         result = run_analysis(
-            data, policy=policy, decoder=object_decoder(settings), at=chosen, now=time.time()
+            data,
+            policy=policy,
+            decoder=object_decoder(settings),
+            at=chosen,
+            now=time.time(),
+            gpu_classes=frozenset(settings.gpu.device_classes),
         )
     except DecodeError as e:
         typer.echo(f"{objects}: not a Kubernetes List in JSON: {e}", err=True)

@@ -26,6 +26,10 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "VolcanoPodGroup": "/apis/scheduling.volcano.sh/v1beta1/podgroups",
         "VolcanoQueue": "/apis/scheduling.volcano.sh/v1beta1/queues",
         "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
+        "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+        "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+        "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+        "ResourceClaim": "/apis/resource.k8s.io/v1/resourceclaims",
         "Pod": "/api/v1/pods",
         "Event": "/api/v1/events",
     }

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 
 from .api import Api, ApiError
+from .dra import ROOT as DRA_ROOT
+from .dra import resource_slice
 from .standin import StandIn
 
 RUN_SECONDS = "e2e.watchtower.dev/run-seconds"
@@ -33,7 +35,11 @@ def rfc3339(t: float) -> str:
 def node_object(
     name: str, *, gpus: int, cpu: str = "64", memory: str = "512Gi", pods: int = 110
 ) -> dict[str, Any]:
-    resources = {"cpu": cpu, "memory": memory, "pods": str(pods), "nvidia.com/gpu": str(gpus)}
+    """Return a Node; `gpus` of 0 advertises no `nvidia.com/gpu` at all (a DRA-only node's GPUs are in its
+    ResourceSlice, and NVIDIA's DRA driver replaces the device plugin rather than running beside it)."""
+    resources = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    if gpus:
+        resources["nvidia.com/gpu"] = str(gpus)
     now = rfc3339(time.time())
     return {
         "apiVersion": "v1",
@@ -69,18 +75,32 @@ class Kubelet(StandIn):
         self.api = api
         self.terminate_seconds = terminate_seconds  # default delay before a terminating pod is gone
         self.nodes: set[str] = set()
+        self.slices: dict[str, str] = {}  # node -> the ResourceSlice published for its DRA GPUs
         self.disconnects = 0
         self._terminating_seen: dict[str, float] = {}
 
-    def register(self, name: str, *, gpus: int, **kw: Any) -> dict[str, Any]:
-        node = self.api.create("/api/v1/nodes", node_object(name, gpus=gpus, **kw))
+    def register(self, name: str, *, gpus: int, dra_gpus: int = 0, **kw: Any) -> dict[str, Any]:
+        """Create the Node; with `dra_gpus`, also publish its ResourceSlice as a DRA kubelet plugin does."""
+        node: dict[str, Any] = self.api.create("/api/v1/nodes", node_object(name, gpus=gpus, **kw))
         self.nodes.add(name)
+        if dra_gpus:
+            s = self.api.create(
+                f"{DRA_ROOT}/resourceslices", resource_slice(name, node["metadata"]["uid"], gpus=dra_gpus)
+            )
+            self.slices[name] = s["metadata"]["name"]
         return node
+
+    def unregister(self, name: str) -> None:
+        # The garbage collector would remove the slice with its Node; the next scenario should not wait.
+        slice_name = self.slices.pop(name, None)
+        if slice_name:
+            self.api.delete(f"{DRA_ROOT}/resourceslices/{slice_name}")
+        self.api.delete(f"/api/v1/nodes/{name}")
+        self.nodes.discard(name)
 
     def unregister_all(self) -> None:
         for name in sorted(self.nodes):
-            self.api.delete(f"/api/v1/nodes/{name}")
-        self.nodes.clear()
+            self.unregister(name)
 
     def run_once(self) -> None:
         self.sync(time.time())

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import Api, ApiError, wait_for
+from .dra import ROOT as DRA_ROOT
 from .kubelet import RUN_SECONDS, TERMINATE_SECONDS, Kubelet
 from .workloads import (
     K8S_SCHEDULING_API,
@@ -98,8 +99,8 @@ def write_fixture(name: str, obj: Any) -> Path:
             return [scrub(v) for v in o]
         return o
 
-    FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(scrub(obj), indent=1, sort_keys=True) + "\n")
     return path
 
@@ -114,6 +115,7 @@ class Scenario:
     namespaces: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
     queues: list[str] = field(default_factory=list)  # Volcano Queues are cluster-scoped
+    device_classes: list[str] = field(default_factory=list)  # so are DRA DeviceClasses
 
     # ---- building ---------------------------------------------------------------------------------
 
@@ -128,10 +130,17 @@ class Scenario:
         )
         return name
 
-    def node(self, name: str, *, gpus: int) -> str:
-        self.kubelet.register(name, gpus=gpus)
+    def node(self, name: str, *, gpus: int, dra_gpus: int = 0) -> str:
+        """Register a fake node: `gpus` through the device plugin's nvidia.com/gpu, `dra_gpus` in a
+        ResourceSlice of NVIDIA's DRA driver."""
+        self.kubelet.register(name, gpus=gpus, dra_gpus=dra_gpus)
         self.nodes.append(name)
         return name
+
+    def device_class(self, body: dict[str, Any]) -> dict[str, Any]:
+        dc: dict[str, Any] = self.api.create(f"{DRA_ROOT}/deviceclasses", body)
+        self.device_classes.append(dc["metadata"]["name"])
+        return dc
 
     def paddlejob(
         self,
@@ -304,7 +313,9 @@ class Scenario:
                 self.api.delete(f"/api/v1/namespaces/{ns}/pods/{p['metadata']['name']}", grace=0)
         for name in self.nodes:
             with contextlib.suppress(ApiError):
-                self.api.delete(f"/api/v1/nodes/{name}")
+                self.kubelet.unregister(name)
             self.kubelet.nodes.discard(name)
         for name in self.queues:
             self.api.delete(f"/apis/{VOLCANO_API}/queues/{name}")
+        for name in self.device_classes:
+            self.api.delete(f"{DRA_ROOT}/deviceclasses/{name}")

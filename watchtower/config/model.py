@@ -71,7 +71,7 @@ class TrainingConfig(Section):
     """Which pods are training workloads: GPU requesters, optionally narrowed by labels and image."""
 
     require_gpu: bool = True
-    """Only pods requesting `nvidia.com/gpu` are training workloads."""
+    """Only pods requesting GPUs (`nvidia.com/gpu`, or DRA claims on a `gpu.device_classes` class) are training workloads."""
     match_labels: dict[str, str] = {}
     """Pod labels a training workload must carry, e.g. `{app.kubernetes.io/part-of: training}`."""
     image_pattern: str = ""
@@ -84,6 +84,21 @@ class TrainingConfig(Section):
             re.compile(v)
         except re.error as e:
             raise ValueError(f"not a regular expression: {e}") from e
+        return v
+
+
+class GpuConfig(Section):
+    """What counts as a GPU besides `nvidia.com/gpu`: DRA device classes (resource.k8s.io/v1)."""
+
+    device_classes: list[str] = Field(default_factory=lambda: ["gpu.nvidia.com"])
+    """DeviceClass names whose devices are GPUs: a ResourceClaim request for one asks GPUs, ResourceSlice devices of one are GPU capacity, ResourceQuota `<class>.deviceclass.resource.k8s.io/devices` is GPU quota. Add a MIG class (`mig.nvidia.com`) to count each MIG device as one GPU slice (it is left out by default: a GPU and its MIG partitions are published side by side, and counting both would count the same silicon twice)."""
+
+    @field_validator("device_classes")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", name):
+                raise ValueError(f"not a DeviceClass name (a DNS subdomain): {name!r}")
         return v
 
 
@@ -189,6 +204,8 @@ class Settings(Section):
     """Priority tiers and their wait thresholds, a list of mappings (the defaults are shown in the example file)."""
     training: TrainingConfig = TrainingConfig()
     """Which pods are training workloads."""
+    gpu: GpuConfig = GpuConfig()
+    """Which DRA device classes are GPUs."""
     teams: TeamsConfig = TeamsConfig()
     """How a namespace's team is found."""
     display: DisplayConfig = DisplayConfig()

@@ -43,12 +43,17 @@ class Capacity:
         return 0 < gpus_per_pod <= self.free_total and gpus_per_pod > self.largest_free
 
 
-def capacity(nodes: Mapping[str, Node], gpus_used: Mapping[str, int]) -> Capacity:
-    """Return allocatable and used GPUs per GPU node, by name; a cordoned node counts as having none free."""
+def capacity(
+    nodes: Mapping[str, Node], gpus_used: Mapping[str, int], dra_gpus: Mapping[str, int] | None = None
+) -> Capacity:
+    """Return allocatable and used GPUs per GPU node, by name; a cordoned node counts as having none free.
+
+    `dra_gpus`: the GPUs each node's ResourceSlices publish, added to its `nvidia.com/gpu` (DESIGN §3.16)."""
     used = gpus_used.get
+    dra = (dra_gpus or {}).get
     out = [
-        NodeCapacity(name, n.gpus, used(name, 0), not n.unschedulable)
+        NodeCapacity(name, n.gpus + dra(name, 0), used(name, 0), not n.unschedulable)
         for name, n in sorted(nodes.items())
-        if n.gpus > 0 or used(name, 0) > 0
+        if n.gpus > 0 or used(name, 0) > 0 or dra(name, 0) > 0
     ]
     return Capacity(tuple(out))

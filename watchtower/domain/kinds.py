@@ -67,6 +67,14 @@ VOLCANO_QUEUE = Kind(
 )
 # Read for its owner: a TrainJob's pods name only the JobSet (DESIGN §3.17).
 JOBSET = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", optional=True)
+# Dynamic Resource Allocation (DESIGN §3.16): GA at v1 since 1.34, which still serves v1beta2 of the same
+# shape (k8s.io/api resource/v1beta2). Optional: a cluster without the API serves none of them.
+DEVICE_CLASS = Kind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", True, ("v1beta2",))
+RESOURCE_CLAIM = Kind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True, ("v1beta2",))
+RESOURCE_CLAIM_TEMPLATE = Kind(
+    "ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True, ("v1beta2",)
+)
+RESOURCE_SLICE = Kind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", True, ("v1beta2",))
 POD = Kind("Pod", "", "v1", "pods")
 EVENT = Kind("Event", "", "v1", "events")
 
@@ -85,6 +93,10 @@ WATCHED: tuple[Kind, ...] = (
     VOLCANO_POD_GROUP,
     VOLCANO_QUEUE,
     JOBSET,
+    DEVICE_CLASS,
+    RESOURCE_SLICE,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_CLAIM,
     POD,
     EVENT,
 )

@@ -32,6 +32,7 @@ from .message_types import (
     preemption_note,
     read_verdict,
 )
+from .messages_dra import PROBLEM_OF, dra_reason, dra_words
 from .messages_gang import (
     UPSTREAM_GROUP_UNSCHEDULABLE,
     VOLCANO_NO_FIT,
@@ -112,7 +113,7 @@ def normalise_reason(text: str) -> str:
         return _SYNONYMS[t]
     if t.startswith(_KNOWN_PREFIXES):
         return t
-    return "other"
+    return dra_reason(t) or "other"
 
 
 def _split_pieces(body: str) -> list[ReasonCount]:
@@ -128,7 +129,8 @@ def _split_pieces(body: str) -> list[ReasonCount]:
             text = m.group(2).strip()
             out.append(ReasonCount(normalise_reason(text), int(m.group(1)), text))
         else:
-            out.append(ReasonCount("other", 0, piece.strip()))
+            # PreFilter's words carry no count (FitError adds them once for all nodes): DRA's are known.
+            out.append(ReasonCount(dra_reason(piece) or "other", 0, piece.strip()))
     return out
 
 
@@ -186,8 +188,16 @@ def parse_scheduling_message(message: object) -> SchedulingDiagnosis:
         return volcano_waits_for_gang(raw, text, truncated)
     head = _HEAD.match(text)
     if head is None:
+        # A SchedulerError is the bare error, e.g. the DRA allocator's "claim ..., request ...: ...".
+        dra = dra_reason(text)
         return SchedulingDiagnosis(
-            raw, None, (ReasonCount("other", 0, text),), PreemptionVerdict.UNKNOWN, "", truncated, False
+            raw,
+            None,
+            (ReasonCount(dra or "other", 0, text),),
+            PreemptionVerdict.UNKNOWN,
+            "",
+            truncated,
+            dra is not None,
         )
     total = int(head.group(1)) if head.group(1) is not None else None
     rest = text[head.end() :]
@@ -250,6 +260,8 @@ def explain(diag: SchedulingDiagnosis, *, gpus: int = 0, verdict: PreemptionVerd
             parts.append(f"{nodes} {'is' if one else 'are'} cordoned")
         elif r.reason == "Too many pods":
             parts.append(f"{nodes} {'is' if one else 'are'} full (pod count)")
+        elif r.reason in PROBLEM_OF:
+            parts.append(dra_words(r.reason, n, r.text, gpus=gpus))
         elif r.reason == VOLCANO_NO_FIT:
             parts.append(f"{nodes} {'lacks' if one else 'lack'} the resources it requests")
         else:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from .dra import PodClaim
 from .gangs import GroupRef
 
 # Condition reasons written by the scheduler on a preemption victim (DESIGN §3.6).
@@ -122,6 +123,10 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     status_reason: str = ""  # status.reason, e.g. Evicted, Preempting
     scheduler: str = ""  # spec.schedulerName; "" for default-scheduler, what nearly every pod names
     group: GroupRef | None = None  # the pod group it names (upstream PodGroup, Workload, Volcano)
+    claims: tuple[PodClaim, ...] = ()  # spec.resourceClaims (DRA), generated names resolved
+    # Of `gpus`, those asked through claims: the state adds them (ClusterState.upsert_pod), since they
+    # are read from the claim objects, not from the pod.
+    dra_gpus: int = 0
 
     @property
     def terminal(self) -> bool:

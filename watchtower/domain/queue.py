@@ -84,7 +84,7 @@ class QueueEvaluator:
         rest keep their facts and get their wait as of `now`.
         """
         policy = self.policy
-        cap = capacity(state.nodes, state.gpus_used)
+        cap = capacity(state.nodes, state.gpus_used, state.dra.node_gpus())
         refusals = {
             k: q
             for k, q in state.quota_refusals.items()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 
+from .dra import GpuClaim
 from .gang_wait import group_wait, job_wait
 from .gangs import SOURCE_PODS, SOURCE_QUOTA
 from .messages import PreemptionVerdict, SchedulingDiagnosis, explain
@@ -105,7 +106,8 @@ def workload_facts(
     elif diag is not None:
         why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
     elif queued:
-        why = "waiting for the scheduler to try it"
+        held = state.dra.held_by(rep.namespace, rep.claims) if rep.claims else ""
+        why = f"held before the queue (DRA): {held}" if held else "waiting for the scheduler to try it"
     else:
         why = ""
     source = SOURCE_QUOTA if state_ is WorkloadState.QUOTA_BLOCKED else SOURCE_PODS
@@ -153,6 +155,12 @@ def workload_facts(
     if state_ is WorkloadState.PARTIAL:
         why = f"gang partly placed: {len(bound)} pod(s) hold {sum(p.gpus for p in bound)} GPU(s), " + why
 
+    claims: dict[str, GpuClaim] = {}
+    for p in tracked:
+        if p.claims:
+            for gc in state.dra.gpu_claims(p.namespace, p.claims):
+                claims.setdefault(gc.name, gc)
+
     return WorkloadFacts(
         key=key,
         team=state.team_of(key.namespace),
@@ -183,6 +191,7 @@ def workload_facts(
         pods_existing=live,
         group=group,
         queue=queue,
+        gpu_claims=tuple(claims[n] for n in sorted(claims)),
         order=(
             policy.tiers.rank(tier.name),
             -priority,

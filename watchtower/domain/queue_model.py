@@ -14,6 +14,7 @@ import msgspec
 
 from .capacity import Capacity
 from .disruptions import Disruption, Preemption
+from .dra import GpuClaim
 from .messages import PreemptionVerdict, SchedulingDiagnosis
 from .model import Pod
 from .quota import QuotaRefusal
@@ -98,6 +99,7 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     pods_existing: int = 0  # of those, the pods that exist (not finished)
     group: str = ""  # the PodGroup it waits in, if any
     queue: str = ""  # the Volcano queue it waits in, if any
+    gpu_claims: tuple[GpuClaim, ...] = ()  # its pods' DRA claims that ask GPUs, by claim name
     order: tuple[int, int, float, WorkloadKey] = (0, 0, 0.0, WorkloadKey("", "", ""))  # scheduler's order
 
     def wait_at(self, now: float) -> float:

@@ -10,6 +10,9 @@ from .model import Controller, Event, Pod, PriorityClass
 from .workloads import WorkloadKey, workload_kind
 
 GPU_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
+# A ResourceQuota counts DRA devices per class as `<class>.deviceclass.resource.k8s.io/devices`
+# (kubernetes pkg/quota/v1/evaluator/core/resource_claims.go V1ResourceByDeviceClass).
+DRA_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 
 # k8s.io/apiserver resourcequota admission: "exceeded quota: %s, requested: %s, used: %s, limited: %s",
 # each list "name=qty,name=qty" sorted; wrapped by the controller as 'Error creating: pods "x" is forbidden: ...'.

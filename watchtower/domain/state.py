@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from msgspec.structs import replace as with_fields
+
 from .disruptions import (
     Disruption,
     Preemption,
@@ -18,6 +20,8 @@ from .disruptions import (
     preemption_from_pod,
     started_at,
 )
+from .dra import DeviceClass, ResourceClaim, ResourceSlice
+from .dra_tables import DraTables
 from .gang_tables import GangTables
 from .gangs import REF_PODGROUP, Gang, GangWorkload, VolcanoQueue
 from .model import Event, Namespace, Node, Pod, PriorityClass
@@ -82,6 +86,8 @@ class ClusterState(ControllerState):
     disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
     # Pod groups (upstream, Volcano), upstream Workloads, Volcano queues.
     gangs: GangTables = field(default_factory=GangTables)
+    # DRA: device classes, claims, templates, slices; the GPU classes come from `gpu.device_classes`.
+    dra: DraTables = field(default_factory=DraTables)
     # Preemptor uids named by a record before their pod (or PodGroup) was seen (the watches of events and
     # pods are separate streams) → the victims whose record waits for that preemptor's priority.
     awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
@@ -102,6 +108,8 @@ class ClusterState(ControllerState):
     def upsert_pod(self, pod: Pod) -> list[Happening]:
         """Record a pod's current object (ADDED or MODIFIED) and return what newly happened."""
         old = self.pods.get(pod.uid)
+        if pod.claims or (old is not None and old.claims):
+            pod = self._with_claims(old, pod)
         self.pods[pod.uid] = pod
         self._index(old, pod)
         out = self._happenings(old, pod)
@@ -113,6 +121,13 @@ class ClusterState(ControllerState):
         """Forget a pod; `final` is the DELETED watch object, whose conditions may show a preemption."""
         old = self.pods.pop(uid, None)
         last = final if final is not None else old
+        if old is not None and old.claims:
+            self.dra.saw_pod(uid, old.namespace, old.claims, gone=True)
+            if last is final and final is not None and final.claims:
+                # The DELETED object's GPUs as the pod held them: its record may name them.
+                last = with_fields(
+                    final, gpus=final.gpus - final.dra_gpus + old.dra_gpus, dra_gpus=old.dra_gpus
+                )
         self._index(old, None)
         if last is None:
             return []
@@ -128,6 +143,24 @@ class ClusterState(ControllerState):
                     del self.group_victims[rec.preemptor_uid]
                 self._touch_group(rec)
         return out
+
+    def _with_claims(self, old: Pod | None, pod: Pod) -> Pod:
+        """Return the pod with the GPUs its ResourceClaims ask added to `gpus`, and index its claims."""
+        if old is not None and old.claims and old.claims != pod.claims:
+            self.dra.saw_pod(old.uid, old.namespace, old.claims, gone=True)
+        if pod.claims and (old is None or old.claims != pod.claims):
+            self.dra.saw_pod(pod.uid, pod.namespace, pod.claims)
+        dra = self.dra.pod_gpus(pod.namespace, pod.claims)
+        if dra == pod.dra_gpus:
+            return pod
+        return with_fields(pod, gpus=pod.gpus - pod.dra_gpus + dra, dra_gpus=dra)
+
+    def _reread(self, uids: set[str]) -> None:
+        """Re-count the GPUs of pods whose claim, template, class or slice changed."""
+        for uid in sorted(uids):
+            pod = self.pods.get(uid)
+            if pod is not None:
+                self.upsert_pod(pod)
 
     def _index(self, old: Pod | None, new: Pod | None) -> None:
         uid = new.uid if new is not None else old.uid if old is not None else ""
@@ -379,7 +412,37 @@ class ClusterState(ControllerState):
     def delete_volcano_queue(self, name: str) -> None:
         self.gangs.delete_queue(name)
 
+    # ---- DRA ----------------------------------------------------------------------------------------
+
+    def upsert_resource_claim(self, c: ResourceClaim) -> None:
+        self._reread(self.dra.upsert_claim(c))
+
+    def delete_resource_claim(self, c: ResourceClaim) -> None:
+        self._reread(self.dra.delete_claim(c))
+
+    def upsert_claim_template(self, t: ResourceClaim) -> None:
+        self._reread(self.dra.upsert_template(t))
+
+    def delete_claim_template(self, t: ResourceClaim) -> None:
+        self._reread(self.dra.delete_template(t))
+
+    def upsert_device_class(self, c: DeviceClass) -> None:
+        self._reread(self.dra.upsert_class(c))
+
+    def delete_device_class(self, c: DeviceClass) -> None:
+        self._reread(self.dra.delete_class(c))
+
+    def upsert_resource_slice(self, s: ResourceSlice) -> None:
+        self._reread(self.dra.upsert_slice(s))
+
+    def delete_resource_slice(self, s: ResourceSlice) -> None:
+        self._reread(self.dra.delete_slice(s))
+
     # ---- queries ----------------------------------------------------------------------------------
+
+    def node_gpus(self, node: Node) -> int:
+        """Return a node's GPUs: its `nvidia.com/gpu` allocatable and the GPUs its ResourceSlices publish."""
+        return node.gpus + self.dra.node_gpus().get(node.name, 0)
 
     def team_of(self, namespace: str) -> str:
         ns = self.namespaces.get(namespace)

@@ -83,7 +83,7 @@ class _Free:
             return False
         name, use = node.name, self.st.node_use
         g, c, m, n = self._taken(name)
-        if pod.gpus > node.gpus - self.st.gpus_used.get(name, 0) - g:
+        if pod.gpus > self.st.node_gpus(node) - self.st.gpus_used.get(name, 0) - g:
             return False
         if pod.cpu_millis > node.cpu_millis - use.cpu_millis.get(name, 0) - c:
             return False
@@ -170,7 +170,9 @@ def stuck_heads(
             continue
         if nodes is None:  # a walk of the nodes, once a tick, when a head is this old
             used = st.gpus_used
-            nodes = [n for n in st.nodes.values() if not n.unschedulable and n.gpus > used.get(n.name, 0)]
+            nodes = [
+                n for n in st.nodes.values() if not n.unschedulable and st.node_gpus(n) > used.get(n.name, 0)
+            ]
         free = _Free(st, w.priority, st.by_workload.get(w.key, set()))
         waiting.sort(key=lambda p: (p.created, p.name))
         pod = waiting[0]

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from watchtower.config.model import Settings
+from watchtower.domain.dra import GPU_DEVICE_CLASS
+from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.kinds import WATCHED, kind_named
 from watchtower.domain.latency import latency_by_tier
@@ -59,14 +61,16 @@ def dump_time(state: ClusterState) -> float | None:
     return newest
 
 
-def load_dump(data: bytes, decoder: ObjectDecoder) -> tuple[ClusterState, Ingestor, dict[str, int]]:
+def load_dump(
+    data: bytes, decoder: ObjectDecoder, *, gpu_classes: frozenset[str] = frozenset({GPU_DEVICE_CLASS})
+) -> tuple[ClusterState, Ingestor, dict[str, int]]:
     """Return the state a List dump describes; malformed items are skipped and listed."""
     items, _, _ = decoder.decode_list(data)
     kind, _, _ = decoder.head(data)
     if not kind.endswith("List"):
         # A single object or some other JSON would otherwise read as an empty, healthy cluster.
         raise DecodeError(f"expected kind List (kubectl get ... -o json), got {kind or 'no kind'!r}")
-    state = ClusterState()
+    state = ClusterState(dra=DraTables(gpu_classes=gpu_classes))
     ing = Ingestor(state, decoder)
     # Applied kind by kind in the table's order (events after the pods they name), so that a dump gives
     # the same answer however kubectl ordered it.
@@ -89,14 +93,20 @@ def load_dump(data: bytes, decoder: ObjectDecoder) -> tuple[ClusterState, Ingest
 
 
 def analyze(
-    data: bytes, *, policy: QueuePolicy, decoder: ObjectDecoder, at: float | None, now: float = 0.0
+    data: bytes,
+    *,
+    policy: QueuePolicy,
+    decoder: ObjectDecoder,
+    at: float | None,
+    now: float = 0.0,
+    gpu_classes: frozenset[str] = frozenset({GPU_DEVICE_CLASS}),
 ) -> Analysis:
     """Return the queue the dump describes as of `at`; None: as of the dump's newest time (else `now`).
 
     A dump is a picture taken at some moment: read at another time, every wait is off by the difference
     (and refusals fall out of their window), hence its own time by default.
     """
-    state, ing, ignored = load_dump(data, decoder)
+    state, ing, ignored = load_dump(data, decoder, gpu_classes=gpu_classes)
     taken = dump_time(state)
     source = "option"
     if at is None:

@@ -119,6 +119,27 @@ def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
             st.gangs.queues,
             name,
         ),
+        # DRA: the GPUs pods ask through claims, and the GPUs slices publish per node.
+        kinds.DEVICE_CLASS: _Binding(
+            dec.device_class, st.upsert_device_class, st.delete_device_class, st.dra.classes, name
+        ),
+        kinds.RESOURCE_SLICE: _Binding(
+            dec.resource_slice, st.upsert_resource_slice, st.delete_resource_slice, st.dra.slices, name
+        ),
+        kinds.RESOURCE_CLAIM_TEMPLATE: _Binding(
+            dec.claim_template,
+            st.upsert_claim_template,
+            st.delete_claim_template,
+            st.dra.templates,
+            _ns_name,
+        ),
+        kinds.RESOURCE_CLAIM: _Binding(
+            dec.resource_claim,
+            st.upsert_resource_claim,
+            st.delete_resource_claim,
+            st.dra.claims,
+            _ns_name,
+        ),
         # The DELETED object is the pod's last word: its conditions may show that it was preempted.
         kinds.POD: _Binding(
             dec.pod, st.upsert_pod, lambda p: st.delete_pod(p.uid, p), st.pods, uid, decode_page=dec.pods

@@ -9,6 +9,8 @@ from watchtower.domain.disruptions import Preemption
 from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import StartEstimate, TierWaits
 from watchtower.domain.latency import Distribution, TierLatency
+from watchtower.domain.message_types import SchedulingDiagnosis
+from watchtower.domain.messages_dra import problem_of
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import StuckHead
@@ -43,6 +45,11 @@ def stuck_dict(s: StuckHead | None) -> dict[str, Any] | None:
         "likely_causes": list(s.causes),
         "why": s.why,
     }
+
+
+def _dra_problem(d: SchedulingDiagnosis | None) -> str | None:
+    p = problem_of(tuple(r.reason for r in d.reasons)) if d is not None else None
+    return p.value if p is not None else None
 
 
 def workload_dict(
@@ -96,6 +103,17 @@ def workload_dict(
         "pods_existing": w.pods_existing,
         "pod_group": w.group or None,
         "volcano_queue": w.queue or None,
+        "gpu_claims": [
+            {
+                "name": c.name,
+                "device_class": c.device_class,
+                "count": c.count,
+                "allocated": c.allocated,
+                "devices": list(c.devices),
+            }
+            for c in w.facts.gpu_claims
+        ],
+        "dra_problem": _dra_problem(d),
         "quota": (
             {
                 "name": w.quota.quota,

@@ -20,6 +20,7 @@ from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
 from watchtower.domain.churn import thrash_by_tier
+from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
@@ -105,7 +106,7 @@ class Watcher:
         self.policy = settings.queue_policy()
         self._inversion_tiers = frozenset(settings.alerting.rules.inversion_tiers)
         self._thrash_count = settings.alerting.rules.thrash_count
-        self.state = ClusterState()
+        self.state = ClusterState(dra=DraTables(gpu_classes=frozenset(settings.gpu.device_classes)))
         self.decoder = decoder
         self.ingestor = Ingestor(self.state, decoder, on_skip=self._skipped)
         self.evaluator = QueueEvaluator(self.policy)

@@ -31,6 +31,10 @@ CONTROLLERS = (
     "serviceaccount-token-controller",
     "namespace-controller",
     "clusterrole-aggregation-controller",
+    # DRA (issue 13): makes a pod's claim from its ResourceClaimTemplate (and writes the pod's
+    # status.resourceClaimStatuses), drops a finished pod from a claim's reservedFor and then deallocates it
+    # (k8s.io/kubernetes@v1.36.3 pkg/controller/resourceclaim/controller.go). The scheduler allocates.
+    "resourceclaim-controller",
 )
 # Upstream gang scheduling (issue 12), alpha and off by default in v1.36.3 (k8s.io/kubernetes@v1.36.3
 # pkg/features/kube_features.go): GenericWorkload serves Workload/PodGroup and keeps a pod's

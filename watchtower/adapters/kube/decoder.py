@@ -16,6 +16,7 @@ from typing import Any, TypeVar, overload
 import msgspec
 from msgspec.structs import astuple
 
+from watchtower.domain.dra import GPU_DEVICE_CLASS, DeviceClass, ResourceClaim, ResourceSlice
 from watchtower.domain.gangs import (
     REF_PODGROUP,
     REF_VOLCANO,
@@ -39,11 +40,11 @@ from watchtower.domain.model import (
     ResourceQuota,
 )
 from watchtower.domain.node_use import DEFAULT_SCHEDULER
-from watchtower.domain.quota import GPU_QUOTA_RESOURCE
+from watchtower.domain.quota import DRA_QUOTA_SUFFIX, GPU_QUOTA_RESOURCE
 from watchtower.domain.workloads import TEMPLATE_HASH_LABEL, WORKLOAD_LABELS
 from watchtower.ports import DecodeError as DecodeError  # re-exported: callers catch it from here
 
-from . import groups, wire
+from . import dra, groups, wire
 from .quantities import GPU, ceil_int, parse_quantity, pod_sums, sums_key
 from .wire import Qty, pod_types
 
@@ -129,6 +130,8 @@ class ObjectDecoder:
     keep_labels: frozenset[str] = field(default_factory=frozenset)
     keep_annotations: frozenset[str] = field(default_factory=frozenset)
     annotation_limit: int = 2048  # a display note, not a payload: longer values are cut
+    # DRA device classes that are GPUs: their `<class>.deviceclass.resource.k8s.io/devices` quota is GPUs.
+    gpu_device_classes: frozenset[str] = frozenset({GPU_DEVICE_CLASS})
 
     def __post_init__(self) -> None:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
@@ -157,6 +160,10 @@ class ObjectDecoder:
         self._dec_volcano_queue = msgspec.json.Decoder(wire.VolcanoQueue)
 
         self._dec_jobset = msgspec.json.Decoder(wire.JobSet)
+        self._dec_device_class = msgspec.json.Decoder(wire.DeviceClass)
+        self._dec_claim = msgspec.json.Decoder(wire.ResourceClaim)
+        self._dec_claim_template = msgspec.json.Decoder(wire.ResourceClaimTemplate)
+        self._dec_slice = msgspec.json.Decoder(wire.ResourceSlice)
         self._dec_head = msgspec.json.Decoder(wire.Head)
         self._dec_list = msgspec.json.Decoder(wire.List)
         self._dec_pod_page: msgspec.json.Decoder[wire.PodPage] = msgspec.json.Decoder(page_type)
@@ -390,6 +397,8 @@ class ObjectDecoder:
             group = self._group(REF_WORKLOAD, wr.name, wr.podGroup or "")
         elif volcano_group:
             group = self._group(REF_VOLCANO, volcano_group, "")
+        rc = spec.resourceClaims
+        claims = dra.pod_claims(rc, st.resourceClaimStatuses) if rc else ()
         # Positional, in Pod's field order: keywords cost more than the rest of building the record.
         return Pod(
             meta.uid or "",
@@ -418,6 +427,7 @@ class ObjectDecoder:
             reason,
             scheduler,
             group,
+            claims,
         )
 
     def _group(self, source: str, name: str, part: str) -> GroupRef:
@@ -488,10 +498,12 @@ class ObjectDecoder:
             st = q.status or wire.QuotaStatus()
             hard = st.hard if st.hard is not None else (q.spec.hard if q.spec else None)
 
+            keys = (GPU_QUOTA_RESOURCE, *(c + DRA_QUOTA_SUFFIX for c in sorted(self.gpu_device_classes)))
+
             def gpu(d: dict[str, Qty] | None) -> int | None:
-                if not d or GPU_QUOTA_RESOURCE not in d:
-                    return None
-                return ceil_int(parse_quantity(d[GPU_QUOTA_RESOURCE]))
+                # nvidia.com/gpu requests and DRA devices of GPU classes are both GPUs (DESIGN §3.16).
+                found = [ceil_int(parse_quantity(d[k])) for k in keys if k in d] if d else []
+                return sum(found) if found else None
 
             return ResourceQuota(meta.namespace or "", meta.name or "", gpu(hard), gpu(st.used))
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError) as e:
@@ -579,6 +591,22 @@ class ObjectDecoder:
     def volcano_queue(self, raw: bytes | msgspec.Raw) -> VolcanoQueue:
         """Return a Volcano Queue."""
         return _reading("VolcanoQueue", lambda: groups.volcano_queue(self._dec_volcano_queue.decode(raw)))
+
+    # Dynamic Resource Allocation (dra.py reads them)
+
+    def device_class(self, raw: bytes | msgspec.Raw) -> DeviceClass:
+        return _reading("DeviceClass", lambda: dra.device_class(self._dec_device_class.decode(raw)))
+
+    def resource_claim(self, raw: bytes | msgspec.Raw) -> ResourceClaim:
+        return _reading("ResourceClaim", lambda: dra.resource_claim(self._dec_claim.decode(raw)))
+
+    def claim_template(self, raw: bytes | msgspec.Raw) -> ResourceClaim:
+        return _reading(
+            "ResourceClaimTemplate", lambda: dra.claim_template(self._dec_claim_template.decode(raw))
+        )
+
+    def resource_slice(self, raw: bytes | msgspec.Raw) -> ResourceSlice:
+        return _reading("ResourceSlice", lambda: dra.resource_slice(self._dec_slice.decode(raw)))
 
     def type_of(self, raw: bytes | msgspec.Raw) -> tuple[str, str]:
         """Return an object's (kind, apiVersion); raise DecodeError."""

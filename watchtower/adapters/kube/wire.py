@@ -61,6 +61,19 @@ class SchedulingGroup(msgspec.Struct, gc=False):
     podGroupName: str | None = None
 
 
+class PodResourceClaim(msgspec.Struct, gc=False):
+    """core/v1 PodResourceClaim: a claim by name, or a template the claim is generated from."""
+
+    name: str = ""
+    resourceClaimName: str | None = None
+    resourceClaimTemplateName: str | None = None
+
+
+class PodResourceClaimStatus(msgspec.Struct, gc=False):
+    name: str = ""
+    resourceClaimName: str | None = None
+
+
 class PodSpec(msgspec.Struct, gc=False):
     nodeName: str | None = None
     priority: int | None = None
@@ -73,6 +86,7 @@ class PodSpec(msgspec.Struct, gc=False):
     overhead: msgspec.Raw = NO_RAW
     workloadRef: WorkloadRef | None = None
     schedulingGroup: SchedulingGroup | None = None
+    resourceClaims: list[PodResourceClaim] | None = None
 
 
 class Cond(msgspec.Struct, gc=False):
@@ -103,6 +117,7 @@ class PodStatus(msgspec.Struct, gc=False):
     nominatedNodeName: str | None = None
     conditions: list[Cond] | None = None
     containerStatuses: list[CStatus] | None = None
+    resourceClaimStatuses: list[PodResourceClaimStatus] | None = None
 
 
 class PodMeta(Meta, gc=False):
@@ -313,6 +328,110 @@ class VolcanoQueue(msgspec.Struct, gc=False):
     metadata: Meta | None = None
     spec: QueueSpec | None = None
     status: QueueStatus | None = None
+
+
+# ---- Dynamic Resource Allocation (resource.k8s.io v1 and v1beta2, k8s.io/api resource/v1/types.go) ----
+
+
+class CelSelector(msgspec.Struct, gc=False):
+    expression: str = ""
+
+
+class DeviceSelector(msgspec.Struct, gc=False):
+    cel: CelSelector | None = None
+
+
+class DeviceClassSpec(msgspec.Struct, gc=False):
+    selectors: list[DeviceSelector] | None = None
+
+
+class DeviceClass(msgspec.Struct, gc=False):
+    metadata: Meta | None = None
+    spec: DeviceClassSpec | None = None
+
+
+class ExactDeviceRequest(msgspec.Struct, gc=False):
+    """ExactDeviceRequest, and a firstAvailable DeviceSubRequest (which adds its own name)."""
+
+    name: str = ""
+    deviceClassName: str = ""
+    allocationMode: str | None = None  # ExactCount (default) or All
+    count: int | None = None
+
+
+class DeviceRequest(msgspec.Struct, gc=False):
+    name: str = ""
+    exactly: ExactDeviceRequest | None = None
+    firstAvailable: list[ExactDeviceRequest] | None = None
+
+
+class DeviceClaim(msgspec.Struct, gc=False):
+    requests: list[DeviceRequest] | None = None
+
+
+class ResourceClaimSpec(msgspec.Struct, gc=False):
+    devices: DeviceClaim | None = None
+
+
+class AllocationResultItem(msgspec.Struct, gc=False):
+    request: str = ""
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+
+
+class DeviceAllocation(msgspec.Struct, gc=False):
+    results: list[AllocationResultItem] | None = None
+
+
+class Allocation(msgspec.Struct, gc=False):
+    devices: DeviceAllocation | None = None
+
+
+class ResourceClaimStatus(msgspec.Struct, gc=False):
+    allocation: Allocation | None = None
+
+
+class ResourceClaim(msgspec.Struct, gc=False):
+    metadata: Meta | None = None
+    spec: ResourceClaimSpec | None = None
+    status: ResourceClaimStatus | None = None
+
+
+class ClaimTemplateSpec(msgspec.Struct, gc=False):
+    spec: ResourceClaimSpec | None = None
+
+
+class ResourceClaimTemplate(msgspec.Struct, gc=False):
+    metadata: Meta | None = None
+    spec: ClaimTemplateSpec | None = None
+
+
+class DeviceAttribute(msgspec.Struct, gc=False):
+    # Only string attributes are read (a class's selectors compare them); int, bool, version skipped.
+    string: str | None = None
+
+
+class SliceDevice(msgspec.Struct, gc=False):
+    name: str = ""
+    attributes: dict[str, DeviceAttribute] | None = None
+
+
+class ResourcePool(msgspec.Struct, gc=False):
+    name: str = ""
+    generation: int | None = None
+
+
+class ResourceSliceSpec(msgspec.Struct, gc=False):
+    driver: str = ""
+    pool: ResourcePool | None = None
+    nodeName: str | None = None
+    devices: list[SliceDevice] | None = None
+
+
+class ResourceSlice(msgspec.Struct, gc=False):
+    metadata: Meta | None = None
+    spec: ResourceSliceSpec | None = None
 
 
 class JobTemplate(msgspec.Struct, gc=False):

@@ -38,8 +38,11 @@ from watchtower.ports import ListSink, ObjectSink
 __all__ = ["DEFAULT_START", "GPU_KEY", "KINDS", "QUOTA_NAME", "SimPod", "SimulatedCluster"]
 
 KINDS = tuple(k.name for k in WATCHED)
-# Served (installed CRDs with no objects yet), but the simulator makes none of these kinds.
-UNSIMULATED: frozenset[str] = frozenset()
+# Served (installed CRDs with no objects yet), but the simulator makes none of these kinds: its GPUs are
+# `nvidia.com/gpu` (DRA is read from real objects in tests/fixtures/real/dra and the e2e control plane).
+UNSIMULATED: frozenset[str] = frozenset(
+    {"DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim"}
+)
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 MAX_SUBSTEP = 10.0  # simulated seconds per internal tick: coarse steps are cut into these
 

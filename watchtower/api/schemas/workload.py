@@ -23,6 +23,22 @@ class Reason(Body):
     """the scheduler's words verbatim"""
 
 
+class GpuClaim(Body):
+    """One DRA ResourceClaim of its pods that asks GPUs (a device class listed in `gpu.device_classes`)."""
+
+    name: str
+    """the ResourceClaim (the generated one for a template's), or the pod's claim entry while not made yet"""
+    device_class: str
+    """the GPU DeviceClass its request names (`gpu.nvidia.com`)"""
+    count: int
+    """GPUs it asks: `exactly.count` (1 if unset); `allocationMode: All` before allocation: the most one node's
+    slices offer; `firstAvailable`: the first subrequest; once allocated: the devices allocated"""
+    allocated: bool
+    """`status.allocation` is set"""
+    devices: list[str]
+    """the allocated GPU devices, `driver/pool/device`"""
+
+
 class WorkloadQuota(Body):
     """The ResourceQuota refusing the controller's pod creation (its `FailedCreate ... exceeded quota` event)."""
 
@@ -178,3 +194,10 @@ class Workload(Body):
     """the Volcano Queue its group waits in"""
     quota: WorkloadQuota | None
     """for `quota_blocked`: the refusing quota"""
+    gpu_claims: list[GpuClaim]
+    """its pods' DRA claims that ask GPUs (empty when it asks `nvidia.com/gpu` only); their GPUs are in
+    `gpus_requested`, `gpus_per_pod` and `gpus_held`"""
+    dra_problem: Literal["shortage", "config", "pending"] | None
+    """what the scheduler's DynamicResources words say: `shortage` (no free devices for its claims:
+    `cannot allocate all claims`, claim allocated elsewhere or in use), `config` (a claim, template or device
+    class is missing or wrong; no capacity will help), `pending` (an allocation is under way); null otherwise"""

@@ -1,0 +1,116 @@
+"""DRA objects, wire → domain: DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice, and a
+pod's claims.
+
+Field names are upstream's (k8s.io/api resource/v1/types.go, the same in v1beta2; core/v1
+PodResourceClaim, PodResourceClaimStatus). Each raises DecodeError for an object the domain cannot use.
+"""
+
+from __future__ import annotations
+
+from watchtower.domain.dra import (
+    ALL,
+    AllocatedDevice,
+    DeviceClass,
+    DeviceRequest,
+    PodClaim,
+    ResourceClaim,
+    ResourceSlice,
+    SliceDevice,
+    class_from_selectors,
+)
+from watchtower.ports import DecodeError
+
+from . import wire
+
+ALLOCATION_ALL = "All"  # resource/v1 DeviceAllocationModeAll; ExactCount is the default
+
+
+def _meta(meta: wire.Meta | None, kind: str, *, namespaced: bool = True) -> wire.Meta:
+    if meta is None or not meta.name:
+        raise DecodeError(f"{kind} without a name", kind=kind, uid=(meta.uid or "") if meta else "")
+    if namespaced and not meta.namespace:
+        raise DecodeError(f"{kind} {meta.name!r} without a namespace", kind=kind, uid=meta.uid or "")
+    return meta
+
+
+def _one(r: wire.ExactDeviceRequest, name: str, kind: str, owner: str) -> DeviceRequest:
+    if r.allocationMode == ALLOCATION_ALL:
+        return DeviceRequest(name, r.deviceClassName, ALL)
+    count = 1 if r.count is None else r.count  # "If ... not specified, the default is one."
+    if count < 0:
+        raise DecodeError(f"{kind} {owner!r}: request {name!r} counts {count} devices", kind=kind, name=owner)
+    return DeviceRequest(name, r.deviceClassName, count)
+
+
+def _requests(spec: wire.ResourceClaimSpec | None, kind: str, owner: str) -> tuple[DeviceRequest, ...]:
+    devices = spec.devices if spec is not None else None
+    out: list[DeviceRequest] = []
+    for r in (devices.requests if devices is not None else None) or ():
+        if r.exactly is not None:
+            out.append(_one(r.exactly, r.name, kind, owner))
+        elif r.firstAvailable:
+            subs = tuple(_one(s, s.name, kind, owner) for s in r.firstAvailable)
+            out.append(DeviceRequest(r.name, subs[0].device_class, subs[0].count, subs))
+    return tuple(out)
+
+
+def resource_claim(c: wire.ResourceClaim) -> ResourceClaim:
+    m = _meta(c.metadata, "ResourceClaim")
+    name = m.name or ""
+    alloc = c.status.allocation if c.status is not None else None
+    results = (alloc.devices.results if alloc is not None and alloc.devices is not None else None) or ()
+    return ResourceClaim(
+        m.namespace or "",
+        name,
+        m.uid or "",
+        _requests(c.spec, "ResourceClaim", name),
+        alloc is not None,
+        tuple(AllocatedDevice(r.request, r.driver, r.pool, r.device) for r in results),
+        bool(m.deletionTimestamp),
+    )
+
+
+def claim_template(t: wire.ResourceClaimTemplate) -> ResourceClaim:
+    m = _meta(t.metadata, "ResourceClaimTemplate")
+    name = m.name or ""
+    spec = t.spec.spec if t.spec is not None else None
+    return ResourceClaim(m.namespace or "", name, m.uid or "", _requests(spec, "ResourceClaimTemplate", name))
+
+
+def device_class(c: wire.DeviceClass) -> DeviceClass:
+    m = _meta(c.metadata, "DeviceClass", namespaced=False)
+    exprs = [s.cel.expression for s in (c.spec.selectors if c.spec else None) or () if s.cel is not None]
+    return class_from_selectors(m.name or "", exprs)
+
+
+def resource_slice(s: wire.ResourceSlice) -> ResourceSlice:
+    m = _meta(s.metadata, "ResourceSlice", namespaced=False)
+    spec = s.spec or wire.ResourceSliceSpec()
+    if not spec.driver:
+        raise DecodeError(
+            f"ResourceSlice {m.name!r} without a driver", kind="ResourceSlice", name=m.name or ""
+        )
+    pool = spec.pool or wire.ResourcePool()
+    devices = []
+    for d in spec.devices or ():
+        # An unqualified attribute is in the driver's own domain (resource/v1 QualifiedName).
+        attrs = tuple(
+            (k if "/" in k else f"{spec.driver}/{k}", a.string)
+            for k, a in sorted((d.attributes or {}).items())
+            if a.string is not None
+        )
+        devices.append(SliceDevice(d.name, attrs))
+    return ResourceSlice(
+        m.name or "", spec.driver, pool.name, pool.generation or 0, spec.nodeName or "", tuple(devices)
+    )
+
+
+def pod_claims(
+    spec: list[wire.PodResourceClaim], st: list[wire.PodResourceClaimStatus] | None
+) -> tuple[PodClaim, ...]:
+    """Return a pod's claims, a template's claim named by the status once the controller made it."""
+    made = {s.name: s.resourceClaimName or "" for s in st or ()}
+    return tuple(
+        PodClaim(pc.name, pc.resourceClaimName or made.get(pc.name, ""), pc.resourceClaimTemplateName or "")
+        for pc in spec
+    )

@@ -1,0 +1,234 @@
+"""The DRA objects a `ClusterState` holds, the GPUs each pod asks through them, and GPU capacity per node.
+
+Kept apart from state.py, which is about pods: an upsert here returns the uids of the pods whose GPU
+count may have changed (the pods that name the claim or the template), and the state re-reads them.
+Pods, claims and slices arrive on separate watches in any order; a pod whose claim is not seen yet
+counts its template's requests, or none, until the claim arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .dra import (
+    ALL,
+    GPU_DEVICE_CLASS,
+    DeviceClass,
+    DeviceRequest,
+    GpuClaim,
+    PodClaim,
+    ResourceClaim,
+    ResourceSlice,
+    matches,
+)
+
+NsName = tuple[str, str]
+
+
+@dataclass(slots=True)
+class DraTables:
+    gpu_classes: frozenset[str] = frozenset({GPU_DEVICE_CLASS})
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    claims: dict[NsName, ResourceClaim] = field(default_factory=dict)
+    templates: dict[NsName, ResourceClaim] = field(default_factory=dict)
+    slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    # Which pods name a claim or a template, so that a change re-reads only them.
+    claim_users: dict[NsName, set[str]] = field(default_factory=dict)
+    template_users: dict[NsName, set[str]] = field(default_factory=dict)
+    # GPU-class devices per node and class, recomputed only after a slice or class changed.
+    _per_node: dict[str, dict[str, int]] | None = None
+    _node_gpus: dict[str, int] | None = None
+
+    # ---- which pods name what ---------------------------------------------------------------------
+
+    def saw_pod(self, uid: str, namespace: str, claims: tuple[PodClaim, ...], *, gone: bool = False) -> None:
+        """Index (or, `gone`, forget) a pod under the claims and templates it names."""
+        for pc in claims:
+            for table, name in ((self.claim_users, pc.claim), (self.template_users, pc.template)):
+                if not name:
+                    continue
+                key = (namespace, name)
+                if gone:
+                    users = table.get(key)
+                    if users is not None:
+                        users.discard(uid)
+                        if not users:
+                            del table[key]
+                else:
+                    table.setdefault(key, set()).add(uid)
+
+    # ---- upserts: each returns the pods to re-read ----------------------------------------------------
+
+    def upsert_claim(self, c: ResourceClaim) -> set[str]:
+        key = (c.namespace, c.name)
+        if self.claims.get(key) == c:
+            return set()
+        self.claims[key] = c
+        return set(self.claim_users.get(key, ()))
+
+    def delete_claim(self, c: ResourceClaim) -> set[str]:
+        key = (c.namespace, c.name)
+        if self.claims.pop(key, None) is None:
+            return set()
+        return set(self.claim_users.get(key, ()))
+
+    def upsert_template(self, t: ResourceClaim) -> set[str]:
+        key = (t.namespace, t.name)
+        if self.templates.get(key) == t:
+            return set()
+        self.templates[key] = t
+        return set(self.template_users.get(key, ()))
+
+    def delete_template(self, t: ResourceClaim) -> set[str]:
+        key = (t.namespace, t.name)
+        if self.templates.pop(key, None) is None:
+            return set()
+        return set(self.template_users.get(key, ()))
+
+    def upsert_class(self, c: DeviceClass) -> set[str]:
+        if self.classes.get(c.name) == c:
+            return set()
+        self.classes[c.name] = c
+        self._per_node = self._node_gpus = None
+        return self._all_count_users() if c.name in self.gpu_classes else set()
+
+    def delete_class(self, c: DeviceClass) -> set[str]:
+        if self.classes.pop(c.name, None) is None:
+            return set()
+        self._per_node = self._node_gpus = None
+        return self._all_count_users() if c.name in self.gpu_classes else set()
+
+    def upsert_slice(self, s: ResourceSlice) -> set[str]:
+        if self.slices.get(s.name) == s:
+            return set()
+        self.slices[s.name] = s
+        self._per_node = self._node_gpus = None
+        return self._all_count_users()
+
+    def delete_slice(self, s: ResourceSlice) -> set[str]:
+        if self.slices.pop(s.name, None) is None:
+            return set()
+        self._per_node = self._node_gpus = None
+        return self._all_count_users()
+
+    def _all_count_users(self) -> set[str]:
+        """Return the pods whose unallocated claims ask `All` devices: their count follows the slices."""
+        out: set[str] = set()
+        for table, users in ((self.claims, self.claim_users), (self.templates, self.template_users)):
+            for key, uids in users.items():
+                c = table.get(key)
+                if c is not None and not c.allocated and any(r.first.count == ALL for r in c.requests):
+                    out |= uids
+        return out
+
+    # ---- what a pod asks ----------------------------------------------------------------------------
+
+    def _claim_of(self, namespace: str, pc: PodClaim) -> tuple[ResourceClaim | None, bool]:
+        """Return the claim a pod names, else the template its claim will be made from (True)."""
+        if pc.claim:
+            c = self.claims.get((namespace, pc.claim))
+            if c is not None:
+                return c, False
+        return (self.templates.get((namespace, pc.template)) if pc.template else None), True
+
+    def _count(self, r: DeviceRequest) -> int:
+        if r.device_class not in self.gpu_classes:
+            return 0
+        if r.count != ALL:
+            return max(0, r.count)
+        per_node = self.per_node()
+        return max((n.get(r.device_class, 0) for n in per_node.values()), default=0)
+
+    def claim_gpus(self, c: ResourceClaim) -> tuple[int, tuple[str, ...], str]:
+        """Return a claim's GPUs, its allocated GPU devices and the GPU class it names ("" for none)."""
+        if c.allocated:
+            by_name = {r.name: r for r in c.requests}
+            ids: list[str] = []
+            cls = ""
+            for d in c.devices:
+                head = d.request.partition("/")[0]
+                r = by_name.get(head)
+                chosen = r.chosen(d.request) if r is not None else None
+                if chosen is not None and chosen.device_class in self.gpu_classes:
+                    ids.append(d.id)
+                    cls = cls or chosen.device_class
+            return len(ids), tuple(ids), cls
+        n, cls = 0, ""
+        for r in c.requests:
+            first = r.first
+            k = self._count(first)
+            if k:
+                n += k
+                cls = cls or first.device_class
+        return n, (), cls
+
+    def pod_gpus(self, namespace: str, claims: Iterable[PodClaim]) -> int:
+        """Return the GPUs a pod asks through its claims (0 for a claim or template not seen yet)."""
+        total = 0
+        for pc in claims:
+            c = self._claim_of(namespace, pc)[0]
+            if c is not None:
+                total += self.claim_gpus(c)[0]
+        return total
+
+    def gpu_claims(self, namespace: str, claims: Iterable[PodClaim]) -> list[GpuClaim]:
+        """Return the pod's claims that ask GPUs, as the JSON lists them."""
+        out: list[GpuClaim] = []
+        for pc in claims:
+            c, templated = self._claim_of(namespace, pc)
+            if c is None:
+                continue
+            n, ids, cls = self.claim_gpus(c)
+            if n or cls:
+                name = (pc.claim or pc.name) if templated else c.name
+                out.append(GpuClaim(name, cls, n, c.allocated and not templated, ids))
+        return out
+
+    def held_by(self, namespace: str, claims: Iterable[PodClaim]) -> str:
+        """Return why the scheduler holds a pod before queueing it, from its claims; "" when nothing does.
+
+        The DynamicResources PreEnqueue check (foreachPodResourceClaim) keeps a pod out of the queue,
+        with no condition and no event, while a claim it names is missing or being deleted, or a
+        template's claim is not created yet."""
+        for pc in claims:
+            if pc.claim:
+                c = self.claims.get((namespace, pc.claim))
+                if c is None:
+                    return f"ResourceClaim {pc.claim} does not exist"
+                if c.deleting:
+                    return f"ResourceClaim {pc.claim} is being deleted"
+            elif pc.template:
+                if (namespace, pc.template) not in self.templates:
+                    return f"ResourceClaimTemplate {pc.template} does not exist"
+                return f"the ResourceClaim from template {pc.template} is not created yet"
+        return ""
+
+    # ---- capacity ------------------------------------------------------------------------------------
+
+    def per_node(self) -> dict[str, dict[str, int]]:
+        """Return GPU-class devices per node and class, from the newest generation of each pool."""
+        if self._per_node is not None:
+            return self._per_node
+        newest: dict[tuple[str, str], int] = {}
+        for s in self.slices.values():
+            k = (s.driver, s.pool)
+            newest[k] = max(newest.get(k, s.generation), s.generation)
+        out: dict[str, dict[str, int]] = {}
+        for s in self.slices.values():
+            if not s.node or s.generation < newest[(s.driver, s.pool)]:
+                continue
+            for cls_name in self.gpu_classes:
+                cls = self.classes.get(cls_name)
+                n = sum(1 for d in s.devices if matches(cls, cls_name, s.driver, d))
+                if n:
+                    there = out.setdefault(s.node, {})
+                    there[cls_name] = there.get(cls_name, 0) + n
+        self._per_node = out
+        return out
+
+    def node_gpus(self) -> dict[str, int]:
+        """Return the GPUs ResourceSlices publish per node, every GPU class together."""
+        if self._node_gpus is None:
+            self._node_gpus = {node: sum(by.values()) for node, by in self.per_node().items()}
+        return self._node_gpus
