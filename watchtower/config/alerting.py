@@ -12,7 +12,7 @@ from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_w
 from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
-from watchtower.domain.alerts.routing import Route
+from watchtower.domain.alerts.routing import Route, route_key
 from watchtower.domain.alerts.rules import ALERTNAMES, RULES
 
 from .consistency import alerting_problems, raise_problems
@@ -128,10 +128,12 @@ class RouteConfig(Section):
 
     def build(self, parent: Route | None = None, path: str = "0") -> Route:
         receiver = self.receiver or (parent.receiver if parent else "")
+        matchers = _matchers(self.matchers)
         node = Route(
             path=path,
             receiver=receiver,
-            matchers=_matchers(self.matchers),
+            matchers=matchers,
+            key=route_key(parent.key if parent else None, matchers),
             group_by=tuple(self.group_by)
             if self.group_by is not None
             else (parent.group_by if parent else ()),
