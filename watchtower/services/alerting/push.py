@@ -52,10 +52,11 @@ class AlertmanagerPusher:
     async def push(self, now: float) -> int:
         """Hand the alerts due at `now` to the outbox, for every replica; return how many alerts."""
         alerts = list(self.evaluator.alerts.values())
-        todo = due(alerts, self.sent, now=now, policy=self.policy)
+        # Choosing, building and storing a storm's 10,000 alerts runs off the loop; `sent` is only read
+        # there and written back here.
+        todo = await asyncio.to_thread(self._push, alerts, dict(self.sent), now)
         if todo:
-            stored = await asyncio.to_thread(self._enqueue, todo, now)
-            if stored and self.on_enqueued is not None:
+            if self.on_enqueued is not None:
                 self.on_enqueued()
             for a in todo:
                 self.sent[a.fingerprint] = now
@@ -63,6 +64,12 @@ class AlertmanagerPusher:
             live = {a.fingerprint for a in alerts}
             self.sent = {fp: t for fp, t in self.sent.items() if fp in live}
         return len(todo)
+
+    def _push(self, alerts: list[TrackedAlert], sent: dict[str, float], now: float) -> list[TrackedAlert]:
+        todo = due(alerts, sent, now=now, policy=self.policy)
+        if todo:
+            self._enqueue(todo, now)
+        return todo
 
     def _enqueue(self, todo: list[TrackedAlert], now: float) -> int:
         docs = [postable(a, policy=self.policy, external_url=self.external_url) for a in todo]
