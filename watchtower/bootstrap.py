@@ -279,6 +279,8 @@ async def serve(
             metrics=alerting.metrics,
         )
         alerting.notifier.on_enqueued = worker.wake.set
+        if alerting.pusher is not None:
+            alerting.pusher.on_enqueued = worker.wake.set
         spawn(alerting.notifier.run(container.clock), "alert grouping")
         spawn(worker.run(), "notification delivery")
         routers.append(build_router(alerting.admin, require_token=deps.require_token, clock=container.clock))

@@ -169,3 +169,24 @@ def test_a_transaction_that_fails_half_way_leaves_nothing_behind_and_the_store_u
     assert _keys(store) == before and store.nflog(OPS, "g") is None
     assert store.prune(NOW, **RETENTION).outbox == 2  # a new transaction begins: none was left open
     store.close()
+
+
+def test_an_alert_stored_under_the_old_fingerprint_is_keyed_again_and_stays_one_alert(tmp_path):
+    """Before the fingerprint became Alertmanager's, alerts were stored under a SHA-256 prefix: after the
+    upgrade the same labels must load as the same alert, once, under the new key."""
+    from dataclasses import replace
+
+    from watchtower.domain.alerts.model import AlertState, TrackedAlert, fingerprint
+
+    labels = {"alertname": "WorkloadWaitWarning", "namespace": "team-a"}
+    new = TrackedAlert(fingerprint(labels), labels, {}, AlertState.FIRING, 1.0, 2.0, fired_at=1.5)
+    old = replace(new, fingerprint="de19324505dd0150")  # what the earlier version stored for these labels
+    store = SQLiteAlertStore(tmp_path / "a.db")
+    store.save_alerts([old])
+    assert store.load_alerts() == [new]
+    store.close()
+    again = SQLiteAlertStore(tmp_path / "a.db")
+    assert again.load_alerts() == [new]  # re-keyed in the file, not only in memory
+    again.save_alerts([], delete=[new.fingerprint])
+    assert again.load_alerts() == []  # no row left behind under the old key
+    again.close()

@@ -176,6 +176,7 @@ class Receiver:
                             "id": mid,
                             "verified": expected in sigs,
                             "body": json.loads(body),
+                            "raw": body,
                             "at": dt.datetime.now(dt.UTC).timestamp(),
                         }
                     )

@@ -1,5 +1,6 @@
-"""The generated Alertmanager configuration with the real amtool (Debian prometheus-alertmanager 0.25): it
-loads, and Alertmanager routes an alert to the receiver Watchtower's own router picks for the same tree."""
+"""The generated Alertmanager configuration with the real amtool, Debian's (prometheus-alertmanager 0.25) and
+0.35 built from its Go module (users run both): it loads, and Alertmanager routes an alert to the receiver
+Watchtower's own router picks for the same tree."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ from alerts.alertmanager import SecretInlineError, alertmanager_config
 from watchtower.config import settings_from_mapping
 
 ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(params=["debian", "current"])
+def amtool(request) -> str:
+    """Each test runs with both amtools; either missing fails (system-deps.sh, build-alertmanager.sh)."""
+    from tests.alerting.alertmanager import binaries
+
+    return binaries(request.param)[1]
 
 
 def _routing(secret: Path) -> dict:

@@ -1,4 +1,5 @@
-"""The senders of every integration the alerting configuration names: SMTP and webhook, one each."""
+"""The senders of every integration the alerting configuration names: SMTP and webhook, one each, and one
+per Alertmanager that alerts are pushed to."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import httpx
 from watchtower.config.alerting import AlertingConfig, EmailConfig, WebhookConfig
 from watchtower.ports import Sender
 
+from .alertmanager_push import AlertmanagerSender
 from .email import EmailSender
 from .webhook import WebhookSender
 
@@ -24,6 +26,12 @@ def build_senders(
     for r in cfg.receivers:
         for integration, c in r.channels():
             out[str(integration)] = _sender(c, http=http, tls_context=tls_context)
+    p = cfg.push
+    for target, url in cfg.push_targets().items():
+        # A message older than two resends has been restated by a later one.
+        out[target] = AlertmanagerSender(
+            url=url, client=http, stale_after=2 * p.resend_interval, timeout=p.timeout
+        )
     return out
 
 

@@ -12,13 +12,14 @@ import functools
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
 from watchtower.domain.alerts.matchers import Matcher
-from watchtower.domain.alerts.model import AlertState, TrackedAlert
+from watchtower.domain.alerts.model import AlertState, TrackedAlert, fingerprint
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, OutboxStatus, PruneResult
 from watchtower.domain.alerts.silences import Silence
@@ -107,7 +108,21 @@ class SQLiteAlertStore:
 
     @_locked
     def load_alerts(self) -> list[TrackedAlert]:
-        return [_alert(orjson.loads(b)) for (b,) in self.db.execute("SELECT body FROM alerts")]
+        out = [_alert(orjson.loads(b)) for (b,) in self.db.execute("SELECT body FROM alerts")]
+        # Rows written before the fingerprint became Alertmanager's (FNV-1a of the labels) are keyed
+        # again, so an alert firing across the upgrade stays one alert.
+        stale = [a for a in out if a.fingerprint != fingerprint(a.labels)]
+        if not stale:
+            return out
+        fresh = [replace(a, fingerprint=fingerprint(a.labels)) for a in stale]
+        with self._tx() as db:
+            db.executemany("DELETE FROM alerts WHERE fingerprint = ?", ((a.fingerprint,) for a in stale))
+            db.executemany(
+                "INSERT OR REPLACE INTO alerts (fingerprint, body) VALUES (?, ?)",
+                ((a.fingerprint, orjson.dumps(_alert_body(a))) for a in fresh),
+            )
+        keep = {a.fingerprint for a in stale}
+        return [a for a in out if a.fingerprint not in keep] + fresh
 
     @_locked
     def save_alerts(self, upsert: Iterable[TrackedAlert], delete: Iterable[str] = ()) -> None:

@@ -1,4 +1,5 @@
-"""Webhook delivery with httpx: Alertmanager's v4 JSON, signed with the Standard Webhooks headers.
+"""Webhook delivery with httpx: Alertmanager's v4 JSON as Alertmanager writes it, signed with the Standard
+Webhooks headers.
 
 One attempt per call; the outbox decides when to try again. `webhook-id` is the outbox key, the same on
 every attempt, so a receiver can drop a repeat.
@@ -18,6 +19,26 @@ from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outco
 from watchtower.domain.alerts.payload import slack_payload
 
 RETRY_STATUSES = frozenset({408, 429})
+
+# What Go's encoding/json escapes beyond orjson: <, > and & (HTML-safe) and U+2028, U+2029. Each byte
+# sequence occurs only inside strings, so replacing them in the encoded bytes is exact.
+_GO_ESCAPES = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+
+
+def go_json(doc: object) -> bytes:
+    """Return `doc` encoded as Go's json.Encoder writes it (Alertmanager's webhook notifier): compact, keys
+    in the order given, HTML characters escaped, a newline at the end."""
+    body = orjson.dumps(doc)
+    for raw, escaped in _GO_ESCAPES:
+        if raw in body:
+            body = body.replace(raw, escaped)
+    return body + b"\n"
 
 
 def signing_key(secret: str) -> bytes:
@@ -60,7 +81,7 @@ class WebhookSender:
         self.timeout = timeout
 
     def request_parts(self, msg: OutboxMessage, *, now: float) -> tuple[bytes, dict[str, str]]:
-        body = orjson.dumps(slack_payload(msg.payload) if self.slack else msg.payload)
+        body = orjson.dumps(slack_payload(msg.payload)) if self.slack else go_json(msg.payload)
         ts = int(now)
         headers = {
             "content-type": "application/json",

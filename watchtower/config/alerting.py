@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -12,7 +12,7 @@ from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_w
 from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
-from watchtower.domain.alerts.routing import Route
+from watchtower.domain.alerts.routing import Route, route_key
 from watchtower.domain.alerts.rules import ALERTNAMES, RULES
 
 from .consistency import alerting_problems, raise_problems
@@ -128,10 +128,12 @@ class RouteConfig(Section):
 
     def build(self, parent: Route | None = None, path: str = "0") -> Route:
         receiver = self.receiver or (parent.receiver if parent else "")
+        matchers = _matchers(self.matchers)
         node = Route(
             path=path,
             receiver=receiver,
-            matchers=_matchers(self.matchers),
+            matchers=matchers,
+            key=route_key(parent.key if parent else None, matchers),
             group_by=tuple(self.group_by)
             if self.group_by is not None
             else (parent.group_by if parent else ()),
@@ -275,6 +277,21 @@ class DeliveryConfig(Section):
     """Attempts before a notification is marked failed."""
     retry_after_cap: Duration = 3600.0
     """Longest `Retry-After` honoured; `0s`: ignore `Retry-After`."""
+    mode: Literal["builtin", "alertmanager", "both"] = "builtin"
+    """`builtin`: Watchtower groups, routes and notifies itself; `alertmanager`: alerts are pushed to the Alertmanagers of `alerting.alertmanagers` instead; `both`: each."""
+
+
+class PushConfig(Section):
+    """How alerts are pushed to Alertmanager (as Prometheus does): the timings of its `--rules.alert.*`."""
+
+    resend_interval: PositiveDuration = Field(60.0, le=60.0)
+    """A firing alert is sent again this often (at most `1m`), so an Alertmanager that restarted has it again."""
+    resolved_for: PositiveDuration = 900.0
+    """A resolved alert is sent again, with its resolve time, for this long."""
+    batch_size: int = Field(256, ge=1)
+    """Alerts per `POST /api/v2/alerts`."""
+    timeout: PositiveDuration = 10.0
+    """Timeout of each POST."""
 
 
 class RetentionConfig(Section):
@@ -303,7 +320,11 @@ class AlertingConfig(Section):
     inhibit_rules: list[InhibitConfig] | None = None
     """Inhibitions; none: a critical alert mutes the warning of the same workload."""
     delivery: DeliveryConfig = DeliveryConfig()
-    """Retries of failed notifications."""
+    """Retries of failed notifications, and who notifies (`mode`)."""
+    alertmanagers: list[str] = []
+    """Alertmanager replicas to push alerts to (`http://am-0.am:9093`, ...): each gets every alert, never one behind a load balancer."""
+    push: PushConfig = PushConfig()
+    """Timings of the push to `alertmanagers`."""
     store_path: str = ""
     """SQLite file of the alert store; empty: the `store.path` database."""
     resolved_retention: PositiveDuration = _LIFECYCLE.resolved_retention
@@ -315,6 +336,35 @@ class AlertingConfig(Section):
     def _receivers_exist(self) -> AlertingConfig:
         raise_problems(alerting_problems(self.model_dump(include={"route", "receivers"})))
         return self
+
+    @field_validator("alertmanagers")
+    @classmethod
+    def _urls(cls, v: list[str]) -> list[str]:
+        for i, url in enumerate(v):
+            if not url.startswith(("http://", "https://")) or url.rstrip("/").count("/") < 2:
+                raise ValueError(f"[{i}] {url!r} is not an http:// or https:// address of an Alertmanager")
+        if len(set(v)) != len(v):
+            raise ValueError("lists the same Alertmanager twice: it would get every alert twice")
+        return v
+
+    @model_validator(mode="after")
+    def _push_has_targets(self) -> AlertingConfig:
+        mode = self.delivery.mode
+        if mode != "builtin" and not self.alertmanagers:
+            raise ValueError(
+                f"delivery.mode is {mode!r} but alertmanagers lists none: add their addresses, one per replica"
+            )
+        if mode == "builtin" and self.alertmanagers:
+            raise ValueError(
+                "alertmanagers is set but delivery.mode is 'builtin': set it to 'alertmanager' or 'both'"
+            )
+        return self
+
+    def push_targets(self) -> dict[str, str]:
+        """Return outbox integration → Alertmanager URL, one per replica; none in `builtin` mode."""
+        if self.delivery.mode == "builtin":
+            return {}
+        return {f"alertmanager/push/{i}": url.rstrip("/") for i, url in enumerate(self.alertmanagers)}
 
     def route_tree(self) -> Route:
         return self.route.build()

@@ -8,7 +8,7 @@ from watchtower.domain.alerts.backoff import next_delay
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy, advance
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
 from watchtower.domain.alerts.model import AlertCandidate, AlertState, fingerprint
-from watchtower.domain.alerts.notify import NotifyEntry, needs_update
+from watchtower.domain.alerts.notify import NotifyEntry, needs_update, notify_reason
 from watchtower.domain.alerts.routing import Route
 
 
@@ -89,11 +89,29 @@ def test_backoff_grows_is_capped_and_honours_retry_after():
     assert 4 <= next_delay(1, base=5, cap=600, jitter=0.2, rnd=0.0) < 5
 
 
-def test_fingerprints_keep_their_values_so_a_store_written_before_still_matches():
-    # Pinned values (computed by the first, one-update-per-part implementation): an alert stored by an
-    # earlier version must keep its identity after an upgrade.
-    assert fingerprint({"alertname": "WorkloadWaitWarning", "namespace": "team-a"}) == "de19324505dd0150"
-    assert fingerprint({"workload": "é", "a": ""}) == "28342bd1e9de6f44"
+def test_each_notification_says_why_in_alertmanagers_words():
+    """notify/notify.go NotifyReason.String, as the dedup stage chooses it (dedup_stage.go needsUpdate)."""
+    told = NotifyEntry(frozenset({"a"}), frozenset(), at=100.0)
+    all_resolved = NotifyEntry(frozenset(), frozenset({"a"}), at=100.0)
+    kw = {"now": 200.0, "repeat_interval": 3600.0}
+    f, none = frozenset, frozenset()
+    assert notify_reason(None, f({"a"}), none, **kw) == "first notification"
+    assert notify_reason(all_resolved, f({"b"}), none, **kw) == "first notification"  # after a full resolve
+    assert notify_reason(told, f({"a", "b"}), none, **kw) == "new alerts added"
+    assert notify_reason(told, none, f({"a"}), **kw) == "all alerts resolved"
+    assert notify_reason(told, f({"a"}), f({"c"}), **kw) == "some alerts resolved"
+    assert (
+        notify_reason(told, f({"a"}), none, now=3700.0, repeat_interval=3600.0) == "repeat interval elapsed"
+    )
+    assert notify_reason(told, f({"a"}), none, **kw) == ""
+
+
+def test_fingerprints_are_alertmanagers_so_an_alert_is_the_same_alert_in_both():
+    # Pinned values computed by Alertmanager's code (prometheus/common LabelSet.Fingerprint, through
+    # tests/go/webhookcheck `fingerprint`); tests/alerting/test_alertmanager_body.py recomputes them there.
+    assert fingerprint({"alertname": "WorkloadWaitWarning", "namespace": "team-a"}) == "a1b8968ea120b1da"
+    assert fingerprint({"workload": "é", "a": ""}) == "b2f396d920c02abd"
+    assert fingerprint({}) == "cbf29ce484222325"  # FNV-1a 64's offset basis: nothing hashed
     assert AlertCandidate({"b": "2", "a": "1"}).fingerprint == fingerprint({"a": "1", "b": "2"})
 
 

@@ -7,14 +7,15 @@ from functools import lru_cache
 from typing import Any
 
 from .. import timefmt
+from .gotext import ZERO_TIME, quote_meta, rfc3339nano
 from .model import AlertState, TrackedAlert
-
-ZERO_TIME = "0001-01-01T00:00:00Z"
+from .rules.base import workload_path
 
 
 @lru_cache(maxsize=4096)
 def rfc3339(t: float | None) -> str:
-    """Return `t` as Alertmanager writes times: milliseconds, and its zero time for none."""
+    """Return `t` as Alertmanager's API v2 writes times (strfmt.DateTime: milliseconds), its zero time for
+    none. Its webhook body writes Go's shortest form instead (`gotext.rfc3339nano`)."""
     # Cached: the alerts of a storm share a handful of start times, and formatting one costs microseconds.
     return ZERO_TIME if t is None else timefmt.rfc3339(t, "milliseconds")
 
@@ -31,15 +32,47 @@ def _common(maps: list[Mapping[str, str]]) -> dict[str, str]:
     return out
 
 
-def alert_dict(a: TrackedAlert, *, generator_url: str = "") -> dict[str, Any]:
+def _sorted(m: Mapping[str, str]) -> dict[str, str]:
+    # Go writes a map's keys sorted: the body is built in the order it is written.
+    return {k: m[k] for k in sorted(m)}
+
+
+def generator_url(labels: Mapping[str, str], external_url: str) -> str:
+    """Return the page an alert links to: its workload's page, else the status page."""
+    base = external_url.rstrip("/")
+    if not base:
+        return ""
+    ns, name = labels.get("namespace", ""), labels.get("workload", "")
+    return base + workload_path(ns, name, labels.get("kind", "")) if ns and name else base + "/"
+
+
+def _name_key(name: str) -> tuple[int, ...]:
+    # Descending order of names (the sentinel puts a name before the longer names it begins).
+    return (*(-ord(c) for c in name), 1)
+
+
+def _order_key(labels: Mapping[str, str]) -> tuple[Any, ...]:
+    # alert.AlertSlice.Less: `job`, then `instance` (present before absent), then LabelSet.Before:
+    # fewer labels first, then at the first differing (name, value) pair of the sorted sets the set
+    # whose name sorts later, or whose value sorts first, goes first.
+    over = tuple((0, labels[k]) if k in labels else (1, "") for k in ("job", "instance"))
+    return (*over, len(labels), tuple((_name_key(k), labels[k]) for k in sorted(labels)))
+
+
+def alertmanager_order(alerts: Iterable[TrackedAlert]) -> list[TrackedAlert]:
+    """Return the alerts in the order Alertmanager's flush sorts them (stable)."""
+    return sorted(alerts, key=lambda a: _order_key(a.labels))
+
+
+def alert_dict(a: TrackedAlert, *, external_url: str = "") -> dict[str, Any]:
     resolved = a.state is AlertState.RESOLVED
     return {
         "status": "resolved" if resolved else "firing",
-        "labels": dict(a.labels),
-        "annotations": dict(a.annotations),
-        "startsAt": rfc3339(a.fired_at if a.fired_at is not None else a.active_at),
-        "endsAt": rfc3339(a.resolved_at) if resolved else ZERO_TIME,
-        "generatorURL": generator_url,
+        "labels": _sorted(a.labels),
+        "annotations": _sorted(a.annotations),
+        "startsAt": rfc3339nano(a.fired_at if a.fired_at is not None else a.active_at),
+        "endsAt": rfc3339nano(a.resolved_at) if resolved else ZERO_TIME,
+        "generatorURL": generator_url(a.labels, external_url),
         "fingerprint": a.fingerprint,
     }
 
@@ -51,25 +84,29 @@ def webhook_payload(
     group_labels: Mapping[str, str],
     alerts: Iterable[TrackedAlert],
     external_url: str,
-    generator_url: str = "",
+    reason: str = "",
+    route_labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Return the body Alertmanager posts (version "4"): firing alerts first, then resolved, each by start."""
-    ordered = sorted(
-        alerts,
-        key=lambda a: (a.state is AlertState.RESOLVED, a.fired_at or a.active_at, a.fingerprint),
-    )
+    """Return the body Alertmanager's webhook notifier posts (version "4"), key for key in the order it
+    writes them: notify/webhook.Message embedding template.Data.
+
+    `group_key` is Alertmanager's (`Route.alertmanager_group_key`); `reason` the dedup stage's notification
+    reason ("first notification", ...). The alerts come in Alertmanager's order, not firing first."""
+    ordered = alertmanager_order(alerts)
     firing = any(a.state is not AlertState.RESOLVED for a in ordered)
     return {
+        "receiver": quote_meta(receiver),
+        "status": "firing" if firing else "resolved",
+        "alerts": [alert_dict(a, external_url=external_url) for a in ordered],
+        "notification_reason": reason,
+        "groupLabels": _sorted(group_labels),
+        "commonLabels": _sorted(_common([a.labels for a in ordered])),
+        "commonAnnotations": _sorted(_common([a.annotations for a in ordered])),
+        "routeLabels": _sorted(route_labels or {}),
+        "externalURL": external_url,
         "version": "4",
         "groupKey": group_key,
         "truncatedAlerts": 0,
-        "status": "firing" if firing else "resolved",
-        "receiver": receiver,
-        "groupLabels": dict(group_labels),
-        "commonLabels": _common([a.labels for a in ordered]),
-        "commonAnnotations": _common([a.annotations for a in ordered]),
-        "externalURL": external_url,
-        "alerts": [alert_dict(a, generator_url=generator_url) for a in ordered],
     }
 
 

@@ -5,9 +5,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .matchers import Matcher, all_match
+from . import gotext
+from .matchers import Matcher, MatchOp, all_match
 
 GROUP_BY_ALL = "..."
+ROOT_KEY = "{}"
+
+# pkg/labels MatchType order, the last sort key of Alertmanager's Matchers.
+_OP_ORDER = {MatchOp.EQ: 0, MatchOp.NE: 1, MatchOp.RE: 2, MatchOp.NRE: 3}
+
+
+def _matcher_text(m: Matcher) -> str:
+    # pkg/labels Matcher.String: label names here never hold a reserved character, so only the value
+    # is escaped, as OpenMetrics escapes it.
+    value = m.value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return f'{m.name}{m.op.value}"{value}"'
+
+
+def route_key(parent: str | None, matchers: tuple[Matcher, ...]) -> str:
+    """Return Alertmanager's Route.Key(): the parent's key, `/`, then this route's matchers sorted (name,
+    value, operator) as `{a="1",b=~"x"}`; the root's is `{}`."""
+    ordered = sorted(matchers, key=lambda m: (m.name, m.value, _OP_ORDER[m.op]))
+    own = "{" + ",".join(_matcher_text(m) for m in ordered) + "}"
+    return own if parent is None else f"{parent}/{own}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +43,7 @@ class Route:
     repeat_interval: float
     continue_: bool = False
     routes: tuple[Route, ...] = ()
+    key: str = ROOT_KEY  # Alertmanager's route key (`route_key`), as its group keys begin
 
     def match(self, labels: Mapping[str, str]) -> list[Route]:
         """Return the routes an alert lands on: the deepest matching nodes, siblings only with `continue`."""
@@ -46,6 +67,11 @@ class Route:
         gl = self.group_labels(labels)
         inner = ",".join(f"{k}={gl[k]!r}" for k in sorted(gl))
         return f"{{{self.path}}}:{{{inner}}}"
+
+    def alertmanager_group_key(self, group_labels: Mapping[str, str]) -> str:
+        """Return the group key Alertmanager writes for these group labels on this route
+        (dispatch.newAggrGroup): `{}/{tier="critical"}:{alertname="X", namespace="a"}`."""
+        return f"{self.key}:{gotext.label_set(group_labels)}"
 
     def walk(self) -> list[Route]:
         out = [self]

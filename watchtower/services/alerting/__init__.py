@@ -1,5 +1,6 @@
-"""Alerting, split by job: evaluation (rules → lifecycle → store), notification (groups → outbox),
-delivery (outbox → senders) and administration (silences, receivers, listing).
+"""Alerting, split by job: evaluation (rules → lifecycle → store), notification (groups → outbox), the
+push into Alertmanager (due alerts → outbox), delivery (outbox → senders) and administration (silences,
+receivers, listing).
 
 `build_alerting` wires the first, second and fourth on one store; the composition root adds the delivery
 worker with the senders it built.
@@ -21,6 +22,7 @@ from .evaluation import AlertEvaluator, alerts_for_snapshot, rule_settings
 from .integrations import integration_configs, integrations
 from .metrics import AlertingMetrics
 from .notify import GroupNotifier
+from .push import AlertmanagerPusher
 
 
 @dataclass(slots=True)
@@ -30,6 +32,7 @@ class Alerting:
     admin: AlertAdmin
     store: AlertStore
     metrics: AlertingMetrics | None = None
+    pusher: AlertmanagerPusher | None = None
     _receivers_checked: bool = field(default=False, repr=False)
 
     async def on_tick(self, tick: Tick) -> None:
@@ -38,6 +41,8 @@ class Alerting:
             self.admin.enable_changed_receivers(tick.at)
             self._receivers_checked = True
         await self.evaluator.on_tick(tick)
+        if self.pusher is not None:
+            await self.pusher.push(tick.at)
         await self.notifier.flush(tick.at)
 
 
@@ -53,10 +58,23 @@ def build_alerting(
         cfg=settings.alerting, external_url=settings.server.external_url, store=store, evaluator=evaluator
     )
     evaluator.on_changed = notifier.wake
+    if settings.alerting.delivery.mode == "alertmanager":
+        # Alertmanager groups and notifies: the built-in router keeps its state (the API lists it) but
+        # hands nothing to the receivers.
+        notifier.integrations = {}
+    pusher = None
+    if settings.alerting.push_targets():
+        pusher = AlertmanagerPusher(
+            cfg=settings.alerting,
+            evaluation_interval=settings.queue.evaluate_every,
+            external_url=settings.server.external_url,
+            store=store,
+            evaluator=evaluator,
+        )
     admin = AlertAdmin(
         cfg=settings.alerting, store=store, evaluator=evaluator, notifier=notifier, new_id=new_id
     )
-    return Alerting(evaluator, notifier, admin, store, metrics)
+    return Alerting(evaluator, notifier, admin, store, metrics, pusher)
 
 
 __all__ = [
@@ -64,6 +82,7 @@ __all__ = [
     "AlertEvaluator",
     "Alerting",
     "AlertingMetrics",
+    "AlertmanagerPusher",
     "DeliveryWorker",
     "GroupNotifier",
     "alerts_for_snapshot",

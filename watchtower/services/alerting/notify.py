@@ -14,7 +14,7 @@ from watchtower.config.alerting import AlertingConfig
 from watchtower.domain.alerts.dispatch import Flush
 from watchtower.domain.alerts.model import AlertState
 from watchtower.domain.alerts.muting import Muted, muted
-from watchtower.domain.alerts.notify import NotifyEntry, needs_update
+from watchtower.domain.alerts.notify import NotifyEntry, notify_reason
 from watchtower.domain.alerts.outbox import OutboxMessage, idempotency_key
 from watchtower.domain.alerts.payload import webhook_payload
 from watchtower.ports import AlertStore, Clock
@@ -80,30 +80,33 @@ class GroupNotifier:
         resolved = frozenset(a.fingerprint for a in live if a.state is AlertState.RESOLVED)
         # The integrations of a receiver get the same body: built once per group (and per choice of
         # send_resolved), not once per email address and webhook.
-        payloads: dict[bool, dict[str, Any]] = {}
+        payloads: dict[tuple[bool, str], dict[str, Any]] = {}
+        group_key = f.route.alertmanager_group_key(f.labels)
         for integ in self.integrations.get(f.route.receiver, []):
             key = integ.key
             entry = self.store.nflog(key, f.key)
-            if not needs_update(
+            reason = notify_reason(
                 entry,
                 firing,
                 resolved,
                 now=now,
                 repeat_interval=f.route.repeat_interval,
                 send_resolved=integ.send_resolved,
-            ):
+            )
+            if not reason:
                 continue
             shown = [a for a in live if a.state is AlertState.FIRING or integ.send_resolved]
             msg: OutboxMessage | None = None
             if shown:
-                payload = payloads.get(integ.send_resolved)
+                payload = payloads.get((integ.send_resolved, reason))
                 if payload is None:
-                    payload = payloads[integ.send_resolved] = webhook_payload(
+                    payload = payloads[integ.send_resolved, reason] = webhook_payload(
                         receiver=integ.receiver,
-                        group_key=f.key,
+                        group_key=group_key,
                         group_labels=f.labels,
                         alerts=shown,
                         external_url=self.external_url,
+                        reason=reason,
                     )
                 msg = OutboxMessage(
                     id=0,
