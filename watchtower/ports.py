@@ -149,6 +149,7 @@ class QueueGauges:
     gpus_allocatable: int = 0
     gpus_used: int = 0
     evaluated_at: float | None = None
+    dra_unresolved: Mapping[str, int] = field(default_factory=dict)  # reason (dra.UNRESOLVED_REASONS)
 
 
 class QueueMetrics(Protocol):

@@ -8,12 +8,16 @@ counts its template's requests, or none, until the claim arrives.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .dra import (
     ALL,
+    CLAIM_DELETING,
+    CLAIM_MISSING,
+    CLASS_MISSING,
     GPU_DEVICE_CLASS,
+    TEMPLATE_MISSING,
     DeviceClass,
     DeviceRequest,
     GpuClaim,
@@ -36,6 +40,10 @@ class DraTables:
     # Which pods name a claim or a template, so that a change re-reads only them.
     claim_users: dict[NsName, set[str]] = field(default_factory=dict)
     template_users: dict[NsName, set[str]] = field(default_factory=dict)
+    # Bumped by every change of what pods name or of the claims, templates and classes: `unresolved`
+    # is recomputed only then.
+    version: int = 0
+    _unresolved: tuple[int, dict[str, tuple[str, str]]] | None = None
     # GPU-class devices per node and class, recomputed only after a slice or class changed.
     _per_node: dict[str, dict[str, int]] | None = None
     _node_gpus: dict[str, int] | None = None
@@ -44,6 +52,7 @@ class DraTables:
 
     def saw_pod(self, uid: str, namespace: str, claims: tuple[PodClaim, ...], *, gone: bool = False) -> None:
         """Index (or, `gone`, forget) a pod under the claims and templates it names."""
+        self.version += 1
         for pc in claims:
             for table, name in ((self.claim_users, pc.claim), (self.template_users, pc.template)):
                 if not name:
@@ -64,6 +73,7 @@ class DraTables:
         key = (c.namespace, c.name)
         if self.claims.get(key) == c:
             return set()
+        self.version += 1
         self.claims[key] = c
         return set(self.claim_users.get(key, ()))
 
@@ -71,12 +81,14 @@ class DraTables:
         key = (c.namespace, c.name)
         if self.claims.pop(key, None) is None:
             return set()
+        self.version += 1
         return set(self.claim_users.get(key, ()))
 
     def upsert_template(self, t: ResourceClaim) -> set[str]:
         key = (t.namespace, t.name)
         if self.templates.get(key) == t:
             return set()
+        self.version += 1
         self.templates[key] = t
         return set(self.template_users.get(key, ()))
 
@@ -84,18 +96,21 @@ class DraTables:
         key = (t.namespace, t.name)
         if self.templates.pop(key, None) is None:
             return set()
+        self.version += 1
         return set(self.template_users.get(key, ()))
 
     def upsert_class(self, c: DeviceClass) -> set[str]:
         if self.classes.get(c.name) == c:
             return set()
         self.classes[c.name] = c
+        self.version += 1
         self._per_node = self._node_gpus = None
         return self._all_count_users() if c.name in self.gpu_classes else set()
 
     def delete_class(self, c: DeviceClass) -> set[str]:
         if self.classes.pop(c.name, None) is None:
             return set()
+        self.version += 1
         self._per_node = self._node_gpus = None
         return self._all_count_users() if c.name in self.gpu_classes else set()
 
@@ -203,6 +218,42 @@ class DraTables:
                     return f"ResourceClaimTemplate {pc.template} does not exist"
                 return f"the ResourceClaim from template {pc.template} is not created yet"
         return ""
+
+    def unresolved(self, claims_of: Callable[[str], tuple[PodClaim, ...]]) -> dict[str, tuple[str, str]]:
+        """Return, by pod uid, (reason, words) for the pods naming a claim, template or class not there.
+
+        `claims_of` gives a pod's claims by its uid. Walks the claims pods name only after a
+        change of them (`version`): a tick asks every time, and the answer rarely changes."""
+        if self._unresolved is not None and self._unresolved[0] == self.version:
+            return self._unresolved[1]
+        out: dict[str, tuple[str, str]] = {}
+        classes = self.classes
+        for key, uids in self.claim_users.items():
+            c = self.claims.get(key)
+            if c is None:
+                # A template's claim the controller has not made yet is named by the template too.
+                found: tuple[str, str] | None = (CLAIM_MISSING, f"ResourceClaim {key[1]} does not exist")
+            elif c.deleting:
+                found = (CLAIM_DELETING, f"ResourceClaim {key[1]} is being deleted")
+            else:
+                missing = next(
+                    (r.first.device_class for r in c.requests if r.first.device_class not in classes), None
+                )
+                found = None
+                if missing is not None and not c.allocated:
+                    found = (CLASS_MISSING, f"DeviceClass {missing} (claim {key[1]}) does not exist")
+            if found is not None:
+                for uid in uids:
+                    out.setdefault(uid, found)
+        for key, uids in self.template_users.items():
+            if key in self.templates:
+                continue
+            for uid in uids:
+                # Once the claim is made the template is not read again: only a claim not made yet waits on it.
+                if any(pc.template == key[1] and not pc.claim for pc in claims_of(uid)):
+                    out.setdefault(uid, (TEMPLATE_MISSING, f"ResourceClaimTemplate {key[1]} does not exist"))
+        self._unresolved = (self.version, out)
+        return out
 
     # ---- capacity ------------------------------------------------------------------------------------
 

@@ -19,10 +19,10 @@ from typing import Any
 import orjson
 
 from watchtower.adapters.sim import binding, controllers, exporter, lifecycle, pod_json, story, warm
-from watchtower.adapters.sim.dra import KINDS as DRA_KIND_NAMES
-from watchtower.adapters.sim.dra import DraDriver
 from watchtower.adapters.sim import objects as obj
 from watchtower.adapters.sim.controllers import GPU_KEY, QUOTA_NAME, quota_used
+from watchtower.adapters.sim.dra import KINDS as DRA_KIND_NAMES
+from watchtower.adapters.sim.dra import DraDriver
 from watchtower.adapters.sim.events import EventLog
 from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.adapters.sim.volcano import VolcanoScheduler

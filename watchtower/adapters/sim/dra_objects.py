@@ -21,7 +21,12 @@ DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 
 
 def _meta(name: str, namespace: str | None, created: float, uid: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "uid": uid, "resourceVersion": "1", "creationTimestamp": ts(created)}
+    meta: dict[str, Any] = {
+        "name": name,
+        "uid": uid,
+        "resourceVersion": "1",
+        "creationTimestamp": ts(created),
+    }
     if namespace is not None:
         meta["namespace"] = namespace
     return meta
@@ -100,7 +105,13 @@ def pod_claim(
     meta["annotations"] = {"resource.kubernetes.io/pod-claim-name": POD_CLAIM}
     meta["finalizers"] = [DELETE_PROTECTION]
     meta["ownerReferences"] = [owner_ref("Pod", pod, api_version="v1", uid=pod_uid)]
-    return {"apiVersion": DRA_API, "kind": "ResourceClaim", "metadata": meta, "spec": _requests(gpus), "status": {}}
+    return {
+        "apiVersion": DRA_API,
+        "kind": "ResourceClaim",
+        "metadata": meta,
+        "spec": _requests(gpus),
+        "status": {},
+    }
 
 
 def allocation(node: str, devices: list[int], pod: str, pod_uid: str, at: float) -> dict[str, Any]:

@@ -271,9 +271,7 @@ class Scheduler:
         if pod.nominated in by_name and any(
             v.terminating and v.priority < pod.priority for v in self._bound[pod.nominated]
         ):
-            return Unschedulable(
-                fit_error(n_nodes, per_node, f"{dra}preemption: {TERMINATING_ON_NOMINATED}")
-            )
+            return Unschedulable(fit_error(n_nodes, per_node, f"{dra}preemption: {TERMINATING_ON_NOMINATED}"))
         return self._preempt(pod, per_node, unresolvable, dra)
 
     def _pick(self, feasible: list[SchedNode], pod: SchedPod) -> SchedNode:

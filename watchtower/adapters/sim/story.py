@@ -53,9 +53,7 @@ class Moment:
     make: Callable[[Room], WorkloadSpec]  # called when it comes: the submitter picks a team with room
 
 
-def moments(
-    gen: WorkloadGenerator, teams: list[str], gpus_per_node: int, dra_nodes: int = 0
-) -> list[Moment]:
+def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int, dra_nodes: int = 0) -> list[Moment]:
     """Return the scripted submissions, in time order; their sizes and durations come from `gen` (the seed).
 
     `teams[0]` is the team the warm start left at its quota; the others submit these, whichever has room."""
