@@ -64,7 +64,6 @@ class ResourceClaim(msgspec.Struct, frozen=True, gc=False):
 
     namespace: str
     name: str
-    uid: str = ""
     requests: tuple[DeviceRequest, ...] = ()
     allocated: bool = False
     devices: tuple[AllocatedDevice, ...] = ()

@@ -28,6 +28,41 @@ from .dra import (
 )
 
 NsName = tuple[str, str]
+# The pods naming a claim or template: nearly always one, kept as its uid (a set of one costs 200 bytes
+# more, per claim); a set only when several share it.
+Users = str | set[str]
+
+
+def _each(users: Users | None) -> Iterable[str]:
+    if users is None:
+        return ()
+    return (users,) if isinstance(users, str) else users
+
+
+def _add(table: dict[NsName, Users], key: NsName, uid: str) -> None:
+    users = table.get(key)
+    if users is None:
+        table[key] = uid
+    elif isinstance(users, str):
+        if users != uid:
+            table[key] = {users, uid}
+    else:
+        users.add(uid)
+
+
+def _discard(table: dict[NsName, Users], key: NsName, uid: str) -> None:
+    users = table.get(key)
+    if users is None:
+        return
+    if isinstance(users, str):
+        if users == uid:
+            del table[key]
+        return
+    users.discard(uid)
+    if len(users) == 1:
+        table[key] = next(iter(users))
+    elif not users:
+        del table[key]
 
 
 @dataclass(slots=True)
@@ -38,8 +73,8 @@ class DraTables:
     templates: dict[NsName, ResourceClaim] = field(default_factory=dict)
     slices: dict[str, ResourceSlice] = field(default_factory=dict)
     # Which pods name a claim or a template, so that a change re-reads only them.
-    claim_users: dict[NsName, set[str]] = field(default_factory=dict)
-    template_users: dict[NsName, set[str]] = field(default_factory=dict)
+    claim_users: dict[NsName, Users] = field(default_factory=dict)
+    template_users: dict[NsName, Users] = field(default_factory=dict)
     # Bumped by every change of what pods name or of the claims, templates and classes: `unresolved`
     # is recomputed only then.
     version: int = 0
@@ -57,15 +92,10 @@ class DraTables:
             for table, name in ((self.claim_users, pc.claim), (self.template_users, pc.template)):
                 if not name:
                     continue
-                key = (namespace, name)
                 if gone:
-                    users = table.get(key)
-                    if users is not None:
-                        users.discard(uid)
-                        if not users:
-                            del table[key]
+                    _discard(table, (namespace, name), uid)
                 else:
-                    table.setdefault(key, set()).add(uid)
+                    _add(table, (namespace, name), uid)
 
     # ---- upserts: each returns the pods to re-read ----------------------------------------------------
 
@@ -75,14 +105,14 @@ class DraTables:
             return set()
         self.version += 1
         self.claims[key] = c
-        return set(self.claim_users.get(key, ()))
+        return set(_each(self.claim_users.get(key)))
 
     def delete_claim(self, c: ResourceClaim) -> set[str]:
         key = (c.namespace, c.name)
         if self.claims.pop(key, None) is None:
             return set()
         self.version += 1
-        return set(self.claim_users.get(key, ()))
+        return set(_each(self.claim_users.get(key)))
 
     def upsert_template(self, t: ResourceClaim) -> set[str]:
         key = (t.namespace, t.name)
@@ -90,14 +120,14 @@ class DraTables:
             return set()
         self.version += 1
         self.templates[key] = t
-        return set(self.template_users.get(key, ()))
+        return set(_each(self.template_users.get(key)))
 
     def delete_template(self, t: ResourceClaim) -> set[str]:
         key = (t.namespace, t.name)
         if self.templates.pop(key, None) is None:
             return set()
         self.version += 1
-        return set(self.template_users.get(key, ()))
+        return set(_each(self.template_users.get(key)))
 
     def upsert_class(self, c: DeviceClass) -> set[str]:
         if self.classes.get(c.name) == c:
@@ -134,7 +164,7 @@ class DraTables:
             for key, uids in users.items():
                 c = table.get(key)
                 if c is not None and not c.allocated and any(r.first.count == ALL for r in c.requests):
-                    out |= uids
+                    out.update(_each(uids))
         return out
 
     # ---- what a pod asks ----------------------------------------------------------------------------
@@ -243,12 +273,12 @@ class DraTables:
                 if missing is not None and not c.allocated:
                     found = (CLASS_MISSING, f"DeviceClass {missing} (claim {key[1]}) does not exist")
             if found is not None:
-                for uid in uids:
+                for uid in _each(uids):
                     out.setdefault(uid, found)
         for key, uids in self.template_users.items():
             if key in self.templates:
                 continue
-            for uid in uids:
+            for uid in _each(uids):
                 # Once the claim is made the template is not read again: only a claim not made yet waits on it.
                 if any(pc.template == key[1] and not pc.claim for pc in claims_of(uid)):
                     out.setdefault(uid, (TEMPLATE_MISSING, f"ResourceClaimTemplate {key[1]} does not exist"))
