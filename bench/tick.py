@@ -13,7 +13,13 @@ the tiers' recent waits, quotas, gauges, running work per tier, and while urgent
 holders below it (all of these follow the state's change log: the first tick walks every pod, shown apart).
 The priority-inversion rule is timed over that tick's holders (alerting runs it once a tick).
 
-    .venv/bin/python bench/tick.py [--pods 150000] [--pending 20000] [--runs 15] [--no-kinds]
+Beside them (issue 13) 20,000 pods asking GPUs only through DRA ResourceClaims on 2,000 DRA-only nodes'
+ResourceSlices (bench/_dra.py); the churn then also republishes 1% of the slices. `--compare-dra` runs the
+whole benchmark twice back to back, with `--dra 0` and with the DRA pods, and prints both with their
+references.
+
+    .venv/bin/python bench/tick.py [--pods 150000] [--pending 20000] [--runs 15] [--no-kinds] [--dra 20000]
+    .venv/bin/python bench/tick.py --compare-dra
 
 Prints the medians unchanged and after churn, the reference, and their ratio. Target (DESIGN §8, issue
 12): <= 50 ms median with 20,000 pending and the gangs and jobs beside them.
@@ -458,6 +464,7 @@ def main() -> None:
     jobs = [c for c in kinds.paddle_jobs if c.phase != "Running"]
     rnd = random.Random(2)
     msgs = [g.message for g in groups] or [""]
+    slice_names = [sl.name for sl in dra.slices]
 
     def churn() -> None:
         for p in rnd.sample(pending, len(pending) // 100):
@@ -470,6 +477,10 @@ def main() -> None:
             state.upsert_pod_group(replace(g, message=rnd.choice(msgs)))
         for c in rnd.sample(jobs, len(jobs) // 100):
             state.upsert_controller(replace(c, pods_reported=rnd.randrange(c.pods + 1)))
+        # NVIDIA's driver republishing 1% of the ResourceSlices (a new pool generation, same devices).
+        for name in rnd.sample(slice_names, len(slice_names) // 100):
+            sl = state.dra.slices[name]
+            state.upsert_resource_slice(replace(sl, generation=sl.generation + 1))
 
     def churned(tick: Any) -> float:
         times = []

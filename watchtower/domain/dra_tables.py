@@ -80,6 +80,11 @@ class DraTables:
     version: int = 0
     _unresolved: tuple[int, dict[str, tuple[str, str]]] | None = None
     # GPU-class devices per node and class, recomputed only after a slice or class changed.
+    # The unallocated claims and templates asking `All` devices (True: a template), whose count follows
+    # the slices: a slice change re-reads only their pods, not every pod with a claim.
+    _asks_all: set[tuple[bool, NsName]] = field(default_factory=set)
+    # GPU-class devices of each slice, by class: a slice change recounts that slice only.
+    _slice_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     _per_node: dict[str, dict[str, int]] | None = None
     _node_gpus: dict[str, int] | None = None
 
@@ -105,6 +110,7 @@ class DraTables:
             return set()
         self.version += 1
         self.claims[key] = c
+        self._note_all(False, key, c)
         return set(_each(self.claim_users.get(key)))
 
     def delete_claim(self, c: ResourceClaim) -> set[str]:
@@ -112,6 +118,7 @@ class DraTables:
         if self.claims.pop(key, None) is None:
             return set()
         self.version += 1
+        self._asks_all.discard((False, key))
         return set(_each(self.claim_users.get(key)))
 
     def upsert_template(self, t: ResourceClaim) -> set[str]:
@@ -120,6 +127,7 @@ class DraTables:
             return set()
         self.version += 1
         self.templates[key] = t
+        self._note_all(True, key, t)
         return set(_each(self.template_users.get(key)))
 
     def delete_template(self, t: ResourceClaim) -> set[str]:
@@ -127,6 +135,7 @@ class DraTables:
         if self.templates.pop(key, None) is None:
             return set()
         self.version += 1
+        self._asks_all.discard((True, key))
         return set(_each(self.template_users.get(key)))
 
     def upsert_class(self, c: DeviceClass) -> set[str]:
@@ -134,6 +143,7 @@ class DraTables:
             return set()
         self.classes[c.name] = c
         self.version += 1
+        self._slice_counts.clear()
         self._per_node = self._node_gpus = None
         return self._all_count_users() if c.name in self.gpu_classes else set()
 
@@ -141,6 +151,7 @@ class DraTables:
         if self.classes.pop(c.name, None) is None:
             return set()
         self.version += 1
+        self._slice_counts.clear()
         self._per_node = self._node_gpus = None
         return self._all_count_users() if c.name in self.gpu_classes else set()
 
@@ -148,23 +159,28 @@ class DraTables:
         if self.slices.get(s.name) == s:
             return set()
         self.slices[s.name] = s
+        self._slice_counts.pop(s.name, None)
         self._per_node = self._node_gpus = None
         return self._all_count_users()
 
     def delete_slice(self, s: ResourceSlice) -> set[str]:
         if self.slices.pop(s.name, None) is None:
             return set()
+        self._slice_counts.pop(s.name, None)
         self._per_node = self._node_gpus = None
         return self._all_count_users()
+
+    def _note_all(self, template: bool, key: NsName, c: ResourceClaim) -> None:
+        if not c.allocated and any(r.first.count == ALL for r in c.requests):
+            self._asks_all.add((template, key))
+        else:
+            self._asks_all.discard((template, key))
 
     def _all_count_users(self) -> set[str]:
         """Return the pods whose unallocated claims ask `All` devices: their count follows the slices."""
         out: set[str] = set()
-        for table, users in ((self.claims, self.claim_users), (self.templates, self.template_users)):
-            for key, uids in users.items():
-                c = table.get(key)
-                if c is not None and not c.allocated and any(r.first.count == ALL for r in c.requests):
-                    out.update(_each(uids))
+        for template, key in self._asks_all:
+            out.update(_each((self.template_users if template else self.claim_users).get(key)))
         return out
 
     # ---- what a pod asks ----------------------------------------------------------------------------
@@ -299,13 +315,22 @@ class DraTables:
         for s in self.slices.values():
             if not s.node or s.generation < newest[(s.driver, s.pool)]:
                 continue
-            for cls_name in self.gpu_classes:
-                cls = self.classes.get(cls_name)
-                n = sum(1 for d in s.devices if matches(cls, cls_name, s.driver, d))
-                if n:
-                    there = out.setdefault(s.node, {})
-                    there[cls_name] = there.get(cls_name, 0) + n
+            counts = self._slice_counts.get(s.name)
+            if counts is None:
+                counts = self._slice_counts[s.name] = self._count_slice(s)
+            for cls_name, n in counts.items():
+                there = out.setdefault(s.node, {})
+                there[cls_name] = there.get(cls_name, 0) + n
         self._per_node = out
+        return out
+
+    def _count_slice(self, s: ResourceSlice) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for cls_name in self.gpu_classes:
+            cls = self.classes.get(cls_name)
+            n = sum(1 for d in s.devices if matches(cls, cls_name, s.driver, d))
+            if n:
+                out[cls_name] = n
         return out
 
     def node_gpus(self) -> dict[str, int]:
