@@ -7,6 +7,7 @@ waiting ones carry the DynamicResources plugin's real words, the bound ones an a
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import dataclass, field
 
 from watchtower.domain.dra import (
@@ -18,13 +19,15 @@ from watchtower.domain.dra import (
     SliceDevice,
     class_from_selectors,
 )
-from watchtower.domain.model import Condition, OwnerRef, Pod
+from watchtower.domain.model import Condition, Node, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 
 CLASS = class_from_selectors(
     "gpu.nvidia.com",
     ["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"],
 )
+DRIVER = "gpu.nvidia.com"
+REQUEST = "gpus"
 MESSAGE = (
     "0/{n} nodes are available: {n} cannot allocate all claims. still not schedulable, "
     "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
@@ -33,6 +36,7 @@ MESSAGE = (
 
 @dataclass
 class Dra:
+    nodes: list[Node] = field(default_factory=list)  # no nvidia.com/gpu: their GPUs are the slices'
     slices: list[ResourceSlice] = field(default_factory=list)
     claims: list[ResourceClaim] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
@@ -44,9 +48,12 @@ def build_dra(rnd: random.Random, n_pods: int, now: float, *, nodes: int = 2000,
     gpu = (("gpu.nvidia.com/type", "gpu"),)
     for i in range(nodes):
         node = f"dra-node-{i:04d}"
+        out.nodes.append(Node(node, gpus=0, cpu_millis=96_000, memory_bytes=768 << 30, pods=110))
         devices = tuple(SliceDevice(f"gpu-{d}", gpu) for d in range(per_node))
         out.slices.append(ResourceSlice(f"{node}-gpu.nvidia.com-x", "gpu.nvidia.com", node, 1, node, devices))
     free = {s.node: per_node for s in out.slices}
+    device_names = [sys.intern(f"gpu-{d}") for d in range(per_node)]
+    requests = {n: (DeviceRequest(REQUEST, DRIVER, n),) for n in (1, 2, 4)}
     message = MESSAGE.format(n=nodes)
     for i in range(n_pods):
         ns = f"dra-team-{i % 40:02d}"
@@ -59,15 +66,12 @@ def build_dra(rnd: random.Random, n_pods: int, now: float, *, nodes: int = 2000,
         if node:
             first = per_node - free[node]
             free[node] -= want
-            devs = tuple(
-                AllocatedDevice("gpus", "gpu.nvidia.com", node, f"gpu-{first + d}") for d in range(want)
-            )
-            claim = ResourceClaim(
-                ns, name, f"c-{i}", (DeviceRequest("gpus", "gpu.nvidia.com", want),), True, devs
-            )
+            # The strings shared as the decoder interns them: driver, request, pool and device names.
+            devs = tuple(AllocatedDevice(REQUEST, DRIVER, node, device_names[first + d]) for d in range(want))
+            claim = ResourceClaim(ns, name, requests[want], True, devs)
             cond = Condition("True", since=now - 3600)
         else:
-            claim = ResourceClaim(ns, name, f"c-{i}", (DeviceRequest("gpus", "gpu.nvidia.com", want),))
+            claim = ResourceClaim(ns, name, requests[want])
             cond = Condition("False", "Unschedulable", message, now - rnd.uniform(60, 7200))
         out.claims.append(claim)
         out.pods.append(
@@ -82,7 +86,7 @@ def build_dra(rnd: random.Random, n_pods: int, now: float, *, nodes: int = 2000,
                 node=node,
                 owner=OwnerRef("Job", job, "batch/v1", f"job-{job}"),
                 scheduled=cond,
-                claims=(PodClaim("gpus", name),),
+                claims=(PodClaim(REQUEST, name),),
                 running_since=now - 3500 if node else None,
             )
         )
@@ -91,6 +95,8 @@ def build_dra(rnd: random.Random, n_pods: int, now: float, *, nodes: int = 2000,
 
 def load_dra(state: ClusterState, dra: Dra) -> None:
     """Apply as the service lists them: class and slices, claims, then the pods."""
+    for n in dra.nodes:
+        state.upsert_node(n)
     state.upsert_device_class(CLASS)
     for s in dra.slices:
         state.upsert_resource_slice(s)

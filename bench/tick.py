@@ -13,7 +13,13 @@ the tiers' recent waits, quotas, gauges, running work per tier, and while urgent
 holders below it (all of these follow the state's change log: the first tick walks every pod, shown apart).
 The priority-inversion rule is timed over that tick's holders (alerting runs it once a tick).
 
-    .venv/bin/python bench/tick.py [--pods 150000] [--pending 20000] [--runs 15] [--no-kinds]
+Beside them (issue 13) 20,000 pods asking GPUs only through DRA ResourceClaims on 2,000 DRA-only nodes'
+ResourceSlices (bench/_dra.py); the churn then also republishes 1% of the slices. `--compare-dra` runs the
+whole benchmark twice back to back, with `--dra 0` and with the DRA pods, and prints both with their
+references.
+
+    .venv/bin/python bench/tick.py [--pods 150000] [--pending 20000] [--runs 15] [--no-kinds] [--dra 20000]
+    .venv/bin/python bench/tick.py --compare-dra
 
 Prints the medians unchanged and after churn, the reference, and their ratio. Target (DESIGN §8, issue
 12): <= 50 ms median with 20,000 pending and the gangs and jobs beside them.
@@ -316,6 +322,44 @@ def load(state: ClusterState, pods: list[Pod], nodes: list[Node], kinds: Kinds) 
         state.upsert_pod(p)
 
 
+def compare_dra(args: argparse.Namespace) -> None:
+    """Run the benchmark without and with the DRA pods, one after the other, each in a fresh process."""
+    import re
+    import subprocess
+    import sys
+
+    base = [sys.executable, __file__, "--pods", str(args.pods), "--pending", str(args.pending)]
+    base += ["--runs", str(args.runs)] + (["--no-kinds"] if args.no_kinds else [])
+    wanted = {
+        "tick": r"^Watcher\.evaluate +median +([\d.]+)",
+        "churn": r"^  after 1% churn +median +([\d.]+)",
+        "binds": r"^  after churn \+ 100 binds, 100 finishes median +([\d.]+)",
+        "reference": r"together ([\d.]+) ms|^reference: dict loops +median +([\d.]+)",
+        "memory": r"^DRA memory +(\d+) B",
+    }
+    rows: dict[int, dict[str, str]] = {}
+    for dra in (0, args.dra):
+        out = subprocess.run([*base, "--dra", str(dra)], capture_output=True, text=True, check=True).stdout
+        print(out, end="")
+        got: dict[str, str] = {}
+        for key, pattern in wanted.items():
+            for line in out.splitlines():
+                m = re.search(pattern, line)
+                if m:
+                    got[key] = next(g for g in m.groups() if g)  # the last match wins: the service's churn
+        rows[dra] = got
+    print()
+    print(
+        f"{'DRA pods':>9} {'tick':>9} {'churn':>9} {'+binds':>9} {'reference':>10} {'churn/ref':>9}  memory"
+    )
+    for dra, got in rows.items():
+        ratio = float(got["churn"]) / float(got["reference"])
+        print(
+            f"{dra:>9,} {got['tick']:>9} {got['churn']:>9} {got['binds']:>9} {got['reference']:>10} "
+            f"{ratio:>9.3f}  {got.get('memory', '-')} B per DRA object"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pods", type=int, default=150_000)
@@ -323,7 +367,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--no-kinds", action="store_true", help="pods only, as before issue 12")
     ap.add_argument("--dra", type=int, default=20_000, help="pods asking GPUs only through DRA claims")
+    ap.add_argument(
+        "--compare-dra",
+        action="store_true",
+        help="run twice back to back, with --dra 0 and with --dra N, and print both beside their references",
+    )
     args = ap.parse_args()
+    if args.compare_dra:
+        compare_dra(args)
+        return
 
     t0 = time.perf_counter()
     pods, nodes, kinds = build(args.pods, args.pending, kinds=not args.no_kinds)
@@ -415,6 +467,7 @@ def main() -> None:
     jobs = [c for c in kinds.paddle_jobs if c.phase != "Running"]
     rnd = random.Random(2)
     msgs = [g.message for g in groups] or [""]
+    slice_names = [sl.name for sl in dra.slices]
 
     def churn() -> None:
         for p in rnd.sample(pending, len(pending) // 100):
@@ -427,6 +480,10 @@ def main() -> None:
             state.upsert_pod_group(replace(g, message=rnd.choice(msgs)))
         for c in rnd.sample(jobs, len(jobs) // 100):
             state.upsert_controller(replace(c, pods_reported=rnd.randrange(c.pods + 1)))
+        # NVIDIA's driver republishing 1% of the ResourceSlices (a new pool generation, same devices).
+        for name in rnd.sample(slice_names, len(slice_names) // 100):
+            sl = state.dra.slices[name]
+            state.upsert_resource_slice(replace(sl, generation=sl.generation + 1))
 
     def churned(tick: Any) -> float:
         times = []

@@ -30,7 +30,7 @@ from watchtower.config.alerting import (
     RouteConfig,
     WebhookConfig,
 )
-from watchtower.config.model import Settings
+from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.config.prometheus import PrometheusConfig
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,7 @@ MAIL_TO = "oncall@demo.invalid"
 # Wall-clock seconds: Prometheus stamps samples with real time, however fast the simulator runs.
 SCRAPE_EVERY = 2.0
 IDLE_WINDOW = 30.0
+DEMO_DRA_NODES = 2  # nodes whose GPUs NVIDIA's DRA driver offers: the story's DRA Job waits for them
 
 
 @dataclass
@@ -65,6 +66,11 @@ class DemoRun:
     links: dict[str, str] = field(default_factory=dict)
 
 
+def demo_simulator(sim: SimulatorConfig) -> dict[str, Any]:
+    """Return what the demo changes in the simulator: DRA-only nodes, so that its story shows DRA GPUs."""
+    return {"dra_nodes": sim.dra_nodes or DEMO_DRA_NODES}
+
+
 def demo_settings(
     base: Settings,
     *,
@@ -79,6 +85,7 @@ def demo_settings(
 ) -> Settings:
     """Return `base` with the demo's simulator, receivers (the sinks), store, token and Prometheus."""
     sim_update: dict[str, Any] = {"metrics_port": 0}  # the demo serves the exporter itself
+    sim_update.update(demo_simulator(base.simulator))
     if opts.seed is not None:
         sim_update["seed"] = opts.seed
     if opts.speed is not None:
@@ -158,7 +165,10 @@ async def run_demo(
         smtp = SmtpSink().start()
         stack.callback(smtp.stop)
         sim_cfg = base.simulator.model_copy(
-            update={k: v for k, v in (("seed", opts.seed), ("speed", opts.speed)) if v is not None}
+            update={
+                **demo_simulator(base.simulator),
+                **{k: v for k, v in (("seed", opts.seed), ("speed", opts.speed)) if v is not None},
+            }
         )
         sim = SimulatedCluster(sim_cfg)
         # The sender signs with the cluster's clock (simulated here): the sink checks against the same.

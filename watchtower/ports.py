@@ -153,6 +153,7 @@ class QueueGauges:
     # preemptions one workload of the tier had within it.
     thrashing: Mapping[str, int] = field(default_factory=dict)
     most_preemptions: Mapping[str, int] = field(default_factory=dict)
+    dra_unresolved: Mapping[str, int] = field(default_factory=dict)  # reason (dra.UNRESOLVED_REASONS)
 
 
 class QueueMetrics(Protocol):

@@ -202,3 +202,33 @@ def test_each_plugin_wording_is_read_into_its_reason(message: str, reason: str) 
     d = parse_scheduling_message(message)
     assert d.recognised
     assert d.reasons[0].reason == reason
+
+
+def test_unresolved_claims_follow_the_objects_as_they_come_and_go() -> None:
+    st = ClusterState()
+    feed(st, REAL[("DeviceClass", "gpu.nvidia.com")])
+    templated = copy.deepcopy(REAL[("Pod", "templated")])
+    del templated["status"]["resourceClaimStatuses"]  # the controller has not made its claim yet
+    templated["spec"]["nodeName"] = ""
+    templated["status"]["phase"] = "Pending"
+    feed(st, templated)
+    feed(st, REAL[("Pod", "waiting")])
+    assert {(u.pod, u.reason) for u in st.unresolved_claims()} == {
+        ("templated", "template_missing"),
+        ("waiting", "claim_missing"),
+    }
+    feed(st, REAL[("ResourceClaimTemplate", "four-gpus")])
+    feed(st, REAL[("ResourceClaim", "waiting-gpus")])
+    assert st.unresolved_claims() == []
+    deleting = copy.deepcopy(REAL[("ResourceClaim", "waiting-gpus")])
+    deleting["metadata"]["deletionTimestamp"] = "2026-12-02T01:00:00Z"
+    feed(st, deleting)
+    [u] = st.unresolved_claims()
+    assert (u.pod, u.reason, u.why) == (
+        "waiting",
+        "claim_deleting",
+        "ResourceClaim waiting-gpus is being deleted",
+    )
+    # Bound or gone, a pod is no longer listed.
+    st.delete_pod(next(p.uid for p in st.pods.values() if p.name == "waiting"))
+    assert st.unresolved_claims() == []

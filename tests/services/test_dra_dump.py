@@ -84,3 +84,24 @@ def test_a_configured_gpu_class_the_cluster_lacks_is_a_configuration_problem() -
 
 def test_a_claim_on_a_class_that_is_not_a_gpu_class_is_not_gpu_work() -> None:
     assert all(w["name"] != "no-class" for w in report("missing-deviceclass.json")["workloads"])
+
+
+def test_a_pod_naming_a_claim_that_does_not_exist_is_listed_with_the_claim_named() -> None:
+    """The plugin holds it before the queue with no condition and no event: only the objects say why."""
+    d = report("missing-claim.json")
+    assert all(w["name"] != "no-claim" for w in d["workloads"])  # its GPUs are unknown
+    [p] = d["dra_problems"]
+    assert (p["namespace"], p["pod"], p["reason"]) == ("e2e-dra", "no-claim", "claim_missing")
+    assert p["why"] == "ResourceClaim absent-gpus does not exist"
+    assert p["pending_seconds"] >= 0
+
+
+def test_a_claim_on_a_device_class_that_does_not_exist_is_listed_even_when_it_is_no_gpu_class() -> None:
+    [p] = report("missing-deviceclass.json")["dra_problems"]
+    assert (p["pod"], p["reason"]) == ("no-class", "class_missing")
+    assert "DeviceClass missing.nvidia.com" in p["why"]
+
+
+def test_pods_whose_claims_resolve_are_not_listed() -> None:
+    assert report("gpus-all-taken.json")["dra_problems"] == []
+    assert report("template-claim-allocated.json")["dra_problems"] == []

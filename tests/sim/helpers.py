@@ -25,6 +25,7 @@ def small(nodes: int = 1, *, quota: int = 0, seed: int = 3, **kw: Any) -> Simula
         team_gpu_quota=quota,
         teams=["a", "b"],
         warm_start=False,
+        dra_nodes=kw.pop("dra_nodes", 0),  # a small cluster has only the nodes a test names
         **kw,
     )
     return SimulatedCluster(cfg)

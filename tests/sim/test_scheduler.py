@@ -33,6 +33,7 @@ class P:
     terminating: bool = False
     cpu_millis: int = 1000
     memory_bytes: int = GI
+    dra_gpus: int = 0  # asked through a ResourceClaim
 
     @property
     def uid(self) -> str:

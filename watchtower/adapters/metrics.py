@@ -15,9 +15,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
+from watchtower.domain.dra import UNRESOLVED_REASONS
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import (
     DISRUPTIONS,
+    DRA_UNRESOLVED_PODS,
     EVALUATION_DURATION,
     FRAGMENTED_WORKLOADS,
     GATED_PODS,
@@ -178,6 +180,14 @@ class _QueueCollector:
         for tier, n in sorted(g.most_preemptions.items()):
             most.add_metric([tier], n)
         yield most
+        unresolved = GaugeMetricFamily(
+            DRA_UNRESOLVED_PODS,
+            "Pods naming a DRA ResourceClaim, template or DeviceClass that is not there, by what is missing.",
+            labels=["reason"],
+        )
+        for reason in UNRESOLVED_REASONS:  # every reason always: a fixed, small label set
+            unresolved.add_metric([reason], g.dra_unresolved.get(reason, 0))
+        yield unresolved
         if g.evaluated_at is not None:
             yield GaugeMetricFamily(
                 LAST_EVALUATION,

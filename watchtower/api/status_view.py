@@ -62,6 +62,7 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
         "why": doc["why"] or "",
         "verdict": _verdict(doc["why"] or "", doc["preemption"]),
         "gpus": doc["gpus_requested"],
+        "dra": bool(doc["gpu_claims"]),
         "gpus_held": doc["gpus_held"],
         "pods": f"{doc['pods_running']}/{doc['pods_running'] + doc['pods_pending']}",
         "ahead_higher_tier": doc["ahead_higher_tier"],
@@ -191,10 +192,21 @@ def page_context(
         fragmentation=frag,
         gpus_allocatable=cap.allocatable,
         gpus_used=cap.used,
+        gpus_dra=cap.dra,
         gpus_free=cap.free_total,
         largest_free=cap.largest_free,
         nodes=len(cap.nodes),
         gated_pods=snap.gated_pods,
+        dra_problems=[
+            {
+                "namespace": d["namespace"],
+                "pod": d["pod"],
+                "owner": " ".join(x for x in (d["owner_kind"], d["owner_name"]) if x),
+                "why": d["why"],
+                "pending": format_duration(d["pending_seconds"]),
+            }
+            for d in docs.dra_problems
+        ],
         waiting_total=sum(s["waiting"] for s in sections),
     )
     return ctx

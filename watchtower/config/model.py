@@ -191,6 +191,9 @@ class SimulatorConfig(Section):
     """Port of the simulated DCGM/kube-state-metrics `/metrics` on 127.0.0.1; 0: none."""
     cordoned_nodes: int = Field(1, ge=0)
     """Nodes under maintenance (`spec.unschedulable`)."""
+    dra_nodes: int = Field(0, ge=0, le=1000)
+    """Nodes whose GPUs (`gpus_per_node` each) are offered through DRA (a ResourceSlice of `gpu.nvidia.com`)
+    instead of `nvidia.com/gpu`; the story's DRA jobs run there. `watchtower demo` uses 2 when this is 0."""
     warm_start: bool = True
     """Start nearly full of low-tier training, then a burst of higher tiers."""
 

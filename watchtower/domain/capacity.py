@@ -16,6 +16,7 @@ class NodeCapacity(NamedTuple):
     allocatable: int
     used: int
     schedulable: bool
+    dra: int = 0  # of `allocatable`, the GPUs its ResourceSlices publish (DRA)
 
     @property
     def free(self) -> int:
@@ -28,6 +29,7 @@ class Capacity:
     # Totals computed once: a tick asks for them per waiting workload (20,000 × 2,000 nodes otherwise).
     allocatable: int = field(init=False)
     used: int = field(init=False)
+    dra: int = field(init=False)  # of `allocatable`, published through ResourceSlices
     free_total: int = field(init=False)
     largest_free: int = field(init=False)
 
@@ -35,6 +37,7 @@ class Capacity:
         free = [max(0, n.allocatable - n.used) if n.schedulable else 0 for n in self.nodes]
         object.__setattr__(self, "allocatable", sum(n.allocatable for n in self.nodes))
         object.__setattr__(self, "used", sum(n.used for n in self.nodes))
+        object.__setattr__(self, "dra", sum(n.dra for n in self.nodes))
         object.__setattr__(self, "free_total", sum(free))
         object.__setattr__(self, "largest_free", max(free, default=0))
 
@@ -52,7 +55,7 @@ def capacity(
     used = gpus_used.get
     dra = (dra_gpus or {}).get
     out = [
-        NodeCapacity(name, n.gpus + dra(name, 0), used(name, 0), not n.unschedulable)
+        NodeCapacity(name, n.gpus + dra(name, 0), used(name, 0), not n.unschedulable, dra(name, 0))
         for name, n in sorted(nodes.items())
         if n.gpus > 0 or used(name, 0) > 0 or dra(name, 0) > 0
     ]

@@ -64,7 +64,6 @@ class ResourceClaim(msgspec.Struct, frozen=True, gc=False):
 
     namespace: str
     name: str
-    uid: str = ""
     requests: tuple[DeviceRequest, ...] = ()
     allocated: bool = False
     devices: tuple[AllocatedDevice, ...] = ()
@@ -110,6 +109,28 @@ class GpuClaim(msgspec.Struct, frozen=True, gc=False):
     count: int
     allocated: bool
     devices: tuple[str, ...] = ()  # "driver/pool/device"
+
+
+class UnresolvedClaim(msgspec.Struct, frozen=True, gc=False):
+    """A pod the DynamicResources plugin cannot place because a claim, template or class it names is not
+    there: its GPUs are unknown, so it is no workload; `dra_problems` in the JSON lists it."""
+
+    namespace: str
+    pod: str
+    uid: str
+    owner_kind: str
+    owner_name: str
+    reason: str  # one of UNRESOLVED_REASONS
+    why: str
+    created: float
+
+
+# Bounded: the `reason` label of watchtower_dra_unresolved_pods.
+CLAIM_MISSING = "claim_missing"
+TEMPLATE_MISSING = "template_missing"
+CLAIM_DELETING = "claim_deleting"
+CLASS_MISSING = "class_missing"
+UNRESOLVED_REASONS = (CLAIM_MISSING, TEMPLATE_MISSING, CLAIM_DELETING, CLASS_MISSING)
 
 
 _DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")

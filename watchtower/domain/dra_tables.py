@@ -8,12 +8,16 @@ counts its template's requests, or none, until the claim arrives.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .dra import (
     ALL,
+    CLAIM_DELETING,
+    CLAIM_MISSING,
+    CLASS_MISSING,
     GPU_DEVICE_CLASS,
+    TEMPLATE_MISSING,
     DeviceClass,
     DeviceRequest,
     GpuClaim,
@@ -24,6 +28,41 @@ from .dra import (
 )
 
 NsName = tuple[str, str]
+# The pods naming a claim or template: nearly always one, kept as its uid (a set of one costs 200 bytes
+# more, per claim); a set only when several share it.
+Users = str | set[str]
+
+
+def _each(users: Users | None) -> Iterable[str]:
+    if users is None:
+        return ()
+    return (users,) if isinstance(users, str) else users
+
+
+def _add(table: dict[NsName, Users], key: NsName, uid: str) -> None:
+    users = table.get(key)
+    if users is None:
+        table[key] = uid
+    elif isinstance(users, str):
+        if users != uid:
+            table[key] = {users, uid}
+    else:
+        users.add(uid)
+
+
+def _discard(table: dict[NsName, Users], key: NsName, uid: str) -> None:
+    users = table.get(key)
+    if users is None:
+        return
+    if isinstance(users, str):
+        if users == uid:
+            del table[key]
+        return
+    users.discard(uid)
+    if len(users) == 1:
+        table[key] = next(iter(users))
+    elif not users:
+        del table[key]
 
 
 @dataclass(slots=True)
@@ -34,9 +73,18 @@ class DraTables:
     templates: dict[NsName, ResourceClaim] = field(default_factory=dict)
     slices: dict[str, ResourceSlice] = field(default_factory=dict)
     # Which pods name a claim or a template, so that a change re-reads only them.
-    claim_users: dict[NsName, set[str]] = field(default_factory=dict)
-    template_users: dict[NsName, set[str]] = field(default_factory=dict)
+    claim_users: dict[NsName, Users] = field(default_factory=dict)
+    template_users: dict[NsName, Users] = field(default_factory=dict)
+    # Bumped by every change of what pods name or of the claims, templates and classes: `unresolved`
+    # is recomputed only then.
+    version: int = 0
+    _unresolved: tuple[int, dict[str, tuple[str, str]]] | None = None
     # GPU-class devices per node and class, recomputed only after a slice or class changed.
+    # The unallocated claims and templates asking `All` devices (True: a template), whose count follows
+    # the slices: a slice change re-reads only their pods, not every pod with a claim.
+    _asks_all: set[tuple[bool, NsName]] = field(default_factory=set)
+    # GPU-class devices of each slice, by class: a slice change recounts that slice only.
+    _slice_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     _per_node: dict[str, dict[str, int]] | None = None
     _node_gpus: dict[str, int] | None = None
 
@@ -44,19 +92,15 @@ class DraTables:
 
     def saw_pod(self, uid: str, namespace: str, claims: tuple[PodClaim, ...], *, gone: bool = False) -> None:
         """Index (or, `gone`, forget) a pod under the claims and templates it names."""
+        self.version += 1
         for pc in claims:
             for table, name in ((self.claim_users, pc.claim), (self.template_users, pc.template)):
                 if not name:
                     continue
-                key = (namespace, name)
                 if gone:
-                    users = table.get(key)
-                    if users is not None:
-                        users.discard(uid)
-                        if not users:
-                            del table[key]
+                    _discard(table, (namespace, name), uid)
                 else:
-                    table.setdefault(key, set()).add(uid)
+                    _add(table, (namespace, name), uid)
 
     # ---- upserts: each returns the pods to re-read ----------------------------------------------------
 
@@ -64,38 +108,50 @@ class DraTables:
         key = (c.namespace, c.name)
         if self.claims.get(key) == c:
             return set()
+        self.version += 1
         self.claims[key] = c
-        return set(self.claim_users.get(key, ()))
+        self._note_all(False, key, c)
+        return set(_each(self.claim_users.get(key)))
 
     def delete_claim(self, c: ResourceClaim) -> set[str]:
         key = (c.namespace, c.name)
         if self.claims.pop(key, None) is None:
             return set()
-        return set(self.claim_users.get(key, ()))
+        self.version += 1
+        self._asks_all.discard((False, key))
+        return set(_each(self.claim_users.get(key)))
 
     def upsert_template(self, t: ResourceClaim) -> set[str]:
         key = (t.namespace, t.name)
         if self.templates.get(key) == t:
             return set()
+        self.version += 1
         self.templates[key] = t
-        return set(self.template_users.get(key, ()))
+        self._note_all(True, key, t)
+        return set(_each(self.template_users.get(key)))
 
     def delete_template(self, t: ResourceClaim) -> set[str]:
         key = (t.namespace, t.name)
         if self.templates.pop(key, None) is None:
             return set()
-        return set(self.template_users.get(key, ()))
+        self.version += 1
+        self._asks_all.discard((True, key))
+        return set(_each(self.template_users.get(key)))
 
     def upsert_class(self, c: DeviceClass) -> set[str]:
         if self.classes.get(c.name) == c:
             return set()
         self.classes[c.name] = c
+        self.version += 1
+        self._slice_counts.clear()
         self._per_node = self._node_gpus = None
         return self._all_count_users() if c.name in self.gpu_classes else set()
 
     def delete_class(self, c: DeviceClass) -> set[str]:
         if self.classes.pop(c.name, None) is None:
             return set()
+        self.version += 1
+        self._slice_counts.clear()
         self._per_node = self._node_gpus = None
         return self._all_count_users() if c.name in self.gpu_classes else set()
 
@@ -103,23 +159,28 @@ class DraTables:
         if self.slices.get(s.name) == s:
             return set()
         self.slices[s.name] = s
+        self._slice_counts.pop(s.name, None)
         self._per_node = self._node_gpus = None
         return self._all_count_users()
 
     def delete_slice(self, s: ResourceSlice) -> set[str]:
         if self.slices.pop(s.name, None) is None:
             return set()
+        self._slice_counts.pop(s.name, None)
         self._per_node = self._node_gpus = None
         return self._all_count_users()
+
+    def _note_all(self, template: bool, key: NsName, c: ResourceClaim) -> None:
+        if not c.allocated and any(r.first.count == ALL for r in c.requests):
+            self._asks_all.add((template, key))
+        else:
+            self._asks_all.discard((template, key))
 
     def _all_count_users(self) -> set[str]:
         """Return the pods whose unallocated claims ask `All` devices: their count follows the slices."""
         out: set[str] = set()
-        for table, users in ((self.claims, self.claim_users), (self.templates, self.template_users)):
-            for key, uids in users.items():
-                c = table.get(key)
-                if c is not None and not c.allocated and any(r.first.count == ALL for r in c.requests):
-                    out |= uids
+        for template, key in self._asks_all:
+            out.update(_each((self.template_users if template else self.claim_users).get(key)))
         return out
 
     # ---- what a pod asks ----------------------------------------------------------------------------
@@ -204,6 +265,42 @@ class DraTables:
                 return f"the ResourceClaim from template {pc.template} is not created yet"
         return ""
 
+    def unresolved(self, claims_of: Callable[[str], tuple[PodClaim, ...]]) -> dict[str, tuple[str, str]]:
+        """Return, by pod uid, (reason, words) for the pods naming a claim, template or class not there.
+
+        `claims_of` gives a pod's claims by its uid. Walks the claims pods name only after a
+        change of them (`version`): a tick asks every time, and the answer rarely changes."""
+        if self._unresolved is not None and self._unresolved[0] == self.version:
+            return self._unresolved[1]
+        out: dict[str, tuple[str, str]] = {}
+        classes = self.classes
+        for key, uids in self.claim_users.items():
+            c = self.claims.get(key)
+            if c is None:
+                # A template's claim the controller has not made yet is named by the template too.
+                found: tuple[str, str] | None = (CLAIM_MISSING, f"ResourceClaim {key[1]} does not exist")
+            elif c.deleting:
+                found = (CLAIM_DELETING, f"ResourceClaim {key[1]} is being deleted")
+            else:
+                missing = next(
+                    (r.first.device_class for r in c.requests if r.first.device_class not in classes), None
+                )
+                found = None
+                if missing is not None and not c.allocated:
+                    found = (CLASS_MISSING, f"DeviceClass {missing} (claim {key[1]}) does not exist")
+            if found is not None:
+                for uid in _each(uids):
+                    out.setdefault(uid, found)
+        for key, uids in self.template_users.items():
+            if key in self.templates:
+                continue
+            for uid in _each(uids):
+                # Once the claim is made the template is not read again: only a claim not made yet waits on it.
+                if any(pc.template == key[1] and not pc.claim for pc in claims_of(uid)):
+                    out.setdefault(uid, (TEMPLATE_MISSING, f"ResourceClaimTemplate {key[1]} does not exist"))
+        self._unresolved = (self.version, out)
+        return out
+
     # ---- capacity ------------------------------------------------------------------------------------
 
     def per_node(self) -> dict[str, dict[str, int]]:
@@ -218,13 +315,22 @@ class DraTables:
         for s in self.slices.values():
             if not s.node or s.generation < newest[(s.driver, s.pool)]:
                 continue
-            for cls_name in self.gpu_classes:
-                cls = self.classes.get(cls_name)
-                n = sum(1 for d in s.devices if matches(cls, cls_name, s.driver, d))
-                if n:
-                    there = out.setdefault(s.node, {})
-                    there[cls_name] = there.get(cls_name, 0) + n
+            counts = self._slice_counts.get(s.name)
+            if counts is None:
+                counts = self._slice_counts[s.name] = self._count_slice(s)
+            for cls_name, n in counts.items():
+                there = out.setdefault(s.node, {})
+                there[cls_name] = there.get(cls_name, 0) + n
         self._per_node = out
+        return out
+
+    def _count_slice(self, s: ResourceSlice) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for cls_name in self.gpu_classes:
+            cls = self.classes.get(cls_name)
+            n = sum(1 for d in s.devices if matches(cls, cls_name, s.driver, d))
+            if n:
+                out[cls_name] = n
         return out
 
     def node_gpus(self) -> dict[str, int]:

@@ -20,7 +20,7 @@ from .disruptions import (
     preemption_from_pod,
     started_at,
 )
-from .dra import DeviceClass, ResourceClaim, ResourceSlice
+from .dra import DeviceClass, PodClaim, ResourceClaim, ResourceSlice, UnresolvedClaim
 from .dra_tables import DraTables
 from .gang_tables import GangTables
 from .gangs import REF_PODGROUP, Gang, GangWorkload, VolcanoQueue
@@ -439,6 +439,35 @@ class ClusterState(ControllerState):
         self._reread(self.dra.delete_slice(s))
 
     # ---- queries ----------------------------------------------------------------------------------
+
+    def unresolved_claims(self) -> list[UnresolvedClaim]:
+        """Return the pods, not yet bound nor finished, that name a claim, template or class not there."""
+        pods = self.pods
+
+        def claims_of(uid: str) -> tuple[PodClaim, ...]:
+            p = pods.get(uid)
+            return p.claims if p is not None else ()
+
+        out = []
+        for uid, (reason, why) in self.dra.unresolved(claims_of).items():
+            p = pods.get(uid)
+            if p is None or p.node or p.terminal or p.deleted_at is not None:
+                continue
+            owner = p.owner
+            out.append(
+                UnresolvedClaim(
+                    p.namespace,
+                    p.name,
+                    uid,
+                    owner.kind if owner is not None else "",
+                    owner.name if owner is not None else "",
+                    reason,
+                    why,
+                    p.created,
+                )
+            )
+        out.sort(key=lambda u: (u.created, u.namespace, u.pod))
+        return out
 
     def node_gpus(self, node: Node) -> int:
         """Return a node's GPUs: its `nvidia.com/gpu` allocatable and the GPUs its ResourceSlices publish."""

@@ -169,9 +169,11 @@ def stuck_heads(
         if not waiting:
             continue
         if nodes is None:  # a walk of the nodes, once a tick, when a head is this old
-            used = st.gpus_used
+            used, dra = st.gpus_used, st.dra.node_gpus()
             nodes = [
-                n for n in st.nodes.values() if not n.unschedulable and st.node_gpus(n) > used.get(n.name, 0)
+                n
+                for n in st.nodes.values()
+                if not n.unschedulable and n.gpus + dra.get(n.name, 0) > used.get(n.name, 0)
             ]
         free = _Free(st, w.priority, st.by_workload.get(w.key, set()))
         waiting.sort(key=lambda p: (p.created, p.name))

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .alerts.rules.base import GpuHolder
+from .dra import UnresolvedClaim
 from .entitlement import QueueLine
 from .estimate import TierWaits
 from .gpu_usage import GpuAlert
@@ -47,6 +48,8 @@ class Tick:
     waits: TierWaits | None = None
     stuck: tuple[StuckHead, ...] = ()  # tier heads that fit yet have waited past `queue.stuck_after`
     volcano_queues: tuple[QueueLine, ...] = ()  # Volcano Queues: the teams' entitlement where Volcano runs
+    # Pods naming a DRA claim, template or class that is not there: no workload (GPUs unknown), listed apart.
+    dra_problems: tuple[UnresolvedClaim, ...] = ()
 
     def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:
         return dataclasses.replace(self, gpu_alerts=alerts)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from watchtower.domain.disruptions import Preemption
+from watchtower.domain.dra import UnresolvedClaim
 from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import StartEstimate, TierWaits
 from watchtower.domain.latency import Distribution, TierLatency
@@ -139,6 +140,18 @@ def quota_dict(q: QuotaLine) -> dict[str, Any]:
     }
 
 
+def dra_problem_dict(u: UnresolvedClaim, now: float) -> dict[str, Any]:
+    return {
+        "namespace": u.namespace,
+        "pod": u.pod,
+        "owner_kind": u.owner_kind or None,
+        "owner_name": u.owner_name or None,
+        "reason": u.reason,
+        "why": u.why,
+        "pending_seconds": round(max(0.0, now - u.created), 3),
+    }
+
+
 def volcano_queue_dict(q: QueueLine) -> dict[str, Any]:
     return {
         "name": q.name,
@@ -261,6 +274,7 @@ def snapshot_dict(
             "gpus_used": cap.used,
             "gpus_free": cap.free_total,
             "largest_free_on_one_node": cap.largest_free,
+            "gpus_dra": cap.dra,
             "nodes": [
                 {
                     "name": n.name,
@@ -268,6 +282,7 @@ def snapshot_dict(
                     "used": n.used,
                     "free": n.free,
                     "schedulable": n.schedulable,
+                    "dra": n.dra,
                 }
                 for n in cap.nodes
             ],
@@ -287,4 +302,5 @@ def snapshot_dict(
             if q.hard_gpus is not None
         ]
         out["volcano_queues"] = [volcano_queue_dict(q) for q in queue_lines(state)]
+        out["dra_problems"] = [dra_problem_dict(u, snap.at) for u in state.unresolved_claims()]
     return out

@@ -8,6 +8,7 @@ worked out on demand (`status_of`, `find`).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 import time
@@ -240,6 +241,8 @@ class Watcher:
             )
             waits = self.history.waits(now)
             volcano_queues = queue_lines(st)
+            dra_problems = tuple(st.unresolved_claims())
+            gauges = dataclasses.replace(gauges, dra_unresolved=dict(Counter(u.reason for u in dra_problems)))
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -253,6 +256,7 @@ class Watcher:
             waits=waits,
             stuck=stuck,
             volcano_queues=volcano_queues,
+            dra_problems=dra_problems,
         )
         self.latest = tick
         return tick

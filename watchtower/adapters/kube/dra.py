@@ -7,6 +7,8 @@ PodResourceClaim, PodResourceClaimStatus). Each raises DecodeError for an object
 
 from __future__ import annotations
 
+from sys import intern
+
 from watchtower.domain.dra import (
     ALL,
     AllocatedDevice,
@@ -39,7 +41,7 @@ def _one(r: wire.ExactDeviceRequest, name: str, kind: str, owner: str) -> Device
     count = 1 if r.count is None else r.count  # "If ... not specified, the default is one."
     if count < 0:
         raise DecodeError(f"{kind} {owner!r}: request {name!r} counts {count} devices", kind=kind, name=owner)
-    return DeviceRequest(name, r.deviceClassName, count)
+    return DeviceRequest(intern(name), intern(r.deviceClassName), count)
 
 
 def _requests(spec: wire.ResourceClaimSpec | None, kind: str, owner: str) -> tuple[DeviceRequest, ...]:
@@ -50,7 +52,7 @@ def _requests(spec: wire.ResourceClaimSpec | None, kind: str, owner: str) -> tup
             out.append(_one(r.exactly, r.name, kind, owner))
         elif r.firstAvailable:
             subs = tuple(_one(s, s.name, kind, owner) for s in r.firstAvailable)
-            out.append(DeviceRequest(r.name, subs[0].device_class, subs[0].count, subs))
+            out.append(DeviceRequest(intern(r.name), subs[0].device_class, subs[0].count, subs))
     return tuple(out)
 
 
@@ -62,10 +64,13 @@ def resource_claim(c: wire.ResourceClaim) -> ResourceClaim:
     return ResourceClaim(
         m.namespace or "",
         name,
-        m.uid or "",
         _requests(c.spec, "ResourceClaim", name),
         alloc is not None,
-        tuple(AllocatedDevice(r.request, r.driver, r.pool, r.device) for r in results),
+        # Shared strings: 20,000 claims name the same few drivers, requests, pools and device names.
+        tuple(
+            AllocatedDevice(intern(r.request), intern(r.driver), intern(r.pool), intern(r.device))
+            for r in results
+        ),
         bool(m.deletionTimestamp),
     )
 
@@ -74,7 +79,7 @@ def claim_template(t: wire.ResourceClaimTemplate) -> ResourceClaim:
     m = _meta(t.metadata, "ResourceClaimTemplate")
     name = m.name or ""
     spec = t.spec.spec if t.spec is not None else None
-    return ResourceClaim(m.namespace or "", name, m.uid or "", _requests(spec, "ResourceClaimTemplate", name))
+    return ResourceClaim(m.namespace or "", name, _requests(spec, "ResourceClaimTemplate", name))
 
 
 def device_class(c: wire.DeviceClass) -> DeviceClass:
@@ -111,6 +116,10 @@ def pod_claims(
     """Return a pod's claims, a template's claim named by the status once the controller made it."""
     made = {s.name: s.resourceClaimName or "" for s in st or ()}
     return tuple(
-        PodClaim(pc.name, pc.resourceClaimName or made.get(pc.name, ""), pc.resourceClaimTemplateName or "")
+        PodClaim(
+            intern(pc.name),
+            pc.resourceClaimName or made.get(pc.name, ""),
+            intern(pc.resourceClaimTemplateName or ""),
+        )
         for pc in spec
     )

@@ -39,11 +39,12 @@ def sched_nodes(sim: SimulatedCluster) -> list[SchedNode]:
         out.append(
             SchedNode(
                 name,
-                int(a["nvidia.com/gpu"]),
+                int(a.get("nvidia.com/gpu", 0)),
                 int(a["cpu"]) * 1000,
                 memory_bytes(a["memory"]),
                 int(a["pods"]),
                 bool(n["spec"].get("unschedulable")),
+                sim.dra.gpus.get(name, 0),
             )
         )
     return out
@@ -53,10 +54,15 @@ def schedule(sim: SimulatedCluster, t: float) -> None:
     """Take the pending pods in queue order and apply what the scheduler decides for each; then Volcano's."""
     sched = Scheduler(sched_nodes(sim), sim.rng)
     sched.load(p for p in sim.pods.values() if not p.terminal)
+    # A pod whose claim is not made yet is held in PreEnqueue (DynamicResources): no attempt, no word.
     pending = [
         p
         for p in sim.pods.values()
-        if not p.node and not p.terminating and not p.terminal and not p.scheduler
+        if not p.node
+        and not p.terminating
+        and not p.terminal
+        and not p.scheduler
+        and (p.claim is not None or not p.dra_gpus)
     ]
     gen = sim.generation
     gangs_seen: set[str] = set()
@@ -136,7 +142,9 @@ def bind(sim: SimulatedCluster, p: SimPod, node: str, t: float, *, scheduler: st
     p.pulled_at = t + sim.rng.uniform(20.0, 180.0)  # image pull: GPU images are large
     taken = {i for q in sim.pods.values() if q.node == node and not q.terminal for i in q.gpu_ids}
     free = [i for i in range(sim.config.gpus_per_node) if i not in taken]
-    p.gpu_ids = tuple(free[: p.gpus])
+    p.gpu_ids = tuple(free[: p.gpus + p.dra_gpus])
+    if p.dra_gpus:
+        sim.dra.allocate(sim, p, t)
     sim.stats["bound"] += 1
     sim.log.forget(p)
     sim.emit_pod(p, "MODIFIED")

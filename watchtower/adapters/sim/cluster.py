@@ -21,6 +21,8 @@ import orjson
 from watchtower.adapters.sim import binding, controllers, exporter, lifecycle, pod_json, story, warm
 from watchtower.adapters.sim import objects as obj
 from watchtower.adapters.sim.controllers import GPU_KEY, QUOTA_NAME, quota_used
+from watchtower.adapters.sim.dra import KINDS as DRA_KIND_NAMES
+from watchtower.adapters.sim.dra import DraDriver
 from watchtower.adapters.sim.events import EventLog
 from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.adapters.sim.volcano import VolcanoScheduler
@@ -38,11 +40,9 @@ from watchtower.ports import ListSink, ObjectSink
 __all__ = ["DEFAULT_START", "GPU_KEY", "KINDS", "QUOTA_NAME", "SimPod", "SimulatedCluster"]
 
 KINDS = tuple(k.name for k in WATCHED)
-# Served (installed CRDs with no objects yet), but the simulator makes none of these kinds: its GPUs are
-# `nvidia.com/gpu` (DRA is read from real objects in tests/fixtures/real/dra and the e2e control plane).
-UNSIMULATED: frozenset[str] = frozenset(
-    {"DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim"}
-)
+# Served (installed CRDs with no objects yet), but the simulator makes none of these kinds.
+UNSIMULATED: frozenset[str] = frozenset()
+DRA_KINDS = frozenset(DRA_KIND_NAMES)  # served empty while the cluster has no DRA node
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 MAX_SUBSTEP = 10.0  # simulated seconds per internal tick: coarse steps are cut into these
 
@@ -77,6 +77,7 @@ class SimulatedCluster:
         self.child_jobs: dict[str, list[dict[str, Any]]] = {}
         self.volcano = VolcanoScheduler(self._now - 90 * 86400)
         self.pods_changed: set[str] = set()  # workloads whose pods changed this tick (their status follows)
+        self.dra = DraDriver(cfg.seed, self._now - 90 * 86400)
         self.log = EventLog(self)
         self.fold_event = self.log.fold  # for the Volcano stand-in, whose recorder folds as client-go's does
         self.nodes = self._make_nodes()
@@ -115,6 +116,7 @@ class SimulatedCluster:
             *self.priority_classes,
             *self.nodes.values(),
             *self.quotas.values(),
+            *(o for k in DRA_KINDS for o in self.dra.objects(k)),
         ]:
             o["metadata"]["resourceVersion"] = self._bump()
         self.generator = WorkloadGenerator(self.rng, list(cfg.teams), cfg.gpus_per_node)
@@ -196,6 +198,25 @@ class SimulatedCluster:
                 {"type": "Hostname", "address": name},
             ]
             out[name] = n
+        for j in range(cfg.dra_nodes):
+            # NVIDIA's DRA driver on these: no `nvidia.com/gpu`, the GPUs are its ResourceSlice's devices.
+            i = cfg.nodes + j
+            name = f"dra-node-{j:02d}"
+            n = obj.node(
+                name,
+                gpus=0,
+                cpu=str(16 * cfg.gpus_per_node),
+                memory=f"{96 * cfg.gpus_per_node}Gi",
+                created=self._now - 90 * 86400,
+            )
+            for part in ("allocatable", "capacity"):
+                del n["status"][part]["nvidia.com/gpu"]
+            n["status"]["addresses"] = [
+                {"type": "InternalIP", "address": f"10.0.{i // 250}.{i % 250 + 1}"},
+                {"type": "Hostname", "address": name},
+            ]
+            out[name] = n
+            self.dra.add_node(n, cfg.gpus_per_node, self._now - 90 * 86400)
         return out
 
     def node_ip(self, name: str) -> str:
@@ -215,6 +236,7 @@ class SimulatedCluster:
         w.slots = {t.name: None for t in spec.pods}
         w.next_create = self._now
         self.workloads.append(w)
+        self.dra.submitted(self, spec)
         controllers.created(self, w)
         return w
 
@@ -256,6 +278,8 @@ class SimulatedCluster:
             items = list(self.pod_groups.values())
         elif kind in ("VolcanoPodGroup", "VolcanoQueue"):
             items = list(self.volcano.objects(kind))
+        elif kind in DRA_KINDS:
+            items = self.dra.objects(kind)
         elif kind in UNSIMULATED:
             items = []
         else:
@@ -336,6 +360,7 @@ class SimulatedCluster:
         lifecycle.kubelet(self, t)
         lifecycle.progress(self, t, dt)
         controllers.reconcile(self, t)
+        self.dra.reconcile(self, t)
         binding.schedule(self, t)
         changed, self.pods_changed = self.pods_changed, set()
         controllers.sync_paddle_jobs(self, t, changed)

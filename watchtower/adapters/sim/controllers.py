@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from watchtower.adapters.sim import dra_objects
 from watchtower.adapters.sim import group_objects as grp
 from watchtower.adapters.sim import jobset_objects as jso
 from watchtower.adapters.sim import objects as obj
@@ -73,9 +74,13 @@ def controller_object(w: SimWorkload) -> dict[str, Any]:
     pc = spec.priority_class
 
     def template(t: PodTemplate) -> dict[str, Any]:
-        return obj.pod_template(
-            gpus=t.gpus, cpu=t.cpu, memory=t.memory, priority_class=pc, image=t.image, grace=spec.grace
+        gpus = 0 if spec.claim_template else t.gpus
+        body = obj.pod_template(
+            gpus=gpus, cpu=t.cpu, memory=t.memory, priority_class=pc, image=t.image, grace=spec.grace
         )
+        if spec.claim_template:
+            dra_objects.claims_in_template(body, spec.claim_template)
+        return body
 
     name, ns, at, uid = spec.name, spec.namespace, w.created, w.uid
     first = spec.pods[0]
@@ -179,7 +184,7 @@ def _create_pod(sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate, t: floa
         name = f"{tpl.name}-{sim.suffix()}"
     ns = spec.namespace
     quota = sim.quotas.get(ns)
-    if quota is not None and tpl.gpus > 0:
+    if quota is not None and tpl.gpus > 0 and not spec.claim_template:
         hard = int(quota["status"]["hard"][GPU_KEY])
         used = quota_used(sim, ns)
         if used + tpl.gpus > hard:

@@ -219,9 +219,11 @@ def _ksm(sim: ClusterView) -> list[_Family]:
     for name, n in sim.nodes.items():
         a = n["status"]["allocatable"]
         for fam in (alloc, cap):
-            fam.add(
-                [("node", name), ("resource", "nvidia_com_gpu"), ("unit", "integer")], a["nvidia.com/gpu"]
-            )
+            if "nvidia.com/gpu" in a:  # a DRA-only node publishes its GPUs in a ResourceSlice instead
+                fam.add(
+                    [("node", name), ("resource", "nvidia_com_gpu"), ("unit", "integer")],
+                    a["nvidia.com/gpu"],
+                )
             fam.add([("node", name), ("resource", "cpu"), ("unit", "core")], a["cpu"])
             fam.add([("node", name), ("resource", "pods"), ("unit", "integer")], a["pods"])
     # KSM's namespaces collector, run with --metric-labels-allowlist=namespaces=[*]: every namespace label

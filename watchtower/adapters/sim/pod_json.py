@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from watchtower.adapters.sim import dra_objects
 from watchtower.adapters.sim import objects as obj
 from watchtower.adapters.sim.pods import SimPod
 
@@ -19,7 +20,7 @@ def render(p: SimPod, host_ip: str) -> bytes:
         namespace=p.namespace,
         created=p.created,
         uid=p.uid,
-        gpus=tpl.gpus,
+        gpus=p.gpus,
         cpu=tpl.cpu,
         memory=tpl.memory,
         priority=p.priority,
@@ -38,6 +39,8 @@ def render(p: SimPod, host_ip: str) -> bytes:
         nominated_node=p.nominated or None,
         resource_version=str(p.resource_version),
     )
+    if p.workload.spec.claim_template:
+        dra_objects.claims_in_template(body, p.workload.spec.claim_template)
     if p.group:
         body["spec"]["schedulingGroup"] = {"podGroupName": p.group}
     if p.scheduler:
@@ -45,6 +48,9 @@ def render(p: SimPod, host_ip: str) -> bytes:
     if p.annotations:
         body["metadata"]["annotations"] = {**body["metadata"].get("annotations", {}), **p.annotations}
     st = body["status"]
+    if p.claim is not None:  # written by the resourceclaim controller once it made the claim
+        name = p.claim["metadata"]["name"]
+        st["resourceClaimStatuses"] = [{"name": dra_objects.POD_CLAIM, "resourceClaimName": name}]
     if p.node:
         st["hostIP"] = host_ip
         st["podIP"] = p.ip

@@ -65,6 +65,7 @@ class SimPod:
     group: str = ""  # the PodGroup it names in spec.schedulingGroup.podGroupName
     scheduler: str = ""  # spec.schedulerName when not kube-scheduler's (a Volcano PaddleJob's: "volcano")
     annotations: dict[str, str] | None = None
+    claim: dict[str, Any] | None = None  # the ResourceClaim made from its workload's template (DRA)
 
     def __post_init__(self) -> None:
         self.cpu_millis = int(self.template.cpu) * 1000
@@ -72,7 +73,13 @@ class SimPod:
 
     @property
     def gpus(self) -> int:
-        return self.template.gpus
+        """The `nvidia.com/gpu` it requests (none when it asks its GPUs through a claim)."""
+        return 0 if self.workload.spec.claim_template else self.template.gpus
+
+    @property
+    def dra_gpus(self) -> int:
+        """The GPUs its ResourceClaim asks (DRA)."""
+        return self.template.gpus if self.workload.spec.claim_template else 0
 
     @property
     def terminating(self) -> bool:

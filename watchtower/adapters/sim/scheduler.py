@@ -18,6 +18,11 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
 CORDONED = "node(s) were unschedulable"
+# The DynamicResources plugin (v1.36.3 dynamicresources.go): its Filter on a node whose free devices do not
+# satisfy the claims (UnschedulableAndUnresolvable: preemption never helps), and its PostFilter's words when
+# no claim of the pod can be deallocated; it runs before DefaultPreemption.
+CANNOT_ALLOCATE = "cannot allocate all claims"
+DRA_POST_FILTER = "still not schedulable"
 # Priorities are shifted to be non-negative before summing, as the scheduler does, so that many pods of
 # negative priority never look cheaper than a few.
 _SHIFT = 2**31
@@ -38,6 +43,8 @@ class SchedPod(Protocol):
     def created(self) -> float: ...
     @property
     def gpus(self) -> int: ...
+    @property
+    def dra_gpus(self) -> int: ...
     @property
     def cpu_millis(self) -> int: ...
     @property
@@ -60,6 +67,7 @@ class SchedNode:
     memory_bytes: int
     pods: int
     unschedulable: bool = False
+    dra_gpus: int = 0  # GPUs its ResourceSlices publish
 
 
 @dataclass(slots=True)
@@ -68,9 +76,11 @@ class Usage:
     cpu_millis: int = 0
     memory_bytes: int = 0
     pods: int = 0
+    dra_gpus: int = 0
 
     def add(self, p: SchedPod, sign: int = 1) -> None:
         self.gpus += sign * p.gpus
+        self.dra_gpus += sign * p.dra_gpus
         self.cpu_millis += sign * p.cpu_millis
         self.memory_bytes += sign * p.memory_bytes
         self.pods += sign
@@ -124,6 +134,8 @@ def _reasons(node: SchedNode, free: Usage, pod: SchedPod) -> tuple[list[str], bo
     if pod.gpus > 0 and pod.gpus > free.gpus:
         out.append("Insufficient nvidia.com/gpu")
         unresolvable |= pod.gpus > node.gpus
+    if not out and pod.dra_gpus > free.dra_gpus:  # a later plugin: only where the fit passed
+        return [CANNOT_ALLOCATE], True
     return out, unresolvable
 
 
@@ -193,6 +205,7 @@ class Scheduler:
             node.cpu_millis - used.cpu_millis,
             node.memory_bytes - used.memory_bytes,
             node.pods - used.pods,
+            node.dra_gpus - used.dra_gpus,
         )
         for q in self._nominated[node.name]:
             if q.uid != pod.uid and q.priority >= pod.priority:
@@ -252,13 +265,14 @@ class Scheduler:
             self._assume(pod, chosen.name)
             return Bind(chosen.name)
         n_nodes = len(self.nodes)
+        dra = f"{DRA_POST_FILTER}, " if pod.dra_gpus else ""
         if pod.preemption_policy == "Never":
-            return Unschedulable(fit_error(n_nodes, per_node, f"preemption: {POLICY_NEVER}"))
+            return Unschedulable(fit_error(n_nodes, per_node, f"{dra}preemption: {POLICY_NEVER}"))
         if pod.nominated in by_name and any(
             v.terminating and v.priority < pod.priority for v in self._bound[pod.nominated]
         ):
-            return Unschedulable(fit_error(n_nodes, per_node, f"preemption: {TERMINATING_ON_NOMINATED}"))
-        return self._preempt(pod, per_node, unresolvable)
+            return Unschedulable(fit_error(n_nodes, per_node, f"{dra}preemption: {TERMINATING_ON_NOMINATED}"))
+        return self._preempt(pod, per_node, unresolvable, dra)
 
     def _pick(self, feasible: list[SchedNode], pod: SchedPod) -> SchedNode:
         """The default scoring spreads load (least allocated); ties are broken at random, as selectHost does."""
@@ -273,13 +287,18 @@ class Scheduler:
             ]
             if pod.gpus:
                 parts.append((n.gpus - u.gpus - pod.gpus) / n.gpus if n.gpus else 0.0)
+            if pod.dra_gpus:
+                left = n.dra_gpus - u.dra_gpus - pod.dra_gpus
+                parts.append(left / n.dra_gpus if n.dra_gpus else 0.0)
             return round(sum(parts) / len(parts), 6)
 
         best = max(score(n) for n in feasible)
         top = [n for n in feasible if score(n) == best]
         return top[0] if len(top) == 1 else self.rng.choice(top)
 
-    def _preempt(self, pod: SchedPod, per_node: dict[str, list[str]], unresolvable: set[str]) -> Decision:
+    def _preempt(
+        self, pod: SchedPod, per_node: dict[str, list[str]], unresolvable: set[str], post_filter: str = ""
+    ) -> Decision:
         n_nodes = len(self.nodes)
         post: dict[str, list[str]] = {}
         candidates: list[tuple[SchedNode, list[SchedPod]]] = []
@@ -294,7 +313,7 @@ class Scheduler:
                 candidates.append((n, victims))
         filter_part = fit_error(n_nodes, per_node)
         if not candidates:
-            return Unschedulable(f"{filter_part} preemption: {fit_error(n_nodes, post)}")
+            return Unschedulable(f"{filter_part} {post_filter}preemption: {fit_error(n_nodes, post)}")
         node, victims = min(candidates, key=lambda c: _candidate_rank(c[1]))
         self._nominate(pod, node.name)
         return Preempt(node.name, tuple(victims), filter_part)

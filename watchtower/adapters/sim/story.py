@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from watchtower.adapters.sim.workloads import (
     WorkloadGenerator,
     WorkloadSpec,
+    dra_job,
     jobset,
     paddle_job,
     single_pod,
@@ -31,6 +32,12 @@ VOLCANO_WORKERS = 4
 JOBSET_AT = 4 * MINUTE
 JOBSET_NAME = "eval-suite"
 TRAINJOB_NAME = "llama-ft"
+# GPUs through DRA: the warm start fills the DRA nodes with DRA_HOLDER until DRA_FREED; DRA_JOB, submitted
+# at DRA_AT, waits in the DynamicResources plugin's words past its tier's 30-minute warning, then is allocated.
+DRA_AT = 6 * MINUTE
+DRA_JOB = "vit-finetune"
+DRA_HOLDER = "dra-pretrain"
+DRA_FREED = 45 * MINUTE
 CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incident being debugged
 SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
@@ -46,7 +53,7 @@ class Moment:
     make: Callable[[Room], WorkloadSpec]  # called when it comes: the submitter picks a team with room
 
 
-def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> list[Moment]:
+def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int, dra_nodes: int = 0) -> list[Moment]:
     """Return the scripted submissions, in time order; their sizes and durations come from `gen` (the seed).
 
     `teams[0]` is the team the warm start left at its quota; the others submit these, whichever has room."""
@@ -132,6 +139,16 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> lis
             train_job=True,
         )
 
+    def dra(room: Room) -> WorkloadSpec:
+        return dra_job(
+            name=DRA_JOB,
+            team=PRODUCTION_TEAM,
+            priority_class="experiment",
+            gpus=g,
+            replicas=dra_nodes,
+            duration=20 * MINUTE,
+        )
+
     out = [
         Moment(SWEEP_AT, "a medium sweep larger than free capacity, not allowed to preempt", sweep),
         Moment(
@@ -141,6 +158,8 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> lis
         Moment(JOBSET_AT, "a JobSet of 2 Jobs x 2 pods, waiting as one workload", eval_suite),
         Moment(JOBSET_AT, "a TrainJob's JobSet, waiting as the TrainJob", train_job),
     ]
+    if dra_nodes:
+        out.append(Moment(DRA_AT, "a Job asking GPUs through DRA claims: cannot allocate all claims", dra))
     # On a full cluster these preempt: the victims the scheduler picks are low-tier training or batch.
     prod = PRODUCTION_TEAM
     out += [

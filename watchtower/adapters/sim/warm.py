@@ -13,7 +13,14 @@ from collections.abc import Callable
 from typing import Protocol
 
 from watchtower.adapters.sim import story
-from watchtower.adapters.sim.workloads import Pattern, WorkloadGenerator, WorkloadSpec, paddle_job, single_pod
+from watchtower.adapters.sim.workloads import (
+    Pattern,
+    WorkloadGenerator,
+    WorkloadSpec,
+    dra_job,
+    paddle_job,
+    single_pod,
+)
 from watchtower.config.model import SimulatorConfig
 
 WARMUP = 2 * 3600.0
@@ -51,6 +58,18 @@ def warm_start(sim: Simulation) -> None:
     k = min(3, schedulable)  # nodes left with room for small pods: they fragment
     quota = cfg.team_gpu_quota or 10**9
     first, others = teams[0], teams[1:] or teams
+    if cfg.dra_nodes:
+        # 0. Every DRA GPU held until story.DRA_FREED after the start, one whole node a pod.
+        sim.submit(
+            dra_job(
+                name=story.DRA_HOLDER,
+                team=story.PRODUCTION_TEAM,
+                priority_class="long-training",
+                gpus=g,
+                replicas=cfg.dra_nodes,
+                duration=WARMUP - 300 + story.DRA_FREED,
+            )
+        )
 
     # 1. Low-tier training gangs fill all but `k` half-nodes.
     workers_left = 2 * schedulable - k
@@ -113,6 +132,6 @@ def warm_start(sim: Simulation) -> None:
     if cfg.team_gpu_quota:
         sim.submit(gen.batch_job(team=first, gpus=g))
     # 5. The scripted moments after the start (sim/story.py).
-    for m in story.moments(gen, teams, g):
+    for m in story.moments(gen, teams, g, cfg.dra_nodes):
         sim.script(t0 + m.at, functools.partial(m.make, sim.quota_room))
     sim.step(10)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 
@@ -77,6 +77,8 @@ class WorkloadSpec:
     # A PaddleJob with spec.schedulingPolicy: gang-scheduled by Volcano in this queue (its own PodGroup).
     volcano_queue: str = ""
     train_job: bool = False  # a JobSet a TrainJob (kubeflow trainer) made and controls
+    # Its pods ask their GPUs through a claim made from this ResourceClaimTemplate (DRA), not nvidia.com/gpu.
+    claim_template: str = ""
 
     @property
     def gang(self) -> bool:
@@ -186,6 +188,23 @@ def single_pod(
         pattern,
         pod_group=pod_group and kind == "Job",
     )
+
+
+def dra_job(
+    *, name: str, team: str, priority_class: str, gpus: int, replicas: int, duration: float
+) -> WorkloadSpec:
+    """A Job whose pods ask `gpus` each through a claim made from a ResourceClaimTemplate (DRA)."""
+    spec = single_pod(
+        kind="Job",
+        name=name,
+        team=team,
+        priority_class=priority_class,
+        gpus=gpus,
+        replicas=replicas,
+        duration=duration,
+        image=DEBUG_IMAGE,
+    )
+    return replace(spec, claim_template=f"h100-x{gpus}")
 
 
 @dataclass

@@ -28,6 +28,14 @@ from .workloads import lookup, not_found, preemptions_of
 
 router = APIRouter(tags=["status page"])
 
+# The JSON's `dra_problem`, in the words of someone deciding what to do about it.
+DRA_PROBLEM_WORDS = {
+    "shortage": "GPUs short: no node has free devices for its claims (more capacity or less demand helps)",
+    "config": "a configuration problem: a claim, template or device class is missing or wrong "
+    "(more GPUs will not help)",
+    "pending": "its claim is being allocated",
+}
+
 
 def _ago(seconds: float) -> str:
     return format_duration(max(0.0, seconds))
@@ -89,6 +97,7 @@ def workload_context(
         "preemption_found": preemption_words(doc),
         "gang_placement": gang_words(doc),
         "volcano": queue_entitlement(doc["volcano_queue"] or "", volcano_queues),
+        "dra_problem": DRA_PROBLEM_WORDS.get(doc["dra_problem"] or "", doc["dra_problem"] or ""),
         "preemptions": [
             {
                 **p,

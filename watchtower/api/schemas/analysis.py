@@ -10,7 +10,7 @@ from typing import Literal
 
 from .common import Body, Number, Time
 from .preemption import Preemption
-from .queue import VolcanoQueue
+from .queue import DraProblem, VolcanoQueue
 from .workload import Workload
 
 
@@ -81,6 +81,8 @@ class NodeCapacity(Body):
     """0 on a cordoned node"""
     schedulable: bool
     """not cordoned"""
+    dra: int
+    """of `allocatable`, the GPUs its ResourceSlices publish (DRA devices of a `gpu.device_classes` class)"""
 
 
 class Capacity(Body):
@@ -92,6 +94,8 @@ class Capacity(Body):
     """cordoned nodes offer none"""
     largest_free_on_one_node: int
     """the most free GPUs any one node has"""
+    gpus_dra: int
+    """of `gpus_allocatable`, the GPUs ResourceSlices publish (DRA)"""
     nodes: list[NodeCapacity]
     """every node with GPUs"""
 
@@ -189,6 +193,8 @@ class Analysis(Body):
     """namespace GPU quotas"""
     volcano_queues: list[VolcanoQueue]
     """Volcano Queues with the namespaces and teams whose work names them"""
+    dra_problems: list[DraProblem]
+    """pods naming a DRA claim, template or device class that is not there, oldest first"""
     latency: list[TierLatency]
     """per tier: time to schedule and start-up"""
     alerts: list[RuleAlert]

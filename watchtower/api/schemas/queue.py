@@ -2,9 +2,33 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .common import Body, Time
 from .preemption import Preemption
 from .workload import Workload
+
+
+class DraProblem(Body):
+    """A pod that names a DRA ResourceClaim, ResourceClaimTemplate or DeviceClass that is not there: the
+    DynamicResources plugin cannot place it (a missing claim holds it before the queue, with no condition and
+    no event), and its GPUs are unknown, so it may be in no workload."""
+
+    namespace: str
+    """the pod's namespace"""
+    pod: str
+    """the pod"""
+    owner_kind: str | None
+    """its controller's kind (`Job`, ...), null for a bare pod"""
+    owner_name: str | None
+    """its controller's name"""
+    reason: Literal["claim_missing", "template_missing", "claim_deleting", "class_missing"]
+    """what is not there: the claim it names, the template its claim is made from, a claim being deleted, the
+    device class a claim's request names"""
+    why: str
+    """in words, naming the object, e.g. `ResourceClaim gpus-0 does not exist`"""
+    pending_seconds: float
+    """since the pod's creation"""
 
 
 class VolcanoQueue(Body):
@@ -51,6 +75,9 @@ class Queue(Body):
     """the page"""
     volcano_queues: list[VolcanoQueue]
     """every Volcano Queue, whatever the filters: the teams' entitlement where Volcano schedules"""
+    dra_problems: list[DraProblem]
+    """pods naming a DRA claim, template or device class that is not there, whatever the filters, oldest
+    first"""
 
 
 class WorkloadDetail(Body):

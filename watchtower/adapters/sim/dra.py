@@ -1,0 +1,94 @@
+"""The DRA parts of the simulated cluster: NVIDIA's driver publishing a ResourceSlice per DRA-only node, the
+ResourceClaimTemplates users submit with their jobs, and the resourceclaim controller.
+
+What it imitates (kubernetes v1.36.3 pkg/controller/resourceclaim/controller.go): a pod naming a template
+gets a claim made for it, owned by it, and its `status.resourceClaimStatuses` names that claim; until then
+the DynamicResources plugin holds the pod before the queue (sim/binding.py skips it). The scheduler writes
+the claim's allocation when it binds the pod (sim/binding.py); once the pod is done or gone the controller
+removes the reservation and deletes the claim it made.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from typing import TYPE_CHECKING, Any
+
+from watchtower.adapters.sim import dra_objects as dro
+
+if TYPE_CHECKING:
+    from watchtower.adapters.sim.cluster import SimulatedCluster
+    from watchtower.adapters.sim.pods import SimPod
+    from watchtower.adapters.sim.workloads import WorkloadSpec
+
+KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim")
+
+
+class DraDriver:
+    """The DRA objects of the cluster and the controller acting on them."""
+
+    def __init__(self, seed: int, created: float) -> None:
+        # Its own random source: generated names here leave the rest of a seeded story as it was.
+        self._rng = random.Random(f"dra/{seed}")
+        self.device_class = dro.device_class(created)
+        self.slices: dict[str, dict[str, Any]] = {}  # by node
+        self.gpus: dict[str, int] = {}  # GPU devices per DRA node
+        self.templates: dict[tuple[str, str], dict[str, Any]] = {}
+        self.claims: dict[str, dict[str, Any]] = {}  # by the uid of the pod it was made for
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.slices)
+
+    def _suffix(self) -> str:
+        return "".join(self._rng.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+
+    def add_node(self, node: dict[str, Any], gpus: int, created: float) -> None:
+        """Publish a node's GPUs as a ResourceSlice (the node itself then has no `nvidia.com/gpu`)."""
+        name = node["metadata"]["name"]
+        self.slices[name] = dro.resource_slice(node, gpus, self._suffix(), created)
+        self.gpus[name] = gpus
+
+    def objects(self, kind: str) -> list[dict[str, Any]]:
+        if not self.enabled:
+            return []
+        if kind == "DeviceClass":
+            return [self.device_class]
+        if kind == "ResourceSlice":
+            return list(self.slices.values())
+        if kind == "ResourceClaimTemplate":
+            return list(self.templates.values())
+        return list(self.claims.values())
+
+    def submitted(self, sim: SimulatedCluster, spec: WorkloadSpec) -> None:
+        """Create the template a job's pods name, as its user applies it beside the job."""
+        key = (spec.namespace, spec.claim_template)
+        if not spec.claim_template or key in self.templates:
+            return
+        body = dro.claim_template(spec.namespace, spec.claim_template, spec.pods[0].gpus, sim.now())
+        self.templates[key] = body
+        sim.emit_object("ResourceClaimTemplate", body, "ADDED")
+
+    def reconcile(self, sim: SimulatedCluster, t: float) -> None:
+        """Make the claims new pods need; delete those whose pod is done or gone."""
+        for uid, claim in list(self.claims.items()):
+            p = sim.pods.get(uid)
+            if p is None or p.terminal or (p.terminating and not p.node):
+                del self.claims[uid]
+                if p is not None:
+                    p.claim = None
+                sim.emit_object("ResourceClaim", claim, "DELETED")
+        for p in sim.pods.values():
+            if p.claim is None and p.dra_gpus and not p.terminal and not p.terminating:
+                claim = dro.pod_claim(p.namespace, p.name, p.uid, p.dra_gpus, self._suffix(), t)
+                self.claims[p.uid] = p.claim = claim
+                sim.emit_object("ResourceClaim", claim, "ADDED")
+                sim.emit_pod(p, "MODIFIED")
+
+    def allocate(self, sim: SimulatedCluster, p: SimPod, t: float) -> None:
+        """Write the claim's allocation for the devices the pod was bound with (the scheduler's PreBind)."""
+        claim = self.claims.get(p.uid)
+        if claim is None:
+            return
+        claim["status"] = dro.allocation(p.node, list(p.gpu_ids), p.name, p.uid, t)
+        sim.emit_object("ResourceClaim", claim, "MODIFIED")
