@@ -154,6 +154,21 @@ class Watcher:
             self.feeds.changed(kind, self.clock.now())
             self._observe(happenings)
 
+    def kueue_waiting_queues(self) -> set[str]:
+        """Return the ClusterQueues that have Kueue Workloads waiting for admission (whose positions matter)."""
+        with self._lock:
+            k = self.state.kueue
+            return {
+                q
+                for key in self.state.kueue_waiting()
+                if (w := k.of_key(key)) and (q := k.cluster_queue_of(w))
+            }
+
+    def on_kueue_positions(self, positions: dict[tuple[str, str], int], queues: set[str]) -> None:
+        """Take the positions Kueue's visibility API gives the pending Workloads of these ClusterQueues."""
+        with self._lock:
+            self.state.set_kueue_positions(positions, queues)
+
     def _tracked_pods(self) -> Iterable[Pod]:
         matches = self.policy.selector.matches
         return (p for p in self.state.pods.values() if matches(p))
