@@ -23,6 +23,7 @@ from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.health import SourceHealth
+from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.kueue_queues import kueue_queue_lines
 from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.model import Pod
@@ -67,6 +68,8 @@ def _held_reason(f: WorkloadFacts) -> str:
         return "gang_incomplete"
     if f.source == SOURCE_PADDLEJOB:
         return "no_pods" if f.pods_existing == 0 else "pods_missing"
+    if f.source == SOURCE_KUEUE:
+        return "kueue"
     return "not_tried"
 
 
