@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from _kinds import Kinds, build_kinds, naive_extras, raw_kinds
+from _kueue import KueueKinds, build_kueue, load_kueue, naive_kueue, raw_workloads, traced_bytes_per_workload
 from msgspec.structs import replace
 
 from watchtower.bootstrap import object_decoder
@@ -67,8 +68,8 @@ MESSAGES = [
 
 
 def build(
-    n_pods: int, n_pending: int, seed: int = 1, *, kinds: bool = True
-) -> tuple[list[Pod], list[Node], Kinds]:
+    n_pods: int, n_pending: int, seed: int = 1, *, kinds: bool = True, kueue: int = 0
+) -> tuple[list[Pod], list[Node], Kinds, KueueKinds]:
     """Return the pods (the gangs' and jobs' among them, counted in n_pods and n_pending), nodes, records."""
     rnd = random.Random(seed)
     n_nodes = 2000
@@ -139,6 +140,8 @@ def build(
 
     made = build_kinds(rnd, new, msgs, PRIORITIES, NOW) if kinds else Kinds()
     pods.extend(made.pods)
+    queued = build_kueue(rnd, new, NOW, workloads=kueue) if kueue else KueueKinds()
+    pods.extend(queued.pods)  # the admitted Workloads' Jobs' pods, among the n_pods
     pending = sum(p.waiting for p in pods)
     i = 0
     while pending < n_pending:
@@ -188,7 +191,7 @@ def build(
                 disruption=Condition("True", "PreemptionByScheduler", "", NOW - 600),
                 deleted_at=NOW - 600,
             )
-    return pods, nodes, made
+    return pods, nodes, made, queued
 
 
 def as_raw(p: Pod) -> dict[str, Any]:
@@ -295,7 +298,9 @@ class FixedClock:
         return NOW
 
 
-def load(state: ClusterState, pods: list[Pod], nodes: list[Node], kinds: Kinds) -> None:
+def load(
+    state: ClusterState, pods: list[Pod], nodes: list[Node], kinds: Kinds, kueue: KueueKinds | None = None
+) -> None:
     """Apply everything to the state in the order the service lists its kinds: pods last."""
     for n in nodes:
         state.upsert_node(n)
@@ -307,6 +312,8 @@ def load(state: ClusterState, pods: list[Pod], nodes: list[Node], kinds: Kinds) 
         state.upsert_volcano_group(g)
     for g in kinds.pod_groups:
         state.upsert_pod_group(g)
+    if kueue is not None:
+        load_kueue(state, kueue)
     for p in pods:
         state.upsert_pod(p)
 
@@ -317,10 +324,11 @@ def main() -> None:
     ap.add_argument("--pending", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--no-kinds", action="store_true", help="pods only, as before issue 12")
+    ap.add_argument("--kueue", type=int, default=20_000, help="Kueue Workloads beside the pods (issue 13)")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    pods, nodes, kinds = build(args.pods, args.pending, kinds=not args.no_kinds)
+    pods, nodes, kinds, kueue = build(args.pods, args.pending, kinds=not args.no_kinds, kueue=args.kueue)
     settings = Settings()
     watcher = Watcher(
         settings=settings,
@@ -330,7 +338,7 @@ def main() -> None:
         source_health=lambda: HEALTHY,
     )
     state = watcher.state
-    load(state, pods, nodes, kinds)
+    load(state, pods, nodes, kinds, kueue)
     policy = watcher.policy
     # As the service does after its first full list: the recent bindings are the estimates' history.
     tiers = policy.tiers
@@ -358,6 +366,11 @@ def main() -> None:
         f"({sum(1 for c in kinds.jobsets if c.owner is not None):,} a TrainJob's), "
         f"{len(kinds.controllers) - len(kinds.paddle_jobs) - len(kinds.jobsets):,} child Jobs, "
         f"{len(kinds.quotas)} ResourceQuotas"
+    )
+    print(
+        f"  and {len(kueue.workloads):,} Kueue Workloads ({sum(w.waiting for w in kueue.workloads):,} held, no "
+        f"pods; {sum(w.preempted is not None for w in kueue.workloads)} requeued after a preemption), "
+        f"{len(kueue.cluster_queues)} ClusterQueues, {len(kueue.local_queues)} LocalQueues"
     )
 
     domain = median_ms(lambda: evaluator.evaluate(state, now=NOW), args.runs)
@@ -465,7 +478,12 @@ def main() -> None:
         if not args.no_kinds
         else 0.0
     )
-    ref = naive + extras
+    lqs = {(q.namespace, q.name): q.cluster_queue for q in kueue.local_queues}
+    raw_kueue = raw_workloads(kueue)
+    kueue_ref = (
+        median_ms(lambda: naive_kueue(raw_kueue, lqs, tier_name, NOW), args.runs) if args.kueue else 0.0
+    )
+    ref = naive + extras + kueue_ref
     r = args.runs
     print(
         f"QueueEvaluator.evaluate   median {domain:8.1f} ms over {r} runs, state unchanged (target <= 50 ms)"
@@ -490,6 +508,10 @@ def main() -> None:
     print(f"reference: dict loops     median {naive:8.1f} ms over {r} runs (pods: grouping, messages, GPUs)")
     if not args.no_kinds:
         print(f"  + gangs, jobs, heads, estimates {extras:6.1f} ms over {r} runs; together {ref:.1f} ms")
+    if args.kueue:
+        print(f"  + Kueue Workloads         {kueue_ref:6.1f} ms over {r} runs; together {ref:.1f} ms")
+        per = traced_bytes_per_workload(args.kueue, object_decoder(settings))
+        print(f"Kueue Workload memory     {per:8.0f} B retained per Workload (tracemalloc; target <= 1 KB)")
     print(f"ratio evaluator/reference {domain / ref:.3f} (pods-only reference: {domain / naive:.3f})")
     print(f"ratio Watcher/reference   {service / ref:.3f}, after churn {churn_service / ref:.3f}")
 

@@ -592,8 +592,17 @@ class ObjectDecoder:
         """Return a Kueue Workload, v1beta2 or v1beta1."""
         return _reading(
             "KueueWorkload",
-            lambda: kueue.workload(self._dec_kueue_workload.decode(raw), parse_time, self._sums_of),
+            lambda: kueue.workload(
+                self._dec_kueue_workload.decode(raw), parse_time, self._sums_of, self._share_str
+            ),
         )
+
+    def _share_str(self, s: str) -> str:
+        shared = self._shared
+        if len(shared) > _SHARED_LIMIT:
+            shared.clear()
+        out: str = shared.setdefault(s, s)
+        return out
 
     def cluster_queue(self, raw: bytes | msgspec.Raw) -> ClusterQueue:
         return _reading("ClusterQueue", lambda: kueue.cluster_queue(self._dec_cluster_queue.decode(raw)))

@@ -30,6 +30,7 @@ from .wire import Qty
 
 Times = Callable[[str | None], float | None]
 Sums = Callable[[wire.PodSpec], tuple[int, int, int]]
+Share = Callable[[str], str]  # one object per distinct value: 20,000 Workloads repeat a few hundred
 
 # v1beta1 spec.priorityClassSource values (apis/kueue/constants.go).
 _WORKLOAD_PRIORITY_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
@@ -168,15 +169,22 @@ def _gpus(q: Qty | None) -> int:
     return ceil_int(parse_quantity(q)) if q is not None else 0
 
 
-def workload(w: Workload, times: Times, sums: Sums) -> KueueWorkload:
-    """Return a Kueue Workload: its queue, pod sets' GPUs, priority and the conditions that say it waits."""
+def _same(s: str) -> str:
+    return s
+
+
+def workload(w: Workload, times: Times, sums: Sums, share: Share = _same) -> KueueWorkload:
+    """Return a Kueue Workload: its queue, pod sets' GPUs, priority and the conditions that say it waits.
+
+    Repeated words (namespace, queues, classes, Kueue's messages) are `share`d; the owner's uid is not
+    kept (its kind and name are the workload's key)."""
     m = _named(w.metadata, "KueueWorkload", namespaced=True)
     spec = w.spec or WorkloadSpec()
     st = w.status or WorkloadStatus()
     owner = None
     for o in m.ownerReferences or ():
         if o.controller:
-            owner = OwnerRef(o.kind, o.name, o.apiVersion, o.uid)
+            owner = OwnerRef(share(o.kind), o.name, share(o.apiVersion))
     pods = gpus = per_pod = 0
     tclass, tprio = "", None
     for i, ps in enumerate(spec.podSets or ()):
@@ -223,17 +231,17 @@ def workload(w: Workload, times: Times, sums: Sums) -> KueueWorkload:
     for e in (st.schedulingStats.evictions if st.schedulingStats is not None else None) or ():
         evictions += max(0, e.count or 0)
     return KueueWorkload(
-        m.namespace or "",
+        share(m.namespace or ""),
         m.name or "",
         m.uid or "",
         times(m.creationTimestamp),
         owner,
-        spec.queueName or "",
-        (st.admission.clusterQueue or "") if st.admission is not None else "",
+        share(spec.queueName or ""),
+        share((st.admission.clusterQueue or "") if st.admission is not None else ""),
         spec.priority,
-        pclass,
-        pkind,
-        tclass,
+        share(pclass),
+        share(pkind),
+        share(tclass),
         tprio,
         pods,
         gpus,
@@ -242,8 +250,8 @@ def workload(w: Workload, times: Times, sums: Sums) -> KueueWorkload:
         quota_changed,
         admitted,
         admitted_at,
-        reason,
-        message,
+        share(reason),
+        share(message),
         finished,
         spec.active is not False,
         evicted,
