@@ -95,3 +95,32 @@ def test_analyze_reads_kueue_kinds_from_a_dump() -> None:
     assert (w["source"], w["kueue"]["local_queue"], w["kueue"]["position"]) == ("kueue", "team", None)
     assert doc["kueue_queues"][0]["gpus_nominal"] == 8
     assert doc["ignored_kinds"] == {}
+
+
+def test_analyze_alerts_a_held_job_at_its_tier_and_as_stuck_when_its_queue_has_the_quota() -> None:
+    from watchtower.adapters.kube.decoder import ObjectDecoder
+    from watchtower.config import Settings
+    from watchtower.services.analyze import analysis_dict, analyze
+
+    settings = Settings()
+
+    def alerts(objs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+        result = analyze(
+            orjson.dumps(o.object_list(objs)),
+            policy=settings.queue_policy(),
+            decoder=ObjectDecoder(team_label=settings.teams.label),
+            at=AT,
+        )
+        doc = analysis_dict(result, settings.queue_policy(), settings)
+        return {(a["rule"], a["labels"]["workload"]): a for a in doc["alerts"]}
+
+    full = alerts(items())
+    # Critical tier (its WorkloadPriorityClass), 20 minutes: past the 15-minute critical threshold.
+    assert ("WorkloadWaitCritical", "resnet") in full
+    assert ("WorkloadStuckDespiteCapacity", "resnet") not in full  # its ClusterQueue is at its quota
+    freed = items()
+    cq = next(i for i in freed if i["kind"] == "ClusterQueue")
+    for usage in ("flavorsReservation", "flavorsUsage"):
+        cq["status"][usage][0]["resources"][0]["total"] = "0"
+    stuck = alerts(freed)[("WorkloadStuckDespiteCapacity", "resnet")]
+    assert "not admitted by Kueue though ClusterQueue team-cq has 8 GPU(s) of quota free" in stuck["summary"]
