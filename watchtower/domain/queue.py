@@ -262,17 +262,30 @@ def _positioned(order: list[WorkloadFacts], now: float) -> list[WorkloadStatus]:
     out: list[WorkloadStatus] = []
     append = out.append
     ahead = 0
+    # The order is by tier first, so a tier's queued workloads come in one run: its count is kept in a
+    # local while the run lasts and in the dict only between runs (a dict update per workload was most
+    # of this loop at 24,000 waiting workloads).
     per_tier: dict[str, int] = {}
-    queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
-    running = WorkloadState.RUNNING
+    tier: str | None = None
+    same = 0
+    pending, partial, running = WorkloadState.PENDING, WorkloadState.PARTIAL, WorkloadState.RUNNING
     for f in order:
         since, state = f.since, f.state
-        wait = 0.0 if since is None or state is running else max(0.0, now - since)
-        if state in queued:
-            same = per_tier.get(f.tier, 0)
+        if since is None or state is running:
+            wait = 0.0
+        else:
+            wait = now - since
+            if wait < 0.0:
+                wait = 0.0
+        if state is pending or state is partial:
+            t = f.tier
+            if t != tier:
+                if tier is not None:
+                    per_tier[tier] = same
+                tier, same = t, per_tier.get(t, 0)
             append(WorkloadStatus(f, wait, ahead, ahead - same))
             ahead += 1
-            per_tier[f.tier] = same + 1
+            same += 1
         else:
             append(WorkloadStatus(f, wait))
     return out
