@@ -39,6 +39,7 @@ from typing import Any
 
 from _dra import build_dra, load_dra
 from _kinds import Kinds, build_kinds, naive_extras, raw_kinds
+from _kueue import KueueKinds, build_kueue, load_kueue, naive_kueue, raw_workloads, traced_bytes_per_workload
 from msgspec.structs import replace
 
 from watchtower.bootstrap import object_decoder
@@ -75,8 +76,8 @@ MESSAGES = [
 
 
 def build(
-    n_pods: int, n_pending: int, seed: int = 1, *, kinds: bool = True
-) -> tuple[list[Pod], list[Node], Kinds]:
+    n_pods: int, n_pending: int, seed: int = 1, *, kinds: bool = True, kueue: int = 0
+) -> tuple[list[Pod], list[Node], Kinds, KueueKinds]:
     """Return the pods (the gangs' and jobs' among them, counted in n_pods and n_pending), nodes, records."""
     rnd = random.Random(seed)
     n_nodes = 2000
@@ -147,6 +148,8 @@ def build(
 
     made = build_kinds(rnd, new, msgs, PRIORITIES, NOW) if kinds else Kinds()
     pods.extend(made.pods)
+    queued = build_kueue(rnd, new, NOW, workloads=kueue) if kueue else KueueKinds()
+    pods.extend(queued.pods)  # the admitted Workloads' Jobs' pods, among the n_pods
     pending = sum(p.waiting for p in pods)
     i = 0
     while pending < n_pending:
@@ -196,7 +199,7 @@ def build(
                 disruption=Condition("True", "PreemptionByScheduler", "", NOW - 600),
                 deleted_at=NOW - 600,
             )
-    return pods, nodes, made
+    return pods, nodes, made, queued
 
 
 def as_raw(p: Pod) -> dict[str, Any]:
@@ -306,7 +309,9 @@ class FixedClock:
         return NOW
 
 
-def load(state: ClusterState, pods: list[Pod], nodes: list[Node], kinds: Kinds) -> None:
+def load(
+    state: ClusterState, pods: list[Pod], nodes: list[Node], kinds: Kinds, kueue: KueueKinds | None = None
+) -> None:
     """Apply everything to the state in the order the service lists its kinds: pods last."""
     for n in nodes:
         state.upsert_node(n)
@@ -318,6 +323,8 @@ def load(state: ClusterState, pods: list[Pod], nodes: list[Node], kinds: Kinds) 
         state.upsert_volcano_group(g)
     for g in kinds.pod_groups:
         state.upsert_pod_group(g)
+    if kueue is not None:
+        load_kueue(state, kueue)
     for p in pods:
         state.upsert_pod(p)
 
@@ -372,13 +379,14 @@ def main() -> None:
         action="store_true",
         help="run twice back to back, with --dra 0 and with --dra N, and print both beside their references",
     )
+    ap.add_argument("--kueue", type=int, default=20_000, help="Kueue Workloads beside the pods (issue 13)")
     args = ap.parse_args()
     if args.compare_dra:
         compare_dra(args)
         return
 
     t0 = time.perf_counter()
-    pods, nodes, kinds = build(args.pods, args.pending, kinds=not args.no_kinds)
+    pods, nodes, kinds, kueue = build(args.pods, args.pending, kinds=not args.no_kinds, kueue=args.kueue)
     settings = Settings()
     watcher = Watcher(
         settings=settings,
@@ -388,7 +396,7 @@ def main() -> None:
         source_health=lambda: HEALTHY,
     )
     state = watcher.state
-    load(state, pods, nodes, kinds)
+    load(state, pods, nodes, kinds, kueue)
     dra = build_dra(random.Random(13), args.dra, NOW)
     load_dra(state, dra)
     pods = [*pods, *dra.pods]
@@ -425,6 +433,11 @@ def main() -> None:
         f"  and {len(dra.pods):,} DRA pods ({dra_waiting:,} waiting on 'cannot allocate all claims'), "
         f"{len(dra.claims):,} ResourceClaims, {len(dra.slices):,} ResourceSlices "
         f"({sum(state.dra.node_gpus().values()):,} GPUs)"
+    )
+    print(
+        f"  and {len(kueue.workloads):,} Kueue Workloads ({sum(w.waiting for w in kueue.workloads):,} held, no "
+        f"pods; {sum(w.preempted is not None for w in kueue.workloads)} requeued after a preemption), "
+        f"{len(kueue.cluster_queues)} ClusterQueues, {len(kueue.local_queues)} LocalQueues"
     )
 
     domain = median_ms(lambda: evaluator.evaluate(state, now=NOW), args.runs)
@@ -537,7 +550,12 @@ def main() -> None:
         if not args.no_kinds
         else 0.0
     )
-    ref = naive + extras
+    lqs = {(q.namespace, q.name): q.cluster_queue for q in kueue.local_queues}
+    raw_kueue = raw_workloads(kueue)
+    kueue_ref = (
+        median_ms(lambda: naive_kueue(raw_kueue, lqs, tier_name, NOW), args.runs) if args.kueue else 0.0
+    )
+    ref = naive + extras + kueue_ref
     r = args.runs
     print(
         f"QueueEvaluator.evaluate   median {domain:8.1f} ms over {r} runs, state unchanged (target <= 50 ms)"
@@ -561,7 +579,12 @@ def main() -> None:
     )
     print(f"reference: dict loops     median {naive:8.1f} ms over {r} runs (pods: grouping, messages, GPUs)")
     if not args.no_kinds:
-        print(f"  + gangs, jobs, heads, estimates {extras:6.1f} ms over {r} runs; together {ref:.1f} ms")
+        print(f"  + gangs, jobs, heads, estimates {extras:6.1f} ms over {r} runs")
+    if args.kueue:
+        print(f"  + Kueue Workloads         {kueue_ref:6.1f} ms over {r} runs")
+        per = traced_bytes_per_workload(args.kueue, object_decoder(settings))
+        print(f"Kueue Workload memory     {per:8.0f} B retained per Workload (tracemalloc; target <= 1 KB)")
+    print(f"reference together        {ref:8.1f} ms")
     print(f"ratio evaluator/reference {domain / ref:.3f} (pods-only reference: {domain / naive:.3f})")
     print(f"ratio Watcher/reference   {service / ref:.3f}, after churn {churn_service / ref:.3f}")
     if args.dra:

@@ -59,6 +59,8 @@ async def test_the_queue_json_gives_position_estimate_and_stuck() -> None:
         "scheduler_name": "default-scheduler",
         "scheduler_said": NO_GPU,
         "likely_causes": [],
+        "cluster_queue": None,  # not a Kueue-held job
+        "quota_free_gpus": None,
         "why": f"fits on node spare-1 by free GPUs, CPU and memory, yet the scheduler says: {NO_GPU}",
     }
     assert by["detector"]["position_in_tier"] is None

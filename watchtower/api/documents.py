@@ -18,6 +18,7 @@ from watchtower.domain.tiers import TierPolicy
 from watchtower.services.queue_view import (
     SCHEMA_VERSION,
     dra_problem_dict,
+    kueue_queue_dict,
     preemption_dict,
     quota_dict,
     rfc3339,
@@ -78,6 +79,8 @@ class QueueDocuments:
             dra_problem_dict(u, snap.at) for u in tick.dra_problems
         )
         self._dra_json = orjson.dumps(self.dra_problems)
+        self.kueue_queues: tuple[dict[str, Any], ...] = tuple(kueue_queue_dict(q) for q in tick.kueue_queues)
+        self._kueue_json = orjson.dumps(self.kueue_queues)
         # Dashboards and scripts repeat the same few queries until the next evaluation.
         self._bodies: dict[
             tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], int, int], bytes
@@ -127,6 +130,8 @@ class QueueDocuments:
             + self._queues_json
             + b',"dra_problems":'
             + self._dra_json
+            + b',"kueue_queues":'
+            + self._kueue_json
             + b"}"
         )
         if len(self._bodies) >= CACHED_BODIES:

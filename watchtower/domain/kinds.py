@@ -75,6 +75,16 @@ RESOURCE_CLAIM_TEMPLATE = Kind(
     "ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True, ("v1beta2",)
 )
 RESOURCE_SLICE = Kind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", True, ("v1beta2",))
+# Kueue (sigs.k8s.io/kueue apis/kueue/v1beta2, v1beta1 before v0.15): a queued job is suspended with no
+# pods; its Workload (named apart from upstream's) says why. ClusterQueue and WorkloadPriorityClass are
+# cluster-scoped.
+_KUEUE = "kueue.x-k8s.io"
+WORKLOAD_PRIORITY_CLASS = Kind(
+    "WorkloadPriorityClass", _KUEUE, "v1beta2", "workloadpriorityclasses", True, ("v1beta1",)
+)
+CLUSTER_QUEUE = Kind("ClusterQueue", _KUEUE, "v1beta2", "clusterqueues", True, ("v1beta1",))
+LOCAL_QUEUE = Kind("LocalQueue", _KUEUE, "v1beta2", "localqueues", True, ("v1beta1",))
+KUEUE_WORKLOAD = Kind("KueueWorkload", _KUEUE, "v1beta2", "workloads", True, ("v1beta1",), "Workload")
 POD = Kind("Pod", "", "v1", "pods")
 EVENT = Kind("Event", "", "v1", "events")
 
@@ -97,6 +107,10 @@ WATCHED: tuple[Kind, ...] = (
     RESOURCE_SLICE,
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_CLAIM,
+    WORKLOAD_PRIORITY_CLASS,
+    CLUSTER_QUEUE,
+    LOCAL_QUEUE,
+    KUEUE_WORKLOAD,
     POD,
     EVENT,
 )
@@ -104,7 +118,7 @@ WATCHED: tuple[Kind, ...] = (
 
 def kind_named(kind: str, api_version: str) -> str:
     """Return the name a watched kind goes by for an object's kind and apiVersion (a dump mixes them):
-    Volcano's PodGroup → VolcanoPodGroup; any other kind is its own name."""
+    Volcano's PodGroup → VolcanoPodGroup, Kueue's Workload → KueueWorkload; any other kind is its own name."""
     group = api_version.rpartition("/")[0]
     for k in WATCHED:
         if k.api_kind == kind and k.group == group:

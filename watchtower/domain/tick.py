@@ -16,6 +16,7 @@ from .entitlement import QueueLine
 from .estimate import TierWaits
 from .gpu_usage import GpuAlert
 from .health import HEALTHY, SourceHealth
+from .kueue_queues import KueueQueueLine
 from .queue import QueueSnapshot, WorkloadStatus
 from .stuck import StuckHead
 
@@ -50,6 +51,7 @@ class Tick:
     volcano_queues: tuple[QueueLine, ...] = ()  # Volcano Queues: the teams' entitlement where Volcano runs
     # Pods naming a DRA claim, template or class that is not there: no workload (GPUs unknown), listed apart.
     dra_problems: tuple[UnresolvedClaim, ...] = ()
+    kueue_queues: tuple[KueueQueueLine, ...] = ()  # Kueue ClusterQueues, likewise where Kueue admits
 
     def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:
         return dataclasses.replace(self, gpu_alerts=alerts)

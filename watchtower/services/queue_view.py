@@ -9,6 +9,7 @@ from watchtower.domain.disruptions import Preemption
 from watchtower.domain.dra import UnresolvedClaim
 from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import StartEstimate, TierWaits
+from watchtower.domain.kueue_queues import KueueQueueLine, kueue_queue_lines
 from watchtower.domain.latency import Distribution, TierLatency
 from watchtower.domain.message_types import SchedulingDiagnosis
 from watchtower.domain.messages_dra import problem_of
@@ -38,12 +39,14 @@ def stuck_dict(s: StuckHead | None) -> dict[str, Any] | None:
     if s is None:
         return None
     return {
-        "pod": s.pod,
-        "node": s.node,
+        "pod": s.pod or None,
+        "node": s.node or None,
         "node_taints": list(s.taints),
         "scheduler_name": s.scheduler,
         "scheduler_said": s.said or None,
         "likely_causes": list(s.causes),
+        "cluster_queue": s.cluster_queue or None,
+        "quota_free_gpus": s.quota_free if s.cluster_queue else None,
         "why": s.why,
     }
 
@@ -51,6 +54,27 @@ def stuck_dict(s: StuckHead | None) -> dict[str, Any] | None:
 def _dra_problem(d: SchedulingDiagnosis | None) -> str | None:
     p = problem_of(tuple(r.reason for r in d.reasons)) if d is not None else None
     return p.value if p is not None else None
+
+
+def kueue_dict(w: WorkloadStatus) -> dict[str, Any] | None:
+    k = w.kueue
+    if k is None:
+        return None
+    return {
+        "workload": k.workload,
+        "local_queue": k.local_queue or None,
+        "cluster_queue": k.cluster_queue or None,
+        "admitted": k.admitted,
+        "admitted_at": rfc3339(k.admitted_at),
+        "reason": k.reason or None,
+        "message": k.message or None,
+        "position": k.position,
+        "evictions": k.evictions,
+    }
+
+
+def _secs(v: float | None) -> float | None:
+    return round(v, 3) if v is not None else None
 
 
 def workload_dict(
@@ -115,6 +139,9 @@ def workload_dict(
             for c in w.facts.gpu_claims
         ],
         "dra_problem": _dra_problem(d),
+        "kueue": kueue_dict(w),
+        "admission_wait_seconds": _secs(w.admission_wait),
+        "scheduling_wait_seconds": _secs(w.scheduling_wait),
         "quota": (
             {
                 "name": w.quota.quota,
@@ -166,6 +193,25 @@ def volcano_queue_dict(q: QueueLine) -> dict[str, Any]:
     }
 
 
+def kueue_queue_dict(q: KueueQueueLine) -> dict[str, Any]:
+    return {
+        "name": q.name,
+        "cohort": q.cohort or None,
+        "gpus_nominal": q.nominal_gpus,
+        "gpus_borrowing_limit": q.borrowing_limit_gpus,
+        "gpus_lending_limit": q.lending_limit_gpus,
+        "gpus_reserved": q.reserved_gpus,
+        "gpus_used": q.used_gpus,
+        "gpus_borrowed": q.borrowed_gpus,
+        "pending_workloads": q.pending,
+        "admitted_workloads": q.admitted,
+        "stopped": q.stopped,
+        "local_queues": [{"namespace": ns, "name": name} for ns, name in q.local_queues],
+        "namespaces": list(q.namespaces),
+        "teams": list(q.teams),
+    }
+
+
 def preemption_dict(p: Preemption, tiers: TierPolicy) -> dict[str, Any]:
     """Return a preemption as the JSON shows it: the preemptor as the record holds it (the cluster state
     records its identity and tier when first named, so it outlives the preemptor pod)."""
@@ -192,6 +238,7 @@ def preemption_dict(p: Preemption, tiers: TierPolicy) -> dict[str, Any]:
         else None,
         "gpu_hours_lost": round(lost, 6) if lost is not None else None,
         "reason": p.reason,
+        "kueue_reason": p.kueue_reason or None,
     }
 
 
@@ -303,4 +350,5 @@ def snapshot_dict(
         ]
         out["volcano_queues"] = [volcano_queue_dict(q) for q in queue_lines(state)]
         out["dra_problems"] = [dra_problem_dict(u, snap.at) for u in state.unresolved_claims()]
+        out["kueue_queues"] = [kueue_queue_dict(q) for q in kueue_queue_lines(state)]
     return out

@@ -26,6 +26,8 @@ from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.health import SourceHealth
+from watchtower.domain.kueue import SOURCE_KUEUE
+from watchtower.domain.kueue_queues import kueue_queue_lines
 from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.model import Pod
 from watchtower.domain.queue import (
@@ -70,6 +72,8 @@ def _held_reason(f: WorkloadFacts) -> str:
         return "gang_incomplete"
     if f.source == SOURCE_PADDLEJOB:
         return "no_pods" if f.pods_existing == 0 else "pods_missing"
+    if f.source == SOURCE_KUEUE:
+        return "kueue"
     return "not_tried"
 
 
@@ -159,6 +163,21 @@ class Watcher:
             self.feeds.changed(kind, self.clock.now())
             self._observe(happenings)
 
+    def kueue_waiting_queues(self) -> set[str]:
+        """Return the ClusterQueues that have Kueue Workloads waiting for admission (whose positions matter)."""
+        with self._lock:
+            k = self.state.kueue
+            return {
+                q
+                for key in self.state.kueue_waiting()
+                if (w := k.of_key(key)) and (q := k.cluster_queue_of(w))
+            }
+
+    def on_kueue_positions(self, positions: dict[tuple[str, str], int], queues: set[str]) -> None:
+        """Take the positions Kueue's visibility API gives the pending Workloads of these ClusterQueues."""
+        with self._lock:
+            self.state.set_kueue_positions(positions, queues)
+
     def _tracked_pods(self) -> Iterable[Pod]:
         matches = self.policy.selector.matches
         return (p for p in self.state.pods.values() if matches(p))
@@ -243,6 +262,7 @@ class Watcher:
             volcano_queues = queue_lines(st)
             dra_problems = tuple(st.unresolved_claims())
             gauges = dataclasses.replace(gauges, dra_unresolved=dict(Counter(u.reason for u in dra_problems)))
+            kueue_queues = kueue_queue_lines(st)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -257,6 +277,7 @@ class Watcher:
             stuck=stuck,
             volcano_queues=volcano_queues,
             dra_problems=dra_problems,
+            kueue_queues=kueue_queues,
         )
         self.latest = tick
         return tick

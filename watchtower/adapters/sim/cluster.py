@@ -24,6 +24,7 @@ from watchtower.adapters.sim.controllers import GPU_KEY, QUOTA_NAME, quota_used
 from watchtower.adapters.sim.dra import KINDS as DRA_KIND_NAMES
 from watchtower.adapters.sim.dra import DraDriver
 from watchtower.adapters.sim.events import EventLog
+from watchtower.adapters.sim.kueue import KueueStandIn
 from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.adapters.sim.volcano import VolcanoScheduler
 from watchtower.adapters.sim.workloads import (
@@ -76,6 +77,7 @@ class SimulatedCluster:
         # A JobSet's child Jobs (the JobSet controller's), by the JobSet's uid.
         self.child_jobs: dict[str, list[dict[str, Any]]] = {}
         self.volcano = VolcanoScheduler(self._now - 90 * 86400)
+        self.kueue = KueueStandIn()
         self.pods_changed: set[str] = set()  # workloads whose pods changed this tick (their status follows)
         self.dra = DraDriver(cfg.seed, self._now - 90 * 86400)
         self.log = EventLog(self)
@@ -111,6 +113,8 @@ class SimulatedCluster:
             # Production serving and on-call debugging are not capped by the research teams' quotas.
             prod = team_namespace(story.PRODUCTION_TEAM)
             self.namespaces.setdefault(prod, obj.namespace(prod, team=story.PRODUCTION_TEAM))
+            # Kueue's ClusterQueue for the story's queued Jobs: room for one of them (2 pods x a quarter node).
+            self.kueue.setup(2 * max(1, cfg.gpus_per_node // 4), [prod])
         for o in [
             *self.namespaces.values(),
             *self.priority_classes,
@@ -280,6 +284,8 @@ class SimulatedCluster:
             items = list(self.volcano.objects(kind))
         elif kind in DRA_KINDS:
             items = self.dra.objects(kind)
+        elif kind in ("KueueWorkload", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"):
+            items = self.kueue.objects(kind)
         elif kind in UNSIMULATED:
             items = []
         else:
@@ -361,6 +367,7 @@ class SimulatedCluster:
         lifecycle.progress(self, t, dt)
         controllers.reconcile(self, t)
         self.dra.reconcile(self, t)
+        self.kueue.session(self, t)
         binding.schedule(self, t)
         changed, self.pods_changed = self.pods_changed, set()
         controllers.sync_paddle_jobs(self, t, changed)

@@ -79,6 +79,10 @@ class WorkloadSpec:
     train_job: bool = False  # a JobSet a TrainJob (kubeflow trainer) made and controls
     # Its pods ask their GPUs through a claim made from this ResourceClaimTemplate (DRA), not nvidia.com/gpu.
     claim_template: str = ""
+    # A Job queued by Kueue in this LocalQueue: created suspended, its pods made once Kueue admits it;
+    # its Workload names `kueue_class` (a WorkloadPriorityClass).
+    kueue_queue: str = ""
+    kueue_class: str = ""
 
     @property
     def gang(self) -> bool:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from .common import Body, Number, Time
 from .preemption import Preemption
-from .queue import DraProblem, VolcanoQueue
+from .queue import DraProblem, KueueQueue, VolcanoQueue
 from .workload import Workload
 
 
@@ -195,6 +195,8 @@ class Analysis(Body):
     """Volcano Queues with the namespaces and teams whose work names them"""
     dra_problems: list[DraProblem]
     """pods naming a DRA claim, template or device class that is not there, oldest first"""
+    kueue_queues: list[KueueQueue]
+    """Kueue ClusterQueues with their LocalQueues, namespaces and teams"""
     latency: list[TierLatency]
     """per tier: time to schedule and start-up"""
     alerts: list[RuleAlert]
