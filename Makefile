@@ -20,6 +20,7 @@ system-deps:
 
 controlplane:
 	tests/e2e/controlplane/build.sh >/dev/null
+	tests/e2e/kueue/build.sh >/dev/null
 
 demo: deps
 	$(BIN)/watchtower demo

@@ -140,3 +140,30 @@ def make_pki(directory: Path) -> Pki:
     for key in (p.ca_key, p.serving_key, p.admin_key, p.sa_key):
         key.chmod(0o600)
     return p
+
+
+def issue_serving_pair(pki: Pki, directory: Path, cn: str) -> tuple[Path, Path]:
+    """Write `directory`/tls.crt and tls.key: a serving certificate for localhost/127.0.0.1 from `pki`'s CA.
+
+    For servers beside the control plane (Kueue's webhook, metrics and visibility endpoints) that want the
+    names a Secret volume would give them.
+    """
+    ca = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise TypeError(f"{pki.ca_key}: expected the EC key make_pki writes")
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = _issue(
+        _name(cn),
+        key.public_key(),
+        issuer=ca.subject,
+        issuer_key=ca_key,
+        usage=[ExtendedKeyUsageOID.SERVER_AUTH],
+        sans=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    crt, tls_key = directory / "tls.crt", directory / "tls.key"
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    tls_key.write_bytes(_pem_key(key))
+    tls_key.chmod(0o600)
+    return crt, tls_key
