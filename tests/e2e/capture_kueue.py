@@ -7,6 +7,7 @@ a fake 4-GPU node and the kubelet stand-in, then runs tests/e2e/kueue/story.py, 
 of every object of the story (Kueue's kinds, the Jobs, pods, events) at each step:
 
 - `pending`: `train` waits for quota behind `blocker` (QuotaReserved=False), suspended, no pods;
+- `visibility-pending`: the visibility API's pendingworkloads of the ClusterQueue and of the LocalQueue then;
 - `admitted`: the blocker gone, `train` admitted, its pods Running;
 - `preempted`: `urgent` (WorkloadPriorityClass 1,000,000) made Kueue preempt `train` (Preempted/Evicted),
   `train`'s pods terminating;
@@ -26,7 +27,7 @@ from . import crds
 from .api import Api, wait_for
 from .controlplane.cluster import ControlPlane, binaries_dir
 from .kubelet import Kubelet
-from .kueue.manager import KueueManager, binary
+from .kueue.manager import VISIBILITY_API, KueueManager, binary
 from .kueue.story import Story
 from .scenario import FIXTURES, PRIORITY_CLASSES, write_fixture
 
@@ -57,8 +58,12 @@ def capture() -> list[Path]:
         t0 = time.monotonic()
         crds.install(api, crds.KUEUE_CRDS)
         print(f"Kueue CRDs served after {time.monotonic() - t0:.1f}s", file=sys.stderr)
-        manager.start()
-        print(f"kueue ready after {manager.startup_seconds:.1f}s; log {manager.log}", file=sys.stderr)
+        manager.start(api)
+        print(
+            f"kueue ready after {manager.startup_seconds:.1f}s, its visibility API after"
+            f" {manager.visibility_seconds:.1f}s; log {manager.log}",
+            file=sys.stderr,
+        )
         kubelet.start()
         kubelet.register("gpu-kq1", gpus=4)
         api.create("/api/v1/namespaces", {"metadata": {"name": NS, "labels": {"team": "research"}}})
@@ -70,6 +75,19 @@ def capture() -> list[Path]:
         story.queue_behind_blocker()
         time.sleep(2)  # a requeue or two: Kueue's events for them too
         keep("pending", story.snapshot())
+        # Kueue's visibility API through the aggregation layer: the pending Workloads and their positions.
+        vis = f"/apis/{VISIBILITY_API}/v1beta2"
+        keep(
+            "visibility-pending",
+            {
+                "kind": "List",
+                "apiVersion": "v1",
+                "items": [
+                    api.get(f"{vis}/clusterqueues/{story.cluster_queue}/pendingworkloads"),
+                    api.get(f"{vis}/namespaces/{NS}/localqueues/{story.local_queue}/pendingworkloads"),
+                ],
+            },
+        )
         story.free_quota()
         keep("admitted", story.snapshot())
         story.preempt()

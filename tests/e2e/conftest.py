@@ -16,6 +16,7 @@ from . import crds
 from .api import Api, ApiError
 from .controlplane.cluster import ControlPlane, binaries_dir
 from .kubelet import Kubelet
+from .kueue.manager import KueueManager, binary
 from .operator import PaddleOperator
 from .scenario import PRIORITY_CLASSES, Scenario
 
@@ -60,6 +61,21 @@ def kubelet(admin: Api) -> Iterator[Kubelet]:
     yield k
     k.stop()
     assert not k.errors, f"kubelet stand-in errors: {k.errors[:5]}"
+
+
+@pytest.fixture(scope="session")
+def kueue(admin: Api, control_plane: ControlPlane) -> Iterator[KueueManager]:
+    """Kueue v0.17.0's real controller manager, with its CRDs: started by the first test that asks for it."""
+    crds.install(admin, crds.KUEUE_CRDS)
+    manager = KueueManager(control_plane.workdir / "kueue", binary(), control_plane)
+    manager.start(admin)
+    print(f"\nkueue up in {manager.startup_seconds:.1f}s; log {manager.log}")
+    try:
+        yield manager
+    finally:
+        manager.stop()
+        if manager.peak_rss_mib is not None:
+            print(f"\nkueue peak memory: {manager.peak_rss_mib:.0f} MiB")
 
 
 @pytest.fixture(scope="session")

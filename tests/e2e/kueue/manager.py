@@ -14,6 +14,7 @@ Kueue's Job webhook would have done (pkg/controller/jobs/job/job_webhook.go Defa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from ..api import Api, ApiError, wait_for
 from ..controlplane.cluster import ControlPlane, ControlPlaneError, Process, free_port
 from ..controlplane.pki import issue_serving_pair
 
@@ -31,6 +33,9 @@ HERE = Path(__file__).resolve().parent
 VERSION = "v0.17.0"
 # Kueue's own namespace (config namespace): it is excluded from managed jobs by default.
 NAMESPACE = "kueue-system"
+# config/components/visibility/service.yaml and apiservice_v1beta2.yaml of v0.17.0.
+VISIBILITY_SERVICE = "visibility-server"
+VISIBILITY_API = "visibility.kueue.x-k8s.io"
 
 
 def binary() -> Path:
@@ -69,6 +74,7 @@ class KueueManager:
     visibility_port: int = field(default_factory=free_port)
     process: Process | None = None
     startup_seconds: float = 0.0  # from launch to /readyz 200
+    visibility_seconds: float = 0.0  # from launch to the visibility APIService Available
     peak_rss_mib: float | None = None
 
     @property
@@ -79,7 +85,12 @@ class KueueManager:
         certs = self.workdir / "certs"
         issue_serving_pair(self.cp.pki, certs / "webhook", "kueue-webhook")
         issue_serving_pair(self.cp.pki, certs / "metrics", "kueue-metrics")
-        issue_serving_pair(self.cp.pki, certs / "visibility", "kueue-visibility")
+        issue_serving_pair(
+            self.cp.pki,
+            certs / "visibility",
+            "kueue-visibility",
+            dns=(f"{VISIBILITY_SERVICE}.{NAMESPACE}.svc",),
+        )
         cfg = {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2",
             "kind": "Configuration",
@@ -96,7 +107,7 @@ class KueueManager:
         path.write_text(yaml.safe_dump(cfg, sort_keys=False))
         return path
 
-    def start(self, *, timeout: float = 120.0) -> None:
+    def start(self, api: Api, *, timeout: float = 120.0) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.config()
         root = self.workdir / "root"
@@ -122,12 +133,62 @@ class KueueManager:
             try:
                 if httpx.get(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2.0).status_code == 200:
                     self.startup_seconds = time.monotonic() - t0
-                    return
+                    break
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        self.stop()
-        raise ControlPlaneError(f"kueue not ready after {timeout:g}s:\n{self.tail()}")
+        else:
+            self.stop()
+            raise ControlPlaneError(f"kueue not ready after {timeout:g}s:\n{self.tail()}")
+        try:
+            self.register_visibility(api, timeout=max(deadline - time.monotonic(), 30.0))
+        except Exception:
+            self.stop()
+            raise
+        self.visibility_seconds = time.monotonic() - t0
+
+    def register_visibility(self, api: Api, *, timeout: float) -> None:
+        """Make the visibility API reachable through the API server, as Kueue's manifests do, but for the
+        Service: an ExternalName `localhost` (the aggregator resolves it to that host and the APIService's port,
+        k8s.io/apiserver pkg/util/proxy ResolveCluster), since Endpoints may not point at loopback."""
+        with contextlib.suppress(ApiError):
+            api.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+        api.create(
+            f"/api/v1/namespaces/{NAMESPACE}/services",
+            {
+                "metadata": {"name": VISIBILITY_SERVICE},
+                "spec": {"type": "ExternalName", "externalName": "localhost"},
+            },
+        )
+        for version in ("v1beta2", "v1beta1"):
+            api.create(
+                "/apis/apiregistration.k8s.io/v1/apiservices",
+                {
+                    "metadata": {"name": f"{version}.{VISIBILITY_API}"},
+                    "spec": {
+                        "group": VISIBILITY_API,
+                        "version": version,
+                        "groupPriorityMinimum": 100,
+                        "versionPriority": 100 if version == "v1beta2" else 90,
+                        # As upstream's apiservice_v1beta2.yaml: the server's certificate is self-managed.
+                        "insecureSkipTLSVerify": True,
+                        "service": {
+                            "namespace": NAMESPACE,
+                            "name": VISIBILITY_SERVICE,
+                            "port": self.visibility_port,
+                        },
+                    },
+                },
+            )
+
+        def available() -> bool:
+            svc = api.get(f"/apis/apiregistration.k8s.io/v1/apiservices/v1beta2.{VISIBILITY_API}")
+            return any(
+                c["type"] == "Available" and c["status"] == "True"
+                for c in (svc.get("status") or {}).get("conditions") or []
+            )
+
+        wait_for("Kueue's visibility APIService Available", available, timeout=timeout)
 
     def stop(self) -> None:
         if self.process is not None:
