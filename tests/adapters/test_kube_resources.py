@@ -26,6 +26,10 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "VolcanoPodGroup": "/apis/scheduling.volcano.sh/v1beta1/podgroups",
         "VolcanoQueue": "/apis/scheduling.volcano.sh/v1beta1/queues",
         "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
+        "WorkloadPriorityClass": "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses",
+        "ClusterQueue": "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
+        "LocalQueue": "/apis/kueue.x-k8s.io/v1beta2/localqueues",
+        "KueueWorkload": "/apis/kueue.x-k8s.io/v1beta2/workloads",
         "Pod": "/api/v1/pods",
         "Event": "/api/v1/events",
     }
@@ -39,6 +43,10 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
     assert all(
         r.optional for r in RESOURCES if r.kind in {"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue"}
     )
+    # Kueue before v0.15 serves v1beta1 only.
+    kueue = next(r for r in RESOURCES if r.kind == "KueueWorkload")
+    assert kueue.optional
+    assert kueue.paths == ("/apis/kueue.x-k8s.io/v1beta2/workloads", "/apis/kueue.x-k8s.io/v1beta1/workloads")
 
 
 def test_the_shipped_cluster_role_lets_the_service_list_and_watch_every_watched_kind() -> None:

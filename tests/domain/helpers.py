@@ -56,6 +56,18 @@ def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) ->
         state.upsert_priority_class(DECODER.priority_class(raw(obj)))
     elif kind == "ResourceQuota":
         state.upsert_quota(DECODER.quota(raw(obj)))
+    elif kind == "Workload" and obj["apiVersion"].startswith("kueue.x-k8s.io/"):
+        w = DECODER.kueue_workload(raw(obj))
+        if deleted:
+            state.delete_kueue_workload(w)
+            return []
+        return state.upsert_kueue_workload(w)
+    elif kind == "ClusterQueue":
+        state.upsert_cluster_queue(DECODER.cluster_queue(raw(obj)))
+    elif kind == "LocalQueue":
+        state.upsert_local_queue(DECODER.local_queue(raw(obj)))
+    elif kind == "WorkloadPriorityClass":
+        state.upsert_workload_priority_class(DECODER.workload_priority_class(raw(obj)))
     elif kind == "PodGroup" and obj["apiVersion"].startswith("scheduling.volcano.sh/"):
         state.upsert_volcano_group(DECODER.volcano_pod_group(raw(obj)))
     elif kind == "PodGroup":

@@ -17,6 +17,7 @@ from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
 from watchtower.services.queue_view import (
     SCHEMA_VERSION,
+    kueue_queue_dict,
     preemption_dict,
     quota_dict,
     rfc3339,
@@ -73,6 +74,8 @@ class QueueDocuments:
             volcano_queue_dict(q) for q in tick.volcano_queues
         )
         self._queues_json = orjson.dumps(self.volcano_queues)
+        self.kueue_queues: tuple[dict[str, Any], ...] = tuple(kueue_queue_dict(q) for q in tick.kueue_queues)
+        self._kueue_json = orjson.dumps(self.kueue_queues)
         # Dashboards and scripts repeat the same few queries until the next evaluation.
         self._bodies: dict[
             tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], int, int], bytes
@@ -120,6 +123,8 @@ class QueueDocuments:
             + b",".join(page)
             + b'],"volcano_queues":'
             + self._queues_json
+            + b',"kueue_queues":'
+            + self._kueue_json
             + b"}"
         )
         if len(self._bodies) >= CACHED_BODIES:

@@ -40,6 +40,9 @@ class Preemption:
     reason: str = ""  # the DisruptionTarget reason, or "Preempted" when only the event was seen
     # "PodGroup" when a gang preempted as a whole (preemptor_uid is then the PodGroup's); "" for a pod.
     preemptor_kind: str = ""
+    # Kueue's Preempted reason (InClusterQueue, InCohortReclamation, ...) when Kueue evicted a Workload;
+    # preemptor_kind is then "KueueWorkload" and victim_uid the victim Workload's.
+    kueue_reason: str = ""
 
     @property
     def gpu_hours_lost(self) -> float | None:

@@ -67,6 +67,16 @@ VOLCANO_QUEUE = Kind(
 )
 # Read for its owner: a TrainJob's pods name only the JobSet (DESIGN §3.17).
 JOBSET = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", optional=True)
+# Kueue (sigs.k8s.io/kueue apis/kueue/v1beta2, v1beta1 before v0.15): a queued job is suspended with no
+# pods; its Workload (named apart from upstream's) says why. ClusterQueue and WorkloadPriorityClass are
+# cluster-scoped.
+_KUEUE = "kueue.x-k8s.io"
+WORKLOAD_PRIORITY_CLASS = Kind(
+    "WorkloadPriorityClass", _KUEUE, "v1beta2", "workloadpriorityclasses", True, ("v1beta1",)
+)
+CLUSTER_QUEUE = Kind("ClusterQueue", _KUEUE, "v1beta2", "clusterqueues", True, ("v1beta1",))
+LOCAL_QUEUE = Kind("LocalQueue", _KUEUE, "v1beta2", "localqueues", True, ("v1beta1",))
+KUEUE_WORKLOAD = Kind("KueueWorkload", _KUEUE, "v1beta2", "workloads", True, ("v1beta1",), "Workload")
 POD = Kind("Pod", "", "v1", "pods")
 EVENT = Kind("Event", "", "v1", "events")
 
@@ -85,6 +95,10 @@ WATCHED: tuple[Kind, ...] = (
     VOLCANO_POD_GROUP,
     VOLCANO_QUEUE,
     JOBSET,
+    WORKLOAD_PRIORITY_CLASS,
+    CLUSTER_QUEUE,
+    LOCAL_QUEUE,
+    KUEUE_WORKLOAD,
     POD,
     EVENT,
 )
@@ -92,7 +106,7 @@ WATCHED: tuple[Kind, ...] = (
 
 def kind_named(kind: str, api_version: str) -> str:
     """Return the name a watched kind goes by for an object's kind and apiVersion (a dump mixes them):
-    Volcano's PodGroup → VolcanoPodGroup; any other kind is its own name."""
+    Volcano's PodGroup → VolcanoPodGroup, Kueue's Workload → KueueWorkload; any other kind is its own name."""
     group = api_version.rpartition("/")[0]
     for k in WATCHED:
         if k.api_kind == kind and k.group == group:

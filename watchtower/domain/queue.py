@@ -170,6 +170,7 @@ class QueueEvaluator:
         known = self._known
         if known is None or self._seen_state is not state or self._epoch != state.epoch:
             keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals) | state.expecting
+            keys |= state.kueue_waiting()
             derived = self._derive(state, keys, refusals, thrash, now)
             known = {k: f for k, f in derived.items() if f.state is not WorkloadState.RUNNING}
             self._order = sorted(known.values(), key=_order_key)
@@ -183,10 +184,14 @@ class QueueEvaluator:
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
             changed |= warned ^ self._warned
-            waiting, expecting = state.waiting_workloads, state.expecting
-            changed = {k for k in changed if k in waiting or k in refusals or k in known or k in expecting}
+            waiting, expecting, held = state.waiting_workloads, state.expecting, state.kueue.held
+            changed = {
+                k
+                for k in changed
+                if k in waiting or k in refusals or k in known or k in expecting or k in held
+            }
             if changed:
-                wanted = [k for k in changed if k in waiting or k in refusals or k in expecting]
+                wanted = [k for k in changed if k in waiting or k in refusals or k in expecting or k in held]
                 fresh = self._derive(state, wanted, refusals, thrash, now)
                 added: list[WorkloadFacts] = []
                 for k in changed:

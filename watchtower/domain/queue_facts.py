@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 
 from .gang_wait import group_wait, job_wait
 from .gangs import SOURCE_PODS, SOURCE_QUOTA
+from .kueue_wait import kueue_wait
 from .messages import PreemptionVerdict, SchedulingDiagnosis, explain
 from .model import Pod
 from .queue_model import QueuePolicy, WorkloadFacts, WorkloadState
@@ -42,7 +43,14 @@ def workload_facts(
         refusal = None
     tracked = [p for p in pods if not p.terminal and policy.selector.matches(p)]
     job = state.controller(key) if key in state.expecting else None
-    if not tracked and refusal is None and job is None:
+    kw = state.kueue.of_key(key) if key in state.kueue.held else None
+    if kw is not None and (
+        kw.finished
+        or not (kw.active or kw.reserved)
+        or (policy.selector.require_gpu and kw.gpus <= 0 and not tracked)
+    ):
+        kw = None
+    if not tracked and refusal is None and job is None and kw is None:
         return None
     queued: list[Pod] = []
     gated: list[Pod] = []
@@ -62,6 +70,8 @@ def workload_facts(
         # No pod to read it from: the refused controller's template says what its pods would be.
         ctrl = state.controller(refusal.refused_by) if refusal is not None else job
         priority, pclass = refused_priority(ctrl, state.priority_classes)
+    if kw is not None:  # Kueue orders it by its Workload's priority (a WorkloadPriorityClass, maybe)
+        priority, pclass = state.kueue_priority(kw)
     tier = policy.tiers.tier_of(priority, pclass)
 
     diag: SchedulingDiagnosis | None = None
@@ -150,6 +160,20 @@ def workload_facts(
                 why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
         elif jw is not None:
             expected = job.pods
+    kfacts = None
+    if kw is not None:
+        kq = kueue_wait(state.kueue, kw, queued=bool(queued), bound=len(bound))
+        kfacts = kq.facts
+        if kq.state is not None:
+            state_ = WorkloadState(kq.state)
+        if kq.since is not None and state_ is not WorkloadState.RUNNING:
+            since = kq.since
+        if kq.why:
+            why, source, sreason, diag = kq.why, kq.source, kq.reason, None
+            verdict = PreemptionVerdict.UNKNOWN
+            gpus_requested = max(gpus_requested, kw.gpus)
+            gpus_per_pod = gpus_per_pod or kw.gpus_per_pod
+            expected = max(expected, kw.pods)
     if state_ is WorkloadState.PARTIAL:
         why = f"gang partly placed: {len(bound)} pod(s) hold {sum(p.gpus for p in bound)} GPU(s), " + why
 
@@ -189,6 +213,7 @@ def workload_facts(
             since if since is not None else float("inf"),
             key,
         ),
+        kueue=kfacts,
     )
 
 

@@ -14,6 +14,7 @@ import msgspec
 
 from .capacity import Capacity
 from .disruptions import Disruption, Preemption
+from .kueue import KueueFacts
 from .messages import PreemptionVerdict, SchedulingDiagnosis
 from .model import Pod
 from .quota import QuotaRefusal
@@ -99,6 +100,7 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     group: str = ""  # the PodGroup it waits in, if any
     queue: str = ""  # the Volcano queue it waits in, if any
     order: tuple[int, int, float, WorkloadKey] = (0, 0, 0.0, WorkloadKey("", "", ""))  # scheduler's order
+    kueue: KueueFacts | None = None  # its Kueue Workload, when Kueue queues it
 
     def wait_at(self, now: float) -> float:
         if self.since is None or self.state is WorkloadState.RUNNING:
@@ -233,6 +235,32 @@ class WorkloadStatus(msgspec.Struct, gc=False):
     @property
     def queue(self) -> str:
         return self.facts.queue
+
+    @property
+    def kueue(self) -> KueueFacts | None:
+        return self.facts.kueue
+
+    @property
+    def admission_wait(self) -> float | None:
+        """Seconds from its Kueue Workload's creation to admission (or to the tick while not admitted);
+        None when Kueue does not queue it."""
+        k = self.facts.kueue
+        if k is None:
+            return None
+        if k.admitted:
+            if k.admitted_at is None or k.waiting_since is None:
+                return None
+            return max(0.0, k.admitted_at - k.waiting_since)
+        return self.wait_seconds if self.waiting else None
+
+    @property
+    def scheduling_wait(self) -> float | None:
+        """Seconds its pods have waited since admission (the rest of `wait_seconds`); None when Kueue does
+        not queue it, it is not admitted yet or it does not wait."""
+        k, admission = self.facts.kueue, self.admission_wait
+        if k is None or not k.admitted or admission is None or not self.waiting:
+            return None
+        return max(0.0, self.wait_seconds - admission)
 
     @property
     def namespace(self) -> str:

@@ -20,6 +20,9 @@ from .disruptions import (
 )
 from .gang_tables import GangTables
 from .gangs import REF_PODGROUP, Gang, GangWorkload, VolcanoQueue
+from .kueue import ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
+from .kueue_preemption import attributed, kueue_preemption, record_key
+from .kueue_tables import KueueTables, NsName
 from .model import Event, Namespace, Node, Pod, PriorityClass
 from .node_use import NodeUse
 from .operator_events import operator_warning
@@ -82,6 +85,8 @@ class ClusterState(ControllerState):
     disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
     # Pod groups (upstream, Volcano), upstream Workloads, Volcano queues.
     gangs: GangTables = field(default_factory=GangTables)
+    # Kueue Workloads (keyed by their job), ClusterQueues, LocalQueues, WorkloadPriorityClasses.
+    kueue: KueueTables = field(default_factory=KueueTables)
     # Preemptor uids named by a record before their pod (or PodGroup) was seen (the watches of events and
     # pods are separate streams) → the victims whose record waits for that preemptor's priority.
     awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
@@ -378,6 +383,104 @@ class ClusterState(ControllerState):
 
     def delete_volcano_queue(self, name: str) -> None:
         self.gangs.delete_queue(name)
+
+    # ---- Kueue -------------------------------------------------------------------------------------
+
+    def kueue_priority(self, w: KueueWorkload) -> tuple[int, str]:
+        """Return a Kueue Workload's (priority, class): its own (spec.priority, its WorkloadPriorityClass or
+        PriorityClass), else its pod template's as admission would give its pods."""
+        pclass = w.priority_class or w.template_class
+        prio = self.kueue.priority_of(w)
+        if prio is not None:
+            return prio, pclass
+        pc = self.priority_classes.get(pclass) if pclass else None
+        if pc is not None and w.priority_class_kind != "WorkloadPriorityClass":
+            return pc.value, pc.name
+        if w.template_priority is not None:
+            return w.template_priority, pclass
+        if not pclass:
+            for pc in self.priority_classes.values():
+                if pc.global_default:
+                    return pc.value, pc.name
+        return 0, pclass
+
+    def upsert_kueue_workload(self, w: KueueWorkload) -> list[Happening]:
+        """Hold a Kueue Workload; return its preemption when it newly shows one (and attribute any that
+        waited for it as their preemptor)."""
+        old, touched = self.kueue.upsert_workload(w, self.workload_of_controller)
+        self._touch_each(touched)
+        if not touched:
+            return []
+        out: list[Happening] = []
+        key = self.kueue.keys[(w.namespace, w.name)]
+        rk = record_key(w)
+        if w.preempted is not None and rk not in self.preemptions:
+            prio, pclass = self.kueue_priority(w)
+            p = kueue_preemption(w, old, key, prio, pclass)
+            if p is not None:
+                found = self.kueue.by_workload_uid(p.preemptor_uid) if p.preemptor_uid else None
+                if found is not None:
+                    p = attributed(p, found[0], *self.kueue_priority(found[0]))
+                elif p.preemptor_uid:
+                    self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(rk)
+                self.preemptions[rk] = p
+                out.append(PreemptionSeen(p, new=True))
+        for rk in sorted(self.awaited_preemptors.pop(w.uid, ())) if w.uid else ():
+            rec = self.preemptions.get(rk)
+            if rec is not None and rec.preemptor_priority is None:
+                rec = attributed(rec, w, *self.kueue_priority(w))
+                self.preemptions[rk] = rec
+                out.append(PreemptionSeen(rec, new=False))
+        return out
+
+    def kueue_waiting(self) -> set[WorkloadKey]:
+        """Return the jobs Kueue holds that may wait with no pod of theirs queued: not admitted yet, or
+        admitted with no pod made yet."""
+        out = set()
+        for key in self.kueue.held:
+            w = self.kueue.of_key(key)
+            if w is not None and (w.waiting or key not in self.by_workload):
+                out.add(key)
+        return out
+
+    def delete_kueue_workload(self, w: KueueWorkload) -> None:
+        self._touch_each(self.kueue.delete_workload(w))
+
+    def upsert_cluster_queue(self, q: ClusterQueue) -> None:
+        # Read when the queue JSON and the stuck heads are made, not into any workload's facts.
+        self.kueue.cluster_queues[q.name] = q
+
+    def delete_cluster_queue(self, name: str) -> None:
+        self.kueue.cluster_queues.pop(name, None)
+
+    def upsert_local_queue(self, q: LocalQueue) -> None:
+        old = self.kueue.local_queues.get((q.namespace, q.name))
+        self.kueue.local_queues[(q.namespace, q.name)] = q
+        if old is None or old.cluster_queue != q.cluster_queue:
+            self._touch_local_queue(q)
+
+    def delete_local_queue(self, q: LocalQueue) -> None:
+        if self.kueue.local_queues.pop((q.namespace, q.name), None) is not None:
+            self._touch_local_queue(q)
+
+    def _touch_local_queue(self, q: LocalQueue) -> None:
+        for key in self.kueue.held:
+            w = self.kueue.of_key(key)
+            if w is not None and w.namespace == q.namespace and w.local_queue == q.name:
+                self.touch(key)
+
+    def upsert_workload_priority_class(self, pc: WorkloadPriorityClass) -> None:
+        if self.kueue.priority_classes.get(pc.name) != pc:
+            self.kueue.priority_classes[pc.name] = pc
+            self.touch_all()
+
+    def delete_workload_priority_class(self, name: str) -> None:
+        if self.kueue.priority_classes.pop(name, None) is not None:
+            self.touch_all()
+
+    def set_kueue_positions(self, positions: dict[NsName, int], queues: set[str]) -> None:
+        """Take the positions the visibility API gives the pending Workloads of these ClusterQueues."""
+        self._touch_each(self.kueue.set_positions(positions, queues))
 
     # ---- queries ----------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from .entitlement import QueueLine
 from .estimate import TierWaits
 from .gpu_usage import GpuAlert
 from .health import HEALTHY, SourceHealth
+from .kueue_queues import KueueQueueLine
 from .queue import QueueSnapshot, WorkloadStatus
 from .stuck import StuckHead
 
@@ -47,6 +48,7 @@ class Tick:
     waits: TierWaits | None = None
     stuck: tuple[StuckHead, ...] = ()  # tier heads that fit yet have waited past `queue.stuck_after`
     volcano_queues: tuple[QueueLine, ...] = ()  # Volcano Queues: the teams' entitlement where Volcano runs
+    kueue_queues: tuple[KueueQueueLine, ...] = ()  # Kueue ClusterQueues, likewise where Kueue admits
 
     def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:
         return dataclasses.replace(self, gpu_alerts=alerts)

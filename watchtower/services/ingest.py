@@ -119,6 +119,31 @@ def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
             st.gangs.queues,
             name,
         ),
+        # Kueue: a queued job's Workload (keyed by its job), its queues and classes.
+        kinds.KUEUE_WORKLOAD: _Binding(
+            dec.kueue_workload,
+            st.upsert_kueue_workload,
+            st.delete_kueue_workload,
+            st.kueue.workloads,
+            _ns_name,
+        ),
+        kinds.CLUSTER_QUEUE: _Binding(
+            dec.cluster_queue,
+            st.upsert_cluster_queue,
+            lambda q: st.delete_cluster_queue(q.name),
+            st.kueue.cluster_queues,
+            name,
+        ),
+        kinds.LOCAL_QUEUE: _Binding(
+            dec.local_queue, st.upsert_local_queue, st.delete_local_queue, st.kueue.local_queues, _ns_name
+        ),
+        kinds.WORKLOAD_PRIORITY_CLASS: _Binding(
+            dec.workload_priority_class,
+            st.upsert_workload_priority_class,
+            lambda pc: st.delete_workload_priority_class(pc.name),
+            st.kueue.priority_classes,
+            name,
+        ),
         # The DELETED object is the pod's last word: its conditions may show that it was preempted.
         kinds.POD: _Binding(
             dec.pod, st.upsert_pod, lambda p: st.delete_pod(p.uid, p), st.pods, uid, decode_page=dec.pods

@@ -8,6 +8,7 @@ from typing import Any
 from watchtower.domain.disruptions import Preemption
 from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import StartEstimate, TierWaits
+from watchtower.domain.kueue_queues import KueueQueueLine, kueue_queue_lines
 from watchtower.domain.latency import Distribution, TierLatency
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
@@ -43,6 +44,27 @@ def stuck_dict(s: StuckHead | None) -> dict[str, Any] | None:
         "likely_causes": list(s.causes),
         "why": s.why,
     }
+
+
+def kueue_dict(w: WorkloadStatus) -> dict[str, Any] | None:
+    k = w.kueue
+    if k is None:
+        return None
+    return {
+        "workload": k.workload,
+        "local_queue": k.local_queue or None,
+        "cluster_queue": k.cluster_queue or None,
+        "admitted": k.admitted,
+        "admitted_at": rfc3339(k.admitted_at),
+        "reason": k.reason or None,
+        "message": k.message or None,
+        "position": k.position,
+        "evictions": k.evictions,
+    }
+
+
+def _secs(v: float | None) -> float | None:
+    return round(v, 3) if v is not None else None
 
 
 def workload_dict(
@@ -96,6 +118,9 @@ def workload_dict(
         "pods_existing": w.pods_existing,
         "pod_group": w.group or None,
         "volcano_queue": w.queue or None,
+        "kueue": kueue_dict(w),
+        "admission_wait_seconds": _secs(w.admission_wait),
+        "scheduling_wait_seconds": _secs(w.scheduling_wait),
         "quota": (
             {
                 "name": w.quota.quota,
@@ -135,6 +160,25 @@ def volcano_queue_dict(q: QueueLine) -> dict[str, Any]:
     }
 
 
+def kueue_queue_dict(q: KueueQueueLine) -> dict[str, Any]:
+    return {
+        "name": q.name,
+        "cohort": q.cohort or None,
+        "gpus_nominal": q.nominal_gpus,
+        "gpus_borrowing_limit": q.borrowing_limit_gpus,
+        "gpus_lending_limit": q.lending_limit_gpus,
+        "gpus_reserved": q.reserved_gpus,
+        "gpus_used": q.used_gpus,
+        "gpus_borrowed": q.borrowed_gpus,
+        "pending_workloads": q.pending,
+        "admitted_workloads": q.admitted,
+        "stopped": q.stopped,
+        "local_queues": [{"namespace": ns, "name": name} for ns, name in q.local_queues],
+        "namespaces": list(q.namespaces),
+        "teams": list(q.teams),
+    }
+
+
 def preemption_dict(p: Preemption, tiers: TierPolicy) -> dict[str, Any]:
     """Return a preemption as the JSON shows it: the preemptor as the record holds it (the cluster state
     records its identity and tier when first named, so it outlives the preemptor pod)."""
@@ -161,6 +205,7 @@ def preemption_dict(p: Preemption, tiers: TierPolicy) -> dict[str, Any]:
         else None,
         "gpu_hours_lost": round(lost, 6) if lost is not None else None,
         "reason": p.reason,
+        "kueue_reason": p.kueue_reason or None,
     }
 
 
@@ -269,4 +314,5 @@ def snapshot_dict(
             if q.hard_gpus is not None
         ]
         out["volcano_queues"] = [volcano_queue_dict(q) for q in queue_lines(state)]
+        out["kueue_queues"] = [kueue_queue_dict(q) for q in kueue_queue_lines(state)]
     return out

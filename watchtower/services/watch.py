@@ -23,6 +23,7 @@ from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.health import SourceHealth
+from watchtower.domain.kueue_queues import kueue_queue_lines
 from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.model import Pod
 from watchtower.domain.queue import (
@@ -230,6 +231,7 @@ class Watcher:
             )
             waits = self.history.waits(now)
             volcano_queues = queue_lines(st)
+            kueue_queues = kueue_queue_lines(st)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -243,6 +245,7 @@ class Watcher:
             waits=waits,
             stuck=stuck,
             volcano_queues=volcano_queues,
+            kueue_queues=kueue_queues,
         )
         self.latest = tick
         return tick

@@ -26,6 +26,7 @@ from watchtower.domain.gangs import (
     GroupRef,
     VolcanoQueue,
 )
+from watchtower.domain.kueue import ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
 from watchtower.domain.model import (
     Condition,
     Controller,
@@ -43,7 +44,7 @@ from watchtower.domain.quota import GPU_QUOTA_RESOURCE
 from watchtower.domain.workloads import TEMPLATE_HASH_LABEL, WORKLOAD_LABELS
 from watchtower.ports import DecodeError as DecodeError  # re-exported: callers catch it from here
 
-from . import groups, wire
+from . import groups, kueue, wire
 from .quantities import GPU, ceil_int, parse_quantity, pod_sums, sums_key
 from .wire import Qty, pod_types
 
@@ -157,6 +158,11 @@ class ObjectDecoder:
         self._dec_volcano_queue = msgspec.json.Decoder(wire.VolcanoQueue)
 
         self._dec_jobset = msgspec.json.Decoder(wire.JobSet)
+        self._dec_kueue_workload = msgspec.json.Decoder(kueue.Workload)
+        self._dec_cluster_queue = msgspec.json.Decoder(kueue.ClusterQueueObj)
+        self._dec_local_queue = msgspec.json.Decoder(kueue.LocalQueueObj)
+        self._dec_kueue_class = msgspec.json.Decoder(kueue.PriorityClassObj)
+        self._dec_pending = msgspec.json.Decoder(kueue.PendingWorkloads)
         self._dec_head = msgspec.json.Decoder(wire.Head)
         self._dec_list = msgspec.json.Decoder(wire.List)
         self._dec_pod_page: msgspec.json.Decoder[wire.PodPage] = msgspec.json.Decoder(page_type)
@@ -579,6 +585,30 @@ class ObjectDecoder:
     def volcano_queue(self, raw: bytes | msgspec.Raw) -> VolcanoQueue:
         """Return a Volcano Queue."""
         return _reading("VolcanoQueue", lambda: groups.volcano_queue(self._dec_volcano_queue.decode(raw)))
+
+    # Kueue (kueue.py reads them)
+
+    def kueue_workload(self, raw: bytes | msgspec.Raw) -> KueueWorkload:
+        """Return a Kueue Workload, v1beta2 or v1beta1."""
+        return _reading(
+            "KueueWorkload",
+            lambda: kueue.workload(self._dec_kueue_workload.decode(raw), parse_time, self._sums_of),
+        )
+
+    def cluster_queue(self, raw: bytes | msgspec.Raw) -> ClusterQueue:
+        return _reading("ClusterQueue", lambda: kueue.cluster_queue(self._dec_cluster_queue.decode(raw)))
+
+    def local_queue(self, raw: bytes | msgspec.Raw) -> LocalQueue:
+        return _reading("LocalQueue", lambda: kueue.local_queue(self._dec_local_queue.decode(raw)))
+
+    def workload_priority_class(self, raw: bytes | msgspec.Raw) -> WorkloadPriorityClass:
+        return _reading(
+            "WorkloadPriorityClass", lambda: kueue.priority_class(self._dec_kueue_class.decode(raw))
+        )
+
+    def pending_positions(self, data: bytes) -> dict[tuple[str, str], int]:
+        """Return the positions in a visibility API pendingworkloads body; raise DecodeError."""
+        return _reading("PendingWorkloads", lambda: kueue.pending_positions(self._dec_pending.decode(data)))
 
     def type_of(self, raw: bytes | msgspec.Raw) -> tuple[str, str]:
         """Return an object's (kind, apiVersion); raise DecodeError."""

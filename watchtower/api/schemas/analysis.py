@@ -10,7 +10,7 @@ from typing import Literal
 
 from .common import Body, Number, Time
 from .preemption import Preemption
-from .queue import VolcanoQueue
+from .queue import KueueQueue, VolcanoQueue
 from .workload import Workload
 
 
@@ -189,6 +189,8 @@ class Analysis(Body):
     """namespace GPU quotas"""
     volcano_queues: list[VolcanoQueue]
     """Volcano Queues with the namespaces and teams whose work names them"""
+    kueue_queues: list[KueueQueue]
+    """Kueue ClusterQueues with their LocalQueues, namespaces and teams"""
     latency: list[TierLatency]
     """per tier: time to schedule and start-up"""
     alerts: list[RuleAlert]

@@ -30,7 +30,8 @@ class Preemption(Body):
     preemptor_uid: str | None
     """from the event (message or `related`)"""
     preemptor_kind: str
-    """`Pod`, or `PodGroup` when a 1.36 gang preempted as a whole"""
+    """`Pod`, `PodGroup` when a 1.36 gang preempted as a whole, or `KueueWorkload` when Kueue evicted the
+    victim's Workload (victim_uid is then the Workload's)"""
     preemptor_namespace: str | None
     """from the event, or the preemptor pod if it is known"""
     preemptor_name: str | None
@@ -48,7 +49,11 @@ class Preemption(Body):
     gpu_hours_lost: Number | None
     """`gpus × ran_seconds / 3600`"""
     reason: str
-    """the condition reason (`PreemptionByScheduler`, ...), or `Preempted` when only the event was seen"""
+    """the condition reason (`PreemptionByScheduler`, ...), or `Preempted` when only the event was seen (and
+    for Kueue)"""
+    kueue_reason: str | None
+    """Kueue's `Preempted` reason (`InClusterQueue`, `InCohortReclamation`, `InCohortFairSharing`,
+    `InCohortReclaimWhileBorrowing`); null when the scheduler preempted"""
 
 
 class Preemptions(Body):

@@ -31,6 +31,48 @@ class VolcanoQueue(Body):
     """those namespaces' teams"""
 
 
+class KueueLocalQueue(Body):
+    """A LocalQueue leading into a ClusterQueue."""
+
+    namespace: str
+    """its namespace"""
+    name: str
+    """the LocalQueue"""
+
+
+class KueueQueue(Body):
+    """A Kueue ClusterQueue (`kueue.x-k8s.io`): its GPUs (`nvidia.com/gpu` over its flavors) and who uses it."""
+
+    name: str
+    """the ClusterQueue (cluster-scoped)"""
+    cohort: str | None
+    """the cohort it lends and borrows in"""
+    gpus_nominal: int | None
+    """the flavors' `nominalQuota`, summed (null: no GPU quota)"""
+    gpus_borrowing_limit: int | None
+    """`borrowingLimit`, summed; null: unlimited (or no GPU quota)"""
+    gpus_lending_limit: int | None
+    """`lendingLimit`, summed; null: unlimited (or no GPU quota)"""
+    gpus_reserved: int
+    """`status.flavorsReservation`: quota its reserving workloads hold"""
+    gpus_used: int
+    """`status.flavorsUsage`: held by its admitted workloads"""
+    gpus_borrowed: int
+    """of the usage, borrowed from the cohort"""
+    pending_workloads: int
+    """`status.pendingWorkloads`"""
+    admitted_workloads: int
+    """`status.admittedWorkloads`"""
+    stopped: bool
+    """`spec.stopPolicy` is `Hold` or `HoldAndDrain`"""
+    local_queues: list[KueueLocalQueue]
+    """the LocalQueues leading into it"""
+    namespaces: list[str]
+    """their namespaces"""
+    teams: list[str]
+    """those namespaces' teams"""
+
+
 class Queue(Body):
     """`/api/v1/queue`: one page of the tracked workloads in display order (tier, waiting first, longest wait).
 
@@ -51,6 +93,8 @@ class Queue(Body):
     """the page"""
     volcano_queues: list[VolcanoQueue]
     """every Volcano Queue, whatever the filters: the teams' entitlement where Volcano schedules"""
+    kueue_queues: list[KueueQueue]
+    """every Kueue ClusterQueue, whatever the filters: the teams' entitlement where Kueue admits"""
 
 
 class WorkloadDetail(Body):

@@ -40,6 +40,30 @@ class WorkloadQuota(Body):
     """the latest refusal"""
 
 
+class KueueWorkload(Body):
+    """Its Kueue Workload (`kueue.x-k8s.io`): where Kueue queues it and whether Kueue admitted it."""
+
+    workload: str
+    """the Kueue Workload's name (its job's pods and it are one workload)"""
+    local_queue: str | None
+    """`spec.queueName`"""
+    cluster_queue: str | None
+    """the ClusterQueue it is admitted to, else the one its LocalQueue leads to"""
+    admitted: bool
+    """`QuotaReserved=True`: Kueue reserved its quota and unsuspended its job"""
+    admitted_at: Time | None
+    """when (`QuotaReserved` `lastTransitionTime`); null while not admitted"""
+    reason: str | None
+    """the `QuotaReserved` reason: `Pending`, `Inadmissible`, `AdmissionGated`, `Waiting`, `QuotaReserved`"""
+    message: str | None
+    """Kueue's words (`couldn't assign flavors to pod set main: insufficient unused quota ...`)"""
+    position: int | None
+    """0-based place in its ClusterQueue from the visibility API; null when the API is not reachable or
+    it is admitted"""
+    evictions: int
+    """`status.schedulingStats.evictions` counts, summed (preemptions among them)"""
+
+
 class StartEstimate(Body):
     """When a waiting workload may start: an estimate from its tier's recent time to schedule."""
 
@@ -167,7 +191,8 @@ class Workload(Body):
     annotations: dict[str, str]
     """the configured display annotations of its oldest pod (free text, at most 2 KiB each)"""
     source: str
-    """what the wait was read from: `pods`, `quota`, `paddlejob`, `podgroup` (upstream gang) or `volcano-podgroup`"""
+    """what the wait was read from: `pods`, `quota`, `paddlejob`, `podgroup` (upstream gang), `volcano-podgroup`
+    or `kueue` (suspended by Kueue, not admitted: no pods)"""
     pods_expected: int
     """the pods it needs: its gang's minimum or its spec's total (0 = unknown)"""
     pods_existing: int
@@ -176,5 +201,13 @@ class Workload(Body):
     """the PodGroup (upstream or Volcano) it waits in"""
     volcano_queue: str | None
     """the Volcano Queue its group waits in"""
+    kueue: KueueWorkload | None
+    """its Kueue Workload; null when Kueue does not queue it"""
+    admission_wait_seconds: Number | None
+    """Kueue: from the Workload's creation (or last requeue) to admission, or to `at` while not admitted;
+    null when Kueue does not queue it"""
+    scheduling_wait_seconds: Number | None
+    """Kueue: after admission, its pods' wait (`wait_seconds` − `admission_wait_seconds`); null when not
+    Kueue, not admitted yet or not waiting"""
     quota: WorkloadQuota | None
     """for `quota_blocked`: the refusing quota"""
