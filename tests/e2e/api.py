@@ -20,7 +20,9 @@ from .controlplane.cluster import tls_context
 # Where each kind Watchtower reads is listed, and the kind/apiVersion a List item must carry in a dump:
 # (kind, collection path, apiVersion, namespaced), from the service's own kinds table. Upstream's and
 # Volcano's PodGroup share a kind. JobSet's CRD is not installed in the e2e cluster.
-_CLUSTER_SCOPED = frozenset({"Namespace", "Node", "PriorityClass", "VolcanoQueue"})
+_CLUSTER_SCOPED = frozenset(
+    {"Namespace", "Node", "PriorityClass", "VolcanoQueue", "ClusterQueue", "WorkloadPriorityClass"}
+)
 RESOURCES: tuple[tuple[str, str, str, bool], ...] = tuple(
     (
         k.api_kind or k.name,

@@ -148,11 +148,18 @@ def _story_through_the_service(
         (pending["metadata"]["name"], 0)
     ]
 
-    def reported_waiting() -> dict[str, Any] | None:
-        w = _row(web, "train", state="waiting")
-        return w if w and w.get("source") == "kueue" and (w.get("kueue") or {}).get("position") == 0 else None
+    seen: list[Any] = [None]
 
-    w = wait_for("the service reporting train waiting in Kueue, at position 0", reported_waiting, timeout=30)
+    def reported_waiting() -> dict[str, Any] | None:
+        seen[0] = w = _row(web, "train")
+        return w if w and w.get("source") == "kueue" else None
+
+    try:
+        w = wait_for("the service reporting train waiting in Kueue", reported_waiting, timeout=30)
+    except AssertionError as e:
+        raise AssertionError(
+            f"{e}\nthe service's row: {seen[0]}\n{tail(s.workdir / 'service.err')}"
+        ) from None
     assert (w["kind"], w["state"], w["tier"], w["team"]) == ("Job", "pending", "low", "research")
     assert w["gpus_requested"] == 4
     assert w["pods_existing"] == 0
@@ -276,3 +283,16 @@ def _story_through_the_service(
     assert [x["preemptor_kind"] for x in doc["preemptions"]] == ["KueueWorkload"]
     assert doc["disruptions"] == [], doc["disruptions"]
     assert kueue.alive(), f"Kueue's manager exited:\n{kueue.tail()}"
+
+    # Its place in the ClusterQueue, as the visibility API gives it (reachable here through the aggregation
+    # layer, with the read-only token's `get` on pendingworkloads).
+    listed = s.api.get(f"/apis/{VISIBILITY_API}/v1beta2/clusterqueues/{story.cluster_queue}/pendingworkloads")
+    assert [(x["metadata"]["name"], x["positionInClusterQueue"]) for x in listed["items"]] == [
+        (victim["metadata"]["name"], 0)
+    ]
+    placed = wait_for(
+        "the service giving train's position from the visibility API",
+        lambda: (w := _row(web, "train", state="waiting")) and w["kueue"]["position"] == 0 and w,
+        timeout=30,
+    )
+    assert placed["kueue"]["workload"] == victim["metadata"]["name"]
