@@ -235,6 +235,7 @@ async def serve(
     sock: socket.socket,
     *,
     started: asyncio.Event | None = None,
+    side_feeds: Sequence[tuple[str, Callable[[Watcher], Coroutine[Any, Any, None]]]] = (),
 ) -> None:
     """Run the feed, the evaluation tick, alert delivery and the HTTP server until interrupted or cancelled.
 
@@ -289,6 +290,8 @@ async def serve(
     scheduler.start()
     w = container.watcher
     spawn(source.run(on_list=w.on_list, on_change=w.on_change), "the cluster feed")
+    for name, feed in side_feeds:
+        spawn(feed(w), name)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
 
     async def announce() -> None:
@@ -342,6 +345,7 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
     source: ClusterSource
     clock: Clock
     health: Callable[[], SourceHealth]
+    side_feeds: list[tuple[str, Callable[[Watcher], Coroutine[Any, Any, None]]]] = []
     decoder = object_decoder(settings)
     if settings.cluster.source == "sim":
         from watchtower.adapters.sim.cluster import SimulatedCluster
@@ -366,6 +370,15 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
         except KubeConfigError as e:
             raise StartupError(str(e)) from None
         source, health = kube, kube.feed_health
+        from watchtower.adapters.kube.visibility import KueueVisibility
+
+        visibility = KueueVisibility(kube.transport, decoder, clock=clock)
+        side_feeds.append(
+            (
+                "Kueue queue positions",
+                lambda w: visibility.run(queues=w.kueue_waiting_queues, on_positions=w.on_kueue_positions),
+            )
+        )
     # Bound before anything is built: the links in alerts and on the pages use the port actually had.
     sock = bind(host, port)
     url = served_url(host, sock)
@@ -383,7 +396,7 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
         )
         echo(f"Watchtower ({settings.cluster.source}) serving at {url}/")
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(container, source, sock))
+            asyncio.run(serve(container, source, sock, side_feeds=side_feeds))
     finally:
         sock.close()
         if store is not None:

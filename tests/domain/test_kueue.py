@@ -229,3 +229,28 @@ def test_a_finished_or_deleted_kueue_workload_waits_no_more() -> None:
     done = k.workload(job=job, queue="team", created=T0 + 1, finished=True, resource_version="9")
     apply(st, done)
     assert evaluate(st, T0 + 60).workloads == ()
+
+
+def test_not_admitted_while_its_cohort_has_quota_free_is_stuck_despite_capacity() -> None:
+    from watchtower.domain.stuck import stuck_heads
+
+    from .helpers import POLICY
+
+    st, _ = pending_state()
+    now = T0 + 30 * 60
+    # Its own queue is full: Kueue has reason to hold it.
+    snap = evaluate(st, now)
+    assert stuck_heads(snap, st, stuck_after=600, selector=POLICY.selector, last_bound={}) == ()
+    # A queue of its cohort leaves 8 GPUs unused and its own may borrow them: nothing should hold it.
+    apply(
+        st,
+        {**k.cluster_queue("team-cq", nominal_gpus=8, reserved_gpus=8, cohort="research", borrowing_limit=8)},
+    )
+    apply(st, k.cluster_queue("spare-cq", nominal_gpus=16, reserved_gpus=8, cohort="research"))
+    snap = evaluate(st, now)
+    (s,) = stuck_heads(snap, st, stuck_after=600, selector=POLICY.selector, last_bound={})
+    assert (s.cluster_queue, s.quota_free, s.scheduler) == ("team-cq", 8, "kueue")
+    assert "has 8 GPU(s) of nominal quota free for its 8, yet Kueue has not admitted it" in s.why
+    assert stuck_heads(snap, st, stuck_after=3600, selector=POLICY.selector, last_bound={}) == ()
+    d = workload_dict(snap.workloads[0], stuck=s)["stuck_despite_capacity"]
+    assert (d["pod"], d["node"], d["cluster_queue"], d["quota_free_gpus"]) == (None, None, "team-cq", 8)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from watchtower.domain.timefmt import format_duration
+
 # Its own pods and a quota refusal already say themselves in `why`: the pages name only the other sources.
 PLAIN_SOURCES = frozenset({"pods", "quota"})
 
@@ -21,6 +23,12 @@ def read_from(doc: Mapping[str, Any]) -> str:
         return f"{head} in queue {queue}" if queue else head
     if source == "paddlejob":
         return "PaddleJob status"
+    if source == "kueue":
+        k = doc["kueue"] or {}
+        where = f" in ClusterQueue {k['cluster_queue']}" if k.get("cluster_queue") else ""
+        return (
+            f"Kueue Workload {k.get('workload', '?')}{where} (its job is suspended: no pods until admitted)"
+        )
     if source == "quota":
         q = doc["quota"]
         return f"ResourceQuota {q['name']}" if q else "its namespace's ResourceQuota"
@@ -84,4 +92,27 @@ def queue_entitlement(name: str, queues: Iterable[Mapping[str, Any]]) -> dict[st
         "full": cap is not None and allocated is not None and allocated >= cap,
         "namespaces": ", ".join(q["namespaces"]),
         "teams": ", ".join(q["teams"]),
+    }
+
+
+def kueue_words(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return its Kueue queue, place and the two waits (admission, then scheduling) as the page shows them;
+    None when Kueue does not queue it."""
+    k = doc.get("kueue")
+    if not k:
+        return None
+    admission, scheduling = doc["admission_wait_seconds"], doc["scheduling_wait_seconds"]
+    pos = k["position"]
+    return {
+        "workload": k["workload"],
+        "queues": " → ".join(q for q in (k["local_queue"], k["cluster_queue"]) if q) or "?",
+        "position": "not known (the visibility API is not reachable)"
+        if pos is None and not k["admitted"]
+        else (f"#{pos + 1} in its ClusterQueue" if pos is not None else ""),
+        "admitted": f"admitted at {k['admitted_at']}" if k["admitted"] else "not admitted yet",
+        "admission_wait": format_duration(admission) if admission is not None else "",
+        "scheduling_wait": format_duration(scheduling) if scheduling is not None else "",
+        "reason": k["reason"] or "",
+        "message": k["message"] or "",
+        "evictions": k["evictions"],
     }

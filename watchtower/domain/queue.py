@@ -92,7 +92,7 @@ class QueueEvaluator:
         }
         thrash = self._thrash_counts(state.preemptions.values(), now=now)
         if include_running:
-            keys = set(state.by_workload) | set(refusals) | state.expecting
+            keys = set(state.by_workload) | set(refusals) | state.expecting | state.kueue.held
             facts = self._derive(state, keys, refusals, thrash, now)
             listed = sorted(facts.values(), key=_order_key)
         else:

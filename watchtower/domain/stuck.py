@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
 from .gang_wait import gang_incomplete
+from .kueue import SOURCE_KUEUE
+from .kueue_tables import KueueTables
 from .messages import PreemptionVerdict
 from .model import Node, Pod
 from .node_use import DEFAULT_SCHEDULER
@@ -39,10 +41,20 @@ class StuckHead:
     scheduler: str  # the pod's spec.schedulerName
     said: str  # the scheduler's last PodScheduled message, "" when it said nothing
     causes: tuple[str, ...]  # likely causes, when it said nothing
+    # Kueue: not admitted though its ClusterQueue (or cohort) has this many GPUs of quota free.
+    cluster_queue: str = ""
+    quota_free: int = 0
 
     @property
     def why(self) -> str:
         """Return one sentence: where it fits, and what the scheduler said or what may be wrong."""
+        if self.cluster_queue:
+            where = (
+                f"its ClusterQueue {self.cluster_queue} (with its cohort) has {self.quota_free} GPU(s) of "
+                f"nominal quota free for its {self.status.gpus_requested}, yet Kueue has not admitted it"
+            )
+            said = f"; Kueue says: {self.said}" if self.said else ""
+            return f"{where}{said}; likely: " + "; ".join(self.causes)
         where = f"fits on node {self.node} by free GPUs, CPU and memory"
         if self.taints:
             where += (
@@ -157,7 +169,7 @@ def stuck_heads(
         f = w.facts
         if f.state in queued and f.tier not in heads:
             heads[f.tier] = w
-    out: list[StuckHead] = []
+    out: list[StuckHead] = list(_kueue_stuck(snap, st.kueue, stuck_after))
     nodes: list[Node] | None = None
     for w in heads.values():
         # Preemption under way: it waits for its victims to go, as it should (and is nominated there).
@@ -195,3 +207,50 @@ def stuck_heads(
             StuckHead(w, pod.name, placed[0], placed[1], pod.scheduler or DEFAULT_SCHEDULER, said, causes)
         )
     return tuple(out)
+
+
+# What holds a Workload back when its quota is free (Kueue's scheduler, pkg/scheduler/scheduler.go: the
+# namespace selector, admission checks, a stopped queue; StrictFIFO heads block those behind them).
+KUEUE_CAUSES = (
+    "a StrictFIFO ClusterQueue whose head cannot be admitted blocks the rest",
+    "an admission check (ProvisioningRequest, MultiKueue) has not passed",
+    "its namespace does not match the ClusterQueue's namespaceSelector",
+    "the Kueue controller is down or not reconciling",
+)
+
+
+def _free_for(tables: KueueTables, cq: str) -> int | None:
+    """Return GPUs of nominal quota a Workload of this ClusterQueue could take: its own free quota, plus
+    what its cohort's other queues leave unused up to its borrowing limit; None: the queue is unknown."""
+    q = tables.cluster_queues.get(cq)
+    if q is None or q.free_nominal is None or q.stopped:
+        return None
+    free = q.free_nominal
+    if q.cohort:
+        lent = sum(
+            o.free_nominal or 0
+            for o in tables.cluster_queues.values()
+            if o.cohort == q.cohort and o.name != q.name and not o.stopped
+        )
+        if q.borrowing_limit_gpus is not None:
+            lent = min(lent, q.borrowing_limit_gpus)
+        free += lent
+    return free
+
+
+def _kueue_stuck(snap: QueueSnapshot, tables: KueueTables, stuck_after: float) -> list[StuckHead]:
+    """Return the Kueue-held workloads not admitted past `stuck_after` while their queue has quota for them."""
+    out: list[StuckHead] = []
+    free: dict[str, int | None] = {}
+    for w in snap.workloads:
+        k = w.facts.kueue
+        if k is None or w.facts.source != SOURCE_KUEUE or w.wait_seconds < stuck_after or not k.cluster_queue:
+            continue
+        if k.cluster_queue not in free:
+            free[k.cluster_queue] = _free_for(tables, k.cluster_queue)
+        have = free[k.cluster_queue]
+        if have is None or have < w.gpus_requested:
+            continue
+        said = k.message[:MESSAGE_LIMIT]
+        out.append(StuckHead(w, "", "", (), "kueue", said, KUEUE_CAUSES, k.cluster_queue, have))
+    return out

@@ -36,12 +36,14 @@ def stuck_dict(s: StuckHead | None) -> dict[str, Any] | None:
     if s is None:
         return None
     return {
-        "pod": s.pod,
-        "node": s.node,
+        "pod": s.pod or None,
+        "node": s.node or None,
         "node_taints": list(s.taints),
         "scheduler_name": s.scheduler,
         "scheduler_said": s.said or None,
         "likely_causes": list(s.causes),
+        "cluster_queue": s.cluster_queue or None,
+        "quota_free_gpus": s.quota_free if s.cluster_queue else None,
         "why": s.why,
     }
 

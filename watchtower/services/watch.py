@@ -23,6 +23,7 @@ from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.health import SourceHealth
+from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.kueue_queues import kueue_queue_lines
 from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.model import Pod
@@ -67,6 +68,8 @@ def _held_reason(f: WorkloadFacts) -> str:
         return "gang_incomplete"
     if f.source == SOURCE_PADDLEJOB:
         return "no_pods" if f.pods_existing == 0 else "pods_missing"
+    if f.source == SOURCE_KUEUE:
+        return "kueue"
     return "not_tried"
 
 
@@ -153,6 +156,21 @@ class Watcher:
             happenings = self.ingestor.apply(kind, event_type, raw)
             self.feeds.changed(kind, self.clock.now())
             self._observe(happenings)
+
+    def kueue_waiting_queues(self) -> set[str]:
+        """Return the ClusterQueues that have Kueue Workloads waiting for admission (whose positions matter)."""
+        with self._lock:
+            k = self.state.kueue
+            return {
+                q
+                for key in self.state.kueue_waiting()
+                if (w := k.of_key(key)) and (q := k.cluster_queue_of(w))
+            }
+
+    def on_kueue_positions(self, positions: dict[tuple[str, str], int], queues: set[str]) -> None:
+        """Take the positions Kueue's visibility API gives the pending Workloads of these ClusterQueues."""
+        with self._lock:
+            self.state.set_kueue_positions(positions, queues)
 
     def _tracked_pods(self) -> Iterable[Pod]:
         matches = self.policy.selector.matches

@@ -33,7 +33,9 @@ HUMAN_REASONS = {  # preemption.go HumanReadablePreemptionReasons
 
 def workload_name(owner_kind: str, owner_name: str, owner_uid: str, owner_group: str = "batch") -> str:
     """Return the name Kueue gives a job's Workload: "job-<name>-<hash>" (workload_names.go)."""
-    h = hashlib.sha1(f"{owner_kind}\n{owner_group}\n{owner_name}\n{owner_uid}".encode()).hexdigest()
+    # Kueue names it with a sha1 (a name, not a secret): usedforsecurity=False says so.
+    text = f"{owner_kind}\n{owner_group}\n{owner_name}\n{owner_uid}".encode()
+    h = hashlib.sha1(text, usedforsecurity=False).hexdigest()
     return f"{owner_kind.lower()}-{owner_name}-{h[:5]}"
 
 

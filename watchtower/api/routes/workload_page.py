@@ -22,7 +22,7 @@ from watchtower.services.queue_view import rfc3339
 
 from ..deps import ContainerDep
 from ..status_view import STATE_WORDS
-from ..wait_source import gang_words, pods_exist, preemption_words, queue_entitlement, read_from
+from ..wait_source import gang_words, kueue_words, pods_exist, preemption_words, queue_entitlement, read_from
 from .status_page import PageRenderer, page_response
 from .workloads import lookup, not_found, preemptions_of
 
@@ -89,6 +89,7 @@ def workload_context(
         "preemption_found": preemption_words(doc),
         "gang_placement": gang_words(doc),
         "volcano": queue_entitlement(doc["volcano_queue"] or "", volcano_queues),
+        "kueue": kueue_words(doc),
         "preemptions": [
             {
                 **p,

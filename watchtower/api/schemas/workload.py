@@ -83,10 +83,10 @@ class StartEstimate(Body):
 class StuckDespiteCapacity(Body):
     """Its tier's head fits on a node's free GPUs, CPU and memory, yet has waited past `queue.stuck_after`."""
 
-    pod: str
-    """the pod looked at: its oldest queued pod"""
-    node: str
-    """a node it fits on (an untainted one when there is any)"""
+    pod: str | None
+    """the pod looked at: its oldest queued pod; null for a Kueue-held workload (no pods)"""
+    node: str | None
+    """a node it fits on (an untainted one when there is any); null for a Kueue-held workload"""
     node_taints: list[str]
     """that node's NoSchedule/NoExecute taints (`key=value:Effect`): tolerations are not read"""
     scheduler_name: str
@@ -94,7 +94,12 @@ class StuckDespiteCapacity(Body):
     scheduler_said: str | None
     """its `PodScheduled=False` message; null: the scheduler has said nothing"""
     likely_causes: list[str]
-    """when it said nothing: a schedulerName no bound pod names, an incomplete gang, a scheduler not binding"""
+    """when it said nothing: a schedulerName no bound pod names, an incomplete gang, a scheduler not binding;
+    for Kueue what holds a Workload whose quota is free"""
+    cluster_queue: str | None
+    """Kueue: the ClusterQueue whose free nominal quota (with its cohort's) would admit it"""
+    quota_free_gpus: int | None
+    """Kueue: those free GPUs"""
     why: str
     """the same in plain words"""
 

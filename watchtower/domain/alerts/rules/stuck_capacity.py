@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...stuck import StuckHead
 from ..model import AlertCandidate
 from .base import RuleInput, human, links, workload_labels
 
@@ -15,6 +16,9 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
         w = s.status
         what = f"{w.kind} {w.namespace}/{w.name}"
         said = s.said or "nothing (no PodScheduled condition)"
+        if s.cluster_queue:
+            out.append(_kueue(inp, s))
+            continue
         out.append(
             AlertCandidate(
                 workload_labels(w, NAME, "warning"),
@@ -37,3 +41,22 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
             )
         )
     return out
+
+
+def _kueue(inp: RuleInput, s: StuckHead) -> AlertCandidate:
+    w = s.status
+    what = f"{w.kind} {w.namespace}/{w.name}"
+    return AlertCandidate(
+        workload_labels(w, NAME, "warning"),
+        {
+            "summary": f"{what} ({w.tier} tier, {w.gpus_requested} GPU) is not admitted by Kueue though "
+            f"ClusterQueue {s.cluster_queue} has {s.quota_free} GPU(s) of quota free; waited {human(w.wait_seconds)}",
+            "description": f"{what} of team {w.team}: {s.why}.",
+            "wait_seconds": str(round(w.wait_seconds)),
+            "cluster_queue": s.cluster_queue,
+            "scheduler_name": s.scheduler,
+            "scheduler_said": s.said or "nothing",
+            "likely_causes": "; ".join(s.causes),
+            **links(inp.settings, NAME, w.key),
+        },
+    )
