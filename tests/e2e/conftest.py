@@ -7,6 +7,7 @@ the nodes. Every test gets a `Scenario`: its own namespaces and nodes, removed a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,10 +67,15 @@ def kubelet(admin: Api) -> Iterator[Kubelet]:
 @pytest.fixture(scope="session")
 def kueue(admin: Api, control_plane: ControlPlane) -> Iterator[KueueManager]:
     """Kueue v0.17.0's real controller manager, with its CRDs: started by the first test that asks for it."""
+    t0 = time.monotonic()
     crds.install(admin, crds.KUEUE_CRDS)
+    served = time.monotonic() - t0
     manager = KueueManager(control_plane.workdir / "kueue", binary(), control_plane)
     manager.start(admin)
-    print(f"\nkueue up in {manager.startup_seconds:.1f}s; log {manager.log}")
+    print(
+        f"\nKueue CRDs served in {served:.1f}s; kueue ready in {manager.startup_seconds:.1f}s, its visibility"
+        f" API in {manager.visibility_seconds:.1f}s; log {manager.log}"
+    )
     try:
         yield manager
     finally:

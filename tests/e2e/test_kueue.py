@@ -293,6 +293,6 @@ def _story_through_the_service(
     placed = wait_for(
         "the service giving train's position from the visibility API",
         lambda: (w := _row(web, "train", state="waiting")) and w["kueue"]["position"] == 0 and w,
-        timeout=30,
+        timeout=45,  # the service reads it every 30 s (adapters/kube/visibility.py)
     )
     assert placed["kueue"]["workload"] == victim["metadata"]["name"]
