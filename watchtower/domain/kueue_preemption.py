@@ -28,16 +28,27 @@ def kueue_preemption(
     key: WorkloadKey,
     priority: int | None,
     priority_class: str,
+    *,
+    pods_known: bool,
+    pods_started: float | None,
 ) -> Preemption | None:
     """Return the preemption a Workload's `Preempted=True` condition records, unattributed; None if none.
 
     The GPUs and start are the admitted run's: the old object still has them when the eviction came with
-    the quota released in one update."""
+    the quota released in one update. `pods_started` is when its first pod started, as its pods show
+    (`pods_known`); known pods that never started ran nothing: no GPU-hours lost. With no pod known: its
+    PodsReady (which Kueue writes only with waitForPodsReady), else its admission."""
     p = w.preempted
     if p is None:
         return None
     ran = old if old is not None and old.reserved else w
-    started = ran.pods_ready_at if ran.pods_ready_at is not None else ran.quota_changed
+    started: float | None
+    if ran.pods_ready_at is not None:
+        started = ran.pods_ready_at
+    elif pods_known:
+        started = pods_started
+    else:
+        started = ran.quota_changed
     return Preemption(
         victim_uid=w.uid,
         victim_namespace=w.namespace,

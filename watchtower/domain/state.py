@@ -416,7 +416,11 @@ class ClusterState(ControllerState):
         rk = record_key(w)
         if w.preempted is not None and rk not in self.preemptions:
             prio, pclass = self.kueue_priority(w)
-            p = kueue_preemption(w, old, key, prio, pclass)
+            pods = [self.pods[u] for u in self.by_workload.get(key, ()) if u in self.pods]
+            starts = [s for s in map(started_at, pods) if s is not None]
+            p = kueue_preemption(
+                w, old, key, prio, pclass, pods_known=bool(pods), pods_started=min(starts, default=None)
+            )
             if p is not None:
                 found = self.kueue.by_workload_uid(p.preemptor_uid) if p.preemptor_uid else None
                 if found is not None:

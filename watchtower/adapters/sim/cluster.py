@@ -22,6 +22,7 @@ from watchtower.adapters.sim import binding, controllers, exporter, lifecycle, p
 from watchtower.adapters.sim import objects as obj
 from watchtower.adapters.sim.controllers import GPU_KEY, QUOTA_NAME, quota_used
 from watchtower.adapters.sim.events import EventLog
+from watchtower.adapters.sim.kueue import KueueStandIn
 from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.adapters.sim.volcano import VolcanoScheduler
 from watchtower.adapters.sim.workloads import (
@@ -73,6 +74,7 @@ class SimulatedCluster:
         # A JobSet's child Jobs (the JobSet controller's), by the JobSet's uid.
         self.child_jobs: dict[str, list[dict[str, Any]]] = {}
         self.volcano = VolcanoScheduler(self._now - 90 * 86400)
+        self.kueue = KueueStandIn()
         self.pods_changed: set[str] = set()  # workloads whose pods changed this tick (their status follows)
         self.log = EventLog(self)
         self.fold_event = self.log.fold  # for the Volcano stand-in, whose recorder folds as client-go's does
@@ -107,6 +109,8 @@ class SimulatedCluster:
             # Production serving and on-call debugging are not capped by the research teams' quotas.
             prod = team_namespace(story.PRODUCTION_TEAM)
             self.namespaces.setdefault(prod, obj.namespace(prod, team=story.PRODUCTION_TEAM))
+            # Kueue's ClusterQueue for the story's queued Jobs: room for one of them (2 pods x a quarter node).
+            self.kueue.setup(2 * max(1, cfg.gpus_per_node // 4), [prod])
         for o in [
             *self.namespaces.values(),
             *self.priority_classes,
@@ -253,6 +257,8 @@ class SimulatedCluster:
             items = list(self.pod_groups.values())
         elif kind in ("VolcanoPodGroup", "VolcanoQueue"):
             items = list(self.volcano.objects(kind))
+        elif kind in ("KueueWorkload", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"):
+            items = self.kueue.objects(kind)
         elif kind in UNSIMULATED:
             items = []
         else:
@@ -333,6 +339,7 @@ class SimulatedCluster:
         lifecycle.kubelet(self, t)
         lifecycle.progress(self, t, dt)
         controllers.reconcile(self, t)
+        self.kueue.session(self, t)
         binding.schedule(self, t)
         changed, self.pods_changed = self.pods_changed, set()
         controllers.sync_paddle_jobs(self, t, changed)

@@ -40,6 +40,8 @@ def created(sim: SimulatedCluster, w: SimWorkload) -> None:
         _gang_objects(sim, w)
     if spec.volcano_queue:  # paddle-operator's constructPodGroup, before any pod
         sim.emit_object("VolcanoPodGroup", sim.volcano.pod_group(w), "ADDED")
+    if spec.kueue_queue:  # Kueue's job reconciler, for the suspended Job
+        sim.emit_object("KueueWorkload", sim.kueue.workload(w, body, spec.kueue_class), "ADDED")
     if spec.kind == "JobSet":
         jobs = jso.child_jobs(body)
         for j in jobs:
@@ -120,6 +122,10 @@ def controller_object(w: SimWorkload) -> dict[str, Any]:
         )
         if spec.pod_group:  # WorkloadWithJob gang-schedules Indexed Jobs with parallelism = completions
             job["spec"]["completionMode"] = "Indexed"
+        if spec.kueue_queue:  # Kueue's webhook suspends a Job that names a queue
+            job["spec"]["suspend"] = True
+            job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": spec.kueue_queue}
+            job["status"].pop("startTime", None)
         return job
     # The simulator's ReplicaSets are a Deployment's: `<deployment>-<pod-template-hash>`.
     return obj.replica_set(
@@ -151,6 +157,8 @@ def reconcile(sim: SimulatedCluster, t: float) -> None:
             continue
         if w.spec.volcano_queue and not sim.volcano.admits(w):
             continue  # paddle-operator requeues until its PodGroup is Inqueue or Running
+        if w.spec.kueue_queue and not sim.kueue.admits(w):
+            continue  # suspended: the Job controller makes no pod until Kueue unsuspends it
         for slot, live in w.slots.items():
             if live is not None:
                 continue

@@ -78,6 +78,9 @@ def _controller_gone(sim: SimulatedCluster, w: SimWorkload) -> None:
         owned = held.pop(w.uid, None)
         if owned is not None:
             sim.emit_object(kind, owned, "DELETED")
+    kueue_workload = sim.kueue.forget(w)  # owned by the Job: the garbage collector takes it
+    if kueue_workload is not None:
+        sim.emit_object("KueueWorkload", kueue_workload, "DELETED")
     volcano_group = sim.volcano.forget(w)
     if volcano_group is not None:
         sim.emit_object("VolcanoPodGroup", volcano_group, "DELETED")

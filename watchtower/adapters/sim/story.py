@@ -8,7 +8,7 @@ show. The README's Demo section tells the same timeline in real seconds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from watchtower.adapters.sim.workloads import (
     WorkloadGenerator,
@@ -31,10 +31,20 @@ VOLCANO_WORKERS = 4
 JOBSET_AT = 4 * MINUTE
 JOBSET_NAME = "eval-suite"
 TRAINJOB_NAME = "llama-ft"
+# Kueue (its ClusterQueue holds one of these jobs at a time): A is admitted, B waits suspended with no pods
+# at the queue's quota, the urgent one preempts A within the ClusterQueue, then B is admitted.
+KUEUE_AT = 6 * MINUTE
+# (name, WorkloadPriorityClass, its pods' PriorityClass, minutes after KUEUE_AT, minutes it runs)
+KUEUE_JOBS = (
+    ("kueue-train-a", "kueue-low", "online-serving", 0.0, 40),
+    ("kueue-train-b", "kueue-low", "online-serving", 1.0, 30),
+)
+KUEUE_URGENT = ("kueue-urgent", "kueue-high", "urgent-debug", 12.0, 15)
 CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incident being debugged
 SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
 
+KUEUE_LOCAL_QUEUE = "research"  # the LocalQueue in the production namespace (sim/kueue.py LOCAL_QUEUE)
 PRODUCTION_TEAM = "platform"  # its namespace has no GPU quota (the cluster creates it with the warm start)
 Room = Callable[[str], int]  # namespace → GPUs its quota still admits
 
@@ -132,6 +142,21 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> lis
             train_job=True,
         )
 
+    def kueue_job(name: str, wpc: str, pclass: str, minutes: int) -> Callable[[Room], WorkloadSpec]:
+        def make(room: Room) -> WorkloadSpec:
+            spec = single_pod(
+                kind="Job",
+                name=name,
+                team=PRODUCTION_TEAM,
+                priority_class=pclass,
+                gpus=max(1, g // 4),
+                replicas=2,
+                duration=minutes * MINUTE,
+            )
+            return replace(spec, kueue_queue=KUEUE_LOCAL_QUEUE, kueue_class=wpc)
+
+        return make
+
     out = [
         Moment(SWEEP_AT, "a medium sweep larger than free capacity, not allowed to preempt", sweep),
         Moment(
@@ -140,6 +165,14 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int) -> lis
         Moment(VOLCANO_AT, "a PaddleJob Volcano gang-schedules: Pending, Inqueue, Running", volcano),
         Moment(JOBSET_AT, "a JobSet of 2 Jobs x 2 pods, waiting as one workload", eval_suite),
         Moment(JOBSET_AT, "a TrainJob's JobSet, waiting as the TrainJob", train_job),
+        *(
+            Moment(
+                KUEUE_AT + after * MINUTE,
+                "a Kueue-queued Job: admitted, or suspended at its quota",
+                kueue_job(n, c, pc, d),
+            )
+            for n, c, pc, after, d in (*KUEUE_JOBS, KUEUE_URGENT)
+        ),
     ]
     # On a full cluster these preempt: the victims the scheduler picks are low-tier training or batch.
     prod = PRODUCTION_TEAM

@@ -77,6 +77,10 @@ class WorkloadSpec:
     # A PaddleJob with spec.schedulingPolicy: gang-scheduled by Volcano in this queue (its own PodGroup).
     volcano_queue: str = ""
     train_job: bool = False  # a JobSet a TrainJob (kubeflow trainer) made and controls
+    # A Job queued by Kueue in this LocalQueue: created suspended, its pods made once Kueue admits it;
+    # its Workload names `kueue_class` (a WorkloadPriorityClass).
+    kueue_queue: str = ""
+    kueue_class: str = ""
 
     @property
     def gang(self) -> bool:
