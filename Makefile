@@ -20,6 +20,7 @@ system-deps:
 
 controlplane:
 	tests/e2e/controlplane/build.sh >/dev/null
+	tests/e2e/kueue/build.sh >/dev/null
 
 # A current Alertmanager and amtool (Debian's is 0.25) and tests/go/webhookcheck, from their Go modules.
 alertmanager:

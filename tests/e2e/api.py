@@ -21,7 +21,16 @@ from .controlplane.cluster import tls_context
 # (kind, collection path, apiVersion, namespaced), from the service's own kinds table. Upstream's and
 # Volcano's PodGroup share a kind. JobSet's CRD is not installed in the e2e cluster.
 _CLUSTER_SCOPED = frozenset(
-    {"Namespace", "Node", "PriorityClass", "VolcanoQueue", "DeviceClass", "ResourceSlice"}
+    {
+        "Namespace",
+        "Node",
+        "PriorityClass",
+        "VolcanoQueue",
+        "DeviceClass",
+        "ResourceSlice",
+        "ClusterQueue",
+        "WorkloadPriorityClass",
+    }
 )
 RESOURCES: tuple[tuple[str, str, str, bool], ...] = tuple(
     (
@@ -33,6 +42,9 @@ RESOURCES: tuple[tuple[str, str, str, bool], ...] = tuple(
     for k in WATCHED
     if k.name != "JobSet"
 )
+# Kinds whose CRDs only some sessions install (Kueue's, by the `kueue` fixture on first use): a dump without
+# them is what `kubectl get` gives on a cluster without Kueue.
+_OPTIONAL = ("/apis/kueue.x-k8s.io/",)
 # Cluster-scoped kinds a scenario makes for itself: only its own are dumped.
 _OWN = {"Namespace": "namespaces", "Queue": "queues"}
 
@@ -140,6 +152,8 @@ class Api:
         own = {"namespaces": set(namespaces), "queues": set(queues or ())}
         items: list[dict[str, Any]] = []
         for kind, path, api_version, namespaced in RESOURCES:
+            if path.startswith(_OPTIONAL) and not self._served(path):
+                continue
             if namespaced:
                 objs = [o for ns in namespaces for o in self.items(_in_namespace(path, ns))]
             else:
@@ -150,6 +164,15 @@ class Api:
                 o["kind"], o["apiVersion"] = kind, api_version
                 items.append(o)
         return {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": ""}, "items": items}
+
+    def _served(self, path: str) -> bool:
+        try:
+            self.get(path, limit=1)
+        except ApiError as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
 
 
 def _in_namespace(path: str, ns: str) -> str:

@@ -7,6 +7,7 @@ the nodes. Every test gets a `Scenario`: its own namespaces and nodes, removed a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from . import crds
 from .api import Api, ApiError
 from .controlplane.cluster import ControlPlane, binaries_dir
 from .kubelet import Kubelet
+from .kueue.manager import KueueManager, binary
 from .operator import PaddleOperator
 from .scenario import PRIORITY_CLASSES, Scenario
 
@@ -60,6 +62,26 @@ def kubelet(admin: Api) -> Iterator[Kubelet]:
     yield k
     k.stop()
     assert not k.errors, f"kubelet stand-in errors: {k.errors[:5]}"
+
+
+@pytest.fixture(scope="session")
+def kueue(admin: Api, control_plane: ControlPlane) -> Iterator[KueueManager]:
+    """Kueue v0.17.0's real controller manager, with its CRDs: started by the first test that asks for it."""
+    t0 = time.monotonic()
+    crds.install(admin, crds.KUEUE_CRDS)
+    served = time.monotonic() - t0
+    manager = KueueManager(control_plane.workdir / "kueue", binary(), control_plane)
+    manager.start(admin)
+    print(
+        f"\nKueue CRDs served in {served:.1f}s; kueue ready in {manager.startup_seconds:.1f}s, its visibility"
+        f" API in {manager.visibility_seconds:.1f}s; log {manager.log}"
+    )
+    try:
+        yield manager
+    finally:
+        manager.stop()
+        if manager.peak_rss_mib is not None:
+            print(f"\nkueue peak memory: {manager.peak_rss_mib:.0f} MiB")
 
 
 @pytest.fixture(scope="session")

@@ -47,9 +47,33 @@ VOLCANO_SCHEDULER_CRDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Kueue v0.17.0's config/components/crd/bases, all of them: its manager starts informers on most kinds
+# (admission checks, cohorts, topologies, MultiKueue's) whether or not a scenario uses them. v1beta2 is
+# the storage version; the bases carry no conversion webhook, so v1beta1 is served without conversion.
+KUEUE_CRDS: dict[str, tuple[str, str]] = {
+    f"{plural}.kueue.x-k8s.io": (
+        f"kueue/kueue.x-k8s.io_{plural}.yaml",
+        f"/apis/kueue.x-k8s.io/v1beta2/{plural}",
+    )
+    for plural in (
+        "admissionchecks",
+        "clusterqueues",
+        "cohorts",
+        "localqueues",
+        "multikueueclusters",
+        "multikueueconfigs",
+        "provisioningrequestconfigs",
+        "resourceflavors",
+        "topologies",
+        "workloadpriorityclasses",
+        "workloads",
+    )
+}
+
+
 def load(name: str) -> dict[str, Any]:
     """Return the CRD `name` as upstream ships it (one document per file)."""
-    file, _ = {**CRDS, **VOLCANO_SCHEDULER_CRDS}[name]
+    file, _ = {**CRDS, **VOLCANO_SCHEDULER_CRDS, **KUEUE_CRDS}[name]
     docs = [d for d in yaml.safe_load_all((CRD_DIR / file).read_text()) if d]
     if len(docs) != 1 or docs[0].get("kind") != "CustomResourceDefinition":
         raise ValueError(f"{file}: expected one CustomResourceDefinition, found {len(docs)} documents")

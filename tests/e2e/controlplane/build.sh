@@ -15,7 +15,8 @@ if [ -n "${WATCHTOWER_CONTROLPLANE_BIN:-}" ]; then
 fi
 kube_version=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/kube/go.mod")
 etcd_version=$(grep -oE "go.etcd.io/etcd/server/v3 v[0-9.]+" "$here/etcd/go.mod" | head -1 | cut -d" " -f2)
-cache=${WATCHTOWER_CACHE:-$HOME/.cache/watchtower}/controlplane/kube-$kube_version-etcd-$etcd_version
+# "-stamped": the kube binaries carry their version (below); an unstamped build's cache is not reused.
+cache=${WATCHTOWER_CACHE:-$HOME/.cache/watchtower}/controlplane/kube-$kube_version-etcd-$etcd_version-stamped
 bin=$cache/bin
 export GOTOOLCHAIN=local CGO_ENABLED=0
 export GOFLAGS=-mod=readonly
@@ -45,6 +46,14 @@ check_go() {
     exit 3
   fi
 }
+# What upstream's hack/lib/version.sh stamps: without it /version says "v0.0.0-master+$Format:%H$", which
+# clients that parse the server version refuse (Kueue's manager exits at start-up).
+minor=${kube_version#v1.}
+minor=${minor%%.*}
+kube_ldflags="-s"
+for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+  kube_ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+done
 if [ ${#need[@]} -gt 0 ]; then
   check_go
   echo "building ${need[*]} (kube $kube_version, etcd $etcd_version) into $bin" >&2
@@ -53,7 +62,7 @@ if [ ${#need[@]} -gt 0 ]; then
   for b in "${need[@]}"; do
     case $b in
       etcd) (cd "$here/etcd" && go build -trimpath -ldflags=-s -o "$bin/etcd.tmp" go.etcd.io/etcd/server/v3) ;;
-      *) (cd "$here/kube" && go build -trimpath -tags selinux,notest -ldflags=-s -o "$bin/$b.tmp" "k8s.io/kubernetes/cmd/$b") ;;
+      *) (cd "$here/kube" && go build -trimpath -tags selinux,notest -ldflags="$kube_ldflags" -o "$bin/$b.tmp" "k8s.io/kubernetes/cmd/$b") ;;
     esac
     mv "$bin/$b.tmp" "$bin/$b"
     echo "built $b after $(( $(date +%s) - start )) s" >&2

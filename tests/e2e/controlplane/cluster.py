@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from .pki import Pki, make_pki
+from .pki import PROXY_CLIENT_NAME, Pki, make_pki
 
 HERE = Path(__file__).resolve().parent
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -202,6 +202,15 @@ class ControlPlane:
             f"--watch-cache={'true' if self.watch_cache else 'false'}",
             f"--feature-gates={FEATURE_GATES}",
             f"--runtime-config={RUNTIME_CONFIG}",
+            # The aggregation layer, for Kueue's visibility API (an APIService): who may set X-Remote-*
+            # headers, and the certificate the API server presents to the aggregated server.
+            f"--requestheader-client-ca-file={p.ca_cert}",
+            f"--requestheader-allowed-names={PROXY_CLIENT_NAME}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={p.proxy_cert}",
+            f"--proxy-client-key-file={p.proxy_key}",
         ]
         return Process("kube-apiserver", argv, self.workdir / "kube-apiserver.log")
 

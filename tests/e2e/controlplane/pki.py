@@ -16,6 +16,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+# The one client name the API server accepts X-Remote-* headers from (--requestheader-allowed-names): the same CA
+# signs the admin certificate, whose headers must not count.
+PROXY_CLIENT_NAME = "front-proxy-client"
+
 
 @dataclass(frozen=True)
 class Pki:
@@ -27,6 +31,10 @@ class Pki:
     admin_key: Path
     sa_key: Path  # RSA private key: signs service-account tokens
     sa_pub: Path  # its public half: verifies them
+    # The aggregation layer's client certificate (--proxy-client-*): how the API server proves to an
+    # aggregated API server (Kueue's visibility server) that the X-Remote-User headers are its own.
+    proxy_cert: Path
+    proxy_key: Path
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
@@ -115,6 +123,14 @@ def make_pki(directory: Path) -> Pki:
         usage=[ExtendedKeyUsageOID.CLIENT_AUTH],
     )
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    proxy_key = ec.generate_private_key(ec.SECP256R1())
+    proxy = _issue(
+        _name(PROXY_CLIENT_NAME),
+        proxy_key.public_key(),
+        issuer=ca_name,
+        issuer_key=ca_key,
+        usage=[ExtendedKeyUsageOID.CLIENT_AUTH],
+    )
 
     p = Pki(
         ca_cert=directory / "ca.crt",
@@ -125,6 +141,8 @@ def make_pki(directory: Path) -> Pki:
         admin_key=directory / "admin.key",
         sa_key=directory / "sa.key",
         sa_pub=directory / "sa.pub",
+        proxy_cert=directory / "front-proxy-client.crt",
+        proxy_key=directory / "front-proxy-client.key",
     )
     pem = serialization.Encoding.PEM
     p.ca_cert.write_bytes(ca.public_bytes(pem))
@@ -137,6 +155,39 @@ def make_pki(directory: Path) -> Pki:
     p.sa_pub.write_bytes(
         sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
-    for key in (p.ca_key, p.serving_key, p.admin_key, p.sa_key):
+    p.proxy_cert.write_bytes(proxy.public_bytes(pem))
+    p.proxy_key.write_bytes(_pem_key(proxy_key))
+    for key in (p.ca_key, p.serving_key, p.admin_key, p.sa_key, p.proxy_key):
         key.chmod(0o600)
     return p
+
+
+def issue_serving_pair(pki: Pki, directory: Path, cn: str, *, dns: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """Write `directory`/tls.crt and tls.key: a serving certificate for localhost/127.0.0.1 from `pki`'s CA.
+
+    For servers beside the control plane (Kueue's webhook, metrics and visibility endpoints) that want the
+    names a Secret volume would give them.
+    """
+    ca = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise TypeError(f"{pki.ca_key}: expected the EC key make_pki writes")
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = _issue(
+        _name(cn),
+        key.public_key(),
+        issuer=ca.subject,
+        issuer_key=ca_key,
+        usage=[ExtendedKeyUsageOID.SERVER_AUTH],
+        sans=[
+            x509.DNSName("localhost"),
+            *(x509.DNSName(d) for d in dns),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        ],
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    crt, tls_key = directory / "tls.crt", directory / "tls.key"
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    tls_key.write_bytes(_pem_key(key))
+    tls_key.chmod(0o600)
+    return crt, tls_key
