@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane alertmanager clean artefacts
+.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane alertmanager promtool3 clean artefacts
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
@@ -26,6 +26,10 @@ controlplane:
 alertmanager:
 	tests/setup/build-alertmanager.sh >/dev/null
 
+# A current promtool (3.x; Debian's is 2.42) from the Prometheus Go module: the rule tests run with both.
+promtool3:
+	tests/setup/build-promtool3.sh >/dev/null
+
 demo: deps
 	$(BIN)/watchtower demo
 
@@ -46,7 +50,7 @@ e2e: deps system-deps controlplane
 # The tests drive real servers (Prometheus, the control plane, SMTP, Chromium) on a shared 2-core machine:
 # a failed test runs once more and the summary counts it as a rerun; a real regression fails twice.
 # -raR: the summary lists failures, skips with their reasons, xfails and each rerun.
-test: deps system-deps controlplane alertmanager lint
+test: deps system-deps controlplane alertmanager promtool3 lint
 	$(BIN)/pytest -q -raR --reruns 1 --reruns-delay 2
 
 bench: deps

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import MOST_PREEMPTIONS, OLDEST_WAIT, duration
+from watchtower.domain.promql import LAST_EVALUATION, MOST_PREEMPTIONS, OLDEST_WAIT, duration
 from watchtower.domain.tiers import Tier
 
 from . import alerting, recording
@@ -140,6 +140,50 @@ def health_test(p: RuleParams) -> dict[str, object]:
     }
 
 
+def stalled_test(p: RuleParams) -> dict[str, object]:
+    """Return one test: Watchtower evaluates every minute, then its evaluation time stops moving; the stall
+    alert is quiet while the window still holds a change, and fires once the window holds none."""
+    window = p.stall_window
+    stopped = (math.ceil(window / STEP) + 1) * STEP  # the last change; the window is full of history by then
+    # The window holds no change once its start passes the sample before `stopped`. Prometheus 3's range
+    # selectors are left-open, 2.x's closed: when that sample sits exactly on the start (it does here, the
+    # test's steps being aligned), 3.x already fires and 2.x not yet. The cases sit one step either side of
+    # that boundary, so they hold for both.
+    boundary = stopped - STEP + window
+    quiet = math.ceil(boundary / STEP) * STEP - STEP
+    fires = math.floor(boundary / STEP) * STEP + STEP
+    n = fires // STEP + 2
+    moving = stopped // STEP
+    return {
+        "interval": duration(STEP),
+        "input_series": [
+            {
+                "series": _series(p, LAST_EVALUATION),
+                "values": f"0+{STEP}x{moving} {stopped}x{n - moving}",
+            }
+        ],
+        "alert_rule_test": [
+            {"eval_time": duration(quiet), "alertname": alerting.STALLED, "exp_alerts": []},
+            {
+                "eval_time": duration(fires),
+                "alertname": alerting.STALLED,
+                "exp_alerts": [
+                    {
+                        "exp_labels": {"severity": "critical", **_selector_labels(p), "instance": INSTANCE},
+                        "exp_annotations": {
+                            "summary": f"Watchtower has not evaluated the queue for {human(window)}",
+                            "description": f"Watchtower ({INSTANCE}) is scraped but its last evaluation did not "
+                            f"change for {human(window)} (it evaluates every {human(p.evaluate_every)}): its "
+                            "queue figures and alerts are frozen.",
+                            "runbook_url": p.runbook_url(alerting.STALLED),
+                        },
+                    }
+                ],
+            },
+        ],
+    }
+
+
 def thrash_test(p: RuleParams, t: Tier) -> dict[str, object]:
     """Return one test: one workload of tier `t` is preempted once a minute; nothing while it has been
     preempted one time fewer than the thrash count, the alert from the count on (after its `for`)."""
@@ -193,5 +237,5 @@ def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
         "rule_files": [rule_file],
         "evaluation_interval": duration(STEP),
         "tests": [tier_test(p, t) for t in p.tiers.tiers]
-        + [health_test(p), thrash_test(p, p.tiers.tiers[-1])],
+        + [health_test(p), stalled_test(p), thrash_test(p, p.tiers.tiers[-1])],
     }

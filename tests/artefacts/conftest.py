@@ -12,14 +12,13 @@ sys.path.insert(0, str(ROOT))
 # The real-Prometheus helpers of tests/prometheus (process by pid, exporter servers on 127.0.0.1).
 sys.path.insert(0, str(Path(__file__).parents[1] / "prometheus"))
 
+import promtools  # noqa: E402
 
-@pytest.fixture(scope="session")
-def promtool() -> str:
-    """Fails (not skips) when missing: tests/setup/system-deps.sh installs the Debian package prometheus."""
-    exe = shutil.which("promtool")
-    if exe is None:
-        pytest.fail("promtool not on PATH: run tests/setup/system-deps.sh")
-    return exe
+
+@pytest.fixture(scope="session", params=promtools.FLAVOURS)
+def promtool(request: pytest.FixtureRequest) -> str:
+    """Each test runs with Debian's promtool (2.42) and a current 3.x, since users run both."""
+    return promtools.promtool(request.param)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""The generated Prometheus rules with the real promtool (Debian prometheus 2.42): they load, their generated
-unit tests pass, and the unit tests follow a changed tier policy."""
+"""The generated Prometheus rules with the real promtool, Debian's (2.42) and 3.x built from the Prometheus Go
+module (tests/setup/build-promtool3.sh), since users run both: they load, their generated unit tests pass
+under each, and the unit tests follow a changed tier policy."""
 
 from __future__ import annotations
 
@@ -97,6 +98,22 @@ def test_promtool_fails_the_unit_tests_when_a_threshold_in_the_rules_moves(
     done = _run(promtool, "test", "rules", str(tmp_path / generate.TESTS))
     assert done.returncode != 0
     assert "WatchtowerQueueWaitWarning" in done.stdout + done.stderr
+
+
+def test_promtool_fails_the_unit_tests_when_the_stall_window_in_the_rules_moves(
+    promtool: str, tmp_path: Path
+) -> None:
+    """The stall cases sit one evaluation either side of the window's edge (where Prometheus 3's left-open
+    ranges and 2.x's closed ones differ), and still catch a window two evaluations longer."""
+    _write(Settings(), tmp_path)
+    rules = tmp_path / generate.RULES
+    text = rules.read_text()
+    stalled = 'changes(watchtower_last_evaluation_timestamp_seconds{job="watchtower"}[5m])'
+    assert stalled in text
+    rules.write_text(text.replace(stalled, stalled.replace("[5m]", "[7m]")))
+    done = _run(promtool, "test", "rules", str(tmp_path / generate.TESTS))
+    assert done.returncode != 0
+    assert "WatchtowerEvaluationStalled" in done.stdout + done.stderr
 
 
 def test_windows_span_four_scrapes_and_rules_avoid_what_prometheus_3_changed() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import promtools  # noqa: E402
 from prom_server import have_prometheus  # noqa: E402
 
 
@@ -22,3 +23,9 @@ def real_prometheus() -> None:
     """Fails (not skips) when the binaries are missing: tests/setup/system-deps.sh installs them."""
     if not have_prometheus():
         pytest.fail("prometheus/promtool not on PATH: run tests/setup/system-deps.sh")
+
+
+@pytest.fixture(scope="session", params=promtools.FLAVOURS)
+def promtool(request: pytest.FixtureRequest) -> str:
+    """Each test runs with Debian's promtool (2.42) and a current 3.x, since users run both."""
+    return promtools.promtool(request.param)

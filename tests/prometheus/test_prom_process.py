@@ -31,10 +31,10 @@ def test_without_the_binary_it_returns_none_and_says_how_to_install_it(caplog) -
     assert INSTALL_HINT in caplog.text and "install the Debian package prometheus" in caplog.text
 
 
-def test_the_generated_configuration_passes_promtool(tmp_path: Path, real_prometheus: None) -> None:
+def test_the_generated_configuration_passes_promtool(tmp_path: Path, promtool: str) -> None:
     path = tmp_path / "prometheus.yml"
     path.write_text(scrape_config(exporter="127.0.0.1:9400", watchtower="127.0.0.1:8080", scrape_interval=5))
-    done = subprocess.run(["promtool", "check", "config", str(path)], capture_output=True, text=True)
+    done = subprocess.run([promtool, "check", "config", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
