@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane alertmanager promtool3 clean artefacts
+.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane alertmanager promtool3 go-builds clean artefacts
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
@@ -30,6 +30,10 @@ alertmanager:
 promtool3:
 	tests/setup/build-promtool3.sh >/dev/null
 
+# Every Go-built binary the tests use, built side by side (most of a cold CI run's time).
+go-builds:
+	tests/setup/build-go.sh
+
 demo: deps
 	$(BIN)/watchtower demo
 
@@ -50,7 +54,7 @@ e2e: deps system-deps controlplane
 # The tests drive real servers (Prometheus, the control plane, SMTP, Chromium) on a shared 2-core machine:
 # a failed test runs once more and the summary counts it as a rerun; a real regression fails twice.
 # -raR: the summary lists failures, skips with their reasons, xfails and each rerun.
-test: deps system-deps controlplane alertmanager promtool3 lint
+test: deps system-deps go-builds lint
 	$(BIN)/pytest -q -raR --reruns 1 --reruns-delay 2
 
 bench: deps

@@ -3,6 +3,7 @@
 # the monitoring API module with controller-gen, as upstream's `make generate-crds` does: crd:crdVersions=v1
 # over ./v1 and ./v1alpha1, then the operator.prometheus.io/version annotation after controller-gen's own.
 # Usage: tests/setup/prometheus-operator-crds.sh [OUT_DIR]   (default: tests/fixtures/crds/prometheus-operator)
+#        tests/setup/prometheus-operator-crds.sh --tool-only   (build controller-gen into the cache, nothing else)
 # Needs Go and the Go module proxy (or both modules in the module cache).
 set -euo pipefail
 MODULE=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
@@ -14,11 +15,12 @@ KINDS=(prometheusrules servicemonitors alertmanagerconfigs)
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../fixtures/crds/prometheus-operator}
 export GOTOOLCHAIN=local
-tools=${XDG_CACHE_HOME:-$HOME/.cache}/watchtower/tools/controller-gen-$CONTROLLER_GEN
+tools=${WATCHTOWER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watchtower}/tools/controller-gen-$CONTROLLER_GEN
 if [ ! -x "$tools/controller-gen" ]; then
   echo "building controller-gen $CONTROLLER_GEN into $tools" >&2
   GOBIN=$tools go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN"
 fi
+[ "$out" = --tool-only ] && exit 0
 src=$(go mod download -json "$MODULE@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -d "$src" ] || { echo "cannot download $MODULE@$VERSION" >&2; exit 1; }
 
