@@ -9,7 +9,7 @@ Alertmanager that was down when it resolved still hears of it. Pending alerts ar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +82,3 @@ def postable(a: TrackedAlert, *, policy: PushPolicy, external_url: str) -> dict[
         doc[VALID_FOR] = policy.valid_for
     return doc
 
-
-def batches(docs: Sequence[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    for i in range(0, len(docs), size):
-        yield list(docs[i : i + size])
