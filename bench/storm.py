@@ -108,6 +108,9 @@ class ProcessReceiver:
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(target=_serve_receiver, args=(secret, child), daemon=True)
         self._proc.start()
+        if not self._conn.poll(60):
+            self._proc.kill()
+            raise RuntimeError("the receiver's process did not start within 60 s")
         self.url: str = self._conn.recv()
         self._got: list[dict[str, Any]] = []
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import lru_cache
 from itertools import chain
-from enum import StrEnum
 
 from . import gotext
 
