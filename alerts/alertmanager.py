@@ -11,6 +11,7 @@ from __future__ import annotations
 from watchtower.config import Settings
 from watchtower.config.alerting import EmailConfig, InhibitConfig, ReceiverConfig, RouteConfig, WebhookConfig
 from watchtower.domain.alerts.inhibition import critical_inhibits_warning
+from watchtower.domain.alerts.routing import workload_grouping
 from watchtower.domain.promql import duration
 
 # The service's default inhibition keys on the workload; the per-tier rules carry no workload, so without
@@ -29,7 +30,7 @@ def _route(r: RouteConfig, *, top: bool) -> dict[str, object]:
     if r.matchers:
         out["matchers"] = list(r.matchers)
     if r.group_by is not None:
-        out["group_by"] = list(r.group_by)
+        out["group_by"] = list(workload_grouping(r.group_by))  # as the service groups
     for key in ("group_wait", "group_interval", "repeat_interval"):
         v = getattr(r, key)
         if v is not None:

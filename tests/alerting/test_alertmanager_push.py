@@ -16,6 +16,7 @@ import yaml
 
 from alerts.alertmanager import alertmanager_config
 from watchtower.adapters.senders import build_senders
+from watchtower.adapters.sim import objects as o
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.model import fingerprint
 from watchtower.domain.alerts.push import PUSH_LABELS, pushed_labels
@@ -147,12 +148,13 @@ async def test_a_pushed_alert_arrives_through_alertmanager_with_watchtowers_labe
         objs = [pending("job-a", "critical", time.time() - 6 * 60)]
         await rig.until(lambda: "job-a" in received(receiver), objs)
         a = received(receiver)["job-a"]
-        assert set(a["labels"]) == set(PUSH_LABELS)
+        assert set(a["labels"]) == {"alertname", "severity", "tier", "team", "namespace", "workload", "kind"}
         assert a["labels"]["alertname"] == "WorkloadWaitWarning" and a["labels"]["tier"] == "critical"
+        assert a["labels"]["kind"] == "Pod"
         # The values that change while it fires travel as annotations, beside the rule's own.
-        assert a["annotations"]["gpus"] == "8" and a["annotations"]["kind"]
+        assert a["annotations"]["gpus"] == "8" and "kind" not in a["annotations"]
         assert a["annotations"]["summary"]
-        assert a["generatorURL"] == f"{EXTERNAL}/workloads/team-a/job-a?kind={a['annotations']['kind']}"
+        assert a["generatorURL"] == f"{EXTERNAL}/workloads/team-a/job-a?kind=Pod"
         # The same alert in both: Alertmanager's fingerprint and group key are the ones Watchtower computes.
         assert a["fingerprint"] == fingerprint(a["labels"])
         body = receiver.requests[-1]["body"]
@@ -247,8 +249,53 @@ def test_pushed_labels_keep_the_identity_and_move_values_to_annotations():
     labels = {"alertname": "W", "severity": "warning", "tier": "high", "team": "t", "namespace": "n",
               "workload": "w", "kind": "Job", "gpus": "8", "priority_class": "p"}  # fmt: skip
     keep, rest = pushed_labels(labels)
-    assert keep == {k: labels[k] for k in PUSH_LABELS} and rest == {
-        "kind": "Job",
+    assert keep == {k: labels[k] for k in PUSH_LABELS if k in labels} and rest == {
         "gpus": "8",
         "priority_class": "p",
     }
+    assert keep["kind"] == "Job"
+
+
+def job_pod(job: str, tier: str, created: float, *, ns: str = "team-a") -> dict:
+    """A pending pod of the Job `job` (the workload is the Job, named `job`)."""
+    p = pending(f"{job}-x7k2p", tier, created, ns=ns)
+    p["metadata"]["ownerReferences"] = [
+        o.owner_ref("Job", job, api_version="batch/v1", uid=o.new_uid(f"{ns}/job/{job}"))
+    ]
+    return p
+
+
+async def test_two_workloads_of_one_name_and_different_kinds_stay_two_alerts_and_two_groups(
+    flavour, tmp_path, receiver
+):
+    """A bare Pod `train` and the Job `train` in one namespace: two alerts in Alertmanager, and with the
+    route grouping per workload, two notifications (the generated group_by carries `kind` too)."""
+    s, (am,), _ = await _start(flavour, tmp_path, receiver, group_by=["alertname", "workload"])
+    assert yaml.safe_load((tmp_path / "am.yml").read_text())["route"]["group_by"] == [
+        "alertname",
+        "workload",
+        "kind",
+    ]
+    rig = Rig(s, tmp_path)
+    try:
+        t = time.time() - 6 * 60
+        objs = [pending("train", "critical", t), job_pod("train", "critical", t)]
+
+        def kinds_notified() -> list[str]:
+            return sorted(
+                a["labels"]["kind"]
+                for r in receiver.requests
+                for a in r["body"]["alerts"]
+                if a["labels"]["workload"] == "train" and a["status"] == "firing"
+            )
+
+        await rig.until(lambda: kinds_notified() == ["Job", "Pod"], objs)
+        held = [x for x in httpx.get(am.url + "/api/v2/alerts").json() if x["labels"]["workload"] == "train"]
+        assert sorted(x["labels"]["kind"] for x in held) == ["Job", "Pod"]
+        assert len({x["fingerprint"] for x in held}) == 2
+        # One group per workload: each notification holds one of them.
+        groups = {r["body"]["groupKey"]: r["body"]["alerts"] for r in receiver.requests}
+        assert len(groups) == 2 and all(len(alerts) == 1 for alerts in groups.values())
+    finally:
+        await rig.close()
+        am.stop()

@@ -12,7 +12,7 @@ from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_w
 from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
-from watchtower.domain.alerts.routing import Route, route_key
+from watchtower.domain.alerts.routing import Route, route_key, workload_grouping
 from watchtower.domain.alerts.rules import ALERTNAMES, RULES
 
 from .consistency import alerting_problems, raise_problems
@@ -134,7 +134,7 @@ class RouteConfig(Section):
             receiver=receiver,
             matchers=matchers,
             key=route_key(parent.key if parent else None, matchers),
-            group_by=tuple(self.group_by)
+            group_by=workload_grouping(self.group_by)
             if self.group_by is not None
             else (parent.group_by if parent else ()),
             group_wait=_pick(self.group_wait, parent.group_wait if parent else None, 30.0),

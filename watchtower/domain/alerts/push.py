@@ -9,7 +9,7 @@ Alertmanager that was down when it resolved still hears of it. Pending alerts ar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +18,10 @@ from .model import AlertState, TrackedAlert
 from .payload import generator_url
 
 # The labels that name an alert in Alertmanager: what routes, groups, silences and inhibits it. Values that
-# change while it fires (GPUs, priority class) go to annotations, so the alert keeps its identity.
-PUSH_LABELS = ("alertname", "severity", "tier", "team", "namespace", "workload")
+# change while it fires (GPUs, priority class) go to annotations, so the alert keeps its identity. The
+# workload's kind is part of it (`kind`; `workload_kind` on the GPU-idle alert): without it a Job and a
+# JobSet of one name in one namespace would be one alert in Alertmanager.
+PUSH_LABELS = ("alertname", "severity", "tier", "team", "namespace", "workload", "kind", "workload_kind")
 # Kept by the sender: the seconds a firing alert stays valid after the moment it is actually sent.
 VALID_FOR = "validFor"
 
@@ -81,8 +83,3 @@ def postable(a: TrackedAlert, *, policy: PushPolicy, external_url: str) -> dict[
     else:
         doc[VALID_FOR] = policy.valid_for
     return doc
-
-
-def batches(docs: Sequence[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    for i in range(0, len(docs), size):
-        yield list(docs[i : i + size])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from . import gotext
@@ -10,6 +10,19 @@ from .matchers import Matcher, MatchOp, all_match
 
 GROUP_BY_ALL = "..."
 ROOT_KEY = "{}"
+
+
+def workload_grouping(group_by: Iterable[str]) -> tuple[str, ...]:
+    """Return `group_by` as routed: `workload` brings `kind` beside it, unless named already.
+
+    A workload is its namespace, kind and name: a Job and a JobSet of one name are two workloads, and
+    grouping "per workload" by the name alone would put both in one notification."""
+    out = tuple(group_by)
+    if "workload" not in out or "kind" in out or GROUP_BY_ALL in out:
+        return out
+    i = out.index("workload") + 1
+    return (*out[:i], "kind", *out[i:])
+
 
 # pkg/labels MatchType order, the last sort key of Alertmanager's Matchers.
 _OP_ORDER = {MatchOp.EQ: 0, MatchOp.NE: 1, MatchOp.RE: 2, MatchOp.NRE: 3}

@@ -2,12 +2,17 @@
 
 A message is marked as attempted before it is sent and delivered after, so a crash re-sends at most that
 one message, under the same idempotency key.
+
+Every store call runs in a worker thread: each write is a transaction synced to disk, and the store is
+shared with the evaluation, whose storm transactions hold it for a good part of a second; on the loop,
+either would stall the API and the flushes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -45,7 +50,7 @@ class DeliveryWorker:
         """Attempt every message that is due, integrations side by side; return the attempts made."""
         made = 0
         while True:
-            heads = self.store.due(self.clock.now())
+            heads = await asyncio.to_thread(self.store.due, self.clock.now())
             if not heads:
                 break
             results = await asyncio.gather(*(self._attempt(m) for m in heads))
@@ -53,18 +58,19 @@ class DeliveryWorker:
             if not any(results):
                 break  # every head failed and waits for its backoff
         if self.metrics is not None:
-            self.metrics.observe_outbox(self.store, self.clock.now())
+            await asyncio.to_thread(self.metrics.observe_outbox, self.store, self.clock.now())
         return made
 
     async def _attempt(self, msg: OutboxMessage) -> bool:
         """Try one message; return True if the integration may go on to its next message now."""
         now = self.clock.now()
         sender = self.senders.get(msg.integration)
+        store = self.store
         if sender is None:
-            self.store.failed(msg.id, "no such integration in the configuration any more")
+            await asyncio.to_thread(store.failed, msg.id, "no such integration in the configuration any more")
             self._count("failed", msg.integration)
             return True
-        self.store.begin_attempt(msg.id, now)
+        await asyncio.to_thread(store.begin_attempt, msg.id, now)
         try:
             res = await sender.send(msg, now=now)
         except Exception as e:  # a sender bug must not kill the worker; the message is retried
@@ -72,22 +78,25 @@ class DeliveryWorker:
             res = DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
         done = self.clock.now()
         if res.outcome is Outcome.SENT:
-            self.store.delivered(msg.id, done)
+            await asyncio.to_thread(store.delivered, msg.id, done)
             self._count("sent", msg.integration)
             return True
         if res.outcome is Outcome.GONE:
             log.warning("%s answered 410 Gone: disabled (%s)", msg.integration, res.detail)
-            self.store.disable(
-                msg.integration,
-                f"410 Gone at {msg.integration}: {res.detail}",
-                done,
-                config=self.configs.get(msg.integration, ""),
+            await asyncio.to_thread(
+                functools.partial(
+                    store.disable,
+                    msg.integration,
+                    f"410 Gone at {msg.integration}: {res.detail}",
+                    done,
+                    config=self.configs.get(msg.integration, ""),
+                )
             )
             self._count("failed", msg.integration)
             return False
         if res.outcome is Outcome.REJECTED or msg.attempts + 1 >= self.delivery.max_attempts:
             log.warning("giving up %s to %s: %s", msg.key, msg.integration, res.detail)
-            self.store.failed(msg.id, res.detail)
+            await asyncio.to_thread(store.failed, msg.id, res.detail)
             self._count("failed", msg.integration)
             return True
         d = self.delivery
@@ -100,7 +109,7 @@ class DeliveryWorker:
             retry_after=res.retry_after,
             retry_after_cap=d.retry_after_cap,
         )
-        self.store.retry_at(msg.id, done + delay, res.detail)
+        await asyncio.to_thread(store.retry_at, msg.id, done + delay, res.detail)
         self._count("retried", msg.integration)
         return False
 
@@ -112,7 +121,7 @@ class DeliveryWorker:
         """Deliver until cancelled; sleeps until the next attempt is due or `wake` is set."""
         while True:
             await self.drain()
-            nxt = self.store.next_attempt_at()
+            nxt = await asyncio.to_thread(self.store.next_attempt_at)
             wait = 5.0 if nxt is None else min(5.0, max(0.05, nxt - self.clock.now()))
             self.wake.clear()
             with contextlib.suppress(TimeoutError):

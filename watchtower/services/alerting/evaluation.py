@@ -1,8 +1,9 @@
 """Evaluation: each Tick → the rules → every alert moved along its lifecycle → the store → groups placed.
 
-The rules, the lifecycle and the store write run in a worker thread: for a storm of 10,000 alerts they
-take a good part of a second, during which the API, the flushes and the deliveries must go on. What they
-read is immutable (the Tick, the alerts before); what they produce is applied back on the loop.
+The rules, the lifecycle, the store write and working out each alert's groups run in a worker thread: for
+a storm of 10,000 alerts they take a good part of a second, during which the API, the flushes and the
+deliveries must go on. What they read is immutable (the Tick, the alerts before); what they produce is
+applied back on the loop, where only the swap and the filing into groups (a dict update per group) remain.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from watchtower.config.model import Settings
-from watchtower.domain.alerts.dispatch import Dispatcher
+from watchtower.domain.alerts.dispatch import Dispatcher, Filing
 from watchtower.domain.alerts.holders import gpu_holders
-from watchtower.domain.alerts.lifecycle import Transition, advance
+from watchtower.domain.alerts.lifecycle import advance
 from watchtower.domain.alerts.model import AlertState, TrackedAlert
 from watchtower.domain.alerts.rules import RuleInput, RuleSettings, WatchHealth, evaluate_rules
 from watchtower.domain.estimate import TierWaits
@@ -74,6 +76,16 @@ def alerts_for_snapshot(
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _Evaluated:
+    """One evaluation's outcome, made off the loop and applied on it."""
+
+    alerts: dict[str, TrackedAlert]
+    restored: list[Filing]  # the stored alerts' groups, on the first evaluation after a start
+    filings: list[Filing]
+    firing: dict[tuple[str, str], int]  # (alertname, severity) → alerts firing
+
+
 class AlertEvaluator:
     """The alerts in memory (pending, firing, recently resolved) and the groups they are placed in."""
 
@@ -104,12 +116,11 @@ class AlertEvaluator:
     async def on_tick(self, tick: Tick) -> None:
         """Run the rules on a Tick and move every alert along its lifecycle; changes are saved first."""
         async with self._evaluating:
-            inp = self._rule_input(tick)
-            before = self.alerts
-            after, changes = await asyncio.to_thread(self._advance_and_save, inp, before)
-            self._apply(after, changes, tick.at)
+            health = self._watch_health(tick.health, tick.at)
+            done = await asyncio.to_thread(self._evaluate, tick, health, self.alerts)
+            self._apply(done, tick.at)
 
-    def _rule_input(self, tick: Tick) -> RuleInput:
+    def _rule_input(self, tick: Tick, health: WatchHealth) -> RuleInput:
         return RuleInput(
             # With the running workloads the Tick carries: the rules see what they alert on (an idle holder,
             # a thrashing workload that runs again) as analyze does, and running ones never alert as waiting.
@@ -118,16 +129,17 @@ class AlertEvaluator:
             tiers=self.tiers,
             settings=self.rule_settings,
             holders=tick.holders,
-            health=self._watch_health(tick.health, tick.at),
+            health=health,
             gone_receivers=self.store.disabled(),
             gpu_alerts=tick.gpu_alerts,
             stuck=tick.stuck,
             waits=tick.waits,
         )
 
-    def _advance_and_save(
-        self, inp: RuleInput, before: Mapping[str, TrackedAlert]
-    ) -> tuple[dict[str, TrackedAlert], list[Transition]]:
+    def _evaluate(self, tick: Tick, health: WatchHealth, before: Mapping[str, TrackedAlert]) -> _Evaluated:
+        """Off the loop: the rules, the lifecycle, the store write, and where each alert goes; what is
+        left for the loop is to swap the alerts in and file them (`_apply`)."""
+        inp = self._rule_input(tick, health)
         after, changes = advance(before, evaluate_rules(inp), now=inp.now, policy=self.lifecycle)
         gone = [fp for fp in before if fp not in after]
         self.store.save_alerts(
@@ -135,29 +147,27 @@ class AlertEvaluator:
         )
         for fp in gone:
             self._saved_seen.pop(fp, None)
-        self.dispatcher.place(after.values())
-        return after, changes
-
-    def _apply(self, after: dict[str, TrackedAlert], changes: list[Transition], now: float) -> None:
-        if not self._restored:
-            # After a restart, the groups are rebuilt from the stored alerts; the notification log keeps
-            # them from re-sending what was already sent.
-            self.dispatcher.ingest(self.alerts.values(), now=now)
-            self._restored = True
-        self.alerts = after
-        self.last_tick_at = now
+        firing = [a for a in after.values() if a.state is AlertState.FIRING]
         resolved_now = [t.alert for t in changes if t.alert.state is AlertState.RESOLVED]
-        self.dispatcher.ingest(
-            [a for a in after.values() if a.state is AlertState.FIRING] + resolved_now, now=now
-        )
+        # After a restart, the groups are rebuilt from the stored alerts first; the notification log
+        # keeps them from re-sending what was already sent.
+        restored = [] if self._restored else self.dispatcher.plan(before.values())
+        counts: dict[tuple[str, str], int] = {}
+        for a in firing:
+            k = (a.alertname, a.severity)
+            counts[k] = counts.get(k, 0) + 1
+        return _Evaluated(after, restored, self.dispatcher.plan(firing + resolved_now), counts)
+
+    def _apply(self, done: _Evaluated, now: float) -> None:
+        if not self._restored:
+            self.dispatcher.file(done.restored, now=now)
+            self._restored = True
+        self.alerts = done.alerts
+        self.last_tick_at = now
+        self.dispatcher.file(done.filings, now=now)
         if self.metrics is not None:
             self.metrics.firing.clear()
-            counts: dict[tuple[str, str], int] = {}
-            for a in after.values():
-                if a.state is AlertState.FIRING:
-                    k = (a.alertname, a.severity)
-                    counts[k] = counts.get(k, 0) + 1
-            for (n, sev), c in counts.items():
+            for (n, sev), c in done.firing.items():
                 self.metrics.firing.labels(n, sev).set(c)
         if self.on_changed is not None:
             self.on_changed()

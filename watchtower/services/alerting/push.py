@@ -16,7 +16,7 @@ from watchtower.config.alerting import AlertingConfig
 from watchtower.domain.alerts.model import TrackedAlert
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage, idempotency_key
-from watchtower.domain.alerts.push import PushPolicy, batches, due, postable
+from watchtower.domain.alerts.push import PushPolicy, due, postable
 from watchtower.ports import AlertStore
 
 from .evaluation import AlertEvaluator
@@ -52,39 +52,37 @@ class AlertmanagerPusher:
     async def push(self, now: float) -> int:
         """Hand the alerts due at `now` to the outbox, for every replica; return how many alerts."""
         alerts = list(self.evaluator.alerts.values())
-        # Choosing, building and storing a storm's 10,000 alerts runs off the loop; `sent` is only read
-        # there and written back here.
-        todo = await asyncio.to_thread(self._push, alerts, dict(self.sent), now)
-        if todo:
+        # Choosing, building and storing a storm's 10,000 alerts runs off the loop, a batch at a time, each
+        # in its own transaction and handed to the delivery worker as it lands: the first batch reaches
+        # Alertmanager while the others are still being built. `sent` is only read there and written
+        # here, a batch once stored, so a push cut short sends the rest at the next evaluation.
+        todo = await asyncio.to_thread(due, alerts, dict(self.sent), now=now, policy=self.policy)
+        for i in range(0, len(todo), self.batch_size):
+            batch = todo[i : i + self.batch_size]
+            await asyncio.to_thread(self._enqueue, batch, i // self.batch_size, now)
             if self.on_enqueued is not None:
                 self.on_enqueued()
-            for a in todo:
+            for a in batch:
                 self.sent[a.fingerprint] = now
         if len(self.sent) > len(alerts):
             live = {a.fingerprint for a in alerts}
             self.sent = {fp: t for fp, t in self.sent.items() if fp in live}
         return len(todo)
 
-    def _push(self, alerts: list[TrackedAlert], sent: dict[str, float], now: float) -> list[TrackedAlert]:
-        todo = due(alerts, sent, now=now, policy=self.policy)
-        if todo:
-            self._enqueue(todo, now)
-        return todo
-
-    def _enqueue(self, todo: list[TrackedAlert], now: float) -> int:
-        docs = [postable(a, policy=self.policy, external_url=self.external_url) for a in todo]
+    def _enqueue(self, batch: list[TrackedAlert], i: int, now: float) -> int:
+        """Store one batch, as one message per replica, in one transaction."""
+        docs = [postable(a, policy=self.policy, external_url=self.external_url) for a in batch]
+        fps = [a.fingerprint for a in batch]
         items: list[tuple[OutboxMessage | None, str, str, NotifyEntry]] = []
-        for i, batch in enumerate(batches(docs, self.batch_size)):
-            fps = [a.fingerprint for a in todo[i * self.batch_size : (i + 1) * self.batch_size]]
-            for target in self.targets:
-                msg = OutboxMessage(
-                    id=0,
-                    key=idempotency_key(target, f"{PUSH_GROUP}/{i}", now, fps),
-                    integration=target,
-                    group_key=PUSH_GROUP,
-                    payload={"alerts": batch},
-                    created=now,
-                    next_attempt=now,
-                )
-                items.append((msg, target, PUSH_GROUP, _NOTHING))
+        for target in self.targets:
+            msg = OutboxMessage(
+                id=0,
+                key=idempotency_key(target, f"{PUSH_GROUP}/{i}", now, fps),
+                integration=target,
+                group_key=PUSH_GROUP,
+                payload={"alerts": docs},
+                created=now,
+                next_attempt=now,
+            )
+            items.append((msg, target, PUSH_GROUP, _NOTHING))
         return self.store.enqueue(items)
