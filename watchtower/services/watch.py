@@ -132,6 +132,16 @@ class Watcher:
         # main_reason per diagnosis: a few dozen distinct ones (the evaluator shares them) over 20,000 waits.
         self._reasons: dict[int, tuple[SchedulingDiagnosis, str]] = {}
         self._pending_keys: dict[int, tuple[WorkloadFacts, tuple[str, str, str]]] = {}
+        self._gauge_memo: (
+            tuple[
+                list[WorkloadFacts],
+                dict[tuple[str, str, str], int],
+                dict[str, int],
+                dict[str, int],
+                dict[str, float | None],
+            ]
+            | None
+        ) = None
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
         )
@@ -317,18 +327,49 @@ class Watcher:
         return [s for s in found if s is not None]
 
     def _gauges(self, snap: QueueSnapshot) -> QueueGauges:
+        facts = [w.facts for w in snap.workloads]
+        # Everything but the oldest wait follows from the listed facts alone, and most ticks list the same
+        # facts objects as the last (list equality tests identity first, at C speed): reuse the figures then.
+        cached = self._gauge_memo
+        if cached is None or cached[0] != facts:
+            cached = self._gauge_memo = (facts, *self._facts_gauges(facts))
+        pending, partial, partial_gpus, since_by_tier = cached[1:]  # copied below: each tick its own gauges
+        now = snap.at
+        oldest = dict.fromkeys((t.name for t in self.policy.tiers.tiers), 0.0)
+        for tier, since in since_by_tier.items():
+            # the same clamp as the status' wait, of the earliest start: the longest wait of the tier
+            oldest[tier] = 0.0 if since is None or now - since < 0.0 else now - since
+        quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
+        return QueueGauges(
+            pending=dict(pending),
+            oldest_wait=oldest,
+            partial_gangs=dict(partial),
+            partial_gang_gpus=dict(partial_gpus),
+            quota_used={(q.namespace, q.name): q.used_gpus or 0 for q in quotas},
+            quota_hard={(q.namespace, q.name): q.hard_gpus or 0 for q in quotas},
+            gated_pods=snap.gated_pods,
+            fragmented_workloads=len(snap.fragmentation),
+            gpus_allocatable=snap.capacity.allocatable,
+            gpus_used=snap.capacity.used,
+            evaluated_at=snap.at,
+            **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
+        )
+
+    def _facts_gauges(
+        self, listed: list[WorkloadFacts]
+    ) -> tuple[dict[tuple[str, str, str], int], dict[str, int], dict[str, int], dict[str, float | None]]:
+        """Return pending per (tier, namespace, reason), partial gangs and their GPUs per tier, and each
+        tier's earliest wait start (None when its waiting workloads have none)."""
         tier_names = [t.name for t in self.policy.tiers.tiers]
-        oldest = dict.fromkeys(tier_names, 0.0)
         partial = dict.fromkeys(tier_names, 0)
         partial_gpus = dict.fromkeys(tier_names, 0)
+        since_by_tier: dict[str, float | None] = {}
         memo = self._pending_keys
-        if len(memo) > 4 * len(snap.workloads) + 10_000:  # facts the evaluator has long replaced
+        if len(memo) > 4 * len(listed) + 10_000:  # facts the evaluator has long replaced
             memo.clear()
         keys: list[tuple[str, str, str]] = []
-        # The facts read directly, not through the status' properties, and each one's gauge labels kept
-        # by identity (beside the facts, so that the id is not reused): 20,000 waits a tick, most unchanged.
-        for w in snap.workloads:
-            f = w.facts
+        # Each facts' gauge labels kept by identity (beside the facts, so that the id is not reused).
+        for f in listed:
             known = memo.get(id(f))
             if known is None or known[0] is not f:
                 if f.state not in WAITING_STATES:
@@ -343,27 +384,17 @@ class Watcher:
             key = known[1]
             keys.append(key)
             tier = key[0]
-            if tier not in oldest or w.wait_seconds > oldest[tier]:
-                oldest[tier] = w.wait_seconds
+            since = f.since
+            if tier not in since_by_tier:
+                since_by_tier[tier] = since
+            elif since is not None:
+                first = since_by_tier[tier]
+                if first is None or since < first:
+                    since_by_tier[tier] = since
             if f.state is WorkloadState.PARTIAL and f.key.gang:
                 partial[tier] = partial.get(tier, 0) + 1
                 partial_gpus[tier] = partial_gpus.get(tier, 0) + f.gpus_held
-        pending: dict[tuple[str, str, str], int] = dict(Counter(keys))
-        quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
-        return QueueGauges(
-            pending=pending,
-            oldest_wait=oldest,
-            partial_gangs=partial,
-            partial_gang_gpus=partial_gpus,
-            quota_used={(q.namespace, q.name): q.used_gpus or 0 for q in quotas},
-            quota_hard={(q.namespace, q.name): q.hard_gpus or 0 for q in quotas},
-            gated_pods=snap.gated_pods,
-            fragmented_workloads=len(snap.fragmentation),
-            gpus_allocatable=snap.capacity.allocatable,
-            gpus_used=snap.capacity.used,
-            evaluated_at=snap.at,
-            **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
-        )
+        return dict(Counter(keys)), partial, partial_gpus, since_by_tier
 
     def _reason(self, d: SchedulingDiagnosis) -> str:
         # Keyed by identity, the diagnosis kept beside its label: a few dozen distinct ones a queue.
