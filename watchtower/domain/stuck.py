@@ -165,11 +165,17 @@ def stuck_heads(
     now = snap.at
     heads: dict[str, WorkloadStatus] = {}
     queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
+    quota_free = _kueue_free(st.kueue)
+    most = max((have for have in quota_free.values() if have is not None), default=None)
+    held: list[WorkloadStatus] = []  # Kueue-held ones that some queue's free quota could take
+    # One walk of the tick's tens of thousands of workloads for both: the cheap tests first.
     for w in snap.workloads:  # queue order: a tier's first queued one is its head
         f = w.facts
         if f.state in queued and f.tier not in heads:
             heads[f.tier] = w
-    out: list[StuckHead] = list(_kueue_stuck(snap, st.kueue, stuck_after))
+        if most is not None and f.source == SOURCE_KUEUE and f.gpus_requested <= most:
+            held.append(w)
+    out: list[StuckHead] = _kueue_stuck(held, quota_free, stuck_after)
     nodes: list[Node] | None = None
     for w in heads.values():
         # Preemption under way: it waits for its victims to go, as it should (and is nominated there).
@@ -242,18 +248,24 @@ def _free_for(tables: KueueTables, cq: str) -> int | None:
     return free
 
 
-def _kueue_stuck(snap: QueueSnapshot, tables: KueueTables, stuck_after: float) -> list[StuckHead]:
-    """Return the Kueue-held workloads not admitted past `stuck_after` while their queue has quota for them."""
+def _kueue_free(tables: KueueTables) -> dict[str, int | None]:
+    """Return each known ClusterQueue's GPUs a Workload of it could take (`_free_for`): a few dozen."""
+    return {cq: _free_for(tables, cq) for cq in tables.cluster_queues}
+
+
+def _kueue_stuck(
+    held: Iterable[WorkloadStatus], free: Mapping[str, int | None], stuck_after: float
+) -> list[StuckHead]:
+    """Return the Kueue-held workloads not admitted past `stuck_after` while their queue has quota for them
+    (`free`, by ClusterQueue: `_kueue_free`); an unknown queue has none."""
     out: list[StuckHead] = []
-    free: dict[str, int | None] = {}
-    for w in snap.workloads:
-        k = w.facts.kueue
-        if k is None or w.facts.source != SOURCE_KUEUE or w.wait_seconds < stuck_after or not k.cluster_queue:
+    for w in held:
+        f = w.facts
+        k = f.kueue
+        if k is None or f.source != SOURCE_KUEUE or w.wait_seconds < stuck_after or not k.cluster_queue:
             continue
-        if k.cluster_queue not in free:
-            free[k.cluster_queue] = _free_for(tables, k.cluster_queue)
-        have = free[k.cluster_queue]
-        if have is None or have < w.gpus_requested:
+        have = free.get(k.cluster_queue)
+        if have is None or have < f.gpus_requested:
             continue
         said = k.message[:MESSAGE_LIMIT]
         out.append(StuckHead(w, "", "", (), "kueue", said, KUEUE_CAUSES, k.cluster_queue, have))
