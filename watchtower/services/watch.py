@@ -19,7 +19,7 @@ import msgspec
 
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
-from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
+from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below, may_stick
 from watchtower.domain.churn import thrash_by_tier
 from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.entitlement import queue_lines
@@ -86,6 +86,18 @@ def _diagnosis_reason(d: SchedulingDiagnosis) -> str:
     return "other"
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Listed:
+    """What one tick's listed facts give whatever the clock: kept while the next ticks list the same."""
+
+    facts: list[WorkloadFacts]
+    # pending per (tier, namespace, reason), partial gangs and their GPUs per tier, earliest wait start
+    gauges: tuple[dict[tuple[str, str, str], int], dict[str, int], dict[str, int], dict[str, float | None]]
+    inversion_tiers: frozenset[str]
+    may_stick: list[int]  # positions of the workloads the priority-inversion rule may find stuck
+    running: list[WorkloadKey]  # keys of the workloads with a bound training pod (running_by_tier)
+
+
 class Watcher:
     """The live picture of one cluster: state, ingest, feed bookkeeping and the evaluation."""
 
@@ -132,16 +144,7 @@ class Watcher:
         # main_reason per diagnosis: a few dozen distinct ones (the evaluator shares them) over 20,000 waits.
         self._reasons: dict[int, tuple[SchedulingDiagnosis, str]] = {}
         self._pending_keys: dict[int, tuple[WorkloadFacts, tuple[str, str, str]]] = {}
-        self._gauge_memo: (
-            tuple[
-                list[WorkloadFacts],
-                dict[tuple[str, str, str], int],
-                dict[str, int],
-                dict[str, int],
-                dict[str, float | None],
-            ]
-            | None
-        ) = None
+        self._listed: _Listed | None = None  # what the last tick's listed facts alone gave
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
         )
@@ -236,7 +239,8 @@ class Watcher:
         with self._lock:
             st = self.state
             snap = self.evaluator.evaluate(st, now=now)
-            running = self._running_by_tier(snap)
+            listed = self._listed_of(snap)
+            running = self._running.by_tier(st, listed.running)
             # A thrashing workload that runs again keeps its alert's labels (team, GPUs) only if the rules
             # still see its status: add it as if named.
             thrashing = {
@@ -257,10 +261,15 @@ class Watcher:
             )
             # Only while urgent work is stuck does the priority-inversion rule read holders, and then only
             # those of lower tiers than the highest stuck one.
-            below = holders_needed_below(snap, self._inversion_tiers, self.policy.tiers)
+            below = holders_needed_below(
+                snap,
+                self._inversion_tiers,
+                self.policy.tiers,
+                among=[snap.workloads[i] for i in listed.may_stick],
+            )
             holders = self._holders.below(st, below) if below is not None else ()
             self.preemptions.settle(now=now, latest=st.preemptions)
-            gauges = self._gauges(snap)
+            gauges = self._gauges(snap, listed)
             stuck = stuck_heads(
                 snap,
                 st,
@@ -326,14 +335,26 @@ class Watcher:
         found = (self.evaluator.status_of(st, k, now=at) for k in sorted(keys))
         return [s for s in found if s is not None]
 
-    def _gauges(self, snap: QueueSnapshot) -> QueueGauges:
+    def _listed_of(self, snap: QueueSnapshot) -> _Listed:
+        """Return what the snapshot's listed facts alone give: most ticks list the same facts objects as
+        the last (list equality tests identity first, at C speed), and then the last tick's is reused."""
         facts = [w.facts for w in snap.workloads]
-        # Everything but the oldest wait follows from the listed facts alone, and most ticks list the same
-        # facts objects as the last (list equality tests identity first, at C speed): reuse the figures then.
-        cached = self._gauge_memo
-        if cached is None or cached[0] != facts:
-            cached = self._gauge_memo = (facts, *self._facts_gauges(facts))
-        pending, partial, partial_gpus, since_by_tier = cached[1:]  # copied below: each tick its own gauges
+        last = self._listed
+        if last is not None and last.inversion_tiers == self._inversion_tiers and last.facts == facts:
+            return last
+        tiers = self._inversion_tiers
+        new = self._listed = _Listed(
+            facts,
+            self._facts_gauges(facts),
+            tiers,
+            [i for i, f in enumerate(facts) if may_stick(f, tiers)],
+            [f.key for f in facts if f.pods_running],
+        )
+        return new
+
+    def _gauges(self, snap: QueueSnapshot, listed: _Listed) -> QueueGauges:
+        # Everything but the oldest wait follows from the listed facts alone.
+        pending, partial, partial_gpus, since_by_tier = listed.gauges  # copied below: each tick its own
         now = snap.at
         oldest = dict.fromkeys((t.name for t in self.policy.tiers.tiers), 0.0)
         for tier, since in since_by_tier.items():
