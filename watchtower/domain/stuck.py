@@ -9,8 +9,10 @@ looked at (one per tier), so a tick pays a walk of the nodes a few times, never 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+import bisect
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .gang_wait import gang_incomplete
 from .kueue import SOURCE_KUEUE
@@ -19,7 +21,7 @@ from .messages import PreemptionVerdict
 from .model import Node, Pod
 from .node_use import DEFAULT_SCHEDULER
 from .queue import is_gated
-from .queue_model import QueueSnapshot, TrainingSelector, WorkloadState, WorkloadStatus
+from .queue_model import QueueSnapshot, TrainingSelector, WorkloadFacts, WorkloadState, WorkloadStatus
 from .state import ClusterState
 from .timefmt import format_duration
 
@@ -153,6 +155,29 @@ def _causes(
     return tuple(out)
 
 
+class StuckIndex(NamedTuple):
+    """Where a snapshot's candidates are, from its listed facts alone (kept while they stay the same)."""
+
+    heads: list[int]  # position of each tier's first queued workload, in queue order
+    kueue: list[tuple[int, int]]  # (GPUs asked, position) of each Kueue-held workload, ascending
+
+
+def stuck_index(listed: Sequence[WorkloadFacts]) -> StuckIndex:
+    """Return the tier heads and the Kueue-held workloads of facts in queue order."""
+    seen: set[str] = set()
+    heads: list[int] = []
+    kueue: list[tuple[int, int]] = []
+    queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
+    for i, f in enumerate(listed):  # queue order: a tier's first queued one is its head
+        if f.state in queued and f.tier not in seen:
+            seen.add(f.tier)
+            heads.append(i)
+        if f.source == SOURCE_KUEUE:
+            kueue.append((f.gpus_requested, i))
+    kueue.sort()
+    return StuckIndex(heads, kueue)
+
+
 def stuck_heads(
     snap: QueueSnapshot,
     st: ClusterState,
@@ -160,21 +185,21 @@ def stuck_heads(
     stuck_after: float,
     selector: TrainingSelector,
     last_bound: Mapping[str, float],
+    index: StuckIndex | None = None,
 ) -> tuple[StuckHead, ...]:
-    """Return each tier's head that fits somewhere yet has waited `stuck_after` or longer, in tier order."""
+    """Return each tier's head that fits somewhere yet has waited `stuck_after` or longer, in tier order.
+
+    `index`: `stuck_index` of the snapshot's facts, when the caller kept it (it follows from them alone)."""
     now = snap.at
-    heads: dict[str, WorkloadStatus] = {}
-    queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
+    if index is None:
+        index = stuck_index([w.facts for w in snap.workloads])
+    listed = snap.workloads
+    heads = {(w := listed[i]).facts.tier: w for i in index.heads}
     quota_free = _kueue_free(st.kueue)
     most = max((have for have in quota_free.values() if have is not None), default=None)
-    held: list[WorkloadStatus] = []  # Kueue-held ones that some queue's free quota could take
-    # One walk of the tick's tens of thousands of workloads for both: the cheap tests first.
-    for w in snap.workloads:  # queue order: a tier's first queued one is its head
-        f = w.facts
-        if f.state in queued and f.tier not in heads:
-            heads[f.tier] = w
-        if most is not None and f.source == SOURCE_KUEUE and f.gpus_requested <= most:
-            held.append(w)
+    # Kueue-held ones that some queue's free quota could take, in queue order
+    wanted = [] if most is None else index.kueue[: bisect.bisect_right(index.kueue, (most, len(listed)))]
+    held = [listed[i] for i in sorted(i for _, i in wanted)]
     out: list[StuckHead] = _kueue_stuck(held, quota_free, stuck_after)
     nodes: list[Node] | None = None
     for w in heads.values():

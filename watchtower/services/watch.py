@@ -47,7 +47,7 @@ from watchtower.domain.state import (
     PodStarted,
     PreemptionSeen,
 )
-from watchtower.domain.stuck import stuck_heads
+from watchtower.domain.stuck import StuckIndex, stuck_heads, stuck_index
 from watchtower.domain.tick import QuotaLine, Tick
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import Clock, ObjectDecoder, QueueGauges, QueueMetrics
@@ -96,6 +96,7 @@ class _Listed:
     inversion_tiers: frozenset[str]
     may_stick: list[int]  # positions of the workloads the priority-inversion rule may find stuck
     running: list[WorkloadKey]  # keys of the workloads with a bound training pod (running_by_tier)
+    stuck: StuckIndex  # where stuck_heads' candidates are
 
 
 class Watcher:
@@ -276,6 +277,7 @@ class Watcher:
                 stuck_after=self.stuck_after,
                 selector=self.policy.selector,
                 last_bound=self.history.last_bound,
+                index=listed.stuck,
             )
             waits = self.history.waits(now)
             volcano_queues = queue_lines(st)
@@ -349,6 +351,7 @@ class Watcher:
             tiers,
             [i for i, f in enumerate(facts) if may_stick(f, tiers)],
             [f.key for f in facts if f.pods_running],
+            stuck_index(facts),
         )
         return new
 
