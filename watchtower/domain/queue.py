@@ -319,5 +319,7 @@ def _positioned(order: list[WorkloadFacts], now: float, plan: _Plan | None = Non
     status = WorkloadStatus
     return [
         status(f, 0.0 if since is None or now - since < 0.0 else now - since, ahead, higher)
-        for f, since, ahead, higher in zip(plan.facts, plan.since, plan.ahead, plan.ahead_higher_tier)
+        for f, since, ahead, higher in zip(
+            plan.facts, plan.since, plan.ahead, plan.ahead_higher_tier, strict=True
+        )
     ]
