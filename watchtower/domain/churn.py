@@ -25,12 +25,19 @@ def thrash_by_tier(snap: QueueSnapshot, tiers: TierPolicy, *, thrash_count: int)
             tier = p.victim_tier(tiers)
             if tier is not None:
                 tier_of[p.victim_workload] = tier
-    for w in snap.workloads:
-        tier_of.setdefault(w.facts.key, w.facts.tier)
+    counts = snap.recent_preemptions.counts
+    # Only workloads preempted in the window need a tier, and most have one from their records: walk the
+    # snapshot's tens of thousands of workloads only for the few left (victims of unseen priority).
+    missing = {k for k in counts if k not in tier_of}
+    if missing:
+        for w in snap.workloads:
+            f = w.facts
+            if f.key in missing:
+                tier_of.setdefault(f.key, f.tier)
     names = [t.name for t in tiers.tiers]
     thrashing = dict.fromkeys(names, 0)
     most = dict.fromkeys(names, 0)
-    for key, n in snap.recent_preemptions.counts.items():
+    for key, n in counts.items():
         tier = tier_of.get(key, "unknown")
         if n >= thrash_count:
             thrashing[tier] = thrashing.get(tier, 0) + 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from .capacity import capacity
 from .disruptions import Preemption
@@ -67,6 +68,10 @@ class QueueEvaluator:
         self._thrash: Counter[WorkloadKey] = Counter()
         self._warned: set[WorkloadKey] = set()  # workloads with a current operator warning
         self._order: list[WorkloadFacts] = []  # the last evaluation's waiting workloads in queue order
+        # That order's fragmentation and gated pods at its free GPUs (largest, total), and its plan.
+        self._laid: (
+            tuple[list[WorkloadFacts], tuple[int, int], tuple[Fragmentation, ...], int, _Plan] | None
+        ) = None
 
     def diagnose(self, message: str) -> SchedulingDiagnosis:
         d = self._memo.get(message)
@@ -98,16 +103,24 @@ class QueueEvaluator:
         else:
             listed = self._waiting_facts(state, refusals, thrash, now)
 
-        frags: list[Fragmentation] = []
-        gated_total = 0
-        fragmentable = (WorkloadState.PENDING, WorkloadState.PARTIAL)
         lo, hi = cap.largest_free, cap.free_total
-        for f in listed:
-            gated_total += f.pods_gated
-            # fragmented: fits the free GPUs in total (<= hi) but no single node (> lo)
-            if lo < f.gpus_per_pod <= hi and f.state in fragmentable:
-                frags.append(Fragmentation(f.key, f.gpus_per_pod, hi, lo))
-        statuses = _positioned(listed, now)
+        # The evaluator keeps its order list while nothing changed: what follows from it and the free GPUs
+        # alone is kept with it, and a tick then only puts the clock on 20,000 and more waits.
+        laid = self._laid
+        if laid is None or laid[0] is not listed or laid[1] != (lo, hi) or len(laid[4].facts) != len(listed):
+            frags: list[Fragmentation] = []
+            gated_total = 0
+            fragmentable = (WorkloadState.PENDING, WorkloadState.PARTIAL)
+            for f in listed:
+                gated_total += f.pods_gated
+                # fragmented: fits the free GPUs in total (<= hi) but no single node (> lo)
+                if lo < f.gpus_per_pod <= hi and f.state in fragmentable:
+                    frags.append(Fragmentation(f.key, f.gpus_per_pod, hi, lo))
+            laid = (listed, (lo, hi), tuple(sorted(frags, key=lambda f: f.key)), gated_total, _plan(listed))
+            if not include_running:  # a list of its own each call: never the same object again
+                self._laid = laid
+        fragmentation, gated_total, plan = laid[2], laid[3], laid[4]
+        statuses = _positioned(listed, now, plan)
         horizon = now - policy.preemption_window
         preemptions = sorted(
             (p for p in state.preemptions.values() if p.at is None or p.at >= horizon),
@@ -123,7 +136,7 @@ class QueueEvaluator:
             at=now,
             workloads=tuple(statuses),
             capacity=cap,
-            fragmentation=tuple(sorted(frags, key=lambda f: f.key)),
+            fragmentation=fragmentation,
             preemptions=tuple(preemptions),
             disruptions=tuple(disruptions),
             gated_pods=gated_total,
@@ -257,10 +270,20 @@ def _order_key(f: WorkloadFacts) -> tuple[int, int, float, WorkloadKey]:
     return f.order
 
 
-def _positioned(order: list[WorkloadFacts], now: float) -> list[WorkloadStatus]:
-    """Return the tick's views in queue order, each with its wait at `now` and who is ahead of it."""
-    out: list[WorkloadStatus] = []
-    append = out.append
+class _Plan(NamedTuple):
+    """What a queue order alone gives each tick's views: kept while the evaluator's order stays the same."""
+
+    facts: list[WorkloadFacts]
+    since: list[float | None]  # None: no wait (unknown start, or running)
+    ahead: list[int]
+    ahead_higher_tier: list[int]
+
+
+def _plan(order: list[WorkloadFacts]) -> _Plan:
+    """Return the order's wait starts and who is ahead of each, the clock left out."""
+    sinces: list[float | None] = []
+    aheads: list[int] = []
+    higher: list[int] = []
     ahead = 0
     # The order is by tier first, so a tier's queued workloads come in one run: its count is kept in a
     # local while the run lasts and in the dict only between runs (a dict update per workload was most
@@ -271,21 +294,32 @@ def _positioned(order: list[WorkloadFacts], now: float) -> list[WorkloadStatus]:
     pending, partial, running = WorkloadState.PENDING, WorkloadState.PARTIAL, WorkloadState.RUNNING
     for f in order:
         since, state = f.since, f.state
-        if since is None or state is running:
-            wait = 0.0
-        else:
-            wait = now - since
-            if wait < 0.0:
-                wait = 0.0
+        sinces.append(None if state is running else since)
         if state is pending or state is partial:
             t = f.tier
             if t != tier:
                 if tier is not None:
                     per_tier[tier] = same
                 tier, same = t, per_tier.get(t, 0)
-            append(WorkloadStatus(f, wait, ahead, ahead - same))
+            aheads.append(ahead)
+            higher.append(ahead - same)
             ahead += 1
             same += 1
         else:
-            append(WorkloadStatus(f, wait))
-    return out
+            aheads.append(0)
+            higher.append(0)
+    return _Plan(list(order), sinces, aheads, higher)
+
+
+def _positioned(order: list[WorkloadFacts], now: float, plan: _Plan | None = None) -> list[WorkloadStatus]:
+    """Return the tick's views in queue order, each with its wait at `now` and who is ahead of it
+    (`plan`: the order's `_plan`, when the caller kept it)."""
+    if plan is None:
+        plan = _plan(order)
+    status = WorkloadStatus
+    return [
+        status(f, 0.0 if since is None or now - since < 0.0 else now - since, ahead, higher)
+        for f, since, ahead, higher in zip(
+            plan.facts, plan.since, plan.ahead, plan.ahead_higher_tier, strict=True
+        )
+    ]

@@ -9,8 +9,10 @@ looked at (one per tier), so a tick pays a walk of the nodes a few times, never 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+import bisect
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .gang_wait import gang_incomplete
 from .kueue import SOURCE_KUEUE
@@ -19,7 +21,7 @@ from .messages import PreemptionVerdict
 from .model import Node, Pod
 from .node_use import DEFAULT_SCHEDULER
 from .queue import is_gated
-from .queue_model import QueueSnapshot, TrainingSelector, WorkloadState, WorkloadStatus
+from .queue_model import QueueSnapshot, TrainingSelector, WorkloadFacts, WorkloadState, WorkloadStatus
 from .state import ClusterState
 from .timefmt import format_duration
 
@@ -153,6 +155,29 @@ def _causes(
     return tuple(out)
 
 
+class StuckIndex(NamedTuple):
+    """Where a snapshot's candidates are, from its listed facts alone (kept while they stay the same)."""
+
+    heads: list[int]  # position of each tier's first queued workload, in queue order
+    kueue: list[tuple[int, int]]  # (GPUs asked, position) of each Kueue-held workload, ascending
+
+
+def stuck_index(listed: Sequence[WorkloadFacts]) -> StuckIndex:
+    """Return the tier heads and the Kueue-held workloads of facts in queue order."""
+    seen: set[str] = set()
+    heads: list[int] = []
+    kueue: list[tuple[int, int]] = []
+    queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
+    for i, f in enumerate(listed):  # queue order: a tier's first queued one is its head
+        if f.state in queued and f.tier not in seen:
+            seen.add(f.tier)
+            heads.append(i)
+        if f.source == SOURCE_KUEUE:
+            kueue.append((f.gpus_requested, i))
+    kueue.sort()
+    return StuckIndex(heads, kueue)
+
+
 def stuck_heads(
     snap: QueueSnapshot,
     st: ClusterState,
@@ -160,16 +185,22 @@ def stuck_heads(
     stuck_after: float,
     selector: TrainingSelector,
     last_bound: Mapping[str, float],
+    index: StuckIndex | None = None,
 ) -> tuple[StuckHead, ...]:
-    """Return each tier's head that fits somewhere yet has waited `stuck_after` or longer, in tier order."""
+    """Return each tier's head that fits somewhere yet has waited `stuck_after` or longer, in tier order.
+
+    `index`: `stuck_index` of the snapshot's facts, when the caller kept it (it follows from them alone)."""
     now = snap.at
-    heads: dict[str, WorkloadStatus] = {}
-    queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
-    for w in snap.workloads:  # queue order: a tier's first queued one is its head
-        f = w.facts
-        if f.state in queued and f.tier not in heads:
-            heads[f.tier] = w
-    out: list[StuckHead] = list(_kueue_stuck(snap, st.kueue, stuck_after))
+    if index is None:
+        index = stuck_index([w.facts for w in snap.workloads])
+    listed = snap.workloads
+    heads = {(w := listed[i]).facts.tier: w for i in index.heads}
+    quota_free = _kueue_free(st.kueue)
+    most = max((have for have in quota_free.values() if have is not None), default=None)
+    # Kueue-held ones that some queue's free quota could take, in queue order
+    wanted = [] if most is None else index.kueue[: bisect.bisect_right(index.kueue, (most, len(listed)))]
+    held = [listed[i] for i in sorted(i for _, i in wanted)]
+    out: list[StuckHead] = _kueue_stuck(held, quota_free, stuck_after)
     nodes: list[Node] | None = None
     for w in heads.values():
         # Preemption under way: it waits for its victims to go, as it should (and is nominated there).
@@ -242,18 +273,24 @@ def _free_for(tables: KueueTables, cq: str) -> int | None:
     return free
 
 
-def _kueue_stuck(snap: QueueSnapshot, tables: KueueTables, stuck_after: float) -> list[StuckHead]:
-    """Return the Kueue-held workloads not admitted past `stuck_after` while their queue has quota for them."""
+def _kueue_free(tables: KueueTables) -> dict[str, int | None]:
+    """Return each known ClusterQueue's GPUs a Workload of it could take (`_free_for`): a few dozen."""
+    return {cq: _free_for(tables, cq) for cq in tables.cluster_queues}
+
+
+def _kueue_stuck(
+    held: Iterable[WorkloadStatus], free: Mapping[str, int | None], stuck_after: float
+) -> list[StuckHead]:
+    """Return the Kueue-held workloads not admitted past `stuck_after` while their queue has quota for them
+    (`free`, by ClusterQueue: `_kueue_free`); an unknown queue has none."""
     out: list[StuckHead] = []
-    free: dict[str, int | None] = {}
-    for w in snap.workloads:
-        k = w.facts.kueue
-        if k is None or w.facts.source != SOURCE_KUEUE or w.wait_seconds < stuck_after or not k.cluster_queue:
+    for w in held:
+        f = w.facts
+        k = f.kueue
+        if k is None or f.source != SOURCE_KUEUE or w.wait_seconds < stuck_after or not k.cluster_queue:
             continue
-        if k.cluster_queue not in free:
-            free[k.cluster_queue] = _free_for(tables, k.cluster_queue)
-        have = free[k.cluster_queue]
-        if have is None or have < w.gpus_requested:
+        have = free.get(k.cluster_queue)
+        if have is None or have < f.gpus_requested:
             continue
         said = k.message[:MESSAGE_LIMIT]
         out.append(StuckHead(w, "", "", (), "kueue", said, KUEUE_CAUSES, k.cluster_queue, have))

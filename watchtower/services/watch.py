@@ -19,7 +19,7 @@ import msgspec
 
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
-from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
+from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below, may_stick
 from watchtower.domain.churn import thrash_by_tier
 from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.entitlement import queue_lines
@@ -47,7 +47,7 @@ from watchtower.domain.state import (
     PodStarted,
     PreemptionSeen,
 )
-from watchtower.domain.stuck import stuck_heads
+from watchtower.domain.stuck import StuckIndex, stuck_heads, stuck_index
 from watchtower.domain.tick import QuotaLine, Tick
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import Clock, ObjectDecoder, QueueGauges, QueueMetrics
@@ -84,6 +84,19 @@ def _diagnosis_reason(d: SchedulingDiagnosis) -> str:
     if d.raw.startswith(NO_NODES):
         return "no_nodes"
     return "other"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Listed:
+    """What one tick's listed facts give whatever the clock: kept while the next ticks list the same."""
+
+    facts: list[WorkloadFacts]
+    # pending per (tier, namespace, reason), partial gangs and their GPUs per tier, earliest wait start
+    gauges: tuple[dict[tuple[str, str, str], int], dict[str, int], dict[str, int], dict[str, float | None]]
+    inversion_tiers: frozenset[str]
+    may_stick: list[int]  # positions of the workloads the priority-inversion rule may find stuck
+    running: list[WorkloadKey]  # keys of the workloads with a bound training pod (running_by_tier)
+    stuck: StuckIndex  # where stuck_heads' candidates are
 
 
 class Watcher:
@@ -132,6 +145,7 @@ class Watcher:
         # main_reason per diagnosis: a few dozen distinct ones (the evaluator shares them) over 20,000 waits.
         self._reasons: dict[int, tuple[SchedulingDiagnosis, str]] = {}
         self._pending_keys: dict[int, tuple[WorkloadFacts, tuple[str, str, str]]] = {}
+        self._listed: _Listed | None = None  # what the last tick's listed facts alone gave
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
         )
@@ -226,7 +240,8 @@ class Watcher:
         with self._lock:
             st = self.state
             snap = self.evaluator.evaluate(st, now=now)
-            running = self._running_by_tier(snap)
+            listed = self._listed_of(snap)
+            running = self._running.by_tier(st, listed.running)
             # A thrashing workload that runs again keeps its alert's labels (team, GPUs) only if the rules
             # still see its status: add it as if named.
             thrashing = {
@@ -247,16 +262,22 @@ class Watcher:
             )
             # Only while urgent work is stuck does the priority-inversion rule read holders, and then only
             # those of lower tiers than the highest stuck one.
-            below = holders_needed_below(snap, self._inversion_tiers, self.policy.tiers)
+            below = holders_needed_below(
+                snap,
+                self._inversion_tiers,
+                self.policy.tiers,
+                among=[snap.workloads[i] for i in listed.may_stick],
+            )
             holders = self._holders.below(st, below) if below is not None else ()
             self.preemptions.settle(now=now, latest=st.preemptions)
-            gauges = self._gauges(snap)
+            gauges = self._gauges(snap, listed)
             stuck = stuck_heads(
                 snap,
                 st,
                 stuck_after=self.stuck_after,
                 selector=self.policy.selector,
                 last_bound=self.history.last_bound,
+                index=listed.stuck,
             )
             waits = self.history.waits(now)
             volcano_queues = queue_lines(st)
@@ -316,19 +337,63 @@ class Watcher:
         found = (self.evaluator.status_of(st, k, now=at) for k in sorted(keys))
         return [s for s in found if s is not None]
 
-    def _gauges(self, snap: QueueSnapshot) -> QueueGauges:
+    def _listed_of(self, snap: QueueSnapshot) -> _Listed:
+        """Return what the snapshot's listed facts alone give: most ticks list the same facts objects as
+        the last (list equality tests identity first, at C speed), and then the last tick's is reused."""
+        facts = [w.facts for w in snap.workloads]
+        last = self._listed
+        if last is not None and last.inversion_tiers == self._inversion_tiers and last.facts == facts:
+            return last
+        tiers = self._inversion_tiers
+        new = self._listed = _Listed(
+            facts,
+            self._facts_gauges(facts),
+            tiers,
+            [i for i, f in enumerate(facts) if may_stick(f, tiers)],
+            [f.key for f in facts if f.pods_running],
+            stuck_index(facts),
+        )
+        return new
+
+    def _gauges(self, snap: QueueSnapshot, listed: _Listed) -> QueueGauges:
+        # Everything but the oldest wait follows from the listed facts alone.
+        pending, partial, partial_gpus, since_by_tier = listed.gauges  # copied below: each tick its own
+        now = snap.at
+        oldest = dict.fromkeys((t.name for t in self.policy.tiers.tiers), 0.0)
+        for tier, since in since_by_tier.items():
+            # the same clamp as the status' wait, of the earliest start: the longest wait of the tier
+            oldest[tier] = 0.0 if since is None or now - since < 0.0 else now - since
+        quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
+        return QueueGauges(
+            pending=dict(pending),
+            oldest_wait=oldest,
+            partial_gangs=dict(partial),
+            partial_gang_gpus=dict(partial_gpus),
+            quota_used={(q.namespace, q.name): q.used_gpus or 0 for q in quotas},
+            quota_hard={(q.namespace, q.name): q.hard_gpus or 0 for q in quotas},
+            gated_pods=snap.gated_pods,
+            fragmented_workloads=len(snap.fragmentation),
+            gpus_allocatable=snap.capacity.allocatable,
+            gpus_used=snap.capacity.used,
+            evaluated_at=snap.at,
+            **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
+        )
+
+    def _facts_gauges(
+        self, listed: list[WorkloadFacts]
+    ) -> tuple[dict[tuple[str, str, str], int], dict[str, int], dict[str, int], dict[str, float | None]]:
+        """Return pending per (tier, namespace, reason), partial gangs and their GPUs per tier, and each
+        tier's earliest wait start (None when its waiting workloads have none)."""
         tier_names = [t.name for t in self.policy.tiers.tiers]
-        oldest = dict.fromkeys(tier_names, 0.0)
         partial = dict.fromkeys(tier_names, 0)
         partial_gpus = dict.fromkeys(tier_names, 0)
+        since_by_tier: dict[str, float | None] = {}
         memo = self._pending_keys
-        if len(memo) > 4 * len(snap.workloads) + 10_000:  # facts the evaluator has long replaced
+        if len(memo) > 4 * len(listed) + 10_000:  # facts the evaluator has long replaced
             memo.clear()
         keys: list[tuple[str, str, str]] = []
-        # The facts read directly, not through the status' properties, and each one's gauge labels kept
-        # by identity (beside the facts, so that the id is not reused): 20,000 waits a tick, most unchanged.
-        for w in snap.workloads:
-            f = w.facts
+        # Each facts' gauge labels kept by identity (beside the facts, so that the id is not reused).
+        for f in listed:
             known = memo.get(id(f))
             if known is None or known[0] is not f:
                 if f.state not in WAITING_STATES:
@@ -343,27 +408,17 @@ class Watcher:
             key = known[1]
             keys.append(key)
             tier = key[0]
-            if tier not in oldest or w.wait_seconds > oldest[tier]:
-                oldest[tier] = w.wait_seconds
+            since = f.since
+            if tier not in since_by_tier:
+                since_by_tier[tier] = since
+            elif since is not None:
+                first = since_by_tier[tier]
+                if first is None or since < first:
+                    since_by_tier[tier] = since
             if f.state is WorkloadState.PARTIAL and f.key.gang:
                 partial[tier] = partial.get(tier, 0) + 1
                 partial_gpus[tier] = partial_gpus.get(tier, 0) + f.gpus_held
-        pending: dict[tuple[str, str, str], int] = dict(Counter(keys))
-        quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
-        return QueueGauges(
-            pending=pending,
-            oldest_wait=oldest,
-            partial_gangs=partial,
-            partial_gang_gpus=partial_gpus,
-            quota_used={(q.namespace, q.name): q.used_gpus or 0 for q in quotas},
-            quota_hard={(q.namespace, q.name): q.hard_gpus or 0 for q in quotas},
-            gated_pods=snap.gated_pods,
-            fragmented_workloads=len(snap.fragmentation),
-            gpus_allocatable=snap.capacity.allocatable,
-            gpus_used=snap.capacity.used,
-            evaluated_at=snap.at,
-            **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
-        )
+        return dict(Counter(keys)), partial, partial_gpus, since_by_tier
 
     def _reason(self, d: SchedulingDiagnosis) -> str:
         # Keyed by identity, the diagnosis kept beside its label: a few dozen distinct ones a queue.

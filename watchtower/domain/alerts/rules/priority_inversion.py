@@ -4,9 +4,10 @@ preemption will not free them (preemptionPolicy Never, no eligible victims, or n
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 
 from watchtower.domain.messages import PREEMPTION_WORDS, PreemptionVerdict
-from watchtower.domain.queue import QueueSnapshot, WorkloadState, WorkloadStatus
+from watchtower.domain.queue import QueueSnapshot, WorkloadFacts, WorkloadState, WorkloadStatus
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.workloads import WorkloadKey
 
@@ -78,8 +79,15 @@ class _Blockers:
         return [(k, -g, t) for g, k, t in top], len(found), frozenset(found)
 
 
+def may_stick(f: WorkloadFacts, inversion_tiers: frozenset[str]) -> bool:
+    """Return True when the workload is stuck as soon as it has waited its warning time (`_stuck` but the
+    wait): the facts alone say it, so a caller may keep the answer while the facts stay the same."""
+    return f.tier in inversion_tiers and f.state in WAITING and f.preemption in STUCK
+
+
 def _stuck(w: WorkloadStatus, inversion_tiers: frozenset[str]) -> bool:
     f = w.facts  # read directly, not through the status' properties: every tick asks this of 20,000
+    # may_stick's test written out: a call per workload would cost this loop a third more
     return (
         f.tier in inversion_tiers
         and f.state in WAITING
@@ -94,14 +102,19 @@ def needs_holders(snapshot: QueueSnapshot, inversion_tiers: frozenset[str]) -> b
 
 
 def holders_needed_below(
-    snapshot: QueueSnapshot, inversion_tiers: frozenset[str], tiers: TierPolicy | None
+    snapshot: QueueSnapshot,
+    inversion_tiers: frozenset[str],
+    tiers: TierPolicy | None,
+    *,
+    among: Iterable[WorkloadStatus] | None = None,
 ) -> int | None:
     """Return the rank of the highest tier with stuck urgent work (the rule reads only holders ranked
     below it), or None when nothing is stuck and the rule needs no holders at all.
 
-    Without `tiers`, 0 for any stuck work."""
+    Without `tiers`, 0 for any stuck work. `among`: the snapshot's workloads to look at, when the caller
+    knows the others cannot be stuck (`may_stick` false); all of them otherwise."""
     best: int | None = None
-    for w in snapshot.workloads:
+    for w in snapshot.workloads if among is None else among:
         if _stuck(w, inversion_tiers):
             if tiers is None:
                 return 0
