@@ -9,10 +9,6 @@ claim and writes its reservedFor before it binds, and the controller deallocates
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import re
-import secrets
 import time
 from typing import Any
 
@@ -23,12 +19,11 @@ from watchtower.api.schemas.workload import Workload
 from watchtower.domain.kinds import WATCHED
 
 from .api import wait_for
-from .controlplane.cluster import ControlPlane, tail
+from .controlplane.cluster import ControlPlane
 from .dra import GPU_CLASS, ROOT, claim_pod, device_class, resource_claim, resource_claim_template
-from .identity import apply_rbac, token_kubeconfig
 from .kubelet import RUN_SECONDS
 from .scenario import Scenario
-from .test_service_api import HookReceiver, metric, running_service, service_config
+from .test_service_api import metric, service_watching
 
 pytestmark = [
     pytest.mark.e2e,
@@ -65,7 +60,7 @@ def test_a_claim_that_cannot_be_allocated_waits_for_gpus_in_the_schedulers_words
     scenario: Scenario, control_plane: ControlPlane
 ) -> None:
     t0 = time.monotonic()
-    s, admin, pki = scenario, scenario.api, control_plane.pki
+    s, admin = scenario, scenario.api
     s.device_class(device_class())
     for node in NODES:
         s.node(node, gpus=0, dra_gpus=GPUS_PER_NODE)
@@ -90,30 +85,8 @@ def test_a_claim_that_cannot_be_allocated_waits_for_gpus_in_the_schedulers_words
     assert sorted(len(x["spec"]["devices"]) for x in slices) == [GPUS_PER_NODE] * 2
     assert admin.get(f"{claims}/waiting-gpus").get("status", {}).get("allocation") is None
 
-    with contextlib.ExitStack() as stack:
-        identity = apply_rbac(admin, namespace=HOME, suffix="-e2e-dra")
-        stack.callback(identity.remove)
-        secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
-        hooks = HookReceiver(secret).start()
-        stack.callback(hooks.stop)
-        kubeconfig = token_kubeconfig(
-            s.workdir / "watchtower.kubeconfig",
-            server=control_plane.url,
-            ca=pki.ca_cert,
-            token=identity.token(),
-        )
-        config = service_config(
-            s.workdir / "watchtower.yaml",
-            kubeconfig=kubeconfig,
-            hook=hooks.url,
-            secret=secret,
-            store=s.workdir / "watchtower.db",
-        )
-        with running_service(config, s.workdir) as (url, proc), httpx.Client(base_url=url, timeout=10) as web:
-            _through_the_service(s, web, ns)
-        log = s.workdir / "service.err"
-        assert proc.returncode == 0, f"watchtower run did not stop cleanly:\n{tail(log)}"
-        assert not re.search(r"HTTP 403|[Ff]orbidden", log.read_text()), tail(log)
+    with service_watching(s, control_plane, home=HOME, suffix="-e2e-dra") as (web, _hooks):
+        _through_the_service(s, web, ns)
     print(f"\nDRA scenario: {time.monotonic() - t0:.1f}s")
 
 

@@ -6,26 +6,21 @@ preemption names the preemptor Workload. The service reads with nothing but depl
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import re
-import secrets
 import time
 from datetime import datetime
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from .api import wait_for
 from .controlplane.cluster import ControlPlane, tail
-from .identity import apply_rbac, token_kubeconfig
 from .kueue import objects as k
 from .kueue.manager import VISIBILITY_API, KueueManager
 from .kueue.story import GPUS, Story
 from .scenario import Scenario
-from .test_service_api import HookReceiver, metric, running_service
+from .test_service_api import HookReceiver, metric, service_watching
 
 pytestmark = pytest.mark.e2e
 
@@ -38,9 +33,10 @@ def _t(ts: str) -> float:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
-def _config(path: Any, *, kubeconfig: Any, hook: str, secret: str, store: Any) -> Any:
+def _tiers() -> list[dict[str, Any]]:
+    """The low tier (class `batch`) alerts within the test; the others keep thresholds far beyond it."""
     far = {"warn_after": "1h", "critical_after": "2h"}
-    tiers = [
+    return [
         {"name": "critical", "min_priority": 1_000_000, "classes": ["urgent-debug"], **far},
         {"name": "high", "min_priority": 900_000, **far},
         {"name": "medium", "min_priority": 500_000, **far},
@@ -51,25 +47,6 @@ def _config(path: Any, *, kubeconfig: Any, hook: str, secret: str, store: Any) -
             "critical_after": f"{CRITICAL_AFTER}s",
         },
     ]
-    config = {
-        "cluster": {"source": "kube", "kubeconfig": str(kubeconfig), "watch_timeout": "60s"},
-        "tiers": tiers,
-        "queue": {"evaluate_every": "1s"},
-        "server": {"host": "127.0.0.1", "port": 0},
-        "store": {"path": str(store)},
-        "alerting": {
-            "route": {
-                "receiver": "e2e-oncall",
-                "group_by": ["alertname", "namespace"],
-                "group_wait": "1s",
-                "group_interval": "2s",
-                "repeat_interval": "1h",
-            },
-            "receivers": [{"name": "e2e-oncall", "webhooks": [{"url": hook, "secret": secret}]}],
-        },
-    }
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
 
 
 def _row(web: httpx.Client, name: str, **params: str) -> dict[str, Any] | None:
@@ -80,7 +57,7 @@ def _row(web: httpx.Client, name: str, **params: str) -> dict[str, Any] | None:
 def test_a_job_kueue_holds_is_alerted_admitted_run_then_preempted_by_a_named_kueue_workload(
     scenario: Scenario, control_plane: ControlPlane, kueue: KueueManager
 ) -> None:
-    s, admin, pki = scenario, scenario.api, control_plane.pki
+    s, admin = scenario, scenario.api
     t0 = time.monotonic()
     s.node("gpu-kq1", gpus=GPUS)
     s.namespace(HOME)
@@ -88,29 +65,10 @@ def test_a_job_kueue_holds_is_alerted_admitted_run_then_preempted_by_a_named_kue
     story = Story(admin, ns)
     with contextlib.ExitStack() as stack:
         stack.callback(story.cleanup)
-        identity = apply_rbac(admin, namespace=HOME, suffix="-e2e-kueue")
-        stack.callback(identity.remove)
-        secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
-        hooks = HookReceiver(secret).start()
-        stack.callback(hooks.stop)
-        kubeconfig = token_kubeconfig(
-            s.workdir / "watchtower.kubeconfig",
-            server=control_plane.url,
-            ca=pki.ca_cert,
-            token=identity.token(),
+        web, hooks = stack.enter_context(
+            service_watching(s, control_plane, home=HOME, suffix="-e2e-kueue", tiers=_tiers())
         )
-        config = _config(
-            s.workdir / "watchtower.yaml",
-            kubeconfig=kubeconfig,
-            hook=hooks.url,
-            secret=secret,
-            store=s.workdir / "watchtower.db",
-        )
-        with running_service(config, s.workdir) as (url, proc), httpx.Client(base_url=url, timeout=10) as web:
-            _story_through_the_service(s, story, web, hooks, kueue)
-        log = s.workdir / "service.err"
-        assert proc.returncode == 0, f"watchtower run did not stop cleanly:\n{tail(log)}"
-        assert not re.search(r"HTTP 403|[Ff]orbidden", log.read_text()), tail(log)
+        _story_through_the_service(s, story, web, hooks, kueue)
     print(f"\nKueue scenario took {time.monotonic() - t0:.1f}s")
 
 

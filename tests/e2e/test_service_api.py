@@ -142,8 +142,17 @@ class HookReceiver:
 # ---- the service, as a subprocess ------------------------------------------------------------------------
 
 
-def service_config(path: Path, *, kubeconfig: Path, hook: str, secret: str, store: Path) -> Path:
-    tiers = [
+def service_config(
+    path: Path,
+    *,
+    kubeconfig: Path,
+    hook: str,
+    secret: str,
+    store: Path,
+    tiers: list[dict[str, Any]] | None = None,
+) -> Path:
+    """Write the service's configuration: `tiers`, else the critical tier alone alerting within the test."""
+    tiers = tiers or [
         {
             "name": "critical",
             "min_priority": 1_000_000,
@@ -175,6 +184,44 @@ def service_config(path: Path, *, kubeconfig: Path, hook: str, secret: str, stor
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
+
+
+@contextlib.contextmanager
+def service_watching(
+    s: Scenario,
+    control_plane: ControlPlane,
+    *,
+    home: str,
+    suffix: str,
+    tiers: list[dict[str, Any]] | None = None,
+) -> Iterator[tuple[httpx.Client, HookReceiver]]:
+    """Run the service as deploy/rbac.yaml's read-only identity, alerting to a signed webhook receiver; yield
+    a client on its API and the receiver. Afterwards: it stopped cleanly and the API server never refused it."""
+    with contextlib.ExitStack() as stack:
+        identity = apply_rbac(s.api, namespace=home, suffix=suffix)
+        stack.callback(identity.remove)
+        secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+        hooks = HookReceiver(secret).start()
+        stack.callback(hooks.stop)
+        kubeconfig = token_kubeconfig(
+            s.workdir / "watchtower.kubeconfig",
+            server=control_plane.url,
+            ca=control_plane.pki.ca_cert,
+            token=identity.token(),
+        )
+        config = service_config(
+            s.workdir / "watchtower.yaml",
+            kubeconfig=kubeconfig,
+            hook=hooks.url,
+            secret=secret,
+            store=s.workdir / "watchtower.db",
+            tiers=tiers,
+        )
+        with running_service(config, s.workdir) as (url, proc), httpx.Client(base_url=url, timeout=10) as web:
+            yield web, hooks
+        log = s.workdir / "service.err"
+        assert proc.returncode == 0, f"watchtower run did not stop cleanly:\n{tail(log)}"
+        assert not re.search(r"HTTP 403|[Ff]orbidden", log.read_text()), tail(log)
 
 
 @contextlib.contextmanager
