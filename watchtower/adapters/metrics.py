@@ -95,6 +95,20 @@ def feed_health_of(h: SourceHealth) -> FeedHealth:
     )
 
 
+def _family(
+    cls: type[GaugeMetricFamily] | type[CounterMetricFamily],
+    name: str,
+    doc: str,
+    label: str,
+    values: Iterable[tuple[str, float]],
+) -> GaugeMetricFamily | CounterMetricFamily:
+    """Return a metric family of one label with a sample per (label value, value)."""
+    family = cls(name, doc, labels=[label])
+    for key, n in values:
+        family.add_metric([key], n)
+    return family
+
+
 class _QueueCollector:
     def __init__(self, health: Callable[[], FeedHealth]) -> None:
         self.gauges = QueueGauges()
@@ -113,14 +127,13 @@ class _QueueCollector:
         for (tier, ns, reason), n in sorted(g.pending.items()):
             pending.add_metric([tier, ns, reason], n)
         yield pending
-        oldest = GaugeMetricFamily(
+        yield _family(
+            GaugeMetricFamily,
             OLDEST_WAIT,
             "Longest current wait of a waiting workload, by tier (0 when none waits).",
-            labels=["tier"],
+            "tier",
+            g.oldest_wait.items(),
         )
-        for tier, s in g.oldest_wait.items():
-            oldest.add_metric([tier], s)
-        yield oldest
         partial = GaugeMetricFamily(
             PARTIAL_GANGS,
             "Gangs with some pods bound (holding GPUs) and some still waiting, by tier.",
@@ -164,30 +177,28 @@ class _QueueCollector:
         gpus.add_metric(["allocatable"], g.gpus_allocatable)
         gpus.add_metric(["used"], g.gpus_used)
         yield gpus
-        thrashing = GaugeMetricFamily(
+        yield _family(
+            GaugeMetricFamily,
             THRASHING_WORKLOADS,
             "Workloads preempted at least alerting.rules.thrash_count times within queue.thrash_window, by tier.",
-            labels=["tier"],
+            "tier",
+            sorted(g.thrashing.items()),
         )
-        for tier, n in sorted(g.thrashing.items()):
-            thrashing.add_metric([tier], n)
-        yield thrashing
-        most = GaugeMetricFamily(
+        yield _family(
+            GaugeMetricFamily,
             MOST_PREEMPTIONS,
             "The most preemptions one workload of the tier had within the thrash window (0: none).",
-            labels=["tier"],
+            "tier",
+            sorted(g.most_preemptions.items()),
         )
-        for tier, n in sorted(g.most_preemptions.items()):
-            most.add_metric([tier], n)
-        yield most
-        unresolved = GaugeMetricFamily(
+        yield _family(
+            GaugeMetricFamily,
             DRA_UNRESOLVED_PODS,
             "Pods naming a DRA ResourceClaim, template or DeviceClass that is not there, by what is missing.",
-            labels=["reason"],
+            "reason",
+            # every reason always: a fixed, small label set
+            ((reason, g.dra_unresolved.get(reason, 0)) for reason in UNRESOLVED_REASONS),
         )
-        for reason in UNRESOLVED_REASONS:  # every reason always: a fixed, small label set
-            unresolved.add_metric([reason], g.dra_unresolved.get(reason, 0))
-        yield unresolved
         if g.evaluated_at is not None:
             yield GaugeMetricFamily(
                 LAST_EVALUATION,
@@ -196,24 +207,21 @@ class _QueueCollector:
             )
 
         h = self._health()
-        restarts = CounterMetricFamily(
+        yield _family(
+            CounterMetricFamily,
             WATCH_RESTARTS,
             "Watch restarts per kind, as counted by the cluster source.",
-            labels=["kind"],
+            "kind",
+            sorted(h.restarts.items()),
         )
-        for kind, n in sorted(h.restarts.items()):
-            restarts.add_metric([kind], n)
-        yield restarts
-        stale = GaugeMetricFamily(
+        overall = [("all", h.stale_seconds)] if h.stale_seconds is not None else []
+        yield _family(
+            GaugeMetricFamily,
             PICTURE_STALENESS,
             "Seconds since the cluster source last heard from the API server, per kind.",
-            labels=["kind"],
+            "kind",
+            [*sorted(h.staleness.items()), *overall],
         )
-        for kind, s in sorted(h.staleness.items()):
-            stale.add_metric([kind], s)
-        if h.stale_seconds is not None:
-            stale.add_metric(["all"], h.stale_seconds)
-        yield stale
 
 
 class WatchtowerMetrics:
