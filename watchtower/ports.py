@@ -17,6 +17,8 @@ from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import DeliveryResult, DisabledIntegration, OutboxMessage, PruneResult
 from watchtower.domain.alerts.silences import Silence
 from watchtower.domain.dra import DeviceClass, ResourceClaim, ResourceSlice
+from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode
+from watchtower.domain.fairness.usage import UsageFigures
 from watchtower.domain.gangs import Gang, GangWorkload, VolcanoQueue
 from watchtower.domain.gpu_usage import Sample
 from watchtower.domain.health import SourceHealth
@@ -204,6 +206,40 @@ class AlertStore(Protocol):
     def messages(self, *, limit: int = 50, status: str | None = None) -> list[OutboxMessage]: ...
     def prune(self, now: float, *, silence_retention: float, delivered_retention: float) -> PruneResult: ...
     def close(self) -> None: ...
+
+
+# ---- the fairness report --------------------------------------------------------------------------------
+
+
+class FairnessHistory(Protocol):
+    """The report's history in the state store. Recording is an upsert by each record's `key`, so a restart,
+    a re-list or a second replica never counts a fact twice."""
+
+    def record(
+        self,
+        episodes: Iterable[WaitEpisode] = (),
+        preemptions: Iterable[PreemptionRecord] = (),
+        incidents: Iterable[Incident] = (),
+    ) -> None: ...
+    def episodes(self, start: float, end: float) -> list[WaitEpisode]:
+        """Episodes that overlap [start, end): started before `end` and not ended before `start`."""
+        ...
+
+    def preemptions(self, start: float, end: float) -> list[PreemptionRecord]: ...
+    def incidents(self, start: float, end: float) -> list[Incident]: ...
+    def history_coverage(self, start: float, end: float) -> float:
+        """Hours within [start, end) the service was recording (from its own heartbeat rows)."""
+        ...
+
+    def prune_history(self, before: float) -> int: ...
+
+
+class FairnessMetrics(Protocol):
+    """The week's usage from Prometheus, aggregated on the server (sum_over_time, subqueries)."""
+
+    async def week_usage(self, start: float, end: float, step: float) -> UsageFigures:
+        """Raise PromReadError when Prometheus cannot answer at all; a missing series is a None figure."""
+        ...
 
 
 class Sender(Protocol):

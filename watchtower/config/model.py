@@ -16,6 +16,7 @@ from .alerting import AlertingConfig
 from .artefacts import ArtefactsConfig
 from .consistency import order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
+from .fairness import FairnessConfig
 from .prometheus import PrometheusConfig
 
 
@@ -225,6 +226,8 @@ class Settings(Section):
     """Alert rules, routing, receivers, inhibition, delivery and the alert store."""
     prometheus: PrometheusConfig | None = None
     """The cluster's Prometheus, read for GPU utilisation (DCGM) and allocation (kube-state-metrics); absent: no GPU utilisation figures."""
+    fairness: FairnessConfig = FairnessConfig()
+    """The weekly fairness report: its history, timezone, schedule, recipients and entitlement."""
     artefacts: ArtefactsConfig = ArtefactsConfig()
     """What `watchtower generate` writes beyond the tier policy: the selector of Watchtower's own series, the namespace and names of the Kubernetes-native forms."""
 
