@@ -54,8 +54,10 @@ e2e: deps system-deps controlplane
 # The tests drive real servers (Prometheus, the control plane, SMTP, Chromium) on a shared 2-core machine:
 # a failed test runs once more and the summary counts it as a rerun; a real regression fails twice.
 # -raR: the summary lists failures, skips with their reasons, xfails and each rerun.
-test: deps system-deps go-builds lint
-	$(BIN)/pytest -q -raR --reruns 1 --reruns-delay 2
+# run-tests.sh runs lint and the tests that need no Go-built binary while the Go builds run (niced) in the
+# background, then the rest: a cold run overlaps its longest parts.
+test: deps system-deps
+	tests/setup/run-tests.sh $(BIN)
 
 bench: deps
 	$(BIN)/python bench/tick.py

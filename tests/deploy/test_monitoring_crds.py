@@ -15,6 +15,7 @@ CRDS = ROOT / "tests" / "fixtures" / "crds" / "prometheus-operator"
 SCRIPT = ROOT / "tests" / "setup" / "prometheus-operator-crds.sh"
 
 
+@pytest.mark.gobuilt
 @pytest.mark.skipif(shutil.which("go") is None, reason="needs Go to run controller-gen over the module")
 def test_the_script_reproduces_the_committed_crds(tmp_path: Path) -> None:
     done = subprocess.run(

@@ -15,6 +15,9 @@ export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
 # The check program changes with the checkout: its binary is named for its sources.
 check_sum=$(cat "$check_src/main.go" "$check_src/go.mod" "$check_src/go.sum" | sha256sum | cut -c1-12)
 check_bin=$cache/webhookcheck-$check_sum
+# Waits while another run builds the same thing (tests/setup/build-lock.sh).
+. "$here/build-lock.sh"
+build_lock "$cache"
 need_go() {
   command -v go >/dev/null || {
     echo "build-alertmanager.sh: Alertmanager $version is built from source and needs Go on PATH," \

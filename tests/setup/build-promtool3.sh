@@ -17,6 +17,9 @@ if [ -n "${WATCHTOWER_PROMTOOL3:-}" ]; then
   exit 0
 fi
 bin=${WATCHTOWER_CACHE:-$HOME/.cache/watchtower}/promtool-$VERSION/bin
+# Waits while another run builds the same thing (tests/setup/build-lock.sh).
+. "$(dirname "$0")/build-lock.sh"
+build_lock "${bin%/bin}"
 if [ -x "$bin/promtool" ]; then
   echo "$bin/promtool"
   exit 0

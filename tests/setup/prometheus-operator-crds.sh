@@ -16,6 +16,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../fixtures/crds/prometheus-operator}
 export GOTOOLCHAIN=local
 tools=${WATCHTOWER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/watchtower}/tools/controller-gen-$CONTROLLER_GEN
+# Waits while another run builds the same thing (tests/setup/build-lock.sh).
+. "$here/build-lock.sh"
+build_lock "$tools"
 if [ ! -x "$tools/controller-gen" ]; then
   echo "building controller-gen $CONTROLLER_GEN into $tools" >&2
   GOBIN=$tools go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN"

@@ -21,6 +21,9 @@ bin=$cache/bin
 export GOTOOLCHAIN=local CGO_ENABLED=0
 export GOFLAGS=-mod=readonly
 mkdir -p "$bin"
+# Waits while another run builds the same thing (tests/setup/build-lock.sh).
+. "$here/../../setup/build-lock.sh"
+build_lock "$cache"
 need=()
 for b in kube-apiserver kube-scheduler kube-controller-manager etcd; do
   [ -x "$bin/$b" ] || need+=("$b")

@@ -11,6 +11,9 @@ if [ -n "${WATCHTOWER_KUEUE_BIN:-}" ]; then
   exit 0
 fi
 bin=${WATCHTOWER_CACHE:-$HOME/.cache/watchtower}/kueue-$version/bin
+# Waits while another run builds the same thing (tests/setup/build-lock.sh).
+. "$(dirname "$0")/../../setup/build-lock.sh"
+build_lock "${bin%/bin}"
 if [ -x "$bin/kueue" ]; then
   echo "$bin"
   exit 0

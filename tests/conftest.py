@@ -1,0 +1,22 @@
+"""Marks the tests that run a binary built from a Go module (tests/setup/build-go.sh): `make test` runs the
+others while those builds are still going, then these once the builds are done (tests/setup/run-tests.sh)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+# Fixtures that hand a test a Go-built binary: promtool 3 (beside Debian's), a current amtool/Alertmanager,
+# Alertmanager's webhook types as a program.
+GO_FIXTURES = frozenset({"promtool", "amtool", "flavour", "webhookcheck"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    e2e = HERE / "e2e"
+    for item in items:
+        path = Path(str(item.fspath))
+        if e2e in path.parents or GO_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.gobuilt)
