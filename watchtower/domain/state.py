@@ -371,7 +371,10 @@ class ClusterState(ControllerState):
             self.touch_all()
 
     def _rekey(self, old: WorkloadKey, new: WorkloadKey) -> None:
-        """Re-key the pods indexed under `old` (a JobSet's, before the JobSet named its TrainJob) to `new`."""
+        """Re-key the pods and Kueue Workloads indexed under `old` (a JobSet's, before the JobSet named its
+        TrainJob) to `new`."""
+        if old in self.kueue.by_key:
+            self._touch_each(self.kueue.rekey(old, new))
         members = self.by_workload.pop(old, None)
         if not members:
             return
