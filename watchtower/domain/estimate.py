@@ -64,8 +64,19 @@ class TierWaits:
         state = w.state
         if state is WorkloadState.RUNNING:
             return None
-        queued = state in (WorkloadState.PENDING, WorkloadState.PARTIAL)
-        position = w.ahead - w.ahead_higher_tier + 1 if queued else None
+        position = w.ahead - w.ahead_higher_tier + 1 if w.facts.scheduler_queued else None
+        k = w.facts.kueue
+        if w.facts.position_queue == "kueue" and k is not None:
+            # Not in the scheduler's queue: pods' times to schedule say nothing of when Kueue admits it.
+            where = f"ClusterQueue {k.cluster_queue}" if k.cluster_queue else "its ClusterQueue"
+            place = (
+                f"#{k.position + 1} in {where}"
+                if k.position is not None
+                else f"its place in {where} not known"
+            )
+            return StartEstimate(
+                None, None, None, 0, f"held by Kueue ({place}): it starts once Kueue admits it"
+            )
         if state is WorkloadState.QUOTA_BLOCKED:
             return StartEstimate(position, None, None, 0, "refused by quota: it starts once quota frees")
         if state is WorkloadState.GATED:

@@ -291,11 +291,12 @@ def _plan(order: list[WorkloadFacts]) -> _Plan:
     per_tier: dict[str, int] = {}
     tier: str | None = None
     same = 0
-    pending, partial, running = WorkloadState.PENDING, WorkloadState.PARTIAL, WorkloadState.RUNNING
+    running = WorkloadState.RUNNING
     for f in order:
         since, state = f.since, f.state
         sinces.append(None if state is running else since)
-        if state is pending or state is partial:
+        # Only work the scheduler holds is ahead of a pod: a Kueue-held job has no pods (its place is Kueue's).
+        if f.scheduler_queued:
             t = f.tier
             if t != tier:
                 if tier is not None:
