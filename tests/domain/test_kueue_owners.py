@@ -5,7 +5,9 @@ Kueue v0.17.0 gives a job's Workload one ownerReference, the job itself with `co
 `<lowercase kind>-<job name>-<5 hex>` (workload_names.go). With its TrainJob integration on, the TrainJob
 owns the Workload (`trainjob-<name>-<hash>`); with only the JobSet integration, the TrainJob's JobSet is a
 top-level job and owns it (`jobset-<name>-<hash>`), and only the JobSet's own ownerReference names the
-TrainJob. Kueue keeps that JobSet suspended while the Workload waits. Objects shaped from those sources:
+TrainJob. Kueue keeps that JobSet suspended while the Workload waits. The real capture of a Job's Workload
+(tests/fixtures/real/kueue/pending.json) has that one reference, `controller` and `blockOwnerDeletion` true,
+and the name `job-train-b4bf7`. Objects shaped from those sources:
 watchtower/adapters/sim/kueue_objects.py, jobset_objects.py.
 """
 
