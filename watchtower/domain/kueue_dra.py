@@ -33,7 +33,7 @@ def workload_of_user(user: str) -> tuple[str, str] | None:
 
 
 def all_claims(w: KueueWorkload) -> tuple[PodClaim, ...]:
-    return tuple(pc for ps in w.pod_set_claims for pc in ps.claims)
+    return tuple(pc for ps in w.dra.pod_sets for pc in ps.claims) if w.dra is not None else ()
 
 
 def _source(dra: DraTables, namespace: str, pc: PodClaim) -> ResourceClaim | None:
@@ -47,7 +47,7 @@ def pod_set_gpus(dra: DraTables, w: KueueWorkload) -> tuple[int, int]:
     a template or claim not seen yet asks none until it comes."""
     total = most = 0
     shared: set[str] = set()
-    for ps in w.pod_set_claims:
+    for ps in w.dra.pod_sets if w.dra is not None else ():
         per_pod = own = 0
         for pc in ps.claims:
             c = _source(dra, w.namespace, pc)
@@ -68,7 +68,7 @@ def pod_set_gpus(dra: DraTables, w: KueueWorkload) -> tuple[int, int]:
 def pod_set_gpu_claims(dra: DraTables, w: KueueWorkload) -> Iterator[GpuClaim]:
     """Yield its pod sets' claims that ask GPUs, as the JSON lists a workload's (`gpu_claims`): named
     `<pod set>/<claim entry>`, counting a template's GPUs for every pod of the set; none is allocated."""
-    for ps in w.pod_set_claims:
+    for ps in w.dra.pod_sets if w.dra is not None else ():
         for pc in ps.claims:
             c = _source(dra, w.namespace, pc)
             if c is None:

@@ -185,7 +185,7 @@ def workload_facts(
         if p.claims:
             for gc in state.dra.gpu_claims(p.namespace, p.claims):
                 claims.setdefault(gc.name, gc)
-    if not claims and kw is not None and kw.pod_set_claims:  # no pod yet: what its pod sets will claim
+    if not claims and kw is not None and kw.dra is not None:  # no pod yet: what its pod sets will claim
         claims = {gc.name: gc for gc in pod_set_gpu_claims(state.dra, kw)}
 
     return WorkloadFacts(

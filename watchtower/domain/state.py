@@ -476,7 +476,7 @@ class ClusterState(ControllerState):
         """Hold a Kueue Workload; return its preemption when it newly shows one (and attribute any that
         waited for it as their preemptor)."""
         prev = self.kueue.workloads.get((w.namespace, w.name))
-        if w.pod_set_claims or (prev is not None and prev.pod_set_claims):
+        if w.dra is not None or (prev is not None and prev.dra is not None):
             w = self._kueue_with_claims(prev, w)
         old, touched = self.kueue.upsert_workload(w, self.workload_of_controller)
         self._touch_each(touched)
@@ -511,14 +511,17 @@ class ClusterState(ControllerState):
     def _kueue_with_claims(self, prev: KueueWorkload | None, w: KueueWorkload) -> KueueWorkload:
         """Return the Workload with the GPUs its pod sets' DRA claims ask, and index it under them."""
         user = claim_user(w.namespace, w.name)
-        if prev is not None and prev.pod_set_claims and prev.pod_set_claims != w.pod_set_claims:
-            self.dra.saw_pod(user, w.namespace, all_claims(prev), gone=True)
-        if w.pod_set_claims and (prev is None or prev.pod_set_claims != w.pod_set_claims):
-            self.dra.saw_pod(user, w.namespace, all_claims(w))
-        gpus, per_pod = pod_set_gpus(self.dra, w)
-        if (gpus, per_pod) == (w.dra_gpus, w.dra_per_pod):
+        was, now = all_claims(prev) if prev is not None else (), all_claims(w)
+        if was and was != now:
+            self.dra.saw_pod(user, w.namespace, was, gone=True)
+        if now and was != now:
+            self.dra.saw_pod(user, w.namespace, now)
+        if w.dra is None:
             return w
-        return with_fields(w, dra_gpus=gpus, dra_per_pod=per_pod)
+        gpus, per_pod = pod_set_gpus(self.dra, w)
+        if (gpus, per_pod) == (w.dra.gpus, w.dra.per_pod):
+            return w
+        return with_fields(w, dra=with_fields(w.dra, gpus=gpus, per_pod=per_pod))
 
     def kueue_waiting(self) -> set[WorkloadKey]:
         """Return the jobs Kueue holds that may wait with no pod of theirs queued: not admitted yet, or
@@ -532,7 +535,7 @@ class ClusterState(ControllerState):
 
     def delete_kueue_workload(self, w: KueueWorkload) -> None:
         held = self.kueue.workloads.get((w.namespace, w.name))
-        if held is not None and held.pod_set_claims:
+        if held is not None and held.dra is not None:
             self.dra.saw_pod(claim_user(w.namespace, w.name), w.namespace, all_claims(held), gone=True)
         self._touch_each(self.kueue.delete_workload(w))
 

@@ -15,6 +15,7 @@ import msgspec
 
 from watchtower.domain.kueue import (
     ClusterQueue,
+    KueueDraAsk,
     KueuePodSetClaims,
     KueuePreempted,
     KueueWorkload,
@@ -264,7 +265,7 @@ def workload(w: Workload, times: Times, sums: Sums, share: Share = _same) -> Kue
         preempted,
         evictions,
         ready_at,
-        tuple(with_claims),
+        KueueDraAsk(tuple(with_claims)) if with_claims else None,
     )
 
 
