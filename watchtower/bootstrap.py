@@ -49,6 +49,7 @@ def object_decoder(settings: Settings) -> KubeObjectDecoder:
         keep_labels=frozenset(settings.training.match_labels),
         keep_annotations=frozenset(settings.display.annotations),
         gpu_device_classes=frozenset(settings.gpu.device_classes),
+        kueue_gpu_resources=frozenset(settings.gpu.kueue_resources),
     )
 
 

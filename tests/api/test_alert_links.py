@@ -6,8 +6,9 @@ import socket
 from pathlib import Path
 
 import httpx
-from services.scenario import ManualClock, ReplaySource, demo_cluster, list_everything
+from services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 
+from watchtower.adapters.sim import objects as o
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.deps import require_token
@@ -15,6 +16,9 @@ from watchtower.api.routes.alerts import build_router
 from watchtower.bootstrap import bind, build_container, reachable_at, served_url
 from watchtower.config import Settings
 from watchtower.config.loading import settings_from_mapping
+from watchtower.domain.alerts.payload import generator_url
+from watchtower.domain.gpu_usage import IdleWhileWaiting, WorkloadUsage, idle_alerts
+from watchtower.domain.workloads import WorkloadKey
 
 from .conftest import live_server
 
@@ -82,3 +86,46 @@ async def test_an_alert_links_a_runbook_section_and_its_workloads_page_that_answ
                 assert '<a href="/workloads/ops/debug-1?kind=Pod">ops/debug-1</a>' in status
     finally:
         store.close()
+
+
+async def test_a_gpu_idle_alerts_link_opens_its_workloads_page_not_a_namesakes(tmp_path: Path) -> None:
+    """GPUIdleWhileQueueWaits names the kind `workload_kind`: its link must carry it, or the page of a
+    waiting pod named as the idle PaddleJob opens instead."""
+    sock = bind("127.0.0.1", 0)
+    settings = reachable_at(Settings(), served_url("127.0.0.1", sock))
+    cluster = demo_cluster()
+    # A bare pod of the idle PaddleJob's name in its namespace: two workloads vision/resnet.
+    cluster.add(o.pod(name="resnet", namespace="vision", created=NOW - 600, gpus=1))
+    source = ReplaySource(cluster)
+    clock = ManualClock()
+    c = build_container(settings, clock=clock, source_health=source.feed_health, source_name="replay")
+    list_everything(c.watcher, cluster)
+    source.listed = set(cluster.objects)
+    c.watcher.evaluate(clock.now())
+    usage = WorkloadUsage(
+        key=WorkloadKey("vision", "PaddleJob", "resnet"),
+        team="vision",
+        priority_class="batch",
+        pods=("resnet-worker-0",),
+        gpus_allocated=8.0,
+        gpus=8,
+        slices=0,
+        idle_gpus=8,
+        idle_slices=0,
+        idle_gpu_equivalent=8.0,
+        util_avg=0.0,
+    )
+    (alert,) = idle_alerts(
+        [IdleWhileWaiting(usage, "low", (WorkloadKey("ops", "Pod", "debug-1"),), "critical")]
+    )
+    app = create_app(c)
+    with live_server(app, sock) as url:
+        link = generator_url(alert.labels, url)
+        assert link == f"{url}/workloads/vision/resnet?kind=PaddleJob"
+        async with httpx.AsyncClient(timeout=10) as http:
+            page = await http.get(link)
+            assert page.status_code == 200 and "vision/resnet" in page.text and "PaddleJob" in page.text
+            # Without the kind the same path opens the waiting namesake pod's page: the link needs it.
+            kindless = await http.get(f"{url}/workloads/vision/resnet")
+            assert kindless.status_code == 200 and "PaddleJob" not in kindless.text
+            assert "kind=Pod" in kindless.text

@@ -78,6 +78,48 @@ async def test_the_queue_json_and_pages_show_a_job_kueue_holds() -> None:
     assert f'{PENDING_WORKLOADS}{{namespace="vision",reason="kueue",tier="critical"}} 1.0' in metrics
 
 
+async def test_a_pods_place_counts_only_what_the_scheduler_holds_and_each_place_says_its_queue() -> None:
+    s = make_service(evaluate=False)
+    w = s.container.watcher
+    for obj in items():
+        w.on_change(KINDS.get(obj["kind"], obj["kind"]), "ADDED", orjson.dumps(obj))
+    # A pod of the same tier and priority, younger than the held job: the job is before it in the order,
+    # yet it has no pod in the scheduler's queue, so it is not ahead of the pod; the demo's debug-1 is.
+    msg = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    pod = o.pod(
+        name="eval-1",
+        namespace="vision",
+        created=NOW + 60,
+        gpus=8,
+        priority=1_000_000,
+        priority_class="urgent-debug",
+        conditions=[o.unschedulable(NOW + 61, msg)],
+    )
+    w.on_change("Pod", "ADDED", orjson.dumps(pod))
+    w.evaluate(AT)
+    body = (await get(s, "/api/v1/queue")).json()
+    by = {x["name"]: x for x in body["workloads"]}
+    held, queued = by["resnet"], by["eval-1"]
+    assert held["tier"] == queued["tier"] == "critical"
+    assert (queued["ahead"], queued["position_in_tier"], queued["position_queue"]) == (1, 2, "scheduler")
+    assert by["serve-canary"]["ahead"] == 2  # debug-1 and eval-1: the held job is in no one's way
+    assert (held["ahead"], held["position_in_tier"], held["position_queue"]) == (0, None, "kueue")
+    assert held["kueue"]["position"] is None  # no visibility API answer here
+    assert "held by Kueue" in held["start_estimate"]["text"]
+    status = (await get(s, "/")).text
+    assert "#2 in its tier in the scheduler's queue" in status  # eval-1, behind debug-1 only
+    assert "its place in ClusterQueue team-cq is not known" in status
+    page = (await get(s, "/workloads/vision/resnet?kind=Job")).text
+    assert "in Kueue's queue, not the scheduler's" in page
+    positions = k.pending_workloads(
+        [("vision", k.workload_name("Job", "resnet", o.new_uid("job/resnet")), "team", 1)]
+    )
+    w.on_kueue_positions(w.ingestor.decoder.pending_positions(orjson.dumps(positions)), {"team-cq"})
+    w.evaluate(AT + 1)
+    status = (await get(s, "/")).text
+    assert "#1 in Kueue&#39;s queue (ClusterQueue team-cq), not yet in the scheduler&#39;s" in status
+
+
 def test_analyze_reads_kueue_kinds_from_a_dump() -> None:
     from watchtower.adapters.kube.decoder import ObjectDecoder
     from watchtower.config import Settings

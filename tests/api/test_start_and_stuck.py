@@ -73,7 +73,7 @@ async def test_the_queue_json_gives_position_estimate_and_stuck() -> None:
 async def test_the_status_page_and_the_workload_page_say_it() -> None:
     s = _service()
     page = (await _get(s, "/")).text
-    assert "#1 in its tier · estimate: starts in about 20m (from 5 high pods" in page
+    assert "#1 in its tier in the scheduler's queue · estimate: starts in about 20m (from 5 high pods" in page
     assert "stuck despite capacity: fits on node spare-1 by free GPUs, CPU and memory" in page
     own = (await _get(s, "/workloads/nlp/serve-canary")).text
     assert "place in its tier" in own and "#1" in own

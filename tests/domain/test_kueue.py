@@ -254,3 +254,46 @@ def test_not_admitted_while_its_cohort_has_quota_free_is_stuck_despite_capacity(
     assert stuck_heads(snap, st, stuck_after=3600, selector=POLICY.selector, last_bound={}) == ()
     d = workload_dict(snap.workloads[0], stuck=s)["stuck_despite_capacity"]
     assert (d["pod"], d["node"], d["cluster_queue"], d["quota_free_gpus"]) == (None, None, "team-cq", 8)
+
+
+def test_a_held_job_is_ahead_of_no_pod_and_its_place_and_estimate_are_kueues() -> None:
+    from watchtower.domain.estimate import TierWaits
+
+    st, _ = pending_state()
+    msg = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    apply(
+        st,
+        o.pod(
+            name="eval-1",
+            namespace=NS,
+            created=T0 + 60,
+            gpus=8,
+            priority=1_000_000,
+            priority_class="urgent-kueue",
+            conditions=[o.unschedulable(T0 + 61, msg)],
+        ),
+    )
+    name = k.workload_name("Job", "resnet", o.new_uid("job/resnet"))
+    st.set_kueue_positions(
+        DECODER.pending_positions(raw(k.pending_workloads([(NS, name, "team", 1)]))), {"team-cq"}
+    )
+    held, pod = evaluate(st, T0 + 600).workloads  # the job first in the order: older, same tier
+    assert (held.key, pod.key.name) == (JOB, "eval-1")
+    assert (pod.ahead, pod.facts.position_queue, held.ahead, held.facts.position_queue) == (
+        0,
+        "scheduler",
+        0,
+        "kueue",
+    )
+    waits = TierWaits(T0 + 600, 6 * 3600, 1, {"critical": (900.0, 1200.0)})
+    e = waits.estimate(held)
+    assert e is not None and (e.position, e.start_in) == (None, None)
+    assert e.text == "no estimate: held by Kueue (#1 in ClusterQueue team-cq): it starts once Kueue admits it"
+    p = waits.estimate(pod)
+    assert p is not None and p.position == 1
+    from watchtower.domain.alerts.rules.base import queue_context
+
+    assert (
+        queue_context(held) == "Held by Kueue, not yet in the scheduler's queue: #1 in ClusterQueue team-cq."
+    )
+    assert queue_context(pod) == "Nothing is ahead of it in the queue."

@@ -18,7 +18,7 @@ from watchtower.services.feeds import Readiness
 from watchtower.services.queue_view import rfc3339
 
 from .documents import QueueDocuments
-from .wait_source import PLAIN_SOURCES, pods_exist, read_from
+from .wait_source import PLAIN_SOURCES, kueue_place, pods_exist, read_from
 
 ROWS_PER_TIER = 100
 PREEMPTIONS_SHOWN = 30
@@ -67,6 +67,7 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
         "pods": f"{doc['pods_running']}/{doc['pods_running'] + doc['pods_pending']}",
         "ahead_higher_tier": doc["ahead_higher_tier"],
         "position": doc["position_in_tier"],
+        "kueue_place": kueue_place(doc),
         "estimate": (doc["start_estimate"] or {}).get("text", ""),
         "stuck": (doc["stuck_despite_capacity"] or {}).get("why", ""),
         "preempted_recently": doc["preemptions_recent"],

@@ -95,6 +95,18 @@ def queue_entitlement(name: str, queues: Iterable[Mapping[str, Any]]) -> dict[st
     }
 
 
+def kueue_place(doc: Mapping[str, Any]) -> str:
+    """Return a Kueue-held workload's place as the status page says it: in Kueue's queue, not the
+    scheduler's; "" for one whose place is the scheduler's (or none)."""
+    k = doc.get("kueue")
+    if doc.get("position_queue") != "kueue" or not k:
+        return ""
+    where = f"ClusterQueue {k['cluster_queue']}" if k["cluster_queue"] else "its ClusterQueue"
+    if k["position"] is None:
+        return f"held by Kueue: its place in {where} is not known (the visibility API is not reachable)"
+    return f"#{k['position'] + 1} in Kueue's queue ({where}), not yet in the scheduler's"
+
+
 def kueue_words(doc: Mapping[str, Any]) -> dict[str, Any] | None:
     """Return its Kueue queue, place and the two waits (admission, then scheduling) as the page shows them;
     None when Kueue does not queue it."""

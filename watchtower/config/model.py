@@ -102,6 +102,19 @@ class GpuConfig(Section):
                 raise ValueError(f"not a DeviceClass name (a DNS subdomain): {name!r}")
         return v
 
+    kueue_resources: list[str] = Field(default_factory=list)
+    """Kueue resource names that stand for GPU DeviceClasses (the `name` of Kueue's `resources.deviceClassMappings` entries, or a DeviceClass's `extendedResourceName`): a ClusterQueue's quota in one of them is GPU quota, beside `nvidia.com/gpu`. Empty: only `nvidia.com/gpu` quota is GPUs. Kueue's configuration is not read: its ConfigMap is not a workload object."""
+
+    @field_validator("kueue_resources")
+    @classmethod
+    def _resources(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.fullmatch(
+                r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", name
+            ):
+                raise ValueError(f"not a Kubernetes resource name: {name!r}")
+        return v
+
 
 class TeamsConfig(Section):
     label: str = "team"

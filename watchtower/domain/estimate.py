@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .kueue import SOURCE_KUEUE
 from .model import Pod
 from .queue_model import WorkloadState, WorkloadStatus
 from .timefmt import format_duration
@@ -64,8 +65,20 @@ class TierWaits:
         state = w.state
         if state is WorkloadState.RUNNING:
             return None
-        queued = state in (WorkloadState.PENDING, WorkloadState.PARTIAL)
-        position = w.ahead - w.ahead_higher_tier + 1 if queued else None
+        facts = w.facts
+        k = facts.kueue
+        if facts.source == SOURCE_KUEUE and k is not None and not k.admitted:  # position_queue "kueue"
+            # Not in the scheduler's queue: pods' times to schedule say nothing of when Kueue admits it.
+            where = f"ClusterQueue {k.cluster_queue}" if k.cluster_queue else "its ClusterQueue"
+            place = (
+                f"#{k.position + 1} in {where}"
+                if k.position is not None
+                else f"its place in {where} not known"
+            )
+            return StartEstimate(
+                None, None, None, 0, f"held by Kueue ({place}): it starts once Kueue admits it"
+            )
+        position = w.ahead - w.ahead_higher_tier + 1 if facts.scheduler_queued else None
         if state is WorkloadState.QUOTA_BLOCKED:
             return StartEstimate(position, None, None, 0, "refused by quota: it starts once quota frees")
         if state is WorkloadState.GATED:

@@ -14,6 +14,7 @@ import re
 
 import msgspec
 
+from .dra import PodClaim
 from .model import OwnerRef
 
 # WorkloadFacts.source while the workload waits for Kueue (no quota reserved yet).
@@ -39,6 +40,24 @@ class KueuePreempted(msgspec.Struct, frozen=True, gc=False):
     preemptor_uid: str = ""
     preemptor_path: str = ""  # "/cohort/cluster-queue" of the preemptor
     message: str = ""
+
+
+class KueuePodSetClaims(msgspec.Struct, frozen=True, gc=False):
+    """A pod set whose template names DRA claims (`spec.resourceClaims`): its GPUs are counted from them."""
+
+    name: str
+    count: int
+    gpus_per_pod: int  # through nvidia.com/gpu
+    claims: tuple[PodClaim, ...]
+
+
+class KueueDraAsk(msgspec.Struct, frozen=True, gc=False):
+    """The pod sets of a Workload that ask through DRA claims, and what they ask as the state counts it
+    (kueue_dra.py: the claims and templates are the state's): GPUs in all, the most one pod asks."""
+
+    pod_sets: tuple[KueuePodSetClaims, ...]
+    gpus: int = 0
+    per_pod: int = 0
 
 
 class KueueWorkload(msgspec.Struct, frozen=True, gc=False):
@@ -71,6 +90,18 @@ class KueueWorkload(msgspec.Struct, frozen=True, gc=False):
     preempted: KueuePreempted | None = None
     evictions: int = 0  # status.schedulingStats.evictions counts, summed
     pods_ready_at: float | None = None  # PodsReady True
+    # One field, None for most: 20,000 Workloads without claims pay one slot, not three.
+    dra: KueueDraAsk | None = None
+
+    @property
+    def gpus_asked(self) -> int:
+        """Return the GPUs its pod sets ask: `nvidia.com/gpu` and DRA claims of a GPU class."""
+        return self.gpus + (self.dra.gpus if self.dra is not None else 0)
+
+    @property
+    def per_pod_asked(self) -> int:
+        """Return the most GPUs one of its pods asks, both ways counted."""
+        return max(self.gpus_per_pod, self.dra.per_pod) if self.dra is not None else self.gpus_per_pod
 
     @property
     def waiting(self) -> bool:

@@ -57,7 +57,7 @@ def kueue_preemption(
         victim_workload=key,
         victim_priority=priority,
         victim_priority_class=priority_class,
-        victim_gpus=ran.gpus,
+        victim_gpus=ran.gpus_asked,
         victim_started=started,
         preemptor_uid=p.preemptor_uid,
         reason="Preempted",

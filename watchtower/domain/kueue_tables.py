@@ -77,6 +77,28 @@ class KueueTables:
             del self.by_key[key]
             self.held.discard(key)
 
+    def rekey(self, old: WorkloadKey, new: WorkloadKey) -> list[WorkloadKey]:
+        """Key the Workloads held under `old` (a JobSet's, seen before the JobSet named its TrainJob) under
+        `new`; return the workloads to re-derive. A walk, done only when `old` holds one."""
+        moved = [nn for nn, k in self.keys.items() if k == old]
+        if not moved:
+            return []
+        was_held = old in self.held
+        newest = self.by_key.pop(old, None)
+        self.held.discard(old)
+        for nn in moved:
+            self.keys[nn] = new
+        current = self.by_key.get(new)
+        if newest is not None and (
+            current is None or self._newer(self.workloads[newest], self.workloads.get(current))
+        ):
+            self.by_key[new] = newest
+            if was_held:
+                self.held.add(new)
+            else:
+                self.held.discard(new)
+        return [old, new]
+
     def delete_workload(self, w: KueueWorkload) -> list[WorkloadKey]:
         nn = (w.namespace, w.name)
         old = self.workloads.pop(nn, None)

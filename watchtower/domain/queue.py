@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from .capacity import capacity
 from .disruptions import Preemption
+from .kueue import SOURCE_KUEUE
 from .messages import SchedulingDiagnosis, parse_scheduling_message
 from .queue_facts import is_gated, workload_facts
 from .queue_model import (
@@ -295,7 +296,9 @@ def _plan(order: list[WorkloadFacts]) -> _Plan:
     for f in order:
         since, state = f.since, f.state
         sinces.append(None if state is running else since)
-        if state is pending or state is partial:
+        # Only work the scheduler holds is ahead of a pod (WorkloadFacts.scheduler_queued, inlined: this loop
+        # runs over every waiting workload): a Kueue-held job has no pods, its place is Kueue's.
+        if (state is pending or state is partial) and f.pods_pending and f.source != SOURCE_KUEUE:
             t = f.tier
             if t != tier:
                 if tier is not None:

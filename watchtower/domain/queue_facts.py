@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from .dra import GpuClaim
 from .gang_wait import group_wait, job_wait
 from .gangs import SOURCE_PODS, SOURCE_QUOTA
+from .kueue_dra import pod_set_gpu_claims
 from .kueue_wait import kueue_wait
 from .messages import PreemptionVerdict, SchedulingDiagnosis, explain
 from .model import Pod
@@ -48,7 +49,7 @@ def workload_facts(
     if kw is not None and (
         kw.finished
         or not (kw.active or kw.reserved)
-        or (policy.selector.require_gpu and kw.gpus <= 0 and not tracked)
+        or (policy.selector.require_gpu and kw.gpus_asked <= 0 and not tracked)
     ):
         kw = None
     if not tracked and refusal is None and job is None and kw is None:
@@ -173,8 +174,8 @@ def workload_facts(
         if kq.why:
             why, source, sreason, diag = kq.why, kq.source, kq.reason, None
             verdict = PreemptionVerdict.UNKNOWN
-            gpus_requested = max(gpus_requested, kw.gpus)
-            gpus_per_pod = gpus_per_pod or kw.gpus_per_pod
+            gpus_requested = max(gpus_requested, kw.gpus_asked)
+            gpus_per_pod = gpus_per_pod or kw.per_pod_asked
             expected = max(expected, kw.pods)
     if state_ is WorkloadState.PARTIAL:
         why = f"gang partly placed: {len(bound)} pod(s) hold {sum(p.gpus for p in bound)} GPU(s), " + why
@@ -184,6 +185,8 @@ def workload_facts(
         if p.claims:
             for gc in state.dra.gpu_claims(p.namespace, p.claims):
                 claims.setdefault(gc.name, gc)
+    if not claims and kw is not None and kw.dra is not None:  # no pod yet: what its pod sets will claim
+        claims = {gc.name: gc for gc in pod_set_gpu_claims(state.dra, kw)}
 
     return WorkloadFacts(
         key=key,

@@ -15,7 +15,7 @@ import msgspec
 from .capacity import Capacity
 from .disruptions import Disruption, Preemption
 from .dra import GpuClaim
-from .kueue import KueueFacts
+from .kueue import SOURCE_KUEUE, KueueFacts
 from .messages import PreemptionVerdict, SchedulingDiagnosis
 from .model import Pod
 from .quota import QuotaRefusal
@@ -103,6 +103,26 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     gpu_claims: tuple[GpuClaim, ...] = ()  # its pods' DRA claims that ask GPUs, by claim name
     order: tuple[int, int, float, WorkloadKey] = (0, 0, 0.0, WorkloadKey("", "", ""))  # scheduler's order
     kueue: KueueFacts | None = None  # its Kueue Workload, when Kueue queues it
+
+    @property
+    def scheduler_queued(self) -> bool:
+        """Its pods wait in the scheduler's queue: the work `ahead` counts. A job Kueue holds (suspended,
+        no pods) or whose pods are not made yet is in no queue of the scheduler's, nor ahead of anyone."""
+        return (
+            self.pods_pending > 0
+            and self.source != SOURCE_KUEUE
+            and (self.state is WorkloadState.PENDING or self.state is WorkloadState.PARTIAL)
+        )
+
+    @property
+    def position_queue(self) -> str | None:
+        """Return which queue its place is in: "scheduler", "kueue" (held by Kueue, its place Kueue's), or
+        None when it has a place in neither."""
+        if self.scheduler_queued:
+            return "scheduler"
+        if self.source == SOURCE_KUEUE and self.kueue is not None and not self.kueue.admitted:
+            return "kueue"
+        return None
 
     def wait_at(self, now: float) -> float:
         if self.since is None or self.state is WorkloadState.RUNNING:

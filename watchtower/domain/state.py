@@ -25,6 +25,7 @@ from .dra_tables import DraTables
 from .gang_tables import GangTables
 from .gangs import REF_PODGROUP, Gang, GangWorkload, VolcanoQueue
 from .kueue import ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
+from .kueue_dra import all_claims, claim_user, pod_set_gpus, workload_of_user
 from .kueue_preemption import attributed, kueue_preemption, record_key
 from .kueue_tables import KueueTables, NsName
 from .model import Event, Namespace, Node, Pod, PriorityClass
@@ -161,11 +162,16 @@ class ClusterState(ControllerState):
         return with_fields(pod, gpus=pod.gpus - pod.dra_gpus + dra, dra_gpus=dra)
 
     def _reread(self, uids: set[str]) -> None:
-        """Re-count the GPUs of pods whose claim, template, class or slice changed."""
+        """Re-count the GPUs of pods (and Kueue Workloads) whose claim, template, class or slice changed."""
         for uid in sorted(uids):
             pod = self.pods.get(uid)
             if pod is not None:
                 self.upsert_pod(pod)
+                continue
+            nn = workload_of_user(uid)
+            w = self.kueue.workloads.get(nn) if nn is not None else None
+            if w is not None:
+                self.upsert_kueue_workload(w)
 
     def _index(self, old: Pod | None, new: Pod | None) -> None:
         uid = new.uid if new is not None else old.uid if old is not None else ""
@@ -371,7 +377,10 @@ class ClusterState(ControllerState):
             self.touch_all()
 
     def _rekey(self, old: WorkloadKey, new: WorkloadKey) -> None:
-        """Re-key the pods indexed under `old` (a JobSet's, before the JobSet named its TrainJob) to `new`."""
+        """Re-key the pods and Kueue Workloads indexed under `old` (a JobSet's, before the JobSet named its
+        TrainJob) to `new`."""
+        if old in self.kueue.by_key:
+            self._touch_each(self.kueue.rekey(old, new))
         members = self.by_workload.pop(old, None)
         if not members:
             return
@@ -466,6 +475,9 @@ class ClusterState(ControllerState):
     def upsert_kueue_workload(self, w: KueueWorkload) -> list[Happening]:
         """Hold a Kueue Workload; return its preemption when it newly shows one (and attribute any that
         waited for it as their preemptor)."""
+        prev = self.kueue.workloads.get((w.namespace, w.name))
+        if w.dra is not None or (prev is not None and prev.dra is not None):
+            w = self._kueue_with_claims(prev, w)
         old, touched = self.kueue.upsert_workload(w, self.workload_of_controller)
         self._touch_each(touched)
         if not touched:
@@ -496,6 +508,21 @@ class ClusterState(ControllerState):
                 out.append(PreemptionSeen(rec, new=False))
         return out
 
+    def _kueue_with_claims(self, prev: KueueWorkload | None, w: KueueWorkload) -> KueueWorkload:
+        """Return the Workload with the GPUs its pod sets' DRA claims ask, and index it under them."""
+        user = claim_user(w.namespace, w.name)
+        was, now = all_claims(prev) if prev is not None else (), all_claims(w)
+        if was and was != now:
+            self.dra.saw_pod(user, w.namespace, was, gone=True)
+        if now and was != now:
+            self.dra.saw_pod(user, w.namespace, now)
+        if w.dra is None:
+            return w
+        gpus, per_pod = pod_set_gpus(self.dra, w)
+        if (gpus, per_pod) == (w.dra.gpus, w.dra.per_pod):
+            return w
+        return with_fields(w, dra=with_fields(w.dra, gpus=gpus, per_pod=per_pod))
+
     def kueue_waiting(self) -> set[WorkloadKey]:
         """Return the jobs Kueue holds that may wait with no pod of theirs queued: not admitted yet, or
         admitted with no pod made yet."""
@@ -507,6 +534,9 @@ class ClusterState(ControllerState):
         return out
 
     def delete_kueue_workload(self, w: KueueWorkload) -> None:
+        held = self.kueue.workloads.get((w.namespace, w.name))
+        if held is not None and held.dra is not None:
+            self.dra.saw_pod(claim_user(w.namespace, w.name), w.namespace, all_claims(held), gone=True)
         self._touch_each(self.kueue.delete_workload(w))
 
     def upsert_cluster_queue(self, q: ClusterQueue) -> None:

@@ -103,7 +103,9 @@ class ControllerState(ChangeLog):
     def upsert_controller(self, c: Controller) -> None:
         """Record a controller's template; one that wants no pods (scaled to 0, finished) is forgotten."""
         key = WorkloadKey(c.namespace, c.kind, c.name)
-        if c.pods <= 0:
+        # A JobSet suspended (by Kueue, while its Workload waits) wants no pods, yet it alone says which
+        # TrainJob the Workload is: kept while its owner lifts it (DESIGN §3.17).
+        if c.pods <= 0 and not (c.kind == "JobSet" and workload_of_controller(c) != key):
             self.delete_controller(key)
             return
         held = self.controllers_of(c.kind)

@@ -119,6 +119,7 @@ def workload_dict(
         "ahead": w.ahead,
         "ahead_higher_tier": w.ahead_higher_tier,
         "position_in_tier": estimate.position if estimate is not None else None,
+        "position_queue": w.facts.position_queue,
         "start_estimate": estimate_dict(estimate),
         "stuck_despite_capacity": stuck_dict(stuck),
         "preemptions_recent": w.preemptions_recent,

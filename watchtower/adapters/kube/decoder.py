@@ -133,6 +133,8 @@ class ObjectDecoder:
     annotation_limit: int = 2048  # a display note, not a payload: longer values are cut
     # DRA device classes that are GPUs: their `<class>.deviceclass.resource.k8s.io/devices` quota is GPUs.
     gpu_device_classes: frozenset[str] = frozenset({GPU_DEVICE_CLASS})
+    # Kueue resource names (deviceClassMappings) that are GPUs: a ClusterQueue's quota in them is GPUs.
+    kueue_gpu_resources: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
@@ -633,7 +635,10 @@ class ObjectDecoder:
         return out
 
     def cluster_queue(self, raw: bytes | msgspec.Raw) -> ClusterQueue:
-        return _reading("ClusterQueue", lambda: kueue.cluster_queue(self._dec_cluster_queue.decode(raw)))
+        return _reading(
+            "ClusterQueue",
+            lambda: kueue.cluster_queue(self._dec_cluster_queue.decode(raw), self.kueue_gpu_resources),
+        )
 
     def local_queue(self, raw: bytes | msgspec.Raw) -> LocalQueue:
         return _reading("LocalQueue", lambda: kueue.local_queue(self._dec_local_queue.decode(raw)))

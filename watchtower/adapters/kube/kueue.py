@@ -15,6 +15,8 @@ import msgspec
 
 from watchtower.domain.kueue import (
     ClusterQueue,
+    KueueDraAsk,
+    KueuePodSetClaims,
     KueuePreempted,
     KueueWorkload,
     LocalQueue,
@@ -25,6 +27,7 @@ from watchtower.domain.model import OwnerRef
 from watchtower.ports import DecodeError
 
 from . import wire
+from .dra import pod_claims
 from .quantities import GPU, ceil_int, parse_quantity
 from .wire import Qty
 
@@ -187,6 +190,7 @@ def workload(w: Workload, times: Times, sums: Sums, share: Share = _same) -> Kue
             owner = OwnerRef(share(o.kind), o.name, share(o.apiVersion))
     pods = gpus = per_pod = 0
     tclass, tprio = "", None
+    with_claims: list[KueuePodSetClaims] = []
     for i, ps in enumerate(spec.podSets or ()):
         count = ps.count if ps.count is not None else 1
         if count < 0:
@@ -196,6 +200,9 @@ def workload(w: Workload, times: Times, sums: Sums, share: Share = _same) -> Kue
         pods += count
         gpus += count * g
         per_pod = max(per_pod, g)
+        if tspec.resourceClaims:  # GPUs through DRA: counted by the state, which holds the templates
+            claims = pod_claims(tspec.resourceClaims, None)
+            with_claims.append(KueuePodSetClaims(share(ps.name or ""), count, g, claims))
         if i == 0:
             tclass, tprio = tspec.priorityClassName or "", tspec.priority
     ref = spec.priorityClassRef
@@ -258,22 +265,26 @@ def workload(w: Workload, times: Times, sums: Sums, share: Share = _same) -> Kue
         preempted,
         evictions,
         ready_at,
+        KueueDraAsk(tuple(with_claims)) if with_claims else None,
     )
 
 
-def _usage(flavors: list[FlavorUsage] | None) -> tuple[int, int]:
+def _usage(flavors: list[FlavorUsage] | None, gpus: frozenset[str]) -> tuple[int, int]:
     total = borrowed = 0
     for f in flavors or ():
         for r in f.resources or ():
-            if r.name == GPU:
+            if r.name in gpus:
                 total += _gpus(r.total)
                 borrowed += _gpus(r.borrowed)
     return total, borrowed
 
 
-def cluster_queue(q: ClusterQueueObj) -> ClusterQueue:
-    """Return a ClusterQueue's GPUs: nominal quota, borrowing and lending limits over its flavors, usage."""
+def cluster_queue(q: ClusterQueueObj, dra_gpus: frozenset[str] = frozenset()) -> ClusterQueue:
+    """Return a ClusterQueue's GPUs: nominal quota, borrowing and lending limits over its flavors, usage.
+
+    `dra_gpus`: Kueue's names for GPU DeviceClasses (its deviceClassMappings), counted beside nvidia.com/gpu."""
     m = _named(q.metadata, "ClusterQueue", namespaced=False)
+    gpus = frozenset({GPU}) | dra_gpus
     spec = q.spec or ClusterQueueSpec()
     st = q.status or QueueStatus()
     nominal: int | None = None
@@ -282,7 +293,7 @@ def cluster_queue(q: ClusterQueueObj) -> ClusterQueue:
     for rg in spec.resourceGroups or ():
         for f in rg.flavors or ():
             for r in f.resources or ():
-                if r.name != GPU:
+                if r.name not in gpus:
                     continue
                 nominal = (nominal or 0) + _gpus(r.nominalQuota)
                 # No limit on one flavor: borrowing (lending) is unlimited for the queue's GPUs.
@@ -290,8 +301,8 @@ def cluster_queue(q: ClusterQueueObj) -> ClusterQueue:
                     None if borrow is None or r.borrowingLimit is None else borrow + _gpus(r.borrowingLimit)
                 )
                 lend = None if lend is None or r.lendingLimit is None else lend + _gpus(r.lendingLimit)
-    reserved, _ = _usage(st.flavorsReservation)
-    used, borrowed = _usage(st.flavorsUsage)
+    reserved, _ = _usage(st.flavorsReservation, gpus)
+    used, borrowed = _usage(st.flavorsUsage, gpus)
     return ClusterQueue(
         m.name or "",
         spec.cohortName or spec.cohort or "",

@@ -84,12 +84,15 @@ def workload(
     finished: bool = False,
     resource_version: str = "1",
 ) -> dict[str, Any]:
-    """A Kueue Workload of a batch/v1 Job (`job`: the Job object), as Kueue's job reconciler makes it.
+    """A Kueue Workload of a job (`job`: the Job, JobSet or TrainJob object), as Kueue's job reconciler
+    makes it: named for the job's kind, controlled by the job (jobframework ConstructWorkload,
+    SetControllerReference: `controller` and `blockOwnerDeletion` true).
 
     `pending`: (since, message) of QuotaReserved=False reason Pending; `reserved`: (at, ClusterQueue);
     `preempted`: (at, reason, preemptor uid, preemptor job uid)."""
     jm = job["metadata"]
-    name = workload_name("Job", jm["name"], jm["uid"])
+    kind, api = job.get("kind", "Job"), job.get("apiVersion", "batch/v1")
+    name = workload_name(kind, jm["name"], jm["uid"], api.rpartition("/")[0])
     if pod_sets is None:
         spec = job["spec"]
         pod_sets = [("main", spec.get("parallelism", 1), spec["template"])]
@@ -103,8 +106,8 @@ def workload(
         "labels": {JOB_UID_LABEL: jm["uid"], QUEUE_LABEL: queue},
         "ownerReferences": [
             {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
+                "apiVersion": api,
+                "kind": kind,
                 "name": jm["name"],
                 "uid": jm["uid"],
                 "controller": True,

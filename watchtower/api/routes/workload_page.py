@@ -124,7 +124,7 @@ def alerts_about(
         lab = a.labels
         if lab.get("namespace") != namespace or lab.get("workload") != name:
             continue
-        if kind is not None and lab.get("kind", kind) != kind:
+        if kind is not None and (lab.get("kind") or lab.get("workload_kind") or kind) != kind:
             continue
         state = a.state.value
         if state != "resolved" and muted:

@@ -196,12 +196,17 @@ class Workload(Body):
     oldest_pending_pod: str | None
     """that pod's name"""
     ahead: int
-    """waiting workloads (`pending`/`partial`) the scheduler considers first (higher priority, then older)"""
+    """workloads whose pods the scheduler queues (`pending`/`partial`) that it considers first (higher
+    priority, then older); a Kueue-held job has no pods, so it is ahead of no one and has 0"""
     ahead_higher_tier: int
     """of those, how many are in a higher tier"""
     position_in_tier: int | None
-    """1-based place among its tier's queued workloads (`ahead` − `ahead_higher_tier` + 1); null when not
-    queued (`quota_blocked`, `gated`, `running`) or outside a tick"""
+    """1-based place in the scheduler's queue among its tier's queued workloads (`ahead` − `ahead_higher_tier`
+    + 1); null when its pods are not in the scheduler's queue (`quota_blocked`, `gated`, `running`, held by
+    Kueue, pods not made yet) or outside a tick"""
+    position_queue: Literal["scheduler", "kueue"] | None
+    """which queue its place is in: `scheduler` (`ahead`, `position_in_tier`), `kueue` (held by Kueue, not
+    admitted: its place is `kueue.position`, in its ClusterQueue); null when it has a place in neither"""
     start_estimate: StartEstimate | None
     """an estimate of when it starts; null for `running` or outside a tick"""
     stuck_despite_capacity: StuckDespiteCapacity | None

@@ -43,7 +43,10 @@ def generator_url(labels: Mapping[str, str], external_url: str) -> str:
     if not base:
         return ""
     ns, name = labels.get("namespace", ""), labels.get("workload", "")
-    return base + workload_path(ns, name, labels.get("kind", "")) if ns and name else base + "/"
+    # The GPU-idle alert carries the kind as `workload_kind`; without it a Job and a JobSet of one name
+    # would share one link.
+    kind = labels.get("kind") or labels.get("workload_kind", "")
+    return base + workload_path(ns, name, kind) if ns and name else base + "/"
 
 
 def _name_key(name: str) -> tuple[int, ...]:

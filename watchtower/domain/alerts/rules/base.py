@@ -141,6 +141,13 @@ def links(settings: RuleSettings, alertname: str, key: WorkloadKey | None) -> di
 
 
 def queue_context(w: WorkloadStatus) -> str:
+    k = w.facts.kueue
+    if w.facts.position_queue == "kueue" and k is not None:
+        where = f"ClusterQueue {k.cluster_queue}" if k.cluster_queue else "its ClusterQueue"
+        place = (
+            f"#{k.position + 1} in {where}" if k.position is not None else f"its place in {where} not known"
+        )
+        return f"Held by Kueue, not yet in the scheduler's queue: {place}."
     if w.ahead_higher_tier:
         return (
             f"{w.ahead_higher_tier} higher-tier workload(s) are ahead of it in the queue ({w.ahead} in all)."
