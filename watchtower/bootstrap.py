@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from prometheus_client import CollectorRegistry
 
@@ -21,12 +23,22 @@ from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
 from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
+from watchtower.config.fairness import FairnessConfig
 from watchtower.config.model import Settings
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import Queries
 from watchtower.domain.tick import Tick
-from watchtower.ports import AlertStore, Clock, ClusterSource, ObjectDecoder
+from watchtower.ports import (
+    AlertStore,
+    Clock,
+    ClusterSource,
+    ObjectDecoder,
+    ReportOutbox,
+    ReportPresenter,
+    ReportSource,
+)
 from watchtower.services.alerting import AlertingMetrics, build_alerting
+from watchtower.services.fairness_send import REPORT_INTEGRATION, FairnessMailer, FairnessSendMetrics
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.watch import Watcher
 
@@ -49,6 +61,7 @@ def object_decoder(settings: Settings) -> KubeObjectDecoder:
         keep_labels=frozenset(settings.training.match_labels),
         keep_annotations=frozenset(settings.display.annotations),
         gpu_device_classes=frozenset(settings.gpu.device_classes),
+        report_annotation=settings.fairness.recipients_annotation,
     )
 
 
@@ -94,9 +107,11 @@ def build_container(
     alert_store: AlertStore | None = None,
     links: Mapping[str, str] | None = None,
     decoder: ObjectDecoder | None = None,
+    report_source: ReportSource | None = None,
 ) -> Container:
     """Return the service's parts wired together: metrics on their own registry, the watcher, the GPU-usage
-    service (when `settings.prometheus` is set) and alerting (when an `alert_store` is given)."""
+    service (when `settings.prometheus` is set), alerting (when an `alert_store` is given) and the weekly
+    report's page (when a `report_source` is given and `fairness.enabled`)."""
     metrics = WatchtowerMetrics(
         registry=registry if registry is not None else CollectorRegistry(),
         tier_bounds=[b for t in settings.tiers for b in (t.warn_after, t.critical_after)],
@@ -125,6 +140,97 @@ def build_container(
         alert_store=alert_store if alerting is not None else None,
         gpu=gpu_usage(settings, watcher),
         links=dict(links or {}),
+        report_source=report_source if settings.fairness.enabled else None,
+        report_presenter=report_presenter()
+        if report_source is not None and settings.fairness.enabled
+        else None,
+    )
+
+
+def report_presenter() -> ReportPresenter:
+    """Return the presenter of the weekly report (HTML, text, CSV, charts); imports matplotlib."""
+    from watchtower.adapters.report_html import FairnessPresenter
+
+    return FairnessPresenter()
+
+
+def fairness_mailer(
+    container: Container, outbox: ReportOutbox, *, wake: Callable[[], None] | None = None
+) -> FairnessMailer | None:
+    """Return what enqueues the weekly report emails, or None without a report source."""
+    source, presenter = container.report_source, container.report_presenter
+    if source is None or presenter is None:
+        return None
+    settings = container.settings
+    base = settings.server.external_url.rstrip("/") if settings.server.external_url else ""
+    state = container.watcher.state
+    registry = getattr(container.metrics, "registry", None)  # WatchtowerMetrics': the one /metrics serves
+    return FairnessMailer(
+        source=source,
+        presenter=presenter,
+        outbox=outbox,
+        clock=container.clock,
+        cfg=settings.fairness,
+        namespaces=lambda: state.namespaces,
+        page_url=(lambda week: f"{base}/reports/fairness/{week}") if base else None,
+        metrics=FairnessSendMetrics(registry=registry) if registry is not None else None,
+        on_enqueued=wake,
+    )
+
+
+def last_fire_time(cfg: FairnessConfig, now: float) -> datetime:
+    """Return the latest scheduled send time (`schedule_day` at `schedule_time`, in `timezone`) at or before
+    `now`."""
+    tz = ZoneInfo(cfg.timezone)
+    local = datetime.fromtimestamp(now, tz)
+    hh, mm = (int(x) for x in cfg.schedule_time.split(":"))
+    day = WEEKDAYS.index(cfg.schedule_day)
+    for back in range(8):
+        d = local.date() - timedelta(days=back)
+        at = datetime(d.year, d.month, d.day, hh, mm, tzinfo=tz)
+        if d.weekday() == day and at <= local:
+            return at
+    raise AssertionError("a weekday recurs within 8 days")
+
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+FAIRNESS_JOB = "watchtower-fairness-report"
+FAIRNESS_RETRY = 900.0  # seconds between tries of a send whose report could not be made
+
+
+def schedule_fairness(scheduler: Any, mailer: FairnessMailer, cfg: FairnessConfig, *, now: float) -> None:
+    """Add the weekly report to an APScheduler 3 scheduler: a cron job on `schedule_day`/`schedule_time` in
+    `timezone`, coalesced, with `misfire_grace`. A start within the grace after a missed send runs it at
+    once (an in-memory job store forgets missed runs); the send keys make every extra run enqueue nothing."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    hh, mm = cfg.schedule_time.split(":")
+    tz = ZoneInfo(cfg.timezone)
+    trigger = CronTrigger(day_of_week=cfg.schedule_day, hour=int(hh), minute=int(mm), timezone=tz)
+    missed = last_fire_time(cfg, now)
+    late = now - missed.timestamp() <= cfg.misfire_grace
+
+    async def send() -> None:
+        try:
+            await mailer.send_week()
+        except Exception:
+            # Prometheus down, the store busy...: nothing was recorded; try again while still in the grace.
+            log.exception("the weekly fairness report could not be enqueued")
+            due = datetime.now(tz) + timedelta(seconds=FAIRNESS_RETRY)
+            if (due - last_fire_time(cfg, due.timestamp())).total_seconds() <= cfg.misfire_grace:
+                scheduler.add_job(
+                    send, "date", run_date=due, id=FAIRNESS_JOB + "-retry", replace_existing=True
+                )
+
+    scheduler.add_job(
+        send,
+        trigger,
+        id=FAIRNESS_JOB,
+        misfire_grace_time=int(cfg.misfire_grace),
+        coalesce=True,
+        max_instances=1,
+        replace_existing=True,
+        **({"next_run_time": datetime.now(tz)} if late else {}),
     )
 
 
@@ -247,7 +353,7 @@ async def serve(
     import uvicorn
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-    from watchtower.adapters.senders import build_senders
+    from watchtower.adapters.senders import build_report_sender, build_senders
     from watchtower.api import deps
     from watchtower.api.app import create_app
     from watchtower.api.routes.alerts import build_router
@@ -272,9 +378,18 @@ async def serve(
     scheduler = AsyncIOScheduler()
     alerting, store = container.alerting, container.alert_store
     if alerting is not None and store is not None:
+        senders = build_senders(settings.alerting, http=http)
+        fairness = settings.fairness
+        report_sender = (
+            build_report_sender(settings.alerting, receiver=fairness.smtp_receiver, http=http)
+            if fairness.send
+            else None
+        )
+        if report_sender is not None:
+            senders[REPORT_INTEGRATION] = report_sender
         worker = DeliveryWorker(
             store=store,
-            senders=build_senders(settings.alerting, http=http),
+            senders=senders,
             clock=container.clock,
             cfg=settings.alerting,
             metrics=alerting.metrics,
@@ -288,6 +403,19 @@ async def serve(
         scheduler.add_job(
             _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
         )
+        # The weekly report is sent where alerts are delivered: in HA by the Lease holder only (DESIGN §2),
+        # so leader election gates this job with the delivery worker above.
+        if fairness.send:
+            mailer = fairness_mailer(container, _report_outbox(store), wake=worker.wake.set)
+            if mailer is None or report_sender is None:
+                log.warning(
+                    "fairness.send is on but %s: no weekly report will be emailed",
+                    "no email receiver has SMTP settings"
+                    if report_sender is None
+                    else "there is no report source",
+                )
+            else:
+                schedule_fairness(scheduler, mailer, fairness, now=time.time())
     app = create_app(container, routers=routers)
     loop.schedule(scheduler)
     scheduler.start()
@@ -324,9 +452,22 @@ async def serve(
             container.gpu.reader.close()
 
 
+def _report_outbox(store: AlertStore) -> ReportOutbox:
+    """Return the alert store as the reports' once-per-key outbox (the SQLite store is both)."""
+    if not all(hasattr(store, m) for m in ("recorded", "enqueue_once", "prune_keys")):
+        raise StartupError(
+            "the state store cannot record sent reports (fairness.send needs the SQLite store)"
+        )
+    return store  # type: ignore[return-value]
+
+
 def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:
     r = settings.alerting.retention
     removed = store.prune(clock.now(), silence_retention=r.silences, delivered_retention=r.delivered)
+    prune_keys = getattr(store, "prune_keys", None)
+    if prune_keys is not None:
+        # A week's send keys are kept as long as its history: no report of a kept week is sent twice.
+        prune_keys(clock.now() - settings.fairness.retention_weeks * 7 * 86400.0)
     log.info("alert store pruned: %s", removed)
 
 
