@@ -25,6 +25,8 @@ from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
 from watchtower.config.fairness import FairnessConfig
 from watchtower.config.model import Settings
+from watchtower.domain.fairness.report import FairnessReport
+from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import Queries
 from watchtower.domain.tick import Tick
@@ -38,7 +40,12 @@ from watchtower.ports import (
     ReportSource,
 )
 from watchtower.services.alerting import AlertingMetrics, build_alerting
-from watchtower.services.fairness_send import REPORT_INTEGRATION, FairnessMailer, FairnessSendMetrics
+from watchtower.services.fairness_send import (
+    REPORT_INTEGRATION,
+    FairnessMailer,
+    FairnessSendMetrics,
+    SendOutcome,
+)
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.watch import Watcher
 
@@ -545,3 +552,95 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
         sock.close()
         if store is not None:
             store.close()
+
+
+# ---- the weekly report from the command line (`watchtower report fairness`) ------------------------------
+
+
+def report_source_for(settings: Settings, *, store_path: str | None = None) -> ReportSource | None:
+    """Return the report service's source of reports for the CLI and the service; None while this build
+    has no report service (the history and the Prometheus reader make it)."""
+    return None
+
+
+def render_report(report: FairnessReport, fmt: str, *, team: str | None = None) -> str:
+    """Return the report as `fmt`: html (the page's HTML, charts inline), text or csv; ValueError for
+    another format."""
+    presenter = report_presenter()
+    teams = [team] if team is not None else None
+    if fmt == "html":
+        return presenter.page(report, teams=teams)
+    if fmt == "text":
+        return presenter.text(report, teams=teams)
+    if fmt == "csv":
+        from watchtower.adapters.report_html import for_teams
+
+        return presenter.csv(for_teams(report, teams))
+    raise ValueError(f"unknown report format {fmt!r} (html, text, csv)")
+
+
+async def send_reports(
+    settings: Settings,
+    source: ReportSource,
+    week: IsoWeek,
+    *,
+    clock: Clock | None = None,
+    deliver_for: float = 120.0,
+) -> tuple[SendOutcome, dict[str, int]]:
+    """Enqueue `week`'s report emails (`--send`): each recipient not yet sent it, through the state store's
+    outbox, then deliver for up to `deliver_for` seconds. Return the outcome and the report messages by
+    status; what is still pending is delivered by the running service (or the next `--send`).
+
+    Raises StartupError without an email receiver or a state store."""
+    import httpx
+
+    from watchtower.adapters.senders import build_report_sender
+    from watchtower.services.alerting import DeliveryWorker
+
+    clock = clock or SystemClock()
+    store = open_alert_store(settings)
+    if store is None:
+        raise StartupError("sending reports needs the state store: alerting.enabled is off")
+    try:
+        async with httpx.AsyncClient() as http:
+            sender = build_report_sender(
+                settings.alerting, receiver=settings.fairness.smtp_receiver, http=http
+            )
+            if sender is None:
+                raise StartupError(
+                    "no email receiver in alerting.receivers has the SMTP settings to send with"
+                )
+            container = build_container(
+                settings,
+                clock=clock,
+                source_health=SourceHealth,  # no cluster is watched: namespaces' annotations are not read
+                source_name="cli",
+                alert_store=store,
+                report_source=source,
+            )
+            mailer = fairness_mailer(container, _report_outbox(store))
+            if mailer is None:
+                raise StartupError("fairness.enabled is off")
+            outcome = await mailer.send_week(week)
+            worker = DeliveryWorker(
+                store=store, senders={REPORT_INTEGRATION: sender}, clock=clock, cfg=settings.alerting
+            )
+            deadline = time.monotonic() + deliver_for
+            while time.monotonic() < deadline and _pending_reports(store, str(week)):
+                await worker.drain()
+                await asyncio.sleep(0.2)
+            return outcome, _report_statuses(store, str(week))
+    finally:
+        store.close()
+
+
+def _report_statuses(store: AlertStore, week: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in store.messages(limit=100_000):
+        if m.integration == REPORT_INTEGRATION and m.group_key == f"fairness:{week}":
+            out[m.status.value] = out.get(m.status.value, 0) + 1
+    return out
+
+
+def _pending_reports(store: AlertStore, week: str) -> bool:
+    return _report_statuses(store, week).get("pending", 0) > 0
