@@ -588,8 +588,9 @@ async def send_reports(
     deliver_for: float = 120.0,
 ) -> tuple[SendOutcome, dict[str, int]]:
     """Enqueue `week`'s report emails (`--send`): each recipient not yet sent it, through the state store's
-    outbox, then deliver for up to `deliver_for` seconds. Return the outcome and the report messages by
-    status; what is still pending is delivered by the running service (or the next `--send`).
+    outbox, then deliver the reports' messages for up to `deliver_for` seconds (0: leave them to the running
+    service). Return the outcome and the week's report messages by status; what is still pending is
+    delivered by the service on the same store (or the next `--send`).
 
     Raises StartupError without an email receiver or a state store."""
     import httpx
@@ -623,7 +624,10 @@ async def send_reports(
                 raise StartupError("fairness.enabled is off")
             outcome = await mailer.send_week(week)
             worker = DeliveryWorker(
-                store=store, senders={REPORT_INTEGRATION: sender}, clock=clock, cfg=settings.alerting
+                store=_ReportsOnly(store),
+                senders={REPORT_INTEGRATION: sender},
+                clock=clock,
+                cfg=settings.alerting,
             )
             deadline = time.monotonic() + deliver_for
             while time.monotonic() < deadline and _pending_reports(store, str(week)):
@@ -632,6 +636,20 @@ async def send_reports(
             return outcome, _report_statuses(store, str(week))
     finally:
         store.close()
+
+
+class _ReportsOnly:
+    """The store as the CLI's delivery sees it: only the reports' messages are due, so the alert
+    notifications in the same outbox are left to the service that owns them."""
+
+    def __init__(self, store: AlertStore) -> None:
+        self._store = store
+
+    def due(self, now: float) -> list[Any]:
+        return [m for m in self._store.due(now) if m.integration == REPORT_INTEGRATION]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
 
 
 def _report_statuses(store: AlertStore, week: str) -> dict[str, int]:

@@ -257,6 +257,12 @@ def report_fairness(
             help="email the week's report to every recipient not yet sent it (once per week per recipient)",
         ),
     ] = False,
+    deliver: Annotated[
+        bool,
+        typer.Option(
+            help="with --send: deliver the emails now; --no-deliver leaves them to the service on the same store"
+        ),
+    ] = True,
 ) -> None:
     """Print, write or email the weekly fairness report of an ISO week."""
     from watchtower.bootstrap import StartupError, render_report, report_source_for, send_reports
@@ -274,7 +280,9 @@ def report_fairness(
         raise typer.Exit(2)
     if send:
         try:
-            outcome, statuses = asyncio.run(send_reports(settings, source, w))
+            outcome, statuses = asyncio.run(
+                send_reports(settings, source, w, deliver_for=120.0 if deliver else 0.0)
+            )
         except StartupError as e:
             typer.echo(f"watchtower report fairness: {e}", err=True)
             raise typer.Exit(2) from None
@@ -284,7 +292,7 @@ def report_fairness(
         )
         for s in outcome.skipped:
             typer.echo(f"skipped (not an email address): {s!r}", err=True)
-        raise typer.Exit(1 if statuses.get("pending") or statuses.get("failed") else 0)
+        raise typer.Exit(1 if statuses.get("failed") or (deliver and statuses.get("pending")) else 0)
     try:
         text = render_report(asyncio.run(fetch_report(source, w, team)), fmt, team=team)
     except ValueError as e:
