@@ -81,7 +81,7 @@ async def _report(container: Container, week_text: str, team: str | None) -> Fai
     return report
 
 
-@router.get("/reports/fairness/{week}", response_class=HTMLResponse)
+@router.get("/reports/fairness/{week}", response_class=HTMLResponse, include_in_schema=False)
 async def fairness_page(
     request: Request,
     container: ContainerDep,
@@ -104,7 +104,7 @@ async def fairness_page(
     return page_response(html)
 
 
-@router.get("/reports/fairness/{week}/charts/{name}.png")
+@router.get("/reports/fairness/{week}/charts/{name}.png", include_in_schema=False)
 async def fairness_chart(
     request: Request,
     container: ContainerDep,
