@@ -66,15 +66,22 @@ def shares_chart(report: FairnessReport) -> bytes:
     by = {t.team: t for t in report.teams}
     ys = list(range(len(names)))
     top = 0.0
+    labelled: set[str] = set()
+
+    def once(label: str) -> str | None:
+        # One legend entry per series, whichever team first has the figure.
+        if label in labelled:
+            return None
+        labelled.add(label)
+        return label
+
     for y, n in zip(ys, names, strict=True):
         t = by[n]
         if t.entitlement is not None:
-            ax.barh(
-                y + 0.2, t.entitlement, height=0.38, color=ENTITLED, label="entitlement E" if y == 0 else None
-            )
+            ax.barh(y + 0.2, t.entitlement, height=0.38, color=ENTITLED, label=once("entitlement E"))
             top = max(top, t.entitlement)
         if t.used is not None:
-            ax.barh(y - 0.2, t.used, height=0.38, color=BUSY, label="used U" if y == 0 else None)
+            ax.barh(y - 0.2, t.used, height=0.38, color=BUSY, label=once("used U"))
             top = max(top, t.used)
     for y, n in zip(ys, names, strict=True):
         t = by[n]
@@ -85,7 +92,7 @@ def shares_chart(report: FairnessReport) -> bytes:
     ax.set_xlim(0, top * 1.08 if top > 0 else 1)
     ax.set_xlabel("GPU-hours" + (f" (and {more} more teams, not shown)" if more else ""), fontdict=FONT)
     ax.set_title(f"Used against entitlement, {report.week}", fontdict={**FONT, "size": 11})
-    if names:
+    if labelled:
         ax.legend(loc="lower right", fontsize=FONT["size"], frameon=False)
     fig.tight_layout()
     return _png(fig)

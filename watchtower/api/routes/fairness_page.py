@@ -8,8 +8,10 @@ alone at `/reports/fairness/{week}/charts/{name}.png`. Bad input gets a page tha
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Annotated
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -63,8 +65,6 @@ async def _report(container: Container, week_text: str, team: str | None) -> Fai
         raise _Refused(400, "Not a week", str(e)) from None
     if team is not None and (not team.strip() or len(team) > TEAM_MAX):
         raise _Refused(400, "Not a team", f"a team name is 1 to {TEAM_MAX} characters")
-    from zoneinfo import ZoneInfo
-
     start, _ = week.bounds(ZoneInfo(container.settings.fairness.timezone))
     if start > container.clock.now():
         raise _Refused(404, "Not yet", f"the week {week} has not begun")
@@ -118,8 +118,6 @@ async def fairness_chart(
     except _Refused as e:
         return _error(request, container, e)
     if team is not None:
-        import dataclasses
-
         report = dataclasses.replace(report, teams=tuple(t for t in report.teams if t.team == team))
     png = await asyncio.to_thread(presenter.chart, report, name)
     if png is None:
