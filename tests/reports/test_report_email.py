@@ -96,8 +96,9 @@ async def test_a_hostile_team_name_adds_no_header_and_is_escaped_in_the_html(smt
     assert "\n" not in subject and "\r" not in subject
     assert subject.startswith("Watchtower fairness report 2026-W47: team =cmd|<script>")
     assert "Bcc: victim@evil.example" in subject  # kept as words of the subject, not a header
-    raw = em.as_bytes()
-    assert not re.search(rb"(?m)^Bcc:", raw)
+    head = em.as_bytes().split(b"\n\n", 1)[0]
+    assert not re.search(rb"(?m)^Bcc:", head)  # folded lines begin with a space: no header of their own
+    assert [k for k in em if k.lower() in ("bcc", "cc")] == []
     html = em.get_body(preferencelist=("html",)).get_content()
     assert "<script>" not in html and "&lt;script&gt;" in html
 

@@ -142,7 +142,7 @@ def waits_chart(report: FairnessReport) -> bytes:
     return _png(fig)
 
 
-BREAKDOWN_HEIGHT = 170
+BREAKDOWN_HEIGHT = 220
 
 
 def breakdown_chart(report: FairnessReport) -> bytes:
@@ -174,9 +174,10 @@ def breakdown_chart(report: FairnessReport) -> bytes:
         fontdict={**FONT, "color": MISSING_COLOUR if missing else "#1d232a"},
     )
     ax.set_title(f"Where the GPU-hours went, {report.week}", fontdict={**FONT, "size": 11})
+    # The legend below the bar, in a band of its own that the layout leaves free.
+    fig.tight_layout(rect=(0, 0.28, 1, 1))
     if left > 0:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.55), ncol=3, fontsize=8, frameon=False)
-    fig.tight_layout()
+        fig.legend(loc="lower center", ncol=3, fontsize=8, frameon=False)
     return _png(fig)
 
 
