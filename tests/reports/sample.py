@@ -137,7 +137,7 @@ def report(
         generated_at=end + 9 * 3600,
         coverage=(
             SourceCoverage("kube-state-metrics", 168.0, 168.0),
-            SourceCoverage("dcgm-exporter", 150.5, 168.0),  # an 17.5 h gap: partial
+            SourceCoverage("dcgm-exporter", 150.5, 168.0),  # a 17.5 h gap: partial
             SourceCoverage("watchtower", 168.0, 168.0),
         ),
         cluster=ClusterReport(
