@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from prometheus_client import CollectorRegistry
 
@@ -21,12 +23,29 @@ from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
 from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
+from watchtower.config.fairness import FairnessConfig
 from watchtower.config.model import Settings
+from watchtower.domain.fairness.report import FairnessReport
+from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import Queries
 from watchtower.domain.tick import Tick
-from watchtower.ports import AlertStore, Clock, ClusterSource, ObjectDecoder
+from watchtower.ports import (
+    AlertStore,
+    Clock,
+    ClusterSource,
+    ObjectDecoder,
+    ReportOutbox,
+    ReportPresenter,
+    ReportSource,
+)
 from watchtower.services.alerting import AlertingMetrics, build_alerting
+from watchtower.services.fairness_send import (
+    REPORT_INTEGRATION,
+    FairnessMailer,
+    FairnessSendMetrics,
+    SendOutcome,
+)
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.watch import Watcher
 
@@ -50,6 +69,7 @@ def object_decoder(settings: Settings) -> KubeObjectDecoder:
         keep_annotations=frozenset(settings.display.annotations),
         gpu_device_classes=frozenset(settings.gpu.device_classes),
         kueue_gpu_resources=frozenset(settings.gpu.kueue_resources),
+        report_annotation=settings.fairness.recipients_annotation,
     )
 
 
@@ -95,9 +115,11 @@ def build_container(
     alert_store: AlertStore | None = None,
     links: Mapping[str, str] | None = None,
     decoder: ObjectDecoder | None = None,
+    report_source: ReportSource | None = None,
 ) -> Container:
     """Return the service's parts wired together: metrics on their own registry, the watcher, the GPU-usage
-    service (when `settings.prometheus` is set) and alerting (when an `alert_store` is given)."""
+    service (when `settings.prometheus` is set), alerting (when an `alert_store` is given) and the weekly
+    report's page (when a `report_source` is given and `fairness.enabled`)."""
     metrics = WatchtowerMetrics(
         registry=registry if registry is not None else CollectorRegistry(),
         tier_bounds=[b for t in settings.tiers for b in (t.warn_after, t.critical_after)],
@@ -126,6 +148,97 @@ def build_container(
         alert_store=alert_store if alerting is not None else None,
         gpu=gpu_usage(settings, watcher),
         links=dict(links or {}),
+        report_source=report_source if settings.fairness.enabled else None,
+        report_presenter=report_presenter()
+        if report_source is not None and settings.fairness.enabled
+        else None,
+    )
+
+
+def report_presenter() -> ReportPresenter:
+    """Return the presenter of the weekly report (HTML, text, CSV, charts); imports matplotlib."""
+    from watchtower.adapters.report_html import FairnessPresenter
+
+    return FairnessPresenter()
+
+
+def fairness_mailer(
+    container: Container, outbox: ReportOutbox, *, wake: Callable[[], None] | None = None
+) -> FairnessMailer | None:
+    """Return what enqueues the weekly report emails, or None without a report source."""
+    source, presenter = container.report_source, container.report_presenter
+    if source is None or presenter is None:
+        return None
+    settings = container.settings
+    base = settings.server.external_url.rstrip("/") if settings.server.external_url else ""
+    state = container.watcher.state
+    registry = getattr(container.metrics, "registry", None)  # WatchtowerMetrics': the one /metrics serves
+    return FairnessMailer(
+        source=source,
+        presenter=presenter,
+        outbox=outbox,
+        clock=container.clock,
+        cfg=settings.fairness,
+        namespaces=lambda: state.namespaces,
+        page_url=(lambda week: f"{base}/reports/fairness/{week}") if base else None,
+        metrics=FairnessSendMetrics(registry=registry) if registry is not None else None,
+        on_enqueued=wake,
+    )
+
+
+def last_fire_time(cfg: FairnessConfig, now: float) -> datetime:
+    """Return the latest scheduled send time (`schedule_day` at `schedule_time`, in `timezone`) at or before
+    `now`."""
+    tz = ZoneInfo(cfg.timezone)
+    local = datetime.fromtimestamp(now, tz)
+    hh, mm = (int(x) for x in cfg.schedule_time.split(":"))
+    day = WEEKDAYS.index(cfg.schedule_day)
+    for back in range(8):
+        d = local.date() - timedelta(days=back)
+        at = datetime(d.year, d.month, d.day, hh, mm, tzinfo=tz)
+        if d.weekday() == day and at <= local:
+            return at
+    raise AssertionError("a weekday recurs within 8 days")
+
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+FAIRNESS_JOB = "watchtower-fairness-report"
+FAIRNESS_RETRY = 900.0  # seconds between tries of a send whose report could not be made
+
+
+def schedule_fairness(scheduler: Any, mailer: FairnessMailer, cfg: FairnessConfig, *, now: float) -> None:
+    """Add the weekly report to an APScheduler 3 scheduler: a cron job on `schedule_day`/`schedule_time` in
+    `timezone`, coalesced, with `misfire_grace`. A start within the grace after a missed send runs it at
+    once (an in-memory job store forgets missed runs); the send keys make every extra run enqueue nothing."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    hh, mm = cfg.schedule_time.split(":")
+    tz = ZoneInfo(cfg.timezone)
+    trigger = CronTrigger(day_of_week=cfg.schedule_day, hour=int(hh), minute=int(mm), timezone=tz)
+    missed = last_fire_time(cfg, now)
+    late = now - missed.timestamp() <= cfg.misfire_grace
+
+    async def send() -> None:
+        try:
+            await mailer.send_week()
+        except Exception:
+            # Prometheus down, the store busy...: nothing was recorded; try again while still in the grace.
+            log.exception("the weekly fairness report could not be enqueued")
+            due = datetime.now(tz) + timedelta(seconds=FAIRNESS_RETRY)
+            if (due - last_fire_time(cfg, due.timestamp())).total_seconds() <= cfg.misfire_grace:
+                scheduler.add_job(
+                    send, "date", run_date=due, id=FAIRNESS_JOB + "-retry", replace_existing=True
+                )
+
+    scheduler.add_job(
+        send,
+        trigger,
+        id=FAIRNESS_JOB,
+        misfire_grace_time=int(cfg.misfire_grace),
+        coalesce=True,
+        max_instances=1,
+        replace_existing=True,
+        **({"next_run_time": datetime.now(tz)} if late else {}),
     )
 
 
@@ -248,7 +361,7 @@ async def serve(
     import uvicorn
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-    from watchtower.adapters.senders import build_senders
+    from watchtower.adapters.senders import build_report_sender, build_senders
     from watchtower.api import deps
     from watchtower.api.app import create_app
     from watchtower.api.routes.alerts import build_router
@@ -273,9 +386,18 @@ async def serve(
     scheduler = AsyncIOScheduler()
     alerting, store = container.alerting, container.alert_store
     if alerting is not None and store is not None:
+        senders = build_senders(settings.alerting, http=http)
+        fairness = settings.fairness
+        report_sender = (
+            build_report_sender(settings.alerting, receiver=fairness.smtp_receiver, http=http)
+            if fairness.send
+            else None
+        )
+        if report_sender is not None:
+            senders[REPORT_INTEGRATION] = report_sender
         worker = DeliveryWorker(
             store=store,
-            senders=build_senders(settings.alerting, http=http),
+            senders=senders,
             clock=container.clock,
             cfg=settings.alerting,
             metrics=alerting.metrics,
@@ -289,6 +411,19 @@ async def serve(
         scheduler.add_job(
             _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
         )
+        # The weekly report is sent where alerts are delivered: in HA by the Lease holder only (DESIGN §2),
+        # so leader election gates this job with the delivery worker above.
+        if fairness.send:
+            mailer = fairness_mailer(container, _report_outbox(store), wake=worker.wake.set)
+            if mailer is None or report_sender is None:
+                log.warning(
+                    "fairness.send is on but %s: no weekly report will be emailed",
+                    "no email receiver has SMTP settings"
+                    if report_sender is None
+                    else "there is no report source",
+                )
+            else:
+                schedule_fairness(scheduler, mailer, fairness, now=time.time())
     app = create_app(container, routers=routers)
     loop.schedule(scheduler)
     scheduler.start()
@@ -325,9 +460,22 @@ async def serve(
             container.gpu.reader.close()
 
 
+def _report_outbox(store: AlertStore) -> ReportOutbox:
+    """Return the alert store as the reports' once-per-key outbox (the SQLite store is both)."""
+    if not all(hasattr(store, m) for m in ("recorded", "enqueue_once", "prune_keys")):
+        raise StartupError(
+            "the state store cannot record sent reports (fairness.send needs the SQLite store)"
+        )
+    return store  # type: ignore[return-value]
+
+
 def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:
     r = settings.alerting.retention
     removed = store.prune(clock.now(), silence_retention=r.silences, delivered_retention=r.delivered)
+    prune_keys = getattr(store, "prune_keys", None)
+    if prune_keys is not None:
+        # A week's send keys are kept as long as its history: no report of a kept week is sent twice.
+        prune_keys(clock.now() - settings.fairness.retention_weeks * 7 * 86400.0)
     log.info("alert store pruned: %s", removed)
 
 
@@ -405,3 +553,113 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
         sock.close()
         if store is not None:
             store.close()
+
+
+# ---- the weekly report from the command line (`watchtower report fairness`) ------------------------------
+
+
+def report_source_for(settings: Settings, *, store_path: str | None = None) -> ReportSource | None:
+    """Return the report service's source of reports for the CLI and the service; None while this build
+    has no report service (the history and the Prometheus reader make it)."""
+    return None
+
+
+def render_report(report: FairnessReport, fmt: str, *, team: str | None = None) -> str:
+    """Return the report as `fmt`: html (the page's HTML, charts inline), text or csv; ValueError for
+    another format."""
+    presenter = report_presenter()
+    teams = [team] if team is not None else None
+    if fmt == "html":
+        return presenter.page(report, teams=teams)
+    if fmt == "text":
+        return presenter.text(report, teams=teams)
+    if fmt == "csv":
+        from watchtower.adapters.report_html import for_teams
+
+        return presenter.csv(for_teams(report, teams))
+    raise ValueError(f"unknown report format {fmt!r} (html, text, csv)")
+
+
+async def send_reports(
+    settings: Settings,
+    source: ReportSource,
+    week: IsoWeek,
+    *,
+    clock: Clock | None = None,
+    deliver_for: float = 120.0,
+) -> tuple[SendOutcome, dict[str, int]]:
+    """Enqueue `week`'s report emails (`--send`): each recipient not yet sent it, through the state store's
+    outbox, then deliver the reports' messages for up to `deliver_for` seconds (0: leave them to the running
+    service). Return the outcome and the week's report messages by status; what is still pending is
+    delivered by the service on the same store (or the next `--send`).
+
+    Raises StartupError without an email receiver or a state store."""
+    import httpx
+
+    from watchtower.adapters.senders import build_report_sender
+    from watchtower.services.alerting import DeliveryWorker
+
+    clock = clock or SystemClock()
+    store = open_alert_store(settings)
+    if store is None:
+        raise StartupError("sending reports needs the state store: alerting.enabled is off")
+    try:
+        async with httpx.AsyncClient() as http:
+            sender = build_report_sender(
+                settings.alerting, receiver=settings.fairness.smtp_receiver, http=http
+            )
+            if sender is None:
+                raise StartupError(
+                    "no email receiver in alerting.receivers has the SMTP settings to send with"
+                )
+            container = build_container(
+                settings,
+                clock=clock,
+                source_health=SourceHealth,  # no cluster is watched: namespaces' annotations are not read
+                source_name="cli",
+                alert_store=store,
+                report_source=source,
+            )
+            mailer = fairness_mailer(container, _report_outbox(store))
+            if mailer is None:
+                raise StartupError("fairness.enabled is off")
+            outcome = await mailer.send_week(week)
+            worker = DeliveryWorker(
+                store=_ReportsOnly(store),
+                senders={REPORT_INTEGRATION: sender},
+                clock=clock,
+                cfg=settings.alerting,
+            )
+            deadline = time.monotonic() + deliver_for
+            while time.monotonic() < deadline and _pending_reports(store, str(week)):
+                await worker.drain()
+                await asyncio.sleep(0.2)
+            return outcome, _report_statuses(store, str(week))
+    finally:
+        store.close()
+
+
+class _ReportsOnly:
+    """The store as the CLI's delivery sees it: only the reports' messages are due, so the alert
+    notifications in the same outbox are left to the service that owns them."""
+
+    def __init__(self, store: AlertStore) -> None:
+        self._store = store
+
+    def due(self, now: float) -> list[Any]:
+        return [m for m in self._store.due(now) if m.integration == REPORT_INTEGRATION]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _report_statuses(store: AlertStore, week: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in store.messages(limit=100_000):
+        if m.integration == REPORT_INTEGRATION and m.group_key == f"fairness:{week}":
+            out[m.status.value] = out.get(m.status.value, 0) + 1
+    return out
+
+
+def _pending_reports(store: AlertStore, week: str) -> bool:
+    return _report_statuses(store, week).get("pending", 0) > 0

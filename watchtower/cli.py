@@ -1,4 +1,4 @@
-"""The command line: `watchtower check-config | analyze | generate | run | demo`. It parses arguments and calls the
+"""The command line: `watchtower check-config | analyze | generate | run | demo | report`. It parses arguments and calls the
 composition root (watchtower.bootstrap); nothing imports it."""
 
 from __future__ import annotations
@@ -235,6 +235,73 @@ def demo(
         if "cannot listen" not in str(e):
             raise
         raise typer.BadParameter(str(e).split("] ", 1)[-1]) from None
+
+
+report = typer.Typer(no_args_is_help=True, help="Reports: the weekly fairness report.")
+cli.add_typer(report, name="report")
+
+
+@report.command("fairness")
+def report_fairness(
+    config: Annotated[Path | None, typer.Option(help="YAML configuration file")] = None,
+    week: Annotated[
+        str | None, typer.Option(help="ISO week, e.g. 2026-W47 (default: the last complete week)")
+    ] = None,
+    team: Annotated[str | None, typer.Option(help="one team's report")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="html, text or csv")] = "html",
+    out: Annotated[Path | None, typer.Option(help="write the report to this file (default: stdout)")] = None,
+    send: Annotated[
+        bool,
+        typer.Option(
+            "--send",
+            help="email the week's report to every recipient not yet sent it (once per week per recipient)",
+        ),
+    ] = False,
+    deliver: Annotated[
+        bool,
+        typer.Option(
+            help="with --send: deliver the emails now; --no-deliver leaves them to the service on the same store"
+        ),
+    ] = True,
+) -> None:
+    """Print, write or email the weekly fairness report of an ISO week."""
+    from watchtower.bootstrap import StartupError, render_report, report_source_for, send_reports
+    from watchtower.domain.fairness.week import IsoWeek
+    from watchtower.services.fairness_send import fetch_report, last_complete_week
+
+    settings = _settings_or_exit(config)
+    try:
+        w = IsoWeek.parse(week) if week else last_complete_week(time.time(), settings.fairness.timezone)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--week") from None
+    source = report_source_for(settings)
+    if source is None:
+        typer.echo("watchtower report fairness: this build has no report service", err=True)
+        raise typer.Exit(2)
+    if send:
+        try:
+            outcome, statuses = asyncio.run(
+                send_reports(settings, source, w, deliver_for=120.0 if deliver else 0.0)
+            )
+        except StartupError as e:
+            typer.echo(f"watchtower report fairness: {e}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(
+            f"{outcome.week}: {outcome.enqueued} email(s) enqueued, {outcome.already_sent} recipient(s)"
+            f" sent it before; outbox: {statuses}"
+        )
+        for s in outcome.skipped:
+            typer.echo(f"skipped (not an email address): {s!r}", err=True)
+        raise typer.Exit(1 if statuses.get("failed") or (deliver and statuses.get("pending")) else 0)
+    try:
+        text = render_report(asyncio.run(fetch_report(source, w, team)), fmt, team=team)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--format") from None
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out}")
+    else:
+        sys.stdout.write(text)
 
 
 def stop_on_sigterm() -> None:

@@ -6,7 +6,7 @@ adapters and hands them in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -18,7 +18,10 @@ from watchtower.domain.alerts.outbox import DeliveryResult, DisabledIntegration,
 from watchtower.domain.alerts.silences import Silence
 from watchtower.domain.dra import DeviceClass, ResourceClaim, ResourceSlice
 from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode
+from watchtower.domain.fairness.mail import ReportMail
+from watchtower.domain.fairness.report import FairnessReport
 from watchtower.domain.fairness.usage import UsageFigures
+from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.gangs import Gang, GangWorkload, VolcanoQueue
 from watchtower.domain.gpu_usage import Sample
 from watchtower.domain.health import SourceHealth
@@ -240,6 +243,57 @@ class FairnessMetrics(Protocol):
     async def week_usage(self, start: float, end: float, step: float) -> UsageFigures:
         """Raise PromReadError when Prometheus cannot answer at all; a missing series is a None figure."""
         ...
+
+
+class ReportSource(Protocol):
+    """The finished report of one ISO week, for one team or (None) all of them (the report service)."""
+
+    def __call__(self, week: IsoWeek, team: str | None, /) -> Awaitable[FairnessReport] | FairnessReport: ...
+
+
+class ReportPresenter(Protocol):
+    """Renders a report for people: the page, the email, the text, the CSV, the charts."""
+
+    def page(
+        self,
+        report: FairnessReport,
+        *,
+        teams: Sequence[str] | None = None,
+        links: Sequence[tuple[str, str]] = (),
+    ) -> str: ...
+    def chart(self, report: FairnessReport, name: str) -> bytes | None:
+        """Return one chart's PNG; None for a name that is no chart."""
+        ...
+
+    def text(
+        self, report: FairnessReport, *, teams: Sequence[str] | None = None, footer: str = ""
+    ) -> str: ...
+    def csv(self, report: FairnessReport) -> str: ...
+    def mail(
+        self,
+        report: FairnessReport,
+        *,
+        to: Sequence[str],
+        teams: Sequence[str] | None,
+        key: str,
+        footer: str = "",
+    ) -> ReportMail: ...
+
+
+class ReportOutbox(Protocol):
+    """Enqueues a message once per idempotency key, ever: the key is kept apart from the outbox row, so
+    pruning delivered rows never makes a key new again."""
+
+    def recorded(self, keys: Iterable[str]) -> set[str]:
+        """Return those of `keys` already recorded."""
+        ...
+
+    def enqueue_once(self, messages: Iterable[OutboxMessage], now: float) -> int:
+        """Record each message's key and enqueue it, in one transaction; skip a key already recorded.
+        Return how many were enqueued."""
+        ...
+
+    def prune_keys(self, before: float) -> int: ...
 
 
 class Sender(Protocol):

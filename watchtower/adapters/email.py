@@ -21,6 +21,8 @@ import jinja2
 
 from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outcome
 from watchtower.domain.alerts.payload import title
+from watchtower.domain.fairness.mail import ReportMail, is_report
+from watchtower.domain.fairness.recipients import message_id, one_line, valid_address
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -76,6 +78,41 @@ def build_message(
     return em
 
 
+def build_report_message(msg: OutboxMessage, *, sender: str, at: float) -> EmailMessage:
+    """Return the email of a weekly fairness report (payload `ReportMail`); raise ValueError if it is damaged
+    or a header would be unsafe.
+
+    multipart/mixed: [multipart/alternative: [text/plain, multipart/related: [text/html, image/png...]],
+    text/csv attachment]. The HTML references each image by `cid:`.
+    """
+    mail = ReportMail.from_payload(msg.payload)
+    bad = [a for a in mail.to if not valid_address(a)]
+    if bad or not mail.to:
+        raise ValueError(f"not an address to send a report to: {bad or 'none'}")
+    domain = _domain(sender)
+    em = EmailMessage(policy=policy.SMTP)
+    # one_line: no CR/LF can reach a header; the policy then encodes non-ASCII words (RFC 2047).
+    em["Subject"] = one_line(mail.subject)
+    em["From"] = sender
+    em["To"] = ", ".join(mail.to)
+    em["Date"] = formatdate(at, usegmt=True)
+    # Stable across retries and a crash mid-send: the one possible duplicate carries the same Message-ID.
+    em["Message-ID"] = message_id(mail.message_id_key or msg.key, domain)
+    em["X-Watchtower-Idempotency-Key"] = one_line(msg.key)
+    em["Auto-Submitted"] = "auto-generated"
+    em.set_content(mail.text)
+    em.add_alternative(mail.html, subtype="html")
+    html = em.get_body(preferencelist=("html",))
+    if not isinstance(html, EmailMessage):
+        raise ValueError("the report's HTML part is missing")
+    for img in mail.images:
+        html.add_related(img.png, maintype="image", subtype="png", cid=f"<{img.cid}>", disposition="inline")
+    for a in mail.attachments:
+        maintype, _, subtype = a.content_type.partition("/")
+        em.add_attachment(a.data, maintype=maintype, subtype=subtype or "octet-stream", filename=a.filename)
+    return em
+
+
 class EmailSender:
     """Sends outbox messages to one email integration."""
 
@@ -103,7 +140,10 @@ class EmailSender:
 
     async def send(self, msg: OutboxMessage, *, now: float) -> DeliveryResult:
         try:
-            em = build_message(msg, sender=self.sender, to=self.to, env=self.env, at=now)
+            if is_report(msg.payload):
+                em = build_report_message(msg, sender=self.sender, at=now)
+            else:
+                em = build_message(msg, sender=self.sender, to=self.to, env=self.env, at=now)
         except (ValueError, jinja2.TemplateError) as e:
             return DeliveryResult(Outcome.REJECTED, f"cannot build the email: {e}")
         client = aiosmtplib.SMTP(

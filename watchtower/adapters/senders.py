@@ -35,6 +35,22 @@ def build_senders(
     return out
 
 
+def build_report_sender(
+    cfg: AlertingConfig,
+    *,
+    receiver: str = "",
+    http: httpx.AsyncClient,
+    tls_context: ssl.SSLContext | None = None,
+) -> Sender | None:
+    """Return the sender of the weekly reports: the SMTP settings of the receiver named (`fairness.smtp_receiver`),
+    else of the first receiver with an email integration; None when there is none. It sends each report to
+    the recipients the report names, not to the receiver's `to`."""
+    for r in cfg.receivers:
+        if r.email and (not receiver or r.name == receiver):
+            return _sender(r.email[0], http=http, tls_context=tls_context)
+    return None
+
+
 def _sender(
     c: EmailConfig | WebhookConfig, *, http: httpx.AsyncClient, tls_context: ssl.SSLContext | None
 ) -> Sender:

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     last_error TEXT NOT NULL DEFAULT '',
     delivered_at REAL);
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (status, integration, id);
+CREATE TABLE IF NOT EXISTS sent_once (key TEXT PRIMARY KEY, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, reason TEXT, at REAL,
     config TEXT NOT NULL DEFAULT '');
 """
@@ -302,6 +303,45 @@ class SQLiteAlertStore:
                 "SELECT * FROM outbox WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit)
             )
         return [_message(r) for r in rows]
+
+    # ---- messages sent once per key, ever (the weekly report) ---------------------------------------
+
+    @_locked
+    def recorded(self, keys: Iterable[str]) -> set[str]:
+        wanted = set(keys)
+        # One read of the table: a week's keys number the recipients, the table a few hundred weeks of them.
+        return {k for (k,) in self.db.execute("SELECT key FROM sent_once") if k in wanted}
+
+    @_locked
+    def enqueue_once(self, messages: Iterable[OutboxMessage], now: float) -> int:
+        """Record each message's key and enqueue it, all in one transaction; a key recorded before (even if
+        its outbox row has since been pruned) enqueues nothing."""
+        n = 0
+        with self._tx() as db:
+            for msg in messages:
+                cur = db.execute("INSERT OR IGNORE INTO sent_once (key, at) VALUES (?, ?)", (msg.key, now))
+                if cur.rowcount == 0:
+                    continue
+                db.execute(
+                    "INSERT OR IGNORE INTO outbox (key, integration, group_key, payload, created,"
+                    " next_attempt, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        msg.key,
+                        msg.integration,
+                        msg.group_key,
+                        orjson.dumps(msg.payload),
+                        msg.created,
+                        msg.next_attempt,
+                        OutboxStatus.PENDING.value,
+                    ),
+                )
+                n += 1
+        return n
+
+    @_locked
+    def prune_keys(self, before: float) -> int:
+        with self._tx() as db:
+            return db.execute("DELETE FROM sent_once WHERE at < ?", (before,)).rowcount
 
     # ---- retention ----------------------------------------------------------------------------------
 

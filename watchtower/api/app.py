@@ -7,7 +7,18 @@ from collections.abc import Sequence
 from fastapi import APIRouter, FastAPI
 
 from .container import Container
-from .routes import gpu, health, metrics, preemptions, queue, runbooks, status_page, workload_page, workloads
+from .routes import (
+    fairness_page,
+    gpu,
+    health,
+    metrics,
+    preemptions,
+    queue,
+    runbooks,
+    status_page,
+    workload_page,
+    workloads,
+)
 
 
 def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> FastAPI:
@@ -27,6 +38,6 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
         app.include_router(r)
     for r in routers:
         app.include_router(r)
-    for r in (status_page.router, workload_page.router, runbooks.router):
+    for r in (status_page.router, workload_page.router, runbooks.router, fairness_page.router):
         app.include_router(r)
     return app

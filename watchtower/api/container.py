@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from watchtower.config.model import Settings
-from watchtower.ports import AlertStore, Clock, MetricsExposition
+from watchtower.ports import AlertStore, Clock, MetricsExposition, ReportPresenter, ReportSource
 from watchtower.services.alerting import Alerting
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.watch import Watcher
@@ -26,3 +26,6 @@ class Container:
     alert_store: AlertStore | None = None
     gpu: GpuUsageService | None = None  # None: no `prometheus:` section
     links: Mapping[str, str] = field(default_factory=dict)  # name → URL shown on the page (demo sinks, ...)
+    # The weekly fairness report: its source (the report service) and its presenter; None: no report page.
+    report_source: ReportSource | None = None
+    report_presenter: ReportPresenter | None = None

@@ -170,6 +170,9 @@ class Node:
 class Namespace:
     name: str
     team: str = ""  # value of the team label, "" when absent
+    # The fairness report's recipients annotation (`fairness.recipients_annotation`), as written: addresses
+    # are validated where they are used, a bad one skipped and counted.
+    report_to: str = ""
 
 
 @dataclass(frozen=True, slots=True)

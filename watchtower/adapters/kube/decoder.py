@@ -135,6 +135,8 @@ class ObjectDecoder:
     gpu_device_classes: frozenset[str] = frozenset({GPU_DEVICE_CLASS})
     # Kueue resource names (deviceClassMappings) that are GPUs: a ClusterQueue's quota in them is GPUs.
     kueue_gpu_resources: frozenset[str] = frozenset()
+    # The namespace annotation naming a team's fairness report recipients; "" reads none.
+    report_annotation: str = ""
 
     def __post_init__(self) -> None:
         self._labels = frozenset(self.keep_labels) | WORKLOAD_LABELS
@@ -480,7 +482,13 @@ class ObjectDecoder:
         def read() -> Namespace:
             n = self._dec_ns.decode(raw)
             meta = self._meta(n.metadata, "Namespace", namespaced=False)
-            return Namespace(meta.name or "", (meta.labels or {}).get(self.team_label, ""))
+            notes = meta.annotations or {}
+            report_to = notes.get(self.report_annotation, "") if self.report_annotation else ""
+            return Namespace(
+                meta.name or "",
+                (meta.labels or {}).get(self.team_label, ""),
+                report_to[: self.annotation_limit],
+            )
 
         return _reading("Namespace", read)
 

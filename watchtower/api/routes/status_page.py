@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from watchtower.domain.alerts.rules.base import RUNBOOKS_PATH, workload_path
+from watchtower.services.fairness_send import last_complete_week
 
 from ..deps import ContainerDep
 from ..status_view import alerts_context, gpu_context, page_context
@@ -73,5 +74,11 @@ async def status_page(request: Request, container: ContainerDep) -> HTMLResponse
         gpu_context(container.gpu.report() if container.gpu is not None else None, wall_now=time.time())
     )
     ctx["links"] = sorted(container.links.items())
+    # The newest complete ISO week: the one the weekly email is about.
+    ctx["fairness_week"] = (
+        str(last_complete_week(now, container.settings.fairness.timezone))
+        if container.report_source is not None and container.report_presenter is not None
+        else ""
+    )
     renderer: PageRenderer = request.app.state.pages
     return page_response(renderer.render(ctx))

@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from .. import timefmt
+from ..fairness.mail import is_report
 from .gotext import ZERO_TIME, quote_meta, rfc3339nano
 from .model import AlertState, TrackedAlert
 from .rules.base import workload_path
@@ -121,7 +122,10 @@ def counts(payload: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def title(payload: Mapping[str, Any]) -> str:
-    """Return the one-line title: `[FIRING:n] <rule> <namespace>` (or RESOLVED), as an email subject."""
+    """Return the one-line title: `[FIRING:n] <rule> <namespace>` (or RESOLVED), as an email subject; a
+    weekly report's subject for a report in the outbox."""
+    if is_report(payload):
+        return " ".join(str(payload.get("subject", "")).split())
     f, r = counts(payload)
     common = payload.get("commonLabels", {})
     groups = payload.get("groupLabels", {})

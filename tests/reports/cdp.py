@@ -1,0 +1,136 @@
+"""A headless Chromium (Debian `chromium`) driven over the DevTools protocol: load a page at a given width,
+collect what its console and log say, evaluate expressions in it, take a screenshot."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.sync.client import ClientConnection, connect
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+class Page:
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.ids = itertools.count(1)
+        self.events: list[dict[str, Any]] = []
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        n = next(self.ids)
+        self.ws.send(json.dumps({"id": n, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv(timeout=60))
+            if msg.get("id") == n:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            self.events.append(msg)
+
+    def wait_for(self, event: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        if any(e.get("method") == event for e in self.events):
+            return
+        while time.monotonic() < deadline:
+            msg = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            self.events.append(msg)
+            if msg.get("method") == event:
+                return
+        raise TimeoutError(event)
+
+    def evaluate(self, expression: str) -> Any:
+        r = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError(r["exceptionDetails"])
+        return r["result"].get("value")
+
+    def errors(self) -> list[str]:
+        """Return what the page's console and log reported as errors (script errors, CSP violations, failed
+        loads)."""
+        out = []
+        for e in self.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                out.append(str(p.get("exceptionDetails", {}).get("text")))
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(" ".join(str(a.get("value", a.get("description"))) for a in p.get("args", [])))
+            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+                out.append(p["entry"].get("text", ""))
+        return out
+
+    def screenshot(self, path: Path) -> bytes:
+        data = base64.b64decode(
+            self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+        )
+        path.write_bytes(data)
+        return data
+
+
+@contextlib.contextmanager
+def chromium_page(url: str, *, width: int, height: int = 900, mobile: bool = True) -> Iterator[Page]:
+    """Yield the page at `url`, loaded in a fresh headless Chromium with a viewport `width` CSS px wide."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium is not installed (tests/setup/system-deps.sh installs it)")
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.Popen(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+                f"--user-data-dir={profile}",
+                "about:blank",
+            ],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert proc.stderr is not None
+            port = None
+            deadline = time.monotonic() + 60
+            while port is None and time.monotonic() < deadline:
+                line = proc.stderr.readline()
+                if not line and proc.poll() is not None:
+                    raise RuntimeError("chromium exited before listening")
+                m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+                port = int(m.group(1)) if m else None
+            assert port is not None, "chromium never said where DevTools listens"
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as r:  # noqa: S310
+                target = next(t for t in json.load(r) if t["type"] == "page")
+            with connect(target["webSocketDebuggerUrl"], max_size=64 * 2**20, open_timeout=30) as ws:
+                page = Page(ws)
+                for domain in ("Runtime", "Log", "Page"):
+                    page.call(f"{domain}.enable")
+                page.call(
+                    "Emulation.setDeviceMetricsOverride",
+                    width=width,
+                    height=height,
+                    deviceScaleFactor=1,
+                    mobile=mobile,
+                )
+                page.call("Page.navigate", url=url)
+                page.wait_for("Page.loadEventFired")
+                yield page
+        finally:
+            proc.kill()
+            proc.wait(30)
