@@ -76,12 +76,35 @@ def gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | None:
 
 
 def open_alert_store(settings: Settings) -> AlertStore | None:
-    """Open the alert store the settings name (`alerting.store_path`, else `store.path`); None if disabled."""
+    """Open the alert store the settings name (`store.url`, else the SQLite file `alerting.store_path`
+    or `store.path`), migrated to this version's schema; None if alerting is disabled.
+
+    Raises StartupError for a URL naming no usable database, one that cannot be reached, or a schema
+    newer than this version knows; the message shows the URL with its password masked."""
     if not settings.alerting.enabled:
         return None
+    from watchtower.adapters.store_migrations import StoreVersionError
     from watchtower.adapters.store_sqlite import SQLiteAlertStore
+    from watchtower.adapters.store_url import StoreUrlError, store_target
 
-    return SQLiteAlertStore(settings.alerting.store_path or settings.store.path)
+    cfg = settings.store
+    try:
+        target = store_target(cfg.url) if cfg.url else None
+        if target is not None and target.kind == "postgresql":
+            from watchtower.adapters.store_postgres import PostgresAlertStore, StoreConnectError
+
+            password = cfg.password.get_secret_value() if cfg.password is not None else None
+            try:
+                store: AlertStore = PostgresAlertStore(
+                    target.location, password=password, claim_for=cfg.claim_for
+                )
+            except StoreConnectError as e:
+                raise StartupError(str(e)) from None
+            log.info("alert store: PostgreSQL at %s", target.shown)
+            return store
+        return SQLiteAlertStore(target.location if target else settings.alerting.store_path or cfg.path)
+    except (StoreUrlError, StoreVersionError) as e:
+        raise StartupError(str(e)) from None
 
 
 def build_container(

@@ -132,6 +132,17 @@ def secrets_written_in(model: type[BaseModel], data: Any, path: str = "") -> Ite
                 yield from secrets_written_in(sub, item, here if i is None else f"{here}[{i}]")
 
 
+def _password_in_store_url(data: Mapping[str, Any]) -> Iterator[str]:
+    store = data.get("store")
+    url = store.get("url") if isinstance(store, Mapping) else None
+    if isinstance(url, str) and re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/@?#]*:[^/@?#]*@", url):
+        yield (
+            "store.url carries a password written in the configuration file; give the password as"
+            f" store.password_file or the environment variable {ENV_PREFIX}STORE__PASSWORD, or the whole URL"
+            " as store.url_file"
+        )
+
+
 def settings_and_warnings(
     data: Mapping[str, Any] | None, *, env: Mapping[str, str] | None = None, source: str = "<config>"
 ) -> tuple[Settings, list[str]]:
@@ -141,7 +152,7 @@ def settings_and_warnings(
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(source, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
-    warnings = list(secrets_written_in(Settings, data))
+    warnings = list(secrets_written_in(Settings, data)) + list(_password_in_store_url(data))
     merged = _merge(dict(data), _env_overrides(os.environ if env is None else env))
     merged, problems = _read_secret_files(merged)
     try:
