@@ -12,6 +12,7 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -21,12 +22,14 @@ from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
 from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
+from watchtower.config.alerting import AlertingConfig
 from watchtower.config.model import Settings
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import Queries
 from watchtower.domain.tick import Tick
-from watchtower.ports import AlertStore, Clock, ClusterSource, ObjectDecoder
-from watchtower.services.alerting import AlertingMetrics, build_alerting
+from watchtower.ports import AlertStore, Clock, ClusterSource, ObjectDecoder, Sender
+from watchtower.services.alerting import AlertingMetrics, DeliveryWorker, build_alerting
+from watchtower.services.config_reload import ConfigReloader
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.watch import Watcher
 
@@ -260,8 +263,10 @@ async def serve(
     *,
     started: asyncio.Event | None = None,
     side_feeds: Sequence[tuple[str, Callable[[Watcher], Coroutine[Any, Any, None]]]] = (),
+    config_path: str | Path | None = None,
 ) -> None:
-    """Run the feed, the evaluation tick, alert delivery and the HTTP server until interrupted or cancelled.
+    """Run the feed, the evaluation tick, alert delivery and the HTTP server until interrupted or cancelled;
+    with `config_path`, reload that file when it changes (`server.config_reload_every`).
 
     Tasks are cancelled and awaited, the HTTP client is closed on the way out; the alert store belongs to
     whoever opened it. `started` is set once the server accepts connections.
@@ -274,7 +279,6 @@ async def serve(
     from watchtower.api import deps
     from watchtower.api.app import create_app
     from watchtower.api.routes.alerts import build_router
-    from watchtower.services.alerting import DeliveryWorker
 
     settings = container.settings
     http = httpx.AsyncClient()
@@ -294,6 +298,7 @@ async def serve(
     container.watcher.on_listed = loop.kick
     scheduler = AsyncIOScheduler()
     alerting, store = container.alerting, container.alert_store
+    worker = None
     if alerting is not None and store is not None:
         worker = DeliveryWorker(
             store=store,
@@ -311,6 +316,14 @@ async def serve(
         scheduler.add_job(
             _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
         )
+    if config_path is not None and settings.server.config_reload_every > 0:
+        reloader = config_reloader(
+            container,
+            config_path,
+            worker=worker,
+            senders=lambda cfg: build_senders(cfg, http=http),
+        )
+        spawn(reloader.run(settings.server.config_reload_every), "configuration reload")
     app = create_app(container, routers=routers)
     loop.schedule(scheduler)
     scheduler.start()
@@ -347,6 +360,41 @@ async def serve(
             container.gpu.reader.close()
 
 
+def config_reloader(
+    container: Container,
+    path: str | Path,
+    *,
+    worker: DeliveryWorker | None = None,
+    senders: Callable[[AlertingConfig], Mapping[str, Sender]] | None = None,
+) -> ConfigReloader:
+    """Return the poller of the configuration file at `path`, wired to the running parts: a valid change
+    goes to alerting and the delivery worker (new senders) on the event loop; a bad one raises
+    WatchtowerConfigInvalid and sets `watchtower_config_valid` to 0. Call on the running event loop."""
+    loop = asyncio.get_running_loop()
+    alerting = container.alerting
+    url = container.settings.server.external_url
+
+    async def take(new: Settings) -> None:
+        if alerting is not None:
+            await alerting.reconfigure(new, worker=worker)
+        if worker is not None and senders is not None:
+            worker.senders = senders(new.alerting)
+
+    def apply(new: Settings, _changes: object) -> None:
+        # Polled off the loop; the running parts are changed on it, between evaluations.
+        asyncio.run_coroutine_threadsafe(take(new), loop).result(timeout=60)
+
+    metrics = container.metrics
+    return ConfigReloader(
+        path=path,
+        running=container.settings,
+        apply=apply,
+        on_problems=alerting.config_invalid if alerting is not None else (lambda _p: None),
+        metrics=metrics if isinstance(metrics, WatchtowerMetrics) else None,
+        prepare=lambda s: reachable_at(s, url),
+    )
+
+
 def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:
     r = settings.alerting.retention
     removed = store.prune(clock.now(), silence_retention=r.silences, delivered_retention=r.delivered)
@@ -360,7 +408,14 @@ def configure_logging() -> None:
     logging.getLogger("mail.log").setLevel(logging.WARNING)  # the demo SMTP sink logs every SMTP verb
 
 
-def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str], object]) -> None:
+def run_service(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    echo: Callable[[str], object],
+    config_path: str | Path | None = None,
+) -> None:
     """Run `watchtower run`: the cluster the settings name (or the simulator) until interrupted.
 
     Raises StartupError when there is no cluster to watch, OSError when the port cannot be had.
@@ -422,7 +477,7 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
         )
         echo(f"Watchtower ({settings.cluster.source}) serving at {url}/")
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(container, source, sock, side_feeds=side_feeds))
+            asyncio.run(serve(container, source, sock, side_feeds=side_feeds, config_path=config_path))
     finally:
         sock.close()
         if store is not None:

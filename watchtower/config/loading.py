@@ -200,16 +200,25 @@ def read_settings(
         return settings_and_warnings({}, env=env, source="<defaults>")
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except OSError as e:
         raise ConfigError(str(p), [f"cannot read: {e.strerror}"]) from None
+    return parse_settings(raw, env=env, source=str(p))
+
+
+def parse_settings(
+    raw: bytes, *, env: Mapping[str, str] | None = None, source: str = "<config>"
+) -> tuple[Settings, list[str]]:
+    """Return settings from the bytes of a YAML file and its warnings; raise ConfigError."""
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(str(p), ["not UTF-8 text"]) from None
+        raise ConfigError(source, ["not UTF-8 text"]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(str(p), [f"{where}not valid YAML: {problem}"]) from None
-    return settings_and_warnings(data, env=env, source=str(p))
+        raise ConfigError(source, [f"{where}not valid YAML: {problem}"]) from None
+    return settings_and_warnings(data, env=env, source=source)

@@ -165,6 +165,8 @@ class ServerConfig(Section):
     """Bearer token the API's write endpoints (silences) require; a secret: give it by `api_token_file` or `WATCHTOWER_SERVER__API_TOKEN`."""
     api_token_file: str | None = None
     """File holding `api_token` (e.g. a mounted Kubernetes Secret)."""
+    config_reload_every: Duration = Field(5.0, ge=0)
+    """How often `watchtower run` looks for a changed configuration file (a ConfigMap update swaps its symlink); a valid change is applied as far as a running service can take it (see docs/configuration.md, "Reloading"), a bad one keeps the running configuration and raises WatchtowerConfigInvalid; 0: never."""
 
 
 class StoreConfig(Section):
