@@ -1,11 +1,10 @@
 """What changed between two configurations, and which of the changes a running service can take.
 
-Taken while running (applied by a reload): the alert rules' thresholds (`alerting.rules`), the routing
-tree, receivers, inhibition rules, delivery retries (`alerting.delivery`, except its `mode`),
-`alerting.resolved_retention`, and each tier's `warn_after`/`critical_after` as long as the tiers
-themselves (names, priorities, classes) stay the same. Everything else (the cluster, tier membership,
-the store, the server, Prometheus, the push to Alertmanager, retention, ...) is read once at start:
-a change of it is reported as needing a restart and runs with the old value until then.
+Taken while running (applied by a reload): the alert rules' settings (`alerting.rules`), the routing
+tree, receivers, inhibition rules, delivery retries (`alerting.delivery`, except its `mode`) and
+`alerting.resolved_retention`. Everything else is read once at start: a change of it is reported as
+needing a restart and runs with the old value until then. Tiers are among those: their thresholds are
+part of each workload's queue facts, which the watcher works out with the policy it started with.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ LIVE = (
     "alerting.resolved_retention",
 )
 NOT_LIVE_WITHIN = ("alerting.delivery.mode",)
-TIER_THRESHOLDS = ("warn_after", "critical_after")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,22 +58,13 @@ def _changed(old: Settings, new: Settings) -> list[str]:
 _MISSING = object()
 
 
-def _is_live(path: str, tiers_kept: bool) -> bool:
-    if any(path == p or path.startswith((p + ".", p + "[")) for p in NOT_LIVE_WITHIN):
-        return False
-    if path.startswith("tiers["):
-        return tiers_kept and path.rsplit(".", 1)[-1] in TIER_THRESHOLDS
-    return any(path == p or path.startswith((p + ".", p + "[")) for p in LIVE)
+def _within(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == p or path.startswith((p + ".", p + "[")) for p in prefixes)
 
 
 def config_changes(old: Settings, new: Settings) -> ConfigChanges:
     """Return the paths that differ between `old` and `new`, split into what a reload applies and what
     waits for a restart."""
     changed = _changed(old, new)
-    tiers_kept = not any(p.startswith(("tiers[", "tiers")) and not _threshold(p) for p in changed)
-    live = tuple(p for p in changed if _is_live(p, tiers_kept))
+    live = tuple(p for p in changed if _within(p, LIVE) and not _within(p, NOT_LIVE_WITHIN))
     return ConfigChanges(live=live, restart=tuple(p for p in changed if p not in live))
-
-
-def _threshold(path: str) -> bool:
-    return path.startswith("tiers[") and path.rsplit(".", 1)[-1] in TIER_THRESHOLDS

@@ -47,8 +47,8 @@ class Alerting:
         await self.notifier.flush(tick.at)
 
     async def reconfigure(self, settings: Settings, *, worker: DeliveryWorker | None = None) -> None:
-        """Take what a running service can of new settings (watchtower.config.changes.LIVE): rule
-        thresholds, tier thresholds, routes, receivers, inhibition, delivery retries.
+        """Take what a running service can of new settings (watchtower.config.changes.LIVE): the rules'
+        settings, routes, receivers, inhibition, delivery retries.
 
         Done between evaluations and flushes. A changed routing tree starts its groups afresh: they are
         filled again at the next evaluation and the notification log keeps what was sent from being sent
