@@ -36,7 +36,8 @@ from watchtower.services.watch import Watcher
 log = logging.getLogger("watchtower")
 
 SHUTDOWN_GRACE = 10.0
-PRUNE_STORE_EVERY = 3600.0  # seconds between prunes of expired silences and delivered outbox rows
+PRUNE_STORE_EVERY = 3600.0
+STORE_RETRY_PAUSE = 5.0  # seconds before delivery starts again after its store failed  # seconds between prunes of expired silences and delivered outbox rows
 
 TickConsumer = Callable[[Tick], Awaitable[None]]
 
@@ -310,8 +311,9 @@ async def serve(
         alerting.notifier.on_enqueued = worker.wake.set
         if alerting.pusher is not None:
             alerting.pusher.on_enqueued = worker.wake.set
-        spawn(alerting.notifier.run(container.clock), "alert grouping")
-        spawn(worker.run(), "notification delivery")
+        notifier, clock = alerting.notifier, container.clock
+        spawn(again_after_failure(lambda: notifier.run(clock), "alert grouping"), "alert grouping")
+        spawn(again_after_failure(worker.run, "notification delivery"), "notification delivery")
         routers.append(build_router(alerting.admin, require_token=deps.require_token, clock=container.clock))
         scheduler.add_job(
             _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
@@ -393,6 +395,20 @@ def config_reloader(
         metrics=metrics if isinstance(metrics, WatchtowerMetrics) else None,
         prepare=lambda s: reachable_at(s, url),
     )
+
+
+async def again_after_failure(
+    run: Callable[[], Awaitable[None]], name: str, *, pause: float = STORE_RETRY_PAUSE
+) -> None:
+    """Run `run` until it returns, starting it again `pause` seconds after each failure: a database that
+    went away for a while must not stop delivery until the next restart."""
+    while True:
+        try:
+            await run()
+            return
+        except Exception as e:
+            log.error("%s failed (%s); starting it again in %g s", name, e, pause)
+            await asyncio.sleep(pause)
 
 
 def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:
