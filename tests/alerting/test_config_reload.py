@@ -8,14 +8,12 @@ WatchtowerConfigInvalid through the service's own delivery, naming each problem 
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
+from tests.fixtures.configmap import ConfigMapMount
 from watchtower.adapters.senders import build_senders
 from watchtower.bootstrap import build_container, config_reloader
 from watchtower.config import read_settings
@@ -25,27 +23,6 @@ from watchtower.services.alerting import DeliveryWorker
 
 from .helpers import SECRET, T0, Clock, pending, snapshot
 from .servers import Receiver
-
-
-class ConfigMapMount:
-    """A directory laid out as the kubelet lays out a mounted ConfigMap, updated as it updates one."""
-
-    def __init__(self, root: Path) -> None:
-        self.root, self.n = root, 0
-        self.path = root / "config.yaml"
-
-    def publish(self, doc: dict) -> None:
-        self.n += 1
-        old = (self.root / "..data").resolve() if (self.root / "..data").exists() else None
-        fresh = self.root / f"..2026_12_02_05_00_{self.n:02d}.{1000 + self.n}"
-        fresh.mkdir()
-        (fresh / "config.yaml").write_text(yaml.safe_dump(doc))
-        os.symlink(fresh.name, self.root / "..data_tmp")
-        os.replace(self.root / "..data_tmp", self.root / "..data")  # the one atomic step
-        if not self.path.is_symlink():
-            os.symlink("..data/config.yaml", self.path)
-        if old is not None:
-            shutil.rmtree(old)
 
 
 def doc(secret_file: Path, url: str, *, route_receiver: str = "hook", critical_warn: str = "5m") -> dict:
