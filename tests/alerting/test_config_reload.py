@@ -203,7 +203,7 @@ async def test_a_disabled_rule_stops_alerting_at_once_and_a_changed_tier_thresho
 
         off = {**lower, "alerting": {**lower["alerting"], "rules": {"disabled": ["WorkloadWaitWarning"]}}}
         mount.publish(off)
-        assert (await svc.poll()).changes.live == ("alerting.rules.disabled[]", "alerting.rules.disabled[0]")
+        assert (await svc.poll()).changes.live == ("alerting.rules.disabled[0]", "alerting.rules.disabled[]")
         await svc.tick(waiting, T0 + 5 * 60)
         await svc.tick(waiting, T0 + 5 * 60 + 30)
         assert a.requests == []  # waited past 5m, but the rule is off from the reload on
