@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import re
 
-from watchtower.domain.alerts.rules import gpu_idle, preemption_thrash, self_health, tiered_wait
+from watchtower.domain.alerts.rules import (
+    config_invalid,
+    gpu_idle,
+    preemption_thrash,
+    self_health,
+    tiered_wait,
+)
 from watchtower.domain.alerts.rules.base import human
 from watchtower.domain.promql import duration
 from watchtower.domain.tiers import Tier
@@ -24,6 +30,7 @@ STALLED = "WatchtowerEvaluationStalled"
 KUBERNETES_STALE = "WatchtowerKubernetesStale"
 GPU_IDLE = "WatchtowerGPUIdleWhileQueueWaits"
 PREEMPTION_THRASH = "WatchtowerPreemptionThrash"
+CONFIG_INVALID = config_invalid.NAME  # the same name as the service's own alert: one runbook, one meaning
 
 ALERTNAMES = (
     QUEUE_WAIT_WARNING,
@@ -33,6 +40,7 @@ ALERTNAMES = (
     KUBERNETES_STALE,
     GPU_IDLE,
     PREEMPTION_THRASH,
+    CONFIG_INVALID,
 )
 
 
@@ -213,4 +221,19 @@ def alerting_group(p: RuleParams) -> dict[str, object]:
     for t in p.tiers.tiers:
         rules.append(_gpu_idle(p, t))
     rules.append(thrash_rule(p))
+    rules.append(
+        _rule(
+            p,
+            CONFIG_INVALID,
+            p.own.config_invalid("job", "instance"),
+            for_=0.0,
+            labels={"severity": "warning"},
+            annotations={
+                "summary": "Watchtower's configuration file changed to one it cannot use",
+                "description": "Watchtower ({{ $labels.instance }}) keeps running with its previous "
+                "configuration: the new file has problems, listed by YAML path in Watchtower's own "
+                "WatchtowerConfigInvalid alert and its log.",
+            },
+        )
+    )
     return {"name": "watchtower.alerts", "rules": rules}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import LAST_EVALUATION, MOST_PREEMPTIONS, OLDEST_WAIT, duration
+from watchtower.domain.promql import CONFIG_VALID, LAST_EVALUATION, MOST_PREEMPTIONS, OLDEST_WAIT, duration
 from watchtower.domain.tiers import Tier
 
 from . import alerting, recording
@@ -231,11 +231,39 @@ def _selector_labels(p: RuleParams) -> dict[str, str]:
     return out
 
 
+def config_test(p: RuleParams) -> dict[str, object]:
+    """Return one test: the configuration is valid, then a bad file arrives; WatchtowerConfigInvalid fires at
+    once (no `for`: the service already refused the file) and not before."""
+    return {
+        "interval": duration(STEP),
+        "input_series": [{"series": _series(p, CONFIG_VALID), "values": "1 1 1 0 0 0"}],
+        "alert_rule_test": [
+            {"eval_time": duration(2 * STEP), "alertname": alerting.CONFIG_INVALID, "exp_alerts": []},
+            {
+                "eval_time": duration(3 * STEP),
+                "alertname": alerting.CONFIG_INVALID,
+                "exp_alerts": [
+                    {
+                        "exp_labels": {"severity": "warning", **_selector_labels(p), "instance": INSTANCE},
+                        "exp_annotations": {
+                            "summary": "Watchtower's configuration file changed to one it cannot use",
+                            "description": f"Watchtower ({INSTANCE}) keeps running with its previous "
+                            "configuration: the new file has problems, listed by YAML path in Watchtower's own "
+                            "WatchtowerConfigInvalid alert and its log.",
+                            "runbook_url": p.runbook_url(alerting.CONFIG_INVALID),
+                        },
+                    }
+                ],
+            },
+        ],
+    }
+
+
 def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
     """Return the promtool test file for the rules at `rule_file` (relative to the test file)."""
     return {
         "rule_files": [rule_file],
         "evaluation_interval": duration(STEP),
         "tests": [tier_test(p, t) for t in p.tiers.tiers]
-        + [health_test(p), stalled_test(p), thrash_test(p, p.tiers.tiers[-1])],
+        + [health_test(p), stalled_test(p), thrash_test(p, p.tiers.tiers[-1]), config_test(p)],
     }

@@ -1,13 +1,23 @@
-"""Marks the tests that run a binary built from a Go module (tests/setup/build-go.sh): `make test` runs the
-others while those builds are still going, then these once the builds are done (tests/setup/run-tests.sh)."""
+"""Fixtures every test directory may use (the alert store on each supported database, tests/fixtures/stores.py),
+and the `gobuilt` mark on the tests that run a binary built from a Go module (tests/setup/build-go.sh): `make
+test` runs the others while those builds are still going, then these once the builds are done
+(tests/setup/run-tests.sh)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).parent
+# The checkout's root, so that tests/fixtures is importable whichever directory pytest starts from.
+sys.path.insert(0, str(HERE.parent))
+
+from tests.fixtures.stores import postgres_server, store_backend  # noqa: E402
+
+__all__ = ["postgres_server", "store_backend"]
+
 # Fixtures that hand a test a Go-built binary: promtool 3 (beside Debian's), a current amtool/Alertmanager,
 # Alertmanager's webhook types as a program.
 GO_FIXTURES = frozenset({"promtool", "amtool", "flavour", "webhookcheck"})

@@ -13,6 +13,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -23,6 +24,7 @@ from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
 from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
+from watchtower.config.alerting import AlertingConfig
 from watchtower.config.fairness import FairnessConfig
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.report import FairnessReport
@@ -38,8 +40,10 @@ from watchtower.ports import (
     ReportOutbox,
     ReportPresenter,
     ReportSource,
+    Sender,
 )
-from watchtower.services.alerting import AlertingMetrics, build_alerting
+from watchtower.services.alerting import AlertingMetrics, DeliveryWorker, build_alerting
+from watchtower.services.config_reload import ConfigReloader
 from watchtower.services.fairness_send import (
     REPORT_INTEGRATION,
     FairnessMailer,
@@ -52,7 +56,8 @@ from watchtower.services.watch import Watcher
 log = logging.getLogger("watchtower")
 
 SHUTDOWN_GRACE = 10.0
-PRUNE_STORE_EVERY = 3600.0  # seconds between prunes of expired silences and delivered outbox rows
+PRUNE_STORE_EVERY = 3600.0
+STORE_RETRY_PAUSE = 5.0  # seconds before delivery starts again after its store failed  # seconds between prunes of expired silences and delivered outbox rows
 
 TickConsumer = Callable[[Tick], Awaitable[None]]
 
@@ -97,12 +102,35 @@ def gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | None:
 
 
 def open_alert_store(settings: Settings) -> AlertStore | None:
-    """Open the alert store the settings name (`alerting.store_path`, else `store.path`); None if disabled."""
+    """Open the alert store the settings name (`store.url`, else the SQLite file `alerting.store_path`
+    or `store.path`), migrated to this version's schema; None if alerting is disabled.
+
+    Raises StartupError for a URL naming no usable database, one that cannot be reached, or a schema
+    newer than this version knows; the message shows the URL with its password masked."""
     if not settings.alerting.enabled:
         return None
+    from watchtower.adapters.store_migrations import StoreVersionError
     from watchtower.adapters.store_sqlite import SQLiteAlertStore
+    from watchtower.adapters.store_url import StoreUrlError, store_target
 
-    return SQLiteAlertStore(settings.alerting.store_path or settings.store.path)
+    cfg = settings.store
+    try:
+        target = store_target(cfg.url) if cfg.url else None
+        if target is not None and target.kind == "postgresql":
+            from watchtower.adapters.store_postgres import PostgresAlertStore, StoreConnectError
+
+            password = cfg.password.get_secret_value() if cfg.password is not None else None
+            try:
+                store: AlertStore = PostgresAlertStore(
+                    target.location, password=password, claim_for=cfg.claim_for
+                )
+            except StoreConnectError as e:
+                raise StartupError(str(e)) from None
+            log.info("alert store: PostgreSQL at %s", target.shown)
+            return store
+        return SQLiteAlertStore(target.location if target else settings.alerting.store_path or cfg.path)
+    except (StoreUrlError, StoreVersionError) as e:
+        raise StartupError(str(e)) from None
 
 
 def build_container(
@@ -351,8 +379,10 @@ async def serve(
     *,
     started: asyncio.Event | None = None,
     side_feeds: Sequence[tuple[str, Callable[[Watcher], Coroutine[Any, Any, None]]]] = (),
+    config_path: str | Path | None = None,
 ) -> None:
-    """Run the feed, the evaluation tick, alert delivery and the HTTP server until interrupted or cancelled.
+    """Run the feed, the evaluation tick, alert delivery and the HTTP server until interrupted or cancelled;
+    with `config_path`, reload that file when it changes (`server.config_reload_every`).
 
     Tasks are cancelled and awaited, the HTTP client is closed on the way out; the alert store belongs to
     whoever opened it. `started` is set once the server accepts connections.
@@ -365,7 +395,6 @@ async def serve(
     from watchtower.api import deps
     from watchtower.api.app import create_app
     from watchtower.api.routes.alerts import build_router
-    from watchtower.services.alerting import DeliveryWorker
 
     settings = container.settings
     http = httpx.AsyncClient()
@@ -385,6 +414,8 @@ async def serve(
     container.watcher.on_listed = loop.kick
     scheduler = AsyncIOScheduler()
     alerting, store = container.alerting, container.alert_store
+    worker = None
+    report_sender = None
     if alerting is not None and store is not None:
         senders = build_senders(settings.alerting, http=http)
         fairness = settings.fairness
@@ -405,8 +436,9 @@ async def serve(
         alerting.notifier.on_enqueued = worker.wake.set
         if alerting.pusher is not None:
             alerting.pusher.on_enqueued = worker.wake.set
-        spawn(alerting.notifier.run(container.clock), "alert grouping")
-        spawn(worker.run(), "notification delivery")
+        notifier, clock = alerting.notifier, container.clock
+        spawn(again_after_failure(lambda: notifier.run(clock), "alert grouping"), "alert grouping")
+        spawn(again_after_failure(worker.run, "notification delivery"), "notification delivery")
         routers.append(build_router(alerting.admin, require_token=deps.require_token, clock=container.clock))
         scheduler.add_job(
             _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
@@ -424,6 +456,18 @@ async def serve(
                 )
             else:
                 schedule_fairness(scheduler, mailer, fairness, now=time.time())
+    if config_path is not None and settings.server.config_reload_every > 0:
+        reloader = config_reloader(
+            container,
+            config_path,
+            worker=worker,
+            # A reload keeps the weekly report's sender beside the alert senders it rebuilds.
+            senders=lambda cfg: {
+                **build_senders(cfg, http=http),
+                **({REPORT_INTEGRATION: report_sender} if report_sender is not None else {}),
+            },
+        )
+        spawn(reloader.run(settings.server.config_reload_every), "configuration reload")
     app = create_app(container, routers=routers)
     loop.schedule(scheduler)
     scheduler.start()
@@ -464,9 +508,58 @@ def _report_outbox(store: AlertStore) -> ReportOutbox:
     """Return the alert store as the reports' once-per-key outbox (the SQLite store is both)."""
     if not all(hasattr(store, m) for m in ("recorded", "enqueue_once", "prune_keys")):
         raise StartupError(
-            "the state store cannot record sent reports (fairness.send needs the SQLite store)"
+            "the state store cannot record sent reports (fairness.send needs the SQLite or PostgreSQL store)"
         )
     return store  # type: ignore[return-value]
+
+
+def config_reloader(
+    container: Container,
+    path: str | Path,
+    *,
+    worker: DeliveryWorker | None = None,
+    senders: Callable[[AlertingConfig], Mapping[str, Sender]] | None = None,
+) -> ConfigReloader:
+    """Return the poller of the configuration file at `path`, wired to the running parts: a valid change
+    goes to alerting and the delivery worker (new senders) on the event loop; a bad one raises
+    WatchtowerConfigInvalid and sets `watchtower_config_valid` to 0. Call on the running event loop."""
+    loop = asyncio.get_running_loop()
+    alerting = container.alerting
+    url = container.settings.server.external_url
+
+    async def take(new: Settings) -> None:
+        if alerting is not None:
+            await alerting.reconfigure(new, worker=worker)
+        if worker is not None and senders is not None:
+            worker.senders = senders(new.alerting)
+
+    def apply(new: Settings, _changes: object) -> None:
+        # Polled off the loop; the running parts are changed on it, between evaluations.
+        asyncio.run_coroutine_threadsafe(take(new), loop).result(timeout=60)
+
+    metrics = container.metrics
+    return ConfigReloader(
+        path=path,
+        running=container.settings,
+        apply=apply,
+        on_problems=alerting.config_invalid if alerting is not None else (lambda _p: None),
+        metrics=metrics if isinstance(metrics, WatchtowerMetrics) else None,
+        prepare=lambda s: reachable_at(s, url),
+    )
+
+
+async def again_after_failure(
+    run: Callable[[], Awaitable[None]], name: str, *, pause: float = STORE_RETRY_PAUSE
+) -> None:
+    """Run `run` until it returns, starting it again `pause` seconds after each failure: a database that
+    went away for a while must not stop delivery until the next restart."""
+    while True:
+        try:
+            await run()
+            return
+        except Exception as e:
+            log.error("%s failed (%s); starting it again in %g s", name, e, pause)
+            await asyncio.sleep(pause)
 
 
 def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:
@@ -486,7 +579,14 @@ def configure_logging() -> None:
     logging.getLogger("mail.log").setLevel(logging.WARNING)  # the demo SMTP sink logs every SMTP verb
 
 
-def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str], object]) -> None:
+def run_service(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    echo: Callable[[str], object],
+    config_path: str | Path | None = None,
+) -> None:
     """Run `watchtower run`: the cluster the settings name (or the simulator) until interrupted.
 
     Raises StartupError when there is no cluster to watch, OSError when the port cannot be had.
@@ -548,7 +648,7 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
         )
         echo(f"Watchtower ({settings.cluster.source}) serving at {url}/")
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(container, source, sock, side_feeds=side_feeds))
+            asyncio.run(serve(container, source, sock, side_feeds=side_feeds, config_path=config_path))
     finally:
         sock.close()
         if store is not None:

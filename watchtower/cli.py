@@ -203,6 +203,7 @@ def run(
             host=settings.server.host,
             port=settings.server.port if port is None else port,
             echo=_echo,
+            config_path=config,
         )
     except StartupError as e:
         typer.echo(f"watchtower: {e}", err=True)

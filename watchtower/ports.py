@@ -186,7 +186,9 @@ class QueueMetrics(Protocol):
 
 
 class AlertStore(Protocol):
-    """What alerting keeps across restarts; SQLiteAlertStore implements it, a PostgreSQL store could."""
+    """What alerting keeps across restarts: SQLiteAlertStore (one replica) and PostgresAlertStore (replicas
+    sharing it) implement it. `due` hands each message it returns to one caller at a time: a store shared
+    by replicas claims it until its outcome (`delivered`, `retry_at`, `failed`) or its claimer is gone."""
 
     def load_alerts(self) -> list[TrackedAlert]: ...
     def save_alerts(self, upsert: Iterable[TrackedAlert], delete: Iterable[str] = ()) -> None: ...

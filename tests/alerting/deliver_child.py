@@ -1,4 +1,5 @@
-"""A delivery process the crash test starts and kills: drains the outbox at argv[1] to the webhook argv[2]."""
+"""A delivery process the crash test starts and kills: drains the outbox argv[1] names (a SQLite file or a
+PostgreSQL URL) to the webhook argv[2]."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import sys
 
 import httpx
 
+from tests.fixtures.stores import open_spec
 from watchtower.adapters.clock import SystemClock
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.adapters.webhook import WebhookSender
 from watchtower.services.alerting import DeliveryWorker
 
@@ -16,7 +17,7 @@ from .helpers import SECRET, settings
 
 
 async def main(db: str, url: str) -> None:
-    store = SQLiteAlertStore(db)
+    store = open_spec(db)
     async with httpx.AsyncClient() as http:
         s = settings({"receivers": [{"name": "default", "webhooks": [{"url": url, "secret": SECRET}]}]})
         worker = DeliveryWorker(

@@ -9,7 +9,6 @@ import httpx
 import uvicorn
 from fastapi import FastAPI, Header, HTTPException
 
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.routes.alerts import build_router
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import build_alerting
@@ -25,10 +24,10 @@ def require_token(authorization: str = Header("")) -> None:
         raise HTTPException(status_code=401, detail="token required")
 
 
-async def test_silences_are_created_listed_and_expired_with_the_token_only(tmp_path):
+async def test_silences_are_created_listed_and_expired_with_the_token_only(store_backend):
     s = settings({})
     clock = Clock(T0)
-    svc = build_alerting(settings=s, store=SQLiteAlertStore(tmp_path / "a.db"))
+    svc = build_alerting(settings=s, store=store_backend.open())
     snap, _ = snapshot([pending("job", "critical", T0 - 400)], T0, s)
     await svc.on_tick(Tick(at=T0, snapshot=snap))
     app = FastAPI()

@@ -11,7 +11,6 @@ import threading
 import time
 from pathlib import Path
 
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage
 
@@ -21,15 +20,15 @@ from .servers import Receiver
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _child(db: Path, url: str) -> subprocess.Popen:
+def _child(db: str, url: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.alerting.deliver_child", str(db), url], cwd=ROOT, env={**os.environ}
+        [sys.executable, "-m", "tests.alerting.deliver_child", db, url], cwd=ROOT, env={**os.environ}
     )
 
 
-def test_sigkill_mid_send_then_restart_loses_nothing_and_duplicates_at_most_the_one_in_flight(tmp_path):
-    db = tmp_path / "outbox.db"
-    store = SQLiteAlertStore(db)
+def test_sigkill_mid_send_then_restart_loses_nothing_and_duplicates_at_most_the_one_in_flight(store_backend):
+    db = store_backend.spec
+    store = store_backend.open()
     keys = [f"msg_{i}" for i in range(5)]
     store.enqueue(
         (
@@ -64,6 +63,6 @@ def test_sigkill_mid_send_then_restart_loses_nothing_and_duplicates_at_most_the_
     assert len(ids) == len(keys) + 1 and ids.count(keys[0]) == 2  # the one in flight, resent once
     assert ids[0] == keys[0] and [i for i in ids if i != keys[0]] == keys[1:]  # in order
     assert all(r["verified"] for r in rcv.requests)
-    store = SQLiteAlertStore(db)
+    store = store_backend.open()
     assert store.depth() == {}
     store.close()

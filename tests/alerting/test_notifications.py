@@ -1,4 +1,4 @@
-"""End to end through the real parts: object fixtures → queue → alerting (evaluation, notification) → SQLite outbox →
+"""End to end through the real parts: object fixtures → queue → alerting (evaluation, notification) → outbox (SQLite and PostgreSQL) →
 DeliveryWorker → a real webhook receiver / a real SMTP server (STARTTLS + AUTH). The clock is injected."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ import httpx
 import pytest
 
 from watchtower.adapters.senders import build_senders
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
@@ -41,9 +40,9 @@ def hook_settings(url: str, **route):
 
 
 class Rig:
-    def __init__(self, s, tmp_path, clock, tls=None, health=None):
+    def __init__(self, s, backend, clock, tls=None, health=None):
         self.s, self.clock = s, clock
-        self.store = SQLiteAlertStore(tmp_path / "alerts.db")
+        self.store = backend.open()
         self.http = httpx.AsyncClient()
         # What the composition root puts in each Tick: the source's health (healthy unless a test says).
         self.health = health if health is not None else (lambda: HEALTHY)
@@ -73,8 +72,8 @@ def alerts_in(req):
     )
 
 
-async def test_each_tier_notifies_exactly_the_workloads_past_its_threshold(tmp_path, receiver):
-    rig = Rig(hook_settings(receiver.url), tmp_path, Clock())
+async def test_each_tier_notifies_exactly_the_workloads_past_its_threshold(store_backend, tmp_path, receiver):
+    rig = Rig(hook_settings(receiver.url), store_backend, Clock())
     objs = [
         pending("crit-6m", "critical", T0 - 6 * 60),  # critical warns after 5m
         pending("crit-4m", "critical", T0 - 4 * 60),
@@ -102,8 +101,10 @@ async def test_each_tier_notifies_exactly_the_workloads_past_its_threshold(tmp_p
     await rig.close()
 
 
-async def test_a_workload_that_gets_scheduled_sends_a_resolved_notification(tmp_path, receiver):
-    rig = Rig(hook_settings(receiver.url), tmp_path, Clock())
+async def test_a_workload_that_gets_scheduled_sends_a_resolved_notification(
+    store_backend, tmp_path, receiver
+):
+    rig = Rig(hook_settings(receiver.url), store_backend, Clock())
     objs = [pending("job", "critical", T0 - 6 * 60)]
     await rig.tick(objs, T0)
     await rig.tick(objs, T0 + 30)
@@ -117,8 +118,8 @@ async def test_a_workload_that_gets_scheduled_sends_a_resolved_notification(tmp_
     await rig.close()
 
 
-async def test_a_silence_mutes_until_it_expires_then_the_alert_is_sent(tmp_path, receiver):
-    rig = Rig(hook_settings(receiver.url), tmp_path, Clock())
+async def test_a_silence_mutes_until_it_expires_then_the_alert_is_sent(store_backend, tmp_path, receiver):
+    rig = Rig(hook_settings(receiver.url), store_backend, Clock())
     rig.svc.admin.add_silence(
         matchers=[Matcher.parse('namespace="team-a"'), Matcher.parse('alertname=~"WorkloadWait.*"')],
         starts_at=T0 - 1,
@@ -138,8 +139,8 @@ async def test_a_silence_mutes_until_it_expires_then_the_alert_is_sent(tmp_path,
     await rig.close()
 
 
-async def test_critical_inhibits_the_warning_of_the_same_workload_only(tmp_path, receiver):
-    rig = Rig(hook_settings(receiver.url, group_by=["namespace"]), tmp_path, Clock())
+async def test_critical_inhibits_the_warning_of_the_same_workload_only(store_backend, tmp_path, receiver):
+    rig = Rig(hook_settings(receiver.url, group_by=["namespace"]), store_backend, Clock())
     objs = [pending("late", "critical", T0 - 16 * 60), pending("early", "critical", T0 - 6 * 60)]
     await rig.tick(objs, T0)
     await rig.tick(objs, T0 + 30)
@@ -149,9 +150,11 @@ async def test_critical_inhibits_the_warning_of_the_same_workload_only(tmp_path,
     await rig.close()
 
 
-async def test_webhook_500_then_429_with_retry_after_then_200_delivers_once_with_one_id(tmp_path, receiver):
+async def test_webhook_500_then_429_with_retry_after_then_200_delivers_once_with_one_id(
+    store_backend, tmp_path, receiver
+):
     clock = Clock()
-    rig = Rig(hook_settings(receiver.url), tmp_path, clock)
+    rig = Rig(hook_settings(receiver.url), store_backend, clock)
     receiver.script = [(500, {}), (429, {"Retry-After": "120"})]
     objs = [pending("job", "critical", T0 - 6 * 60)]
     await rig.tick(objs, T0)
@@ -172,8 +175,8 @@ async def test_webhook_500_then_429_with_retry_after_then_200_delivers_once_with
     await rig.close()
 
 
-async def test_webhook_410_disables_the_endpoint_and_raises_a_self_alert(tmp_path, receiver):
-    rig = Rig(hook_settings(receiver.url), tmp_path, Clock())
+async def test_webhook_410_disables_the_endpoint_and_raises_a_self_alert(store_backend, tmp_path, receiver):
+    rig = Rig(hook_settings(receiver.url), store_backend, Clock())
     receiver.script = [(410, {})]
     objs = [pending("job", "critical", T0 - 6 * 60)]
     await rig.tick(objs, T0)
@@ -187,9 +190,9 @@ async def test_webhook_410_disables_the_endpoint_and_raises_a_self_alert(tmp_pat
     await rig.close()
 
 
-async def test_webhook_400_is_not_retried(tmp_path, receiver):
+async def test_webhook_400_is_not_retried(store_backend, tmp_path, receiver):
     clock = Clock()
-    rig = Rig(hook_settings(receiver.url), tmp_path, clock)
+    rig = Rig(hook_settings(receiver.url), store_backend, clock)
     receiver.script = [(400, {})]
     objs = [pending("job", "critical", T0 - 6 * 60)]
     await rig.tick(objs, T0)
@@ -231,11 +234,13 @@ def email_settings(port: int, **route):
     )
 
 
-async def test_many_workloads_of_one_group_arrive_in_one_threaded_email_over_starttls_with_auth(tmp_path):
+async def test_many_workloads_of_one_group_arrive_in_one_threaded_email_over_starttls_with_auth(
+    store_backend, tmp_path
+):
     cert, key = self_signed(tmp_path)
     ctl, inbox = smtp_server(cert, key)
     try:
-        rig = Rig(email_settings(ctl.port), tmp_path, Clock(), tls=client_tls(cert))
+        rig = Rig(email_settings(ctl.port), store_backend, Clock(), tls=client_tls(cert))
         objs = [pending(f"job-{i:02d}", "medium", T0 - 40 * 60 - i) for i in range(40)]
         await rig.tick(objs, T0)
         await rig.tick(objs, T0 + 30)
@@ -259,7 +264,7 @@ async def test_many_workloads_of_one_group_arrive_in_one_threaded_email_over_sta
         ctl.stop()
 
 
-async def test_smtp_down_then_up_delivers_every_notification_once_in_order(tmp_path):
+async def test_smtp_down_then_up_delivers_every_notification_once_in_order(store_backend, tmp_path):
     from .servers import free_port
 
     cert, key = self_signed(tmp_path)
@@ -267,7 +272,7 @@ async def test_smtp_down_then_up_delivers_every_notification_once_in_order(tmp_p
     clock = Clock()
     rig = Rig(
         email_settings(port, group_by=["alertname", "namespace", "workload"]),
-        tmp_path,
+        store_backend,
         clock,
         tls=client_tls(cert),
     )
@@ -291,11 +296,11 @@ async def test_smtp_down_then_up_delivers_every_notification_once_in_order(tmp_p
         ctl.stop()
 
 
-async def test_hostile_annotation_is_escaped_in_html_and_cannot_inject_headers(tmp_path):
+async def test_hostile_annotation_is_escaped_in_html_and_cannot_inject_headers(store_backend, tmp_path):
     cert, key = self_signed(tmp_path)
     ctl, inbox = smtp_server(cert, key)
     try:
-        rig = Rig(email_settings(ctl.port), tmp_path, Clock(), tls=client_tls(cert))
+        rig = Rig(email_settings(ctl.port), store_backend, Clock(), tls=client_tls(cert))
         note = '<script>alert("x")</script>\r\nBcc: victim@evil.example'
         objs = [pending("job", "critical", T0 - 6 * 60, note=note)]
         await rig.tick(objs, T0)
@@ -310,16 +315,18 @@ async def test_hostile_annotation_is_escaped_in_html_and_cannot_inject_headers(t
         ctl.stop()
 
 
-async def test_a_restart_after_a_storm_keeps_the_alerts_and_sends_nothing_again(tmp_path, receiver):
+async def test_a_restart_after_a_storm_keeps_the_alerts_and_sends_nothing_again(
+    store_backend, tmp_path, receiver
+):
     s = hook_settings(receiver.url, group_by=["alertname", "namespace"], group_wait="0s")
     objs = [pending(f"job-{i}", "medium", T0 - 31 * 60, ns=f"team-{i % 3}") for i in range(30)]
-    rig = Rig(s, tmp_path, Clock())
+    rig = Rig(s, store_backend, Clock())
     await rig.tick(objs, T0)
     await rig.tick(objs, T0 + 20)  # within LAST_SEEN_SLACK: nothing rewritten, still all stored
     assert len(receiver.requests) == 3
     await rig.close()
 
-    again = Rig(s, tmp_path, Clock())  # same database file: a restart
+    again = Rig(s, store_backend, Clock())  # same database file: a restart
     assert len(again.svc.evaluator.alerts) == 30 and all(
         a.state.value == "firing" for a in again.svc.evaluator.alerts.values()
     )

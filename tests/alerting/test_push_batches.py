@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import orjson
 import pytest
 
 from alerts.alertmanager import alertmanager_config
 from watchtower.adapters.sim import objects as o
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
+from watchtower.ports import AlertStore
 from watchtower.services.alerting import build_alerting
 
 from .helpers import pending, settings, snapshot
@@ -33,7 +32,7 @@ def push_settings(**route):
     )
 
 
-def pushed(store: SQLiteAlertStore) -> list[str]:
+def pushed(store: AlertStore) -> list[str]:
     """Return the workloads of every alert in the outbox's push messages, in the order stored."""
     out = []
     for m in sorted(store.messages(limit=1000), key=lambda m: m.id):
@@ -42,28 +41,30 @@ def pushed(store: SQLiteAlertStore) -> list[str]:
     return out
 
 
-class FailingOnce(SQLiteAlertStore):
+class FailingOnce:
     """The real store, whose `enqueue` fails once after `ok` calls (a full disk): the one fault no real
     part here can be made to show on cue."""
 
-    def __init__(self, path: Path, ok: int) -> None:
-        super().__init__(path)
-        self.ok = ok
+    def __init__(self, store: AlertStore, ok: int) -> None:
+        self.store, self.ok = store, ok
+
+    def __getattr__(self, name: str):
+        return getattr(self.store, name)
 
     def enqueue(self, items):
         if self.ok == 0:
             self.ok = -1
             raise OSError("disk full")
         self.ok -= 1
-        return super().enqueue(items)
+        return self.store.enqueue(items)
 
 
-async def test_a_push_cut_short_sends_the_rest_next_time_and_nothing_twice(tmp_path):
+async def test_a_push_cut_short_sends_the_rest_next_time_and_nothing_twice(store_backend):
     s = push_settings()
     now = time.time()
     objs = [pending(f"job-{i}", "critical", now - 6 * 60, ns="team-a") for i in range(10)]
     snap, _ = snapshot(objs, now, s)
-    store = FailingOnce(tmp_path / "a.db", ok=2)  # the third batch of four fails
+    store = FailingOnce(store_backend.open(), ok=2)  # the third batch of four fails
     svc = build_alerting(settings=s, store=store)
     await svc.evaluator.on_tick(Tick(at=now, snapshot=snap, health=HEALTHY))
     with pytest.raises(OSError):
@@ -84,12 +85,12 @@ def job_pod(job: str, created: float) -> dict:
     return p
 
 
-async def test_grouping_per_workload_keeps_a_pod_and_a_job_of_one_name_apart(tmp_path):
+async def test_grouping_per_workload_keeps_a_pod_and_a_job_of_one_name_apart(store_backend):
     s = push_settings(group_by=["alertname", "workload"])
     assert alertmanager_config(s)["route"]["group_by"] == ["alertname", "workload", "kind"]
     now = time.time()
     snap, _ = snapshot([pending("train", "critical", now - 600), job_pod("train", now - 600)], now, s)
-    store = SQLiteAlertStore(tmp_path / "a.db")
+    store = store_backend.open()
     svc = build_alerting(settings=s, store=store)
     await svc.on_tick(Tick(at=now, snapshot=snap, health=HEALTHY))
     groups = svc.evaluator.dispatcher.groups.values()

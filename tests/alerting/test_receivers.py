@@ -9,7 +9,6 @@ import secrets
 import httpx
 from fastapi import FastAPI, Header, HTTPException
 
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.routes.alerts import build_router
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import build_alerting, integration_configs
@@ -27,11 +26,13 @@ def require_token(authorization: str = Header("")) -> None:
         raise HTTPException(status_code=401, detail="token required")
 
 
-async def test_a_receiver_gone_410_is_listed_enabled_with_the_token_and_then_gets_what_was_held(tmp_path):
+async def test_a_receiver_gone_410_is_listed_enabled_with_the_token_and_then_gets_what_was_held(
+    store_backend,
+):
     receiver = Receiver(SECRET)
     try:
         clock = Clock()
-        rig = Rig(hook_settings(receiver.url, group_by=["alertname", "workload"]), tmp_path, clock)
+        rig = Rig(hook_settings(receiver.url, group_by=["alertname", "workload"]), store_backend, clock)
         receiver.script = [(410, {})]
         first = [pending("first", "critical", T0 - 6 * 60)]
         await rig.tick(first, T0)
@@ -80,9 +81,11 @@ async def test_a_receiver_gone_410_is_listed_enabled_with_the_token_and_then_get
         receiver.stop()
 
 
-async def test_a_changed_configuration_enables_the_integration_again_and_an_unchanged_one_does_not(tmp_path):
+async def test_a_changed_configuration_enables_the_integration_again_and_an_unchanged_one_does_not(
+    store_backend,
+):
     old = hook_settings("http://127.0.0.1:9/old-hook")
-    store = SQLiteAlertStore(tmp_path / "alerts.db")
+    store = store_backend.open()
     store.disable(
         "hook/webhook/0", "410 Gone", T0, config=integration_configs(old.alerting)["hook/webhook/0"]
     )

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
 from watchtower.domain.dra import UNRESOLVED_REASONS
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import (
+    CONFIG_RELOADS,
+    CONFIG_VALID,
     DISRUPTIONS,
     DRA_UNRESOLVED_PODS,
     EVALUATION_DURATION,
@@ -237,6 +239,20 @@ class WatchtowerMetrics:
         feed_health: Callable[[], FeedHealth] = FeedHealth,
     ) -> None:
         self.registry = registry
+        self._config_valid = Gauge(
+            CONFIG_VALID,
+            "1 while the configuration file is the one running; 0 after it changed to one that cannot be used.",
+            registry=registry,
+        )
+        self._config_valid.set(1)
+        self._config_reloads = Counter(
+            CONFIG_RELOADS,
+            "Changes of the configuration file looked at, by result (applied, invalid).",
+            ["result"],
+            registry=registry,
+        )
+        for result in ("applied", "invalid"):
+            self._config_reloads.labels(result)
         buckets = tuple(sorted(set(WAIT_BUCKETS) | {float(b) for b in tier_bounds if b > 0}))
         self.time_to_schedule = Histogram(
             TIME_TO_SCHEDULE,
@@ -349,6 +365,11 @@ class WatchtowerMetrics:
 
     def consumer_failed(self, consumer: str) -> None:
         self.consumer_failures.labels(consumer).inc()
+
+    def config_reloaded(self, result: str, *, valid: bool) -> None:
+        """Count one look at a changed configuration file (`applied` or `invalid`) and say if it was valid."""
+        self._config_reloads.labels(result).inc()
+        self._config_valid.set(1 if valid else 0)
 
     def render(self) -> bytes:
         """Return the registry in the Prometheus text format 0.0.4."""

@@ -9,50 +9,32 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
-from watchtower.domain.alerts.matchers import Matcher
-from watchtower.domain.alerts.model import AlertState, TrackedAlert, fingerprint
+from watchtower.domain.alerts.model import TrackedAlert, fingerprint
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, OutboxStatus, PruneResult
 from watchtower.domain.alerts.silences import Silence
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS alerts (fingerprint TEXT PRIMARY KEY, body BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS silences (id TEXT PRIMARY KEY, body BLOB NOT NULL, ends_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS nflog (
-    integration TEXT NOT NULL, group_key TEXT NOT NULL,
-    firing BLOB NOT NULL, resolved BLOB NOT NULL, at REAL NOT NULL,
-    PRIMARY KEY (integration, group_key));
-CREATE TABLE IF NOT EXISTS outbox (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    key TEXT NOT NULL UNIQUE,
-    integration TEXT NOT NULL,
-    group_key TEXT NOT NULL,
-    payload BLOB NOT NULL,
-    created REAL NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    next_attempt REAL NOT NULL,
-    status TEXT NOT NULL,
-    last_error TEXT NOT NULL DEFAULT '',
-    delivered_at REAL);
-CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (status, integration, id);
-CREATE TABLE IF NOT EXISTS sent_once (key TEXT PRIMARY KEY, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, reason TEXT, at REAL,
-    config TEXT NOT NULL DEFAULT '');
-"""
+from . import store_migrations as migrations
+from .store_rows import NOTHING_FIRING, alert, alert_body, message, silence, silence_body
 
+log = logging.getLogger(__name__)
 
-# The notification-log entry of a group that was told everything resolved.
-_NOTHING_FIRING = orjson.dumps([])
-
+_COLUMNS = (
+    "SELECT id, key, integration, group_key, payload, created, attempts, next_attempt, status, last_error,"
+    " delivered_at FROM outbox"
+)
+_NEWEST = _COLUMNS + " ORDER BY id DESC LIMIT ?"
+_NEWEST_WITH_STATUS = _COLUMNS + " WHERE status = ? ORDER BY id DESC LIMIT ?"
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -79,10 +61,28 @@ class SQLiteAlertStore:
         # FULL: a message marked delivered stays delivered even if the machine loses power right after.
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA busy_timeout=5000")
-        self.db.executescript(SCHEMA)
-        cols = {r[1] for r in self.db.execute("PRAGMA table_info(disabled_integrations)")}
-        if "config" not in cols:  # a store written before integrations remembered their configuration
-            self.db.execute("ALTER TABLE disabled_integrations ADD COLUMN config TEXT NOT NULL DEFAULT ''")
+        self.schema_version = self._migrate()
+
+    def _migrate(self) -> int:
+        with self._tx() as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "schema_version" in tables:
+                current = db.execute("SELECT version FROM schema_version").fetchone()[0]
+            elif "alerts" in tables:
+                # Written before the store recorded its version: what its tables hold tells which it is.
+                cols = {r[1] for r in db.execute("PRAGMA table_info(disabled_integrations)")}
+                current = 2 if "config" in cols else 1
+            else:
+                current = 0
+            version = migrations.apply(
+                current, migrations.SQLITE, where=self.path, execute=db.execute, log=log.info
+            )
+            if "schema_version" not in tables:
+                db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+            elif version != current:
+                db.execute("UPDATE schema_version SET version = ?", (version,))
+        return version
 
     @_locked
     def close(self) -> None:
@@ -109,7 +109,7 @@ class SQLiteAlertStore:
 
     @_locked
     def load_alerts(self) -> list[TrackedAlert]:
-        out = [_alert(orjson.loads(b)) for (b,) in self.db.execute("SELECT body FROM alerts")]
+        out = [alert(orjson.loads(b)) for (b,) in self.db.execute("SELECT body FROM alerts")]
         # Rows written before the fingerprint became Alertmanager's (FNV-1a of the labels) are keyed
         # again, so an alert firing across the upgrade stays one alert.
         stale = [a for a in out if a.fingerprint != fingerprint(a.labels)]
@@ -120,7 +120,7 @@ class SQLiteAlertStore:
             db.executemany("DELETE FROM alerts WHERE fingerprint = ?", ((a.fingerprint,) for a in stale))
             db.executemany(
                 "INSERT OR REPLACE INTO alerts (fingerprint, body) VALUES (?, ?)",
-                ((a.fingerprint, orjson.dumps(_alert_body(a))) for a in fresh),
+                ((a.fingerprint, orjson.dumps(alert_body(a))) for a in fresh),
             )
         keep = {a.fingerprint for a in stale}
         return [a for a in out if a.fingerprint not in keep] + fresh
@@ -130,7 +130,7 @@ class SQLiteAlertStore:
         with self._tx() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO alerts (fingerprint, body) VALUES (?, ?)",
-                ((a.fingerprint, orjson.dumps(_alert_body(a))) for a in upsert),
+                ((a.fingerprint, orjson.dumps(alert_body(a))) for a in upsert),
             )
             db.executemany("DELETE FROM alerts WHERE fingerprint = ?", ((fp,) for fp in delete))
 
@@ -139,13 +139,13 @@ class SQLiteAlertStore:
     @_locked
     def silences(self) -> list[Silence]:
         rows = self.db.execute("SELECT body FROM silences ORDER BY ends_at DESC")
-        return [_silence(orjson.loads(b)) for (b,) in rows]
+        return [silence(orjson.loads(b)) for (b,) in rows]
 
     @_locked
     def put_silence(self, s: Silence) -> None:
         self._run(
             "INSERT OR REPLACE INTO silences (id, body, ends_at) VALUES (?, ?, ?)",
-            (s.id, orjson.dumps(_silence_body(s)), s.ends_at),
+            (s.id, orjson.dumps(silence_body(s)), s.ends_at),
         )
 
     # ---- notification log and outbox ----------------------------------------------------------------
@@ -200,7 +200,8 @@ class SQLiteAlertStore:
         """Return, per enabled integration, its oldest pending message if its next attempt is due:
         an integration delivers in order, so a message waits for the one before it."""
         rows = self.db.execute(
-            "SELECT o.* FROM outbox o JOIN ("
+            "SELECT o.id, o.key, o.integration, o.group_key, o.payload, o.created, o.attempts,"
+            " o.next_attempt, o.status, o.last_error, o.delivered_at FROM outbox o JOIN ("
             "  SELECT integration, MIN(id) AS id FROM outbox WHERE status = 'pending' GROUP BY integration"
             ") h ON o.id = h.id"
             " WHERE o.next_attempt <= ?"
@@ -208,7 +209,7 @@ class SQLiteAlertStore:
             " ORDER BY o.id",
             (now,),
         )
-        return [_message(r) for r in rows]
+        return [message(r) for r in rows]
 
     @_locked
     def next_attempt_at(self) -> float | None:
@@ -297,12 +298,10 @@ class SQLiteAlertStore:
     def messages(self, *, limit: int = 50, status: str | None = None) -> list[OutboxMessage]:
         """Return the newest messages first (for the status page and tests)."""
         if status is None:
-            rows = self.db.execute("SELECT * FROM outbox ORDER BY id DESC LIMIT ?", (limit,))
+            rows = self.db.execute(_NEWEST, (limit,))
         else:
-            rows = self.db.execute(
-                "SELECT * FROM outbox WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit)
-            )
-        return [_message(r) for r in rows]
+            rows = self.db.execute(_NEWEST_WITH_STATUS, (status, limit))
+        return [message(r) for r in rows]
 
     # ---- messages sent once per key, ever (the weekly report) ---------------------------------------
 
@@ -369,74 +368,6 @@ class SQLiteAlertStore:
             # exactly as no entry does, at any repeat_interval. An entry with alerts firing is kept: without
             # it a group that resolves would never be told so, and one still firing would be told early.
             nflog = db.execute(
-                "DELETE FROM nflog WHERE firing = ? AND at < ?", (_NOTHING_FIRING, delivered_before)
+                "DELETE FROM nflog WHERE firing = ? AND at < ?", (NOTHING_FIRING, delivered_before)
             ).rowcount
         return PruneResult(silences=silences, outbox=outbox, nflog=nflog)
-
-
-def _message(r: tuple[Any, ...]) -> OutboxMessage:
-    return OutboxMessage(
-        id=r[0],
-        key=r[1],
-        integration=r[2],
-        group_key=r[3],
-        payload=orjson.loads(r[4]),
-        created=r[5],
-        attempts=r[6],
-        next_attempt=r[7],
-        status=OutboxStatus(r[8]),
-        last_error=r[9],
-        delivered_at=r[10],
-    )
-
-
-def _alert_body(a: TrackedAlert) -> dict[str, Any]:
-    return {
-        "fingerprint": a.fingerprint,
-        "labels": dict(a.labels),
-        "annotations": dict(a.annotations),
-        "state": a.state.value,
-        "active_at": a.active_at,
-        "last_seen": a.last_seen,
-        "fired_at": a.fired_at,
-        "resolved_at": a.resolved_at,
-    }
-
-
-def _alert(d: Mapping[str, Any]) -> TrackedAlert:
-    return TrackedAlert(
-        d["fingerprint"],
-        d["labels"],
-        d["annotations"],
-        AlertState(d["state"]),
-        d["active_at"],
-        d["last_seen"],
-        d.get("fired_at"),
-        d.get("resolved_at"),
-    )
-
-
-def _silence_body(s: Silence) -> dict[str, Any]:
-    return {
-        "id": s.id,
-        "matchers": [[m.name, m.op.value, m.value] for m in s.matchers],
-        "starts_at": s.starts_at,
-        "ends_at": s.ends_at,
-        "created_by": s.created_by,
-        "comment": s.comment,
-        "created_at": s.created_at,
-        "updated_at": s.updated_at,
-    }
-
-
-def _silence(d: Mapping[str, Any]) -> Silence:
-    return Silence(
-        d["id"],
-        tuple(Matcher.of(n, o, v) for n, o, v in d["matchers"]),
-        d["starts_at"],
-        d["ends_at"],
-        d["created_by"],
-        d["comment"],
-        d["created_at"],
-        d["updated_at"],
-    )

@@ -132,6 +132,17 @@ def secrets_written_in(model: type[BaseModel], data: Any, path: str = "") -> Ite
                 yield from secrets_written_in(sub, item, here if i is None else f"{here}[{i}]")
 
 
+def _password_in_store_url(data: Mapping[str, Any]) -> Iterator[str]:
+    store = data.get("store")
+    url = store.get("url") if isinstance(store, Mapping) else None
+    if isinstance(url, str) and re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/@?#]*:[^/@?#]*@", url):
+        yield (
+            "store.url carries a password written in the configuration file; give the password as"
+            f" store.password_file or the environment variable {ENV_PREFIX}STORE__PASSWORD, or the whole URL"
+            " as store.url_file"
+        )
+
+
 def settings_and_warnings(
     data: Mapping[str, Any] | None, *, env: Mapping[str, str] | None = None, source: str = "<config>"
 ) -> tuple[Settings, list[str]]:
@@ -141,7 +152,7 @@ def settings_and_warnings(
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(source, [f"(top level): expected a mapping of sections, got {type(data).__name__}"])
-    warnings = list(secrets_written_in(Settings, data))
+    warnings = list(secrets_written_in(Settings, data)) + list(_password_in_store_url(data))
     merged = _merge(dict(data), _env_overrides(os.environ if env is None else env))
     merged, problems = _read_secret_files(merged)
     try:
@@ -189,16 +200,25 @@ def read_settings(
         return settings_and_warnings({}, env=env, source="<defaults>")
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except OSError as e:
         raise ConfigError(str(p), [f"cannot read: {e.strerror}"]) from None
+    return parse_settings(raw, env=env, source=str(p))
+
+
+def parse_settings(
+    raw: bytes, *, env: Mapping[str, str] | None = None, source: str = "<config>"
+) -> tuple[Settings, list[str]]:
+    """Return settings from the bytes of a YAML file and its warnings; raise ConfigError."""
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(str(p), ["not UTF-8 text"]) from None
+        raise ConfigError(source, ["not UTF-8 text"]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(str(p), [f"{where}not valid YAML: {problem}"]) from None
-    return settings_and_warnings(data, env=env, source=str(p))
+        raise ConfigError(source, [f"{where}not valid YAML: {problem}"]) from None
+    return settings_and_warnings(data, env=env, source=source)

@@ -179,11 +179,34 @@ class ServerConfig(Section):
     """Bearer token the API's write endpoints (silences) require; a secret: give it by `api_token_file` or `WATCHTOWER_SERVER__API_TOKEN`."""
     api_token_file: str | None = None
     """File holding `api_token` (e.g. a mounted Kubernetes Secret)."""
+    config_reload_every: Duration = Field(5.0, ge=0)
+    """How often `watchtower run` looks for a changed configuration file (a ConfigMap update swaps its symlink); a valid change is applied as far as a running service can take it (see docs/configuration.md, "Reloading"), a bad one keeps the running configuration and raises WatchtowerConfigInvalid; 0: never."""
 
 
 class StoreConfig(Section):
     path: str = "watchtower.db"
-    """SQLite database of the service's state."""
+    """SQLite database of the service's state, used when `url` is empty."""
+    url: str = Field("", repr=False)
+    """Database of the alert state: `sqlite:///absolute/path`, `sqlite:relative/path` or a plain path (SQLite, one replica), or `postgresql://user@host:5432/db` (PostgreSQL, replicas may share it); empty: the SQLite file `path`. A password belongs in `password_file`, or give the whole URL by `url_file`."""
+    url_file: str | None = None
+    """File holding `url` (a mounted Kubernetes Secret), for a URL that carries its password."""
+    password: SecretStr | None = None
+    """Password of the PostgreSQL user; a secret: give it by `password_file` or `WATCHTOWER_STORE__PASSWORD`."""
+    password_file: str | None = None
+    """File holding `password` (e.g. a mounted Kubernetes Secret)."""
+    claim_for: PositiveDuration = 120.0
+    """PostgreSQL: how long a replica's claim on a message it is sending holds if that replica loses the database (a replica that dies releases its claims at once); longer than the slowest send's timeout."""
+
+    @field_validator("url")
+    @classmethod
+    def _known_database(cls, v: str) -> str:
+        # The message never quotes the URL: it may carry a password.
+        scheme = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]+):", v)
+        if scheme and scheme.group(1).lower() not in ("sqlite", "postgresql", "postgres"):
+            raise ValueError(
+                f"unknown database {scheme.group(1)!r}: use sqlite:///path, a plain path or postgresql://..."
+            )
+        return v
 
 
 class SimulatorConfig(Section):

@@ -71,6 +71,8 @@ PREEMPTION_TO_RUNNING = "watchtower_preemption_to_running_seconds"
 DISRUPTIONS = "watchtower_disruptions"
 THRASHING_WORKLOADS = "watchtower_thrashing_workloads"
 MOST_PREEMPTIONS = "watchtower_workload_preemptions_max"
+CONFIG_VALID = "watchtower_config_valid"
+CONFIG_RELOADS = "watchtower_config_reload"
 
 # Recording rules shipped with the dashboards that read them (alerts/recording.py writes them).
 TIME_TO_SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"
@@ -256,6 +258,10 @@ class OwnQueries:
     def evaluation_changes(self, window: str) -> str:
         """How often the last-evaluation time moved within `window`: 0 when Watchtower has stalled."""
         return f"changes({self.series(LAST_EVALUATION)}[{window}])"
+
+    def config_invalid(self, *by: str) -> str:
+        """1 where the configuration file changed to one that could not be applied (the worst replica)."""
+        return f"{_agg('max', by, f'1 - {self.series(CONFIG_VALID)}')} > 0"
 
     def staleness(self, *by: str) -> str:
         """Seconds since the cluster source last heard from the API server (all kinds): the worst replica."""

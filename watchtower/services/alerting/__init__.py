@@ -9,10 +9,11 @@ worker with the senders it built.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from watchtower.config.model import Settings
+from watchtower.domain.alerts.dispatch import Dispatcher
 from watchtower.domain.tick import Tick
 from watchtower.ports import AlertStore
 
@@ -44,6 +45,36 @@ class Alerting:
         if self.pusher is not None:
             await self.pusher.push(tick.at)
         await self.notifier.flush(tick.at)
+
+    async def reconfigure(self, settings: Settings, *, worker: DeliveryWorker | None = None) -> None:
+        """Take what a running service can of new settings (watchtower.config.changes.LIVE): the rules'
+        settings, routes, receivers, inhibition, delivery retries.
+
+        Done between evaluations and flushes. A changed routing tree starts its groups afresh: they are
+        filled again at the next evaluation and the notification log keeps what was sent from being sent
+        again. The worker's senders are the caller's to rebuild (they hold its HTTP client)."""
+        cfg = settings.alerting
+        ev, n = self.evaluator, self.notifier
+        async with ev._evaluating, n._flushing:
+            ev.tiers = settings.tier_policy()
+            ev.rule_settings = rule_settings(settings)
+            ev.lifecycle = cfg.rules.lifecycle(cfg.resolved_retention)
+            tree = cfg.route_tree()
+            if tree != ev.dispatcher.root:
+                ev.dispatcher = Dispatcher(tree)
+                ev._restored = False  # file the alerts in memory into the new groups first
+            n.inhibit_rules = cfg.inhibitions()
+            n.integrations = {} if cfg.delivery.mode == "alertmanager" else integrations(cfg)
+            self.admin.integrations = n.integrations
+            self.admin.integration_configs = integration_configs(cfg)
+            if worker is not None:
+                worker.delivery = cfg.delivery
+                worker.configs = integration_configs(cfg)
+            self._receivers_checked = False  # an integration whose configuration changed is enabled again
+
+    def config_invalid(self, problems: Sequence[str]) -> None:
+        """Raise WatchtowerConfigInvalid with these problems from the next evaluation on; () resolves it."""
+        self.evaluator.config_problems = tuple(problems)
 
 
 def build_alerting(

@@ -112,6 +112,8 @@ class AlertEvaluator:
         self._unhealthy_since: float | None = None
         self._evaluating = asyncio.Lock()
         self.last_tick_at: float | None = None
+        # Problems of a configuration file that changed and was not applied (WatchtowerConfigInvalid).
+        self.config_problems: tuple[str, ...] = ()
 
     async def on_tick(self, tick: Tick) -> None:
         """Run the rules on a Tick and move every alert along its lifecycle; changes are saved first."""
@@ -134,6 +136,7 @@ class AlertEvaluator:
             gpu_alerts=tick.gpu_alerts,
             stuck=tick.stuck,
             waits=tick.waits,
+            config_problems=self.config_problems,
         )
 
     def _evaluate(self, tick: Tick, health: WatchHealth, before: Mapping[str, TrackedAlert]) -> _Evaluated:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..model import AlertCandidate
 from . import (
+    config_invalid,
     gang_stall,
     gpu_idle,
     preemption_thrash,
@@ -28,6 +29,7 @@ RULES: dict[str, Rule] = {
     "receiver_gone": receiver_gone.evaluate,
     "gpu_idle": gpu_idle.evaluate,
     "prometheus_unreachable": prometheus_unreachable.evaluate,
+    "config_invalid": config_invalid.evaluate,
 }
 
 # alertname → the rule module that raises it (runbook anchors, `disabled` in the configuration)
@@ -43,6 +45,7 @@ ALERTNAMES = {
     receiver_gone.NAME: "receiver_gone",
     gpu_idle.NAME: "gpu_idle",
     prometheus_unreachable.NAME: "prometheus_unreachable",
+    config_invalid.NAME: "config_invalid",
 }
 
 

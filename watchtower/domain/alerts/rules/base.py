@@ -73,6 +73,8 @@ class RuleInput:
     gpu_alerts: Sequence[GpuAlert] = ()
     stuck: Sequence[StuckHead] = ()  # the Tick's heads that fit yet do not start
     waits: TierWaits | None = None  # the Tick's recent time to schedule, for start estimates
+    # "yaml.path: what is wrong" of a configuration file that changed and could not be applied
+    config_problems: Sequence[str] = ()
 
 
 Rule = Callable[[RuleInput], list[AlertCandidate]]

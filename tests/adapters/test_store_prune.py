@@ -1,16 +1,16 @@
-"""Pruning the alert store on a real SQLite file: what it no longer acts on goes, everything else stays."""
+"""Pruning the alert store, on a real SQLite file and a real PostgreSQL: what it no longer acts on goes,
+everything else stays."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from watchtower.adapters.store_sqlite import PruneResult, SQLiteAlertStore
+from tests.fixtures.stores import StoreBackend
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.notify import NotifyEntry, needs_update
-from watchtower.domain.alerts.outbox import OutboxMessage
+from watchtower.domain.alerts.outbox import OutboxMessage, PruneResult
 from watchtower.domain.alerts.silences import Silence
+from watchtower.ports import AlertStore
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -24,21 +24,20 @@ def _silence(sid: str, ends_at: float) -> Silence:
     return Silence(sid, m, ends_at - 3600, ends_at, "ops", "maintenance", ends_at - 3600, ends_at - 3600)
 
 
-def _enqueue(store: SQLiteAlertStore, key: str, created: float, integration: str = OPS) -> int:
+def _enqueue(store: AlertStore, key: str, created: float, integration: str = OPS) -> int:
     msg = OutboxMessage(0, key, integration, key, {"version": "4"}, created, next_attempt=created)
     store.enqueue([(msg, integration, key, NotifyEntry(frozenset({key}), frozenset(), created))])
     return next(m.id for m in store.messages(limit=100) if m.key == key)
 
 
-def _log(store: SQLiteAlertStore, group: str, firing: set[str], resolved: set[str], at: float) -> None:
+def _log(store: AlertStore, group: str, firing: set[str], resolved: set[str], at: float) -> None:
     store.enqueue([(None, OPS, group, NotifyEntry(frozenset(firing), frozenset(resolved), at))])
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def db(store_backend: StoreBackend) -> StoreBackend:
     """A store holding, for each table, rows on both sides of the retentions."""
-    path = tmp_path / "alerts.db"
-    store = SQLiteAlertStore(path)
+    store = store_backend.open()
     store.put_silence(_silence("expired-long-ago", NOW - 6 * DAY))
     store.put_silence(_silence("expired-yesterday", NOW - DAY))
     store.put_silence(_silence("active", NOW + 3600))
@@ -67,10 +66,10 @@ def db(tmp_path: Path) -> Path:
     _log(store, "resolved-yesterday", set(), {"a"}, NOW - DAY)
     _log(store, "firing-long-ago", {"a"}, set(), NOW - 30 * DAY)
     store.close()
-    return path
+    return store_backend
 
 
-def _keys(store: SQLiteAlertStore) -> set[str]:
+def _keys(store: AlertStore) -> set[str]:
     return {m.key for m in store.messages(limit=100)}
 
 
@@ -83,8 +82,8 @@ KEPT_MESSAGES = {
 }
 
 
-def test_prune_removes_what_is_past_retention_and_keeps_the_rest(db: Path):
-    store = SQLiteAlertStore(db)
+def test_prune_removes_what_is_past_retention_and_keeps_the_rest(db: StoreBackend):
+    store = db.open()
     assert store.prune(NOW, **RETENTION) == PruneResult(silences=1, outbox=2, nflog=1)
 
     assert [s.id for s in store.silences()] == ["active", "expired-yesterday"]
@@ -98,7 +97,7 @@ def test_prune_removes_what_is_past_retention_and_keeps_the_rest(db: Path):
         assert store.nflog(OPS, group) is not None  # logged as firing when enqueued: kept
     store.close()
 
-    reopened = SQLiteAlertStore(db)
+    reopened = db.open()
     assert [s.id for s in reopened.silences()] == ["active", "expired-yesterday"]
     assert _keys(reopened) == KEPT_MESSAGES
     assert reopened.nflog(OPS, "resolved-long-ago") is None
@@ -106,8 +105,10 @@ def test_prune_removes_what_is_past_retention_and_keeps_the_rest(db: Path):
     reopened.close()
 
 
-def test_pending_retrying_and_disabled_messages_survive_any_age_and_are_still_delivered_in_order(db: Path):
-    store = SQLiteAlertStore(db)
+def test_pending_retrying_and_disabled_messages_survive_any_age_and_are_still_delivered_in_order(
+    db: StoreBackend,
+):
+    store = db.open()
     result = store.prune(NOW + 365 * DAY, **RETENTION)
     assert result.outbox == 4  # every delivered and failed message
     assert _keys(store) == {"pending-old", "retrying-old", "disabled-old"}
@@ -124,8 +125,8 @@ def test_pending_retrying_and_disabled_messages_survive_any_age_and_are_still_de
     store.close()
 
 
-def test_a_silence_is_kept_until_it_has_been_expired_for_the_whole_retention(db: Path):
-    store = SQLiteAlertStore(db)
+def test_a_silence_is_kept_until_it_has_been_expired_for_the_whole_retention(db: StoreBackend):
+    store = db.open()
     ended = NOW - 6 * DAY
     assert store.prune(ended + 5 * DAY, **RETENTION).silences == 0  # exactly the retention: kept
     assert store.prune(ended + 5 * DAY + 1, **RETENTION).silences == 1
@@ -142,8 +143,8 @@ def test_a_silence_is_kept_until_it_has_been_expired_for_the_whole_retention(db:
         (frozenset({"a"}), frozenset({"b"}), False),
     ],
 )
-def test_a_pruned_log_entry_changes_no_notify_decision(db: Path, firing, resolved, send_resolved):
-    store = SQLiteAlertStore(db)
+def test_a_pruned_log_entry_changes_no_notify_decision(db: StoreBackend, firing, resolved, send_resolved):
+    store = db.open()
     before = store.nflog(OPS, "resolved-long-ago")
     assert before is not None and not before.firing
     store.prune(NOW, **RETENTION)
@@ -155,8 +156,8 @@ def test_a_pruned_log_entry_changes_no_notify_decision(db: Path, firing, resolve
     store.close()
 
 
-def test_a_transaction_that_fails_half_way_leaves_nothing_behind_and_the_store_usable(db: Path):
-    store = SQLiteAlertStore(db)
+def test_a_transaction_that_fails_half_way_leaves_nothing_behind_and_the_store_usable(db: StoreBackend):
+    store = db.open()
     before = _keys(store)
 
     def items():
@@ -171,7 +172,7 @@ def test_a_transaction_that_fails_half_way_leaves_nothing_behind_and_the_store_u
     store.close()
 
 
-def test_an_alert_stored_under_the_old_fingerprint_is_keyed_again_and_stays_one_alert(tmp_path):
+def test_an_alert_stored_under_the_old_fingerprint_is_keyed_again_and_stays_one_alert(store_backend):
     """Before the fingerprint became Alertmanager's, alerts were stored under a SHA-256 prefix: after the
     upgrade the same labels must load as the same alert, once, under the new key."""
     from dataclasses import replace
@@ -181,11 +182,11 @@ def test_an_alert_stored_under_the_old_fingerprint_is_keyed_again_and_stays_one_
     labels = {"alertname": "WorkloadWaitWarning", "namespace": "team-a"}
     new = TrackedAlert(fingerprint(labels), labels, {}, AlertState.FIRING, 1.0, 2.0, fired_at=1.5)
     old = replace(new, fingerprint="de19324505dd0150")  # what the earlier version stored for these labels
-    store = SQLiteAlertStore(tmp_path / "a.db")
+    store = store_backend.open()
     store.save_alerts([old])
     assert store.load_alerts() == [new]
     store.close()
-    again = SQLiteAlertStore(tmp_path / "a.db")
+    again = store_backend.open()
     assert again.load_alerts() == [new]  # re-keyed in the file, not only in memory
     again.save_alerts([], delete=[new.fingerprint])
     assert again.load_alerts() == []  # no row left behind under the old key

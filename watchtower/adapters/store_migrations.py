@@ -1,0 +1,134 @@
+"""The alert store's schema as numbered migrations, per database, and the rule that applies them.
+
+A store records the last migration applied in `schema_version`. At start the ones after it are applied in
+order, in one transaction with the version's update, so a crash mid-way leaves the old version whole. A
+store written by a newer Watchtower (a version past the last one known here) is refused before anything
+is written: running older code on it could drop what it does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+class StoreVersionError(Exception):
+    """The store's schema is newer than this Watchtower knows: the one line a user needs to act on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    what: str  # why the step exists, for the log
+    statements: tuple[str, ...]
+
+
+SQLITE: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "alerts, silences, the notification log, the outbox, disabled integrations",
+        (
+            "CREATE TABLE IF NOT EXISTS alerts (fingerprint TEXT PRIMARY KEY, body BLOB NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS silences (id TEXT PRIMARY KEY, body BLOB NOT NULL, ends_at REAL NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS nflog (integration TEXT NOT NULL, group_key TEXT NOT NULL,"
+            " firing BLOB NOT NULL, resolved BLOB NOT NULL, at REAL NOT NULL,"
+            " PRIMARY KEY (integration, group_key))",
+            "CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE,"
+            " integration TEXT NOT NULL, group_key TEXT NOT NULL, payload BLOB NOT NULL, created REAL NOT NULL,"
+            " attempts INTEGER NOT NULL DEFAULT 0, next_attempt REAL NOT NULL, status TEXT NOT NULL,"
+            " last_error TEXT NOT NULL DEFAULT '', delivered_at REAL)",
+            "CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (status, integration, id)",
+            "CREATE TABLE IF NOT EXISTS disabled_integrations (integration TEXT PRIMARY KEY, reason TEXT, at REAL)",
+        ),
+    ),
+    Migration(
+        2,
+        "disabled integrations remember a digest of their configuration (enabled again when it changes)",
+        ("ALTER TABLE disabled_integrations ADD COLUMN config TEXT NOT NULL DEFAULT ''",),
+    ),
+    Migration(
+        3,
+        "keys of messages sent once ever (the weekly report: once per ISO week per recipient)",
+        ("CREATE TABLE IF NOT EXISTS sent_once (key TEXT PRIMARY KEY, at REAL NOT NULL)",),
+    ),
+)
+
+POSTGRES: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "alerts, silences, the notification log, the outbox, disabled integrations",
+        (
+            "CREATE TABLE alerts (fingerprint TEXT PRIMARY KEY, body BYTEA NOT NULL)",
+            "CREATE TABLE silences (id TEXT PRIMARY KEY, body BYTEA NOT NULL, ends_at DOUBLE PRECISION NOT NULL)",
+            "CREATE TABLE nflog (integration TEXT NOT NULL, group_key TEXT NOT NULL, firing BYTEA NOT NULL,"
+            " resolved BYTEA NOT NULL, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (integration, group_key))",
+            "CREATE TABLE outbox (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key TEXT NOT NULL UNIQUE,"
+            " integration TEXT NOT NULL, group_key TEXT NOT NULL, payload BYTEA NOT NULL,"
+            " created DOUBLE PRECISION NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
+            " next_attempt DOUBLE PRECISION NOT NULL, status TEXT NOT NULL, last_error TEXT NOT NULL DEFAULT '',"
+            " delivered_at DOUBLE PRECISION)",
+            "CREATE INDEX outbox_pending ON outbox (status, integration, id)",
+            "CREATE TABLE disabled_integrations (integration TEXT PRIMARY KEY, reason TEXT,"
+            " at DOUBLE PRECISION, config TEXT NOT NULL DEFAULT '')",
+        ),
+    ),
+    Migration(
+        2,
+        "outbox claims: replicas sharing the store never hand one message to two senders",
+        (
+            # The claimer is a database session (its backend pid and start), so a claim of a process that
+            # died is void at once, and one of a process cut off from the database lapses at claimed_until.
+            "ALTER TABLE outbox ADD COLUMN claim_pid INTEGER",
+            "ALTER TABLE outbox ADD COLUMN claim_started TIMESTAMPTZ",
+            "ALTER TABLE outbox ADD COLUMN claimed_until DOUBLE PRECISION",
+        ),
+    ),
+    Migration(
+        3,
+        "keys of messages sent once ever (the weekly report: once per ISO week per recipient)",
+        ("CREATE TABLE sent_once (key TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)",),
+    ),
+)
+
+
+def latest(migrations: Sequence[Migration]) -> int:
+    return migrations[-1].version if migrations else 0
+
+
+def check_numbering(migrations: Sequence[Migration]) -> None:
+    """Raise ValueError unless the migrations are numbered 1, 2, 3, ... (a gap would skip a step)."""
+    got = [m.version for m in migrations]
+    if got != list(range(1, len(got) + 1)):
+        raise ValueError(f"migrations must be numbered 1..n in order, got {got}")
+
+
+def to_apply(current: int, migrations: Sequence[Migration], *, where: str) -> list[Migration]:
+    """Return the migrations after `current`; raise StoreVersionError if the store is newer than them."""
+    check_numbering(migrations)
+    known = latest(migrations)
+    if current > known:
+        raise StoreVersionError(
+            f"the alert store {where} is at schema version {current}, but this Watchtower knows versions up"
+            f" to {known}: run the Watchtower that wrote it (or a newer one), or point store.url at another"
+            " database; nothing was changed"
+        )
+    return [m for m in migrations if m.version > current]
+
+
+def apply(
+    current: int,
+    migrations: Sequence[Migration],
+    *,
+    where: str,
+    execute: Callable[[str], object],
+    log: Callable[[str], object],
+) -> int:
+    """Run the statements of each migration after `current` through `execute` (inside the caller's
+    transaction) and return the version reached; the caller records it in the same transaction."""
+    version = current
+    for m in to_apply(current, migrations, where=where):
+        for sql in m.statements:
+            execute(sql)
+        version = m.version
+        log(f"alert store {where}: migrated to schema version {m.version} ({m.what})")
+    return version
