@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from watchtower.config.model import Settings
-from watchtower.ports import AlertStore, Clock, MetricsExposition
+from watchtower.ports import AlertStore, Clock, Fence, MetricsExposition
 from watchtower.services.alerting import Alerting
 from watchtower.services.gpu_usage import GpuUsageService
+from watchtower.services.leadership import SoleLeader
 from watchtower.services.watch import Watcher
 
 from .documents import DocumentCache
@@ -26,3 +27,5 @@ class Container:
     alert_store: AlertStore | None = None
     gpu: GpuUsageService | None = None  # None: no `prometheus:` section
     links: Mapping[str, str] = field(default_factory=dict)  # name → URL shown on the page (demo sinks, ...)
+    # Who leads: a SoleLeader unless leader election is on (then the LeaderElector the root runs).
+    leadership: Fence = field(default_factory=SoleLeader)

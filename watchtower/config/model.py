@@ -16,6 +16,7 @@ from .alerting import AlertingConfig
 from .artefacts import ArtefactsConfig
 from .consistency import order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
+from .leader import LeaderElectionConfig
 from .prometheus import PrometheusConfig
 
 
@@ -165,6 +166,8 @@ class ServerConfig(Section):
     """Bearer token the API's write endpoints (silences) require; a secret: give it by `api_token_file` or `WATCHTOWER_SERVER__API_TOKEN`."""
     api_token_file: str | None = None
     """File holding `api_token` (e.g. a mounted Kubernetes Secret)."""
+    shutdown_deadline: PositiveDuration = 20.0
+    """On SIGTERM or SIGINT, notifications being sent get this long to finish; the rest stay in the outbox for the next leader. Keep it below the pod's `terminationGracePeriodSeconds` (30 s by default)."""
 
 
 class StoreConfig(Section):
@@ -225,6 +228,8 @@ class Settings(Section):
     """Alert rules, routing, receivers, inhibition, delivery and the alert store."""
     prometheus: PrometheusConfig | None = None
     """The cluster's Prometheus, read for GPU utilisation (DCGM) and allocation (kube-state-metrics); absent: no GPU utilisation figures."""
+    leader_election: LeaderElectionConfig = LeaderElectionConfig()
+    """Leader election among replicas on a Lease (off: one replica, which leads)."""
     artefacts: ArtefactsConfig = ArtefactsConfig()
     """What `watchtower generate` writes beyond the tier policy: the selector of Watchtower's own series, the namespace and names of the Kubernetes-native forms."""
 

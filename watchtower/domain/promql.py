@@ -71,6 +71,8 @@ PREEMPTION_TO_RUNNING = "watchtower_preemption_to_running_seconds"
 DISRUPTIONS = "watchtower_disruptions"
 THRASHING_WORKLOADS = "watchtower_thrashing_workloads"
 MOST_PREEMPTIONS = "watchtower_workload_preemptions_max"
+LEADER = "watchtower_leader"
+LEADER_TRANSITIONS = "watchtower_leader_transitions"
 
 # Recording rules shipped with the dashboards that read them (alerts/recording.py writes them).
 TIME_TO_SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"
