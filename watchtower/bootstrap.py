@@ -439,6 +439,7 @@ async def serve(
                 await asyncio.wait_for(elector.release(), timeout=RELEASE_TIMEOUT)
         server.should_exit = True
         await asyncio.wait([serving], timeout=SHUTDOWN_GRACE)
+        tasks.append(serving)
         for t in tasks:
             t.cancel()
         # A part that ignores its cancellation must not keep the process from exiting: wait a while, name
@@ -456,6 +457,8 @@ async def serve(
             container.gpu.reader.close()
         if stopping is not None:
             stopping.remove()
+    if serving.done() and not serving.cancelled() and (e := serving.exception()) is not None:
+        raise e
 
 
 async def _finish_sends(

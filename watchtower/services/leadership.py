@@ -178,27 +178,26 @@ class LeaderElector:
     async def release(self) -> bool:
         """Stop leading and hand the Lease back (no holder), so a follower takes it at its next try;
         return True when the Lease was released. Call it once the loop (`run`) is cancelled."""
-        lease, was = self._lease, self.holds_now()
+        lease = self._lease
         self._set(False)
-        if not was or lease is None:
-            return False
         try:
             for _ in range(2):
+                if lease is None:
+                    lease = await self._off(self.api.get)
                 if lease is None or lease.holder != self.identity:
                     return False
+                # Whether it still holds it is the server's to say: the update fails (409) if anyone
+                # wrote the Lease since this replica last did.
                 try:
                     self._lease = await self._off(self.api.update, released(lease, now=self.clock.now()))
-                    break
                 except LeaseConflict:
-                    # A renewal cut short by the cancellation may still have landed: read it and retry.
-                    lease = await self._off(self.api.get)
-            else:
-                return False
+                    lease = None  # a renewal cut short by the cancellation may still have landed
+                    continue
+                log.info("%s released", self.api.where)
+                return True
         except Exception as e:  # it expires by itself after the lease duration
             log.warning("%s not released (%s): a follower takes it when it expires", self.api.where, e)
-            return False
-        log.info("%s released", self.api.where)
-        return True
+        return False
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -228,7 +227,8 @@ class LeaderElector:
             self._deadline.cancel()
         assert self._renewed_at is not None
         left = self._renewed_at + self.timings.renew_deadline - self.monotonic()
-        self._deadline = asyncio.get_running_loop().call_later(max(0.0, left), self._check_deadline)
+        # A hair late: the loop may run a timer up to its clock resolution early.
+        self._deadline = asyncio.get_running_loop().call_later(max(0.0, left) + 0.01, self._check_deadline)
 
     def _set(self, leading: bool, *, term: int | None = None) -> None:
         if not leading and self._deadline is not None:
