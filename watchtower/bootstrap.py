@@ -208,11 +208,19 @@ class TickLoop:
             return False
         return True
 
+    async def _run(self) -> None:
+        """One tick as a job of its own (scheduled or kicked): cut short on the way out, quietly."""
+        try:
+            await self.tick()
+        except asyncio.CancelledError:
+            if not self.stopped:
+                raise
+
     def schedule(self, scheduler: Any) -> None:
         """Add the evaluation tick to an APScheduler 3 scheduler that runs on the current event loop."""
         self._loop = asyncio.get_running_loop()
         scheduler.add_job(
-            self.tick,
+            self._run,
             "interval",
             seconds=self.c.settings.queue.evaluate_every,
             id="watchtower-evaluate",
@@ -226,7 +234,7 @@ class TickLoop:
         loop = self._loop
         if loop is None or loop.is_closed() or self.stopped:
             return
-        loop.call_soon_threadsafe(lambda: loop.create_task(self.tick()))
+        loop.call_soon_threadsafe(lambda: loop.create_task(self._run()))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -476,7 +484,11 @@ async def _finish_sends(
     if hurried is not None:
         hurried.cancel()
     if not task.done():
-        log.warning("notifications still being sent at shutdown: left in the outbox for the next leader")
+        if worker.sending:
+            log.warning(
+                "%d notification(s) still being sent at shutdown: left in the outbox for the next leader",
+                worker.sending,
+            )
         task.cancel()
         await asyncio.wait([task], timeout=SHUTDOWN_GRACE)
 

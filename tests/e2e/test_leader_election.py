@@ -29,7 +29,7 @@ from .scenario import Scenario
 
 pytestmark = pytest.mark.e2e
 
-HOME, STORM = "e2e-lead-home", "e2e-lead-storm"
+HOME, STORM = "e2e-lead-home", "e2e-lead-storm"  # + each test's suffix: a deleted namespace lingers
 PODS = 40
 # Short enough for a test; the bench runs client-go's defaults. (lease, renew deadline, retry)
 QUICK = (6.0, 4.0, 1.0)
@@ -46,10 +46,10 @@ def two_replicas(
 ) -> Iterator[tuple[Replica, Replica, SlowReceiver, str]]:
     """Start replica-a (which leads) then replica-b (which follows) on one store; yield them, the
     receiver and the storm's namespace. Afterwards: the API server never refused them."""
-    s.namespace(HOME)
-    ns = s.namespace(STORM, team="oncall")
+    home = s.namespace(HOME + suffix)
+    ns = s.namespace(STORM + suffix, team="oncall")
     with contextlib.ExitStack() as stack:
-        identity = apply_rbac(s.api, namespace=HOME, suffix=suffix)
+        identity = apply_rbac(s.api, namespace=home, suffix=suffix)
         stack.callback(identity.remove)
         hooks = SlowReceiver(new_secret(), delay=0.2).start()
         stack.callback(hooks.stop)
@@ -65,7 +65,7 @@ def two_replicas(
             hook=hooks.url,
             secret=hooks.secret,
             store=s.workdir / "alerts.db",
-            lease_namespace=HOME,
+            lease_namespace=home,
             lease=lease,
         )
         a = Replica("replica-a", config, s.workdir).start()
@@ -89,20 +89,20 @@ def test_a_killed_leaders_storm_is_finished_by_the_follower_once_the_lease_ran_o
     scenario: Scenario, control_plane: ControlPlane
 ) -> None:
     duration, _, retry = QUICK
-    with two_replicas(scenario, control_plane, lease=QUICK, suffix="-e2e-lead1") as (a, b, hooks, ns):
-        held = lease_of(scenario.api, HOME)
+    with two_replicas(scenario, control_plane, lease=QUICK, suffix="-1") as (a, b, hooks, ns):
+        held = lease_of(scenario.api, HOME + "-1")
         assert held["holderIdentity"].startswith("replica-a_") and held["leaseDurationSeconds"] == duration
         expected = storm(scenario.api, ns, PODS)
         # 40 notifications at 0.2 s each: the leader is killed a quarter of the way through.
         wait_for("the storm under way at the receiver", lambda: len(hooks.received()) >= 10, timeout=60)
         killed = a.kill()
         time.sleep(0.5)  # a renewal already on the wire lands
-        last = lease_of(scenario.api, HOME)  # replica-a's last renewal: it renews no more
+        last = lease_of(scenario.api, HOME + "-1")  # replica-a's last renewal: it renews no more
         sent_by_a = [d for d in hooks.received() if d.arrived <= killed]
         assert len(sent_by_a) < PODS, "the storm was over before the kill: nothing to take over"
 
         wait_for("replica-b leading", b.leads, timeout=duration + 10)
-        taken = lease_of(scenario.api, HOME)
+        taken = lease_of(scenario.api, HOME + "-1")
         assert taken["holderIdentity"].startswith("replica-b_")
         assert taken["leaseTransitions"] == last["leaseTransitions"] + 1
         # It waited for the lease to run out (replica-a might only have been slow), and not much longer:
@@ -129,26 +129,26 @@ def test_a_killed_leaders_storm_is_finished_by_the_follower_once_the_lease_ran_o
         rc, took = b.terminate(timeout=30)
         assert rc == 0, b.log()
         assert took <= 15, took
-        assert lease_of(scenario.api, HOME)["holderIdentity"] == "", "the Lease was not handed back"
+        assert lease_of(scenario.api, HOME + "-1")["holderIdentity"] == "", "the Lease was not handed back"
 
 
 def test_a_leader_stopped_by_sigterm_finishes_hands_the_lease_back_and_the_follower_takes_over_at_once(
     scenario: Scenario, control_plane: ControlPlane
 ) -> None:
     duration, _, retry = DEFAULTS
-    with two_replicas(scenario, control_plane, lease=DEFAULTS, suffix="-e2e-lead2") as (a, b, hooks, ns):
+    with two_replicas(scenario, control_plane, lease=DEFAULTS, suffix="-2") as (a, b, hooks, ns):
         expected = storm(scenario.api, ns, PODS)
         wait_for("the storm under way at the receiver", lambda: len(hooks.received()) >= 10, timeout=60)
         rc, took = a.terminate(timeout=30)
         stopped = time.time()
         assert rc == 0, a.log()
         assert took <= 15, f"SIGTERM to exit took {took:.1f}s:\n{a.log()}"
-        released = lease_of(scenario.api, HOME)
+        released = lease_of(scenario.api, HOME + "-2")
         assert released["holderIdentity"] in ("",) or released["holderIdentity"].startswith("replica-b_")
 
         wait_for("replica-b leading", b.leads, timeout=duration)
         # The Lease was released: no waiting for it to run out.
-        taken = lease_of(scenario.api, HOME)
+        taken = lease_of(scenario.api, HOME + "-2")
         assert _t(taken["acquireTime"]) - stopped <= retry * (1 + JITTER) + 1.0
 
         wait_for(

@@ -54,6 +54,7 @@ class DeliveryWorker:
         self.wake = asyncio.Event()
         self.stopping = False
         self.handed_back = 0  # messages left in the outbox because leadership was lost before their send
+        self.sending = 0  # sends under way now
 
     def stop(self) -> None:
         """Take no new message; `run` returns once the sends under way are done."""
@@ -98,11 +99,14 @@ class DeliveryWorker:
             log.info("not leading any more: %s to %s left for the new leader", msg.key, msg.integration)
             self.handed_back += 1
             return False
+        self.sending += 1
         try:
             res = await sender.send(msg, now=now)
         except Exception as e:  # a sender bug must not kill the worker; the message is retried
             log.exception("sender for %s failed", msg.integration)
             res = DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
+        finally:
+            self.sending -= 1
         done = self.clock.now()
         if res.outcome is Outcome.SENT:
             await asyncio.to_thread(store.delivered, msg.id, done)
