@@ -2,16 +2,19 @@
 
 Nothing else builds an adapter. `build_container` wires the parts; `TickLoop` is the one place that says
 in which order a tick's consumers see it; `serve` runs them all until cancelled; `run_service` is what
-`watchtower run` does.
+`watchtower run` does. Leader election (`leader_election`) decides which replica runs the leader-only
+jobs (`leader_jobs`); SIGTERM and SIGINT stop the service in order (`Stopping`, the end of `serve`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ from watchtower.ports import (
     AlertStore,
     Clock,
     ClusterSource,
+    Fence,
     ObjectDecoder,
     ReportOutbox,
     ReportPresenter,
@@ -51,15 +55,18 @@ from watchtower.services.fairness_send import (
     SendOutcome,
 )
 from watchtower.services.gpu_usage import GpuUsageService
+from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
 from watchtower.services.watch import Watcher
 
 log = logging.getLogger("watchtower")
 
 SHUTDOWN_GRACE = 10.0
-PRUNE_STORE_EVERY = 3600.0
-STORE_RETRY_PAUSE = 5.0  # seconds before delivery starts again after its store failed  # seconds between prunes of expired silences and delivered outbox rows
+RELEASE_TIMEOUT = 3.0  # seconds the Lease's release may take on the way out; it expires by itself anyway
+PRUNE_STORE_EVERY = 3600.0  # seconds between prunes of expired silences and delivered outbox rows
+STORE_RETRY_PAUSE = 5.0  # seconds before delivery starts again after its store failed
 
 TickConsumer = Callable[[Tick], Awaitable[None]]
+Job = Callable[[], Coroutine[Any, Any, None]]
 
 
 class StartupError(Exception):
@@ -144,15 +151,23 @@ def build_container(
     links: Mapping[str, str] | None = None,
     decoder: ObjectDecoder | None = None,
     report_source: ReportSource | None = None,
+    leadership: Fence | None = None,
 ) -> Container:
     """Return the service's parts wired together: metrics on their own registry, the watcher, the GPU-usage
-    service (when `settings.prometheus` is set), alerting (when an `alert_store` is given) and the weekly
-    report's page (when a `report_source` is given and `fairness.enabled`)."""
+    service (when `settings.prometheus` is set), alerting (when an `alert_store` is given), the weekly
+    report's page (when a `report_source` is given and `fairness.enabled`) and who leads (`leadership`: a
+    LeaderElector, else this process alone)."""
     metrics = WatchtowerMetrics(
         registry=registry if registry is not None else CollectorRegistry(),
         tier_bounds=[b for t in settings.tiers for b in (t.warn_after, t.critical_after)],
         feed_health=lambda: feed_health_of(source_health()),
     )
+    leader_metrics = LeaderMetrics(registry=metrics.registry)
+    if isinstance(leadership, LeaderElector):
+        leadership.metrics = leader_metrics
+    else:
+        leadership = leadership or SoleLeader()
+        leader_metrics.leader.set(1)
     watcher = Watcher(
         settings=settings,
         clock=clock,
@@ -180,6 +195,7 @@ def build_container(
         report_presenter=report_presenter()
         if report_source is not None and settings.fairness.enabled
         else None,
+        leadership=leadership,
     )
 
 
@@ -234,7 +250,9 @@ FAIRNESS_JOB = "watchtower-fairness-report"
 FAIRNESS_RETRY = 900.0  # seconds between tries of a send whose report could not be made
 
 
-def schedule_fairness(scheduler: Any, mailer: FairnessMailer, cfg: FairnessConfig, *, now: float) -> None:
+def schedule_fairness(
+    scheduler: Any, mailer: FairnessMailer, cfg: FairnessConfig, *, now: float, fence: Fence | None = None
+) -> None:
     """Add the weekly report to an APScheduler 3 scheduler: a cron job on `schedule_day`/`schedule_time` in
     `timezone`, coalesced, with `misfire_grace`. A start within the grace after a missed send runs it at
     once (an in-memory job store forgets missed runs); the send keys make every extra run enqueue nothing."""
@@ -247,6 +265,11 @@ def schedule_fairness(scheduler: Any, mailer: FairnessMailer, cfg: FairnessConfi
     late = now - missed.timestamp() <= cfg.misfire_grace
 
     async def send() -> None:
+        if fence is not None and fence.term() is None:
+            # Every replica schedules the job; only the Lease holder sends (DESIGN §2). The sent-once keys
+            # in the shared store keep a leader change around the hour from sending twice.
+            log.info("the weekly fairness report is the leader's to send; this replica does not lead")
+            return
         try:
             await mailer.send_week()
         except Exception:
@@ -270,6 +293,25 @@ def schedule_fairness(scheduler: Any, mailer: FairnessMailer, cfg: FairnessConfi
     )
 
 
+def leader_jobs(container: Container, worker: DeliveryWorker | None) -> list[tuple[str, Job]]:
+    """Return, by name, the jobs only the leader runs: started when this replica starts leading, cancelled
+    the moment it stops. The alert evaluation and the push into Alertmanager run in the tick, which asks
+    the same fence (`TickLoop.tick`); the weekly report, when it comes, is one more entry here."""
+    alerting = container.alerting
+    if alerting is None or worker is None:
+        return []
+    notifier, clock = alerting.notifier, container.clock
+    # A store that went away for a while (PostgreSQL restarting) must not stop grouping or delivery until
+    # the next restart: each starts again after a pause.
+    return [
+        ("alert grouping", lambda: again_after_failure(lambda: notifier.run(clock), "alert grouping")),
+        (DELIVERY, lambda: again_after_failure(worker.run, DELIVERY)),
+    ]
+
+
+DELIVERY = "notification delivery"
+
+
 class TickLoop:
     """One tick, in the one order its consumers see it: GPU usage reads Prometheus and names the idle
     holders, the watcher evaluates (with those holders' statuses), GPU usage weighs idle GPUs against the
@@ -286,6 +328,7 @@ class TickLoop:
         self.wall = SystemClock()
         self._ticking = asyncio.Lock()  # a kick and the scheduled tick must not hand out Ticks at once
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.stopped = False  # shutting down: no kicks any more
 
     async def tick(self) -> Tick:
         c = self.c
@@ -301,7 +344,11 @@ class TickLoop:
                 if await self._step("GpuUsageService.on_snapshot", gpu.on_snapshot(snap, self.wall.now())):
                     tick = tick.with_gpu(tuple(gpu.alerts()))
             if c.alerting is not None:
-                await self._step("Alerting.on_tick", c.alerting.on_tick(tick))
+                # Only the leader evaluates and hands on notifications; a follower lists what it stored.
+                if c.leadership.term() is not None:
+                    await self._step("Alerting.on_tick", c.alerting.on_tick(tick))
+                else:
+                    await self._step("Alerting.follow", c.alerting.follow())
             await self._step("DocumentCache.prebuild", c.documents.prebuild(tick))
             for consumer in self.extra:
                 name = getattr(consumer, "__qualname__", type(consumer).__name__)
@@ -317,11 +364,19 @@ class TickLoop:
             return False
         return True
 
+    async def _run(self) -> None:
+        """One tick as a job of its own (scheduled or kicked): cut short on the way out, quietly."""
+        try:
+            await self.tick()
+        except asyncio.CancelledError:
+            if not self.stopped:
+                raise
+
     def schedule(self, scheduler: Any) -> None:
         """Add the evaluation tick to an APScheduler 3 scheduler that runs on the current event loop."""
         self._loop = asyncio.get_running_loop()
         scheduler.add_job(
-            self.tick,
+            self._run,
             "interval",
             seconds=self.c.settings.queue.evaluate_every,
             id="watchtower-evaluate",
@@ -333,9 +388,9 @@ class TickLoop:
     def kick(self) -> None:
         """Tick now rather than at the next interval (from any thread): the first full picture is there."""
         loop = self._loop
-        if loop is None or loop.is_closed():
+        if loop is None or loop.is_closed() or self.stopped:
             return
-        loop.call_soon_threadsafe(lambda: loop.create_task(self.tick()))
+        loop.call_soon_threadsafe(lambda: loop.create_task(self._run()))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -372,6 +427,39 @@ def reachable_at(settings: Settings, url: str) -> Settings:
     return settings.model_copy(update={"server": settings.server.model_copy(update={"external_url": url})})
 
 
+class Stopping:
+    """SIGTERM and SIGINT, handled on the loop: the first asks for an orderly stop, a second for a quick one."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.requested = asyncio.Event()
+        self.hurry = asyncio.Event()
+        self._before: dict[int, Any] = {}
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self.SIGNALS:
+            self._before[sig] = signal.getsignal(sig)
+            loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def remove(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig, before in self._before.items():
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, before)  # whatever the CLI had set (SIGTERM as Ctrl-C) for what follows
+        self._before.clear()
+
+    def _on_signal(self, sig: int) -> None:
+        name = signal.Signals(sig).name
+        if self.requested.is_set():
+            log.warning("%s again: stopping without waiting for notifications under way", name)
+            self.hurry.set()
+        else:
+            log.info("%s: stopping", name)
+            self.requested.set()
+
+
 async def serve(
     container: Container,
     source: ClusterSource,
@@ -380,12 +468,16 @@ async def serve(
     started: asyncio.Event | None = None,
     side_feeds: Sequence[tuple[str, Callable[[Watcher], Coroutine[Any, Any, None]]]] = (),
     config_path: str | Path | None = None,
+    handle_signals: bool = False,
 ) -> None:
-    """Run the feed, the evaluation tick, alert delivery and the HTTP server until interrupted or cancelled;
-    with `config_path`, reload that file when it changes (`server.config_reload_every`).
+    """Run the feed, the evaluation tick, the leader election (when on), the leader's jobs and the HTTP
+    server until SIGTERM/SIGINT (with `handle_signals`) or cancellation; with `config_path`, reload that
+    file when it changes (`server.config_reload_every`).
 
-    Tasks are cancelled and awaited, the HTTP client is closed on the way out; the alert store belongs to
-    whoever opened it. `started` is set once the server accepts connections.
+    The way out, in order: no new work (no tick, no grouping, no new send); the sends under way get
+    `server.shutdown_deadline` (none when cancelled) and what is left stays due in the outbox; the Lease is
+    released, so a follower takes over at once; the HTTP server and the rest stop. The alert store belongs
+    to whoever opened it. `started` is set once the server accepts connections.
     """
     import httpx
     import uvicorn
@@ -396,19 +488,30 @@ async def serve(
     from watchtower.api.app import create_app
     from watchtower.api.routes.alerts import build_router
 
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # The signals are the composition root's (`Stopping`): uvicorn's own handling would stop the
+            # server first and re-raise them afterwards, racing the orderly way out.
+            yield
+
     settings = container.settings
+    fence = container.leadership
+    elector = fence if isinstance(fence, LeaderElector) else None
     http = httpx.AsyncClient()
     tasks: list[asyncio.Task[None]] = []
+    leading: dict[str, asyncio.Task[None]] = {}
     routers = []
 
     def ended(task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
             log.error("%s stopped: %s", task.get_name(), task.exception())
 
-    def spawn(coro: Coroutine[Any, Any, None], name: str) -> None:
+    def spawn(coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         t = asyncio.create_task(coro, name=name)
         t.add_done_callback(ended)
         tasks.append(t)
+        return t
 
     loop = TickLoop(container)
     container.watcher.on_listed = loop.kick
@@ -432,19 +535,16 @@ async def serve(
             clock=container.clock,
             cfg=settings.alerting,
             metrics=alerting.metrics,
+            fence=fence,
         )
         alerting.notifier.on_enqueued = worker.wake.set
         if alerting.pusher is not None:
             alerting.pusher.on_enqueued = worker.wake.set
-        notifier, clock = alerting.notifier, container.clock
-        spawn(again_after_failure(lambda: notifier.run(clock), "alert grouping"), "alert grouping")
-        spawn(again_after_failure(worker.run, "notification delivery"), "notification delivery")
         routers.append(build_router(alerting.admin, require_token=deps.require_token, clock=container.clock))
         scheduler.add_job(
             _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
         )
-        # The weekly report is sent where alerts are delivered: in HA by the Lease holder only (DESIGN §2),
-        # so leader election gates this job with the delivery worker above.
+        # The weekly report is sent where alerts are delivered: in HA by the Lease holder only (DESIGN §2).
         if fairness.send:
             mailer = fairness_mailer(container, _report_outbox(store), wake=worker.wake.set)
             if mailer is None or report_sender is None:
@@ -455,7 +555,7 @@ async def serve(
                     else "there is no report source",
                 )
             else:
-                schedule_fairness(scheduler, mailer, fairness, now=time.time())
+                schedule_fairness(scheduler, mailer, fairness, now=time.time(), fence=fence)
     if config_path is not None and settings.server.config_reload_every > 0:
         reloader = config_reloader(
             container,
@@ -468,6 +568,22 @@ async def serve(
             },
         )
         spawn(reloader.run(settings.server.config_reload_every), "configuration reload")
+    jobs = leader_jobs(container, worker)
+
+    def lead(now_leading: bool) -> None:
+        for t in leading.values():
+            t.cancel()
+        leading.clear()
+        if not now_leading or loop.stopped:
+            return
+        if elector is not None and alerting is not None:
+            alerting.lead()  # another replica may have led: start from what the store holds
+        for name, job in jobs:
+            leading[name] = spawn(job(), name)
+
+    stopping = Stopping() if handle_signals else None
+    if stopping is not None:
+        stopping.install()
     app = create_app(container, routers=routers)
     loop.schedule(scheduler)
     scheduler.start()
@@ -475,7 +591,17 @@ async def serve(
     spawn(source.run(on_list=w.on_list, on_change=w.on_change), "the cluster feed")
     for name, feed in side_feeds:
         spawn(feed(w), name)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    election = None
+    if elector is not None:
+        elector.on_change = lead
+        election = spawn(elector.run(), "leader election")
+    else:
+        lead(True)
+    server = Server(
+        uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+        )
+    )
 
     async def announce() -> None:
         while not server.started:
@@ -484,11 +610,36 @@ async def serve(
             started.set()
 
     spawn(announce(), "start-up notice")
+    serving = asyncio.create_task(server.serve(sockets=[sock]), name="the HTTP server")
+    asked = asyncio.create_task(stopping.requested.wait()) if stopping is not None else None
+    graceful = False
     try:
-        await server.serve(sockets=[sock])
+        await asyncio.wait(
+            [t for t in (serving, asked) if t is not None], return_when=asyncio.FIRST_COMPLETED
+        )
+        graceful = True
     finally:
-        server.should_exit = True
+        if asked is not None:
+            asked.cancel()
+        loop.stopped = True
         scheduler.shutdown(wait=False)
+        for name, t in leading.items():
+            if name != DELIVERY:
+                t.cancel()
+        delivering = leading.get(DELIVERY)
+        if worker is not None and delivering is not None:
+            deadline = settings.server.shutdown_deadline if graceful else 0.0
+            await _finish_sends(
+                worker, delivering, deadline, stopping.hurry if stopping is not None else None
+            )
+        if election is not None and elector is not None:
+            election.cancel()
+            await asyncio.wait([election], timeout=RELEASE_TIMEOUT)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(elector.release(), timeout=RELEASE_TIMEOUT)
+        server.should_exit = True
+        await asyncio.wait([serving], timeout=SHUTDOWN_GRACE)
+        tasks.append(serving)
         for t in tasks:
             t.cancel()
         # A part that ignores its cancellation must not keep the process from exiting: wait a while, name
@@ -500,8 +651,38 @@ async def serve(
                     "%s did not stop within %g s of shutdown; leaving it", t.get_name(), SHUTDOWN_GRACE
                 )
         await http.aclose()
+        if elector is not None:
+            elector.close()
         if container.gpu is not None:
             container.gpu.reader.close()
+        if stopping is not None:
+            stopping.remove()
+    if serving.done() and not serving.cancelled() and (e := serving.exception()) is not None:
+        raise e
+
+
+async def _finish_sends(
+    worker: DeliveryWorker, task: asyncio.Task[None], deadline: float, hurry: asyncio.Event | None
+) -> None:
+    """Let the sends under way finish within `deadline` (or until `hurry`); cut the rest short, which
+    leaves them due in the outbox for whoever leads next, under the same idempotency keys."""
+    worker.stop()
+    waits: list[asyncio.Future[Any]] = [task]
+    hurried = asyncio.ensure_future(hurry.wait()) if hurry is not None else None
+    if hurried is not None:
+        waits.append(hurried)
+    if deadline > 0 and not task.done():
+        await asyncio.wait(waits, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
+    if hurried is not None:
+        hurried.cancel()
+    if not task.done():
+        if worker.sending:
+            log.warning(
+                "%d notification(s) still being sent at shutdown: left in the outbox for the next leader",
+                worker.sending,
+            )
+        task.cancel()
+        await asyncio.wait([task], timeout=SHUTDOWN_GRACE)
 
 
 def _report_outbox(store: AlertStore) -> ReportOutbox:
@@ -579,6 +760,28 @@ def configure_logging() -> None:
     logging.getLogger("mail.log").setLevel(logging.WARNING)  # the demo SMTP sink logs every SMTP verb
 
 
+def leader_elector(settings: Settings, client: Any) -> LeaderElector:
+    """Return the election on the Lease `leader_election` names, through the Kubernetes API `client`.
+
+    Raises StartupError when no namespace is set and this is not a pod (no service-account namespace)."""
+    from watchtower.adapters.kube.lease import LeaseClient, pod_name, pod_namespace
+
+    cfg = settings.leader_election
+    namespace = cfg.lease_namespace or pod_namespace()
+    if not namespace:
+        raise StartupError(
+            "leader_election.lease_namespace is not set and this is not a pod (no service-account "
+            "namespace file): set it"
+        )
+    timings = cfg.timings()
+    lease = LeaseClient(
+        client, name=cfg.lease_name, namespace=namespace, timeout=min(5.0, timings.renew_deadline / 2)
+    )
+    return LeaderElector(
+        api=lease, identity=replica_identity(pod_name()), timings=timings, clock=SystemClock()
+    )
+
+
 def run_service(
     settings: Settings,
     *,
@@ -591,14 +794,15 @@ def run_service(
 
     Raises StartupError when there is no cluster to watch, OSError when the port cannot be had.
     """
-    import contextlib
-
     configure_logging()
     source: ClusterSource
     clock: Clock
     health: Callable[[], SourceHealth]
+    leadership: Fence | None = None
     side_feeds: list[tuple[str, Callable[[Watcher], Coroutine[Any, Any, None]]]] = []
     decoder = object_decoder(settings)
+    if settings.leader_election.enabled and settings.cluster.source != "kube":
+        raise StartupError("leader_election needs cluster.source kube: the Lease lives on the API server")
     if settings.cluster.source == "sim":
         from watchtower.adapters.sim.cluster import SimulatedCluster
 
@@ -631,6 +835,8 @@ def run_service(
                 lambda w: visibility.run(queues=w.kueue_waiting_queues, on_positions=w.on_kueue_positions),
             )
         )
+        if settings.leader_election.enabled:
+            leadership = leader_elector(settings, kube.transport.client)
     # Bound before anything is built: the links in alerts and on the pages use the port actually had.
     sock = bind(host, port)
     url = served_url(host, sock)
@@ -645,10 +851,21 @@ def run_service(
             source_name=settings.cluster.source,
             alert_store=store,
             decoder=decoder,
+            leadership=leadership,
         )
         echo(f"Watchtower ({settings.cluster.source}) serving at {url}/")
+        # A signal before serve() takes the signals over ends the start like Ctrl-C.
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(container, source, sock, side_feeds=side_feeds, config_path=config_path))
+            asyncio.run(
+                serve(
+                    container,
+                    source,
+                    sock,
+                    side_feeds=side_feeds,
+                    config_path=config_path,
+                    handle_signals=True,
+                )
+            )
     finally:
         sock.close()
         if store is not None:

@@ -231,7 +231,7 @@ def demo(
     opts = DemoOptions(port=port, seed=seed, prometheus=prometheus)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(run_demo(opts, echo=_echo))
+            asyncio.run(run_demo(opts, echo=_echo, handle_signals=True))
     except OSError as e:
         if "cannot listen" not in str(e):
             raise

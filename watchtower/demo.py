@@ -144,8 +144,10 @@ async def run_demo(
     echo: Callable[[str], object] = print,
     on_ready: Callable[[DemoRun], object] | None = None,
     base: Settings | None = None,
+    handle_signals: bool = False,
 ) -> None:
-    """Run the demo until cancelled (or interrupted); every part it started is stopped on the way out."""
+    """Run the demo until cancelled (or, with `handle_signals`, SIGTERM/SIGINT); every part it started is
+    stopped on the way out."""
     from watchtower.adapters.prometheus_process import (
         INSTALL_HINT,
         LocalPrometheusError,
@@ -235,7 +237,9 @@ async def run_demo(
         echo(f"  sinks received  {webhooks.url}/")
         echo(f"  API token       {token} (Authorization: Bearer …, to create silences)")
         started = asyncio.Event()
-        serving = asyncio.create_task(serve(container, sim, sock, started=started))
+        serving = asyncio.create_task(
+            serve(container, sim, sock, started=started, handle_signals=handle_signals)
+        )
         try:
             waiter = asyncio.create_task(started.wait())
             await asyncio.wait({serving, waiter}, return_when=asyncio.FIRST_COMPLETED)

@@ -26,6 +26,7 @@ from watchtower.domain.gangs import Gang, GangWorkload, VolcanoQueue
 from watchtower.domain.gpu_usage import Sample
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.kueue import ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
+from watchtower.domain.leader import Leadership, LeaseRecord
 from watchtower.domain.model import Controller, Event, Namespace, Node, Pod, PriorityClass, ResourceQuota
 
 
@@ -310,3 +311,39 @@ class MetricsExposition(Protocol):
     content_type: str
 
     def render(self) -> bytes: ...
+
+
+# ---- leadership -----------------------------------------------------------------------------------------
+
+
+class LeaseApi(Protocol):
+    """The one leader Lease, read and written by blocking calls (the Kubernetes adapter implements it)."""
+
+    where: str  # "Lease <namespace>/<name>", for the logs
+
+    def get(self) -> LeaseRecord | None:
+        """Return the Lease; None when it does not exist."""
+        ...
+
+    def create(self, r: LeaseRecord) -> LeaseRecord:
+        """Create it; raise domain.leader.LeaseConflict when it exists already."""
+        ...
+
+    def update(self, r: LeaseRecord) -> LeaseRecord:
+        """Replace it if still at `r.resource_version`; raise LeaseConflict when it moved on."""
+        ...
+
+
+class Fence(Protocol):
+    """Whether this process may act as the leader: what every leader-only side effect checks first."""
+
+    def term(self) -> int | None:
+        """Return the lease transition this process leads under now; None when it does not lead."""
+        ...
+
+    def holds(self, term: int) -> bool:
+        """Return True when this process still leads under `term` and its lease has not run out by its
+        own clock: checked right before each send."""
+        ...
+
+    def status(self) -> Leadership: ...

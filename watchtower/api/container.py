@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from watchtower.config.model import Settings
-from watchtower.ports import AlertStore, Clock, MetricsExposition, ReportPresenter, ReportSource
+from watchtower.ports import AlertStore, Clock, Fence, MetricsExposition, ReportPresenter, ReportSource
 from watchtower.services.alerting import Alerting
 from watchtower.services.gpu_usage import GpuUsageService
+from watchtower.services.leadership import SoleLeader
 from watchtower.services.watch import Watcher
 
 from .documents import DocumentCache
@@ -29,3 +30,5 @@ class Container:
     # The weekly fairness report: its source (the report service) and its presenter; None: no report page.
     report_source: ReportSource | None = None
     report_presenter: ReportPresenter | None = None
+    # Who leads: a SoleLeader unless leader election is on (then the LeaderElector the root runs).
+    leadership: Fence = field(default_factory=SoleLeader)

@@ -17,6 +17,7 @@ from .artefacts import ArtefactsConfig
 from .consistency import order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
 from .fairness import FairnessConfig
+from .leader import LeaderElectionConfig
 from .prometheus import PrometheusConfig
 
 
@@ -181,6 +182,8 @@ class ServerConfig(Section):
     """File holding `api_token` (e.g. a mounted Kubernetes Secret)."""
     config_reload_every: Duration = Field(5.0, ge=0)
     """How often `watchtower run` looks for a changed configuration file (a ConfigMap update swaps its symlink); a valid change is applied as far as a running service can take it (see docs/configuration.md, "Reloading"), a bad one keeps the running configuration and raises WatchtowerConfigInvalid; 0: never."""
+    shutdown_deadline: PositiveDuration = 20.0
+    """On SIGTERM or SIGINT, notifications being sent get this long to finish; the rest stay in the outbox for the next leader. Keep it below the pod's `terminationGracePeriodSeconds` (30 s by default)."""
 
 
 class StoreConfig(Section):
@@ -264,6 +267,8 @@ class Settings(Section):
     """The cluster's Prometheus, read for GPU utilisation (DCGM) and allocation (kube-state-metrics); absent: no GPU utilisation figures."""
     fairness: FairnessConfig = FairnessConfig()
     """The weekly fairness report: its history, timezone, schedule, recipients and entitlement."""
+    leader_election: LeaderElectionConfig = LeaderElectionConfig()
+    """Leader election among replicas on a Lease (off: one replica, which leads)."""
     artefacts: ArtefactsConfig = ArtefactsConfig()
     """What `watchtower generate` writes beyond the tier policy: the selector of Watchtower's own series, the namespace and names of the Kubernetes-native forms."""
 

@@ -73,6 +73,8 @@ THRASHING_WORKLOADS = "watchtower_thrashing_workloads"
 MOST_PREEMPTIONS = "watchtower_workload_preemptions_max"
 CONFIG_VALID = "watchtower_config_valid"
 CONFIG_RELOADS = "watchtower_config_reload"
+LEADER = "watchtower_leader"
+LEADER_TRANSITIONS = "watchtower_leader_transitions"
 
 # Recording rules shipped with the dashboards that read them (alerts/recording.py writes them).
 TIME_TO_SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"

@@ -1,25 +1,37 @@
-"""Liveness and readiness."""
+"""Liveness and readiness, each saying whether this replica leads."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from ..deps import WatcherDep
-from ..schemas import Health, Readiness
+from watchtower.ports import Fence
+
+from ..deps import ContainerDep, WatcherDep
+from ..schemas import Health, LeaderStatus, Readiness
 
 router = APIRouter(tags=["health"])
 
 
+def _leadership(fence: Fence) -> LeaderStatus:
+    s = fence.status()
+    return LeaderStatus(
+        enabled=s.enabled, role=s.role, identity=s.identity, holder=s.holder, transitions=s.transitions
+    )
+
+
 @router.get("/healthz", response_model=Health)
-def healthz() -> Health:
-    return Health(status="ok")
+def healthz(container: ContainerDep) -> Health:
+    return Health(status="ok", leadership=_leadership(container.leadership))
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-def readyz(watcher: WatcherDep) -> JSONResponse:
-    """200 when every kind has been listed and the picture is fresh; the body says how stale, per kind."""
+def readyz(container: ContainerDep, watcher: WatcherDep) -> JSONResponse:
+    """200 when every kind has been listed and the picture is fresh (leader or follower alike); the body
+    says how stale, per kind, and who leads."""
     r = watcher.readiness()
-    body = Readiness(ready=r.ready, problems=list(r.problems), **r.detail)
+    body = Readiness(
+        ready=r.ready, problems=list(r.problems), leadership=_leadership(container.leadership), **r.detail
+    )
     # exclude_unset: a kind's `source` stays absent, not null, when the source reports nothing for it.
     return JSONResponse(body.model_dump(exclude_unset=True), status_code=200 if r.ready else 503)

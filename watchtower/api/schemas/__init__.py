@@ -9,7 +9,7 @@ from .alerts import Alert, CreatedSilence, EnabledReceiver, Receiver, Silence
 from .analysis import Analysis
 from .common import Body, Problem
 from .gpu import IdleGpuReport
-from .health import Health, KindReadiness, Readiness
+from .health import Health, KindReadiness, LeaderStatus, Readiness
 from .preemption import Preemption, Preemptions
 from .queue import Queue, WorkloadDetail
 from .workload import Workload
@@ -23,6 +23,7 @@ __all__ = [
     "Health",
     "IdleGpuReport",
     "KindReadiness",
+    "LeaderStatus",
     "Preemption",
     "Preemptions",
     "Problem",

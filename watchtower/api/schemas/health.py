@@ -7,9 +7,26 @@ from .common import Body
 SourceValue = str | int | float | bool | None
 
 
+class LeaderStatus(Body):
+    """Who leads (evaluates alerts, delivers notifications, pushes to Alertmanager), as this replica knows."""
+
+    enabled: bool
+    """leader election is on (`leader_election.enabled`); off, the process always leads"""
+    role: str
+    """`leader` or `follower`"""
+    identity: str
+    """this replica's holder identity (pod name and a random suffix)"""
+    holder: str
+    """the Lease's holder as last read (empty: released or not read yet)"""
+    transitions: int
+    """the Lease's `leaseTransitions` as last read: the term a leader's notifications are fenced by"""
+
+
 class Health(Body):
     status: str
     """`ok` while the process serves"""
+    leadership: LeaderStatus
+    """leader or follower, the Lease holder and its transition count"""
 
 
 class KindReadiness(Body):
@@ -49,3 +66,5 @@ class Readiness(Body):
     """kind → malformed objects skipped"""
     kinds: dict[str, KindReadiness]
     """per watched kind"""
+    leadership: LeaderStatus
+    """leader or follower (a follower is ready too: it serves the API), the holder, the transition"""

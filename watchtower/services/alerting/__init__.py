@@ -35,9 +35,15 @@ class Alerting:
     metrics: AlertingMetrics | None = None
     pusher: AlertmanagerPusher | None = None
     _receivers_checked: bool = field(default=False, repr=False)
+    _followed: bool = field(default=False, repr=False)  # another replica led since the alerts were loaded
 
     async def on_tick(self, tick: Tick) -> None:
-        """Evaluate a Tick, then hand on the groups that are due."""
+        """Evaluate a Tick, then hand on the groups that are due (the leader's work)."""
+        if self._followed:
+            await self.evaluator.reload(regroup=True)
+            if self.pusher is not None:
+                self.pusher.sent.clear()  # sent again at once: Alertmanager takes them as the same alerts
+            self._followed = False
         if not self._receivers_checked:
             self.admin.enable_changed_receivers(tick.at)
             self._receivers_checked = True
@@ -75,6 +81,15 @@ class Alerting:
     def config_invalid(self, problems: Sequence[str]) -> None:
         """Raise WatchtowerConfigInvalid with these problems from the next evaluation on; () resolves it."""
         self.evaluator.config_problems = tuple(problems)
+
+    async def follow(self) -> None:
+        """On a replica that does not lead: read the alerts the leader stored, for the API to list."""
+        await self.evaluator.reload(regroup=False)
+        self._followed = True
+
+    def lead(self) -> None:
+        """This replica leads from now on: its next evaluation starts from what the store holds."""
+        self._followed = True
 
 
 def build_alerting(

@@ -3,6 +3,11 @@
 A message is marked as attempted before it is sent and delivered after, so a crash re-sends at most that
 one message, under the same idempotency key.
 
+Fencing: only the leader sends. Each pass over the outbox is made under the leader's term (the Lease
+transition it leads under), and each send checks, right before it goes out, that this process still leads
+under that term by its own clock; if not, the message is left due in the outbox for the new leader (not
+failed). `stop` makes the worker take no new message and return once the sends under way are done.
+
 Every store call runs in a worker thread: each write is a transaction synced to disk, and the store is
 shared with the evaluation, whose storm transactions hold it for a good part of a second; on the loop,
 either would stall the API and the flushes.
@@ -20,7 +25,7 @@ from collections.abc import Callable, Mapping
 from watchtower.config.alerting import AlertingConfig
 from watchtower.domain.alerts.backoff import next_delay
 from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outcome
-from watchtower.ports import AlertStore, Clock, Sender
+from watchtower.ports import AlertStore, Clock, Fence, Sender
 
 from .integrations import integration_configs
 from .metrics import AlertingMetrics
@@ -40,20 +45,34 @@ class DeliveryWorker:
         cfg: AlertingConfig,
         metrics: AlertingMetrics | None = None,
         rnd: Callable[[], float] = random.random,
+        fence: Fence | None = None,
     ) -> None:
         self.store, self.senders, self.clock, self.metrics, self.rnd = store, senders, clock, metrics, rnd
         self.delivery = cfg.delivery
         self.configs = integration_configs(cfg)
+        self.fence = fence
         self.wake = asyncio.Event()
+        self.stopping = False
+        self.handed_back = 0  # messages left in the outbox because leadership was lost before their send
+        self.sending = 0  # sends under way now
+
+    def stop(self) -> None:
+        """Take no new message; `run` returns once the sends under way are done."""
+        self.stopping = True
+        self.wake.set()
+
+    def _may_send(self, term: int | None) -> bool:
+        return self.fence is None or (term is not None and self.fence.holds(term))
 
     async def drain(self) -> int:
         """Attempt every message that is due, integrations side by side; return the attempts made."""
         made = 0
-        while True:
+        term = self.fence.term() if self.fence is not None else None
+        while not self.stopping and self._may_send(term):
             heads = await asyncio.to_thread(self.store.due, self.clock.now())
             if not heads:
                 break
-            results = await asyncio.gather(*(self._attempt(m) for m in heads))
+            results = await asyncio.gather(*(self._attempt(m, term) for m in heads))
             made += len(heads)
             if not any(results):
                 break  # every head failed and waits for its backoff
@@ -61,8 +80,11 @@ class DeliveryWorker:
             await asyncio.to_thread(self.metrics.observe_outbox, self.store, self.clock.now())
         return made
 
-    async def _attempt(self, msg: OutboxMessage) -> bool:
-        """Try one message; return True if the integration may go on to its next message now."""
+    async def _attempt(self, msg: OutboxMessage, term: int | None = None) -> bool:
+        """Try one message under the leader's `term`; return True if the integration may go on to its
+        next message now."""
+        if self.stopping or not self._may_send(term):
+            return False
         now = self.clock.now()
         sender = self.senders.get(msg.integration)
         store = self.store
@@ -71,11 +93,20 @@ class DeliveryWorker:
             self._count("failed", msg.integration)
             return True
         await asyncio.to_thread(store.begin_attempt, msg.id, now)
+        if not self._may_send(term):
+            # Lost the lease while recording the attempt: the message stays pending and due, and the new
+            # leader sends it under the same idempotency key.
+            log.info("not leading any more: %s to %s left for the new leader", msg.key, msg.integration)
+            self.handed_back += 1
+            return False
+        self.sending += 1
         try:
             res = await sender.send(msg, now=now)
         except Exception as e:  # a sender bug must not kill the worker; the message is retried
             log.exception("sender for %s failed", msg.integration)
             res = DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
+        finally:
+            self.sending -= 1
         done = self.clock.now()
         if res.outcome is Outcome.SENT:
             await asyncio.to_thread(store.delivered, msg.id, done)
@@ -118,9 +149,11 @@ class DeliveryWorker:
             getattr(self.metrics, what).labels(integration).inc()
 
     async def run(self) -> None:
-        """Deliver until cancelled; sleeps until the next attempt is due or `wake` is set."""
-        while True:
+        """Deliver until cancelled or stopped; sleeps until the next attempt is due or `wake` is set."""
+        while not self.stopping:
             await self.drain()
+            if self.stopping:
+                break
             nxt = await asyncio.to_thread(self.store.next_attempt_at)
             wait = 5.0 if nxt is None else min(5.0, max(0.05, nxt - self.clock.now()))
             self.wake.clear()

@@ -104,7 +104,8 @@ class AlertEvaluator:
         self.store = store
         self.metrics = metrics
         self.on_changed = on_changed  # the notifier's wake-up
-        self.dispatcher = Dispatcher(cfg.route_tree())
+        self._routes = cfg.route_tree()
+        self.dispatcher = Dispatcher(self._routes)
         self.alerts: dict[str, TrackedAlert] = {a.fingerprint: a for a in store.load_alerts()}
         # fingerprint → the `last_seen` last written to the store
         self._saved_seen: dict[str, float] = {fp: a.last_seen for fp, a in self.alerts.items()}
@@ -121,6 +122,20 @@ class AlertEvaluator:
             health = self._watch_health(tick.health, tick.at)
             done = await asyncio.to_thread(self._evaluate, tick, health, self.alerts)
             self._apply(done, tick.at)
+
+    async def reload(self, *, regroup: bool) -> None:
+        """Take the stored alerts as they are: another replica led until now and wrote them.
+
+        With `regroup` (this replica now leads) the groups are rebuilt from them at the next evaluation,
+        as after a restart, and the notification log keeps them from re-sending what the other sent;
+        without it only the alerts the API lists are refreshed."""
+        async with self._evaluating:
+            stored = await asyncio.to_thread(self.store.load_alerts)
+            self.alerts = {a.fingerprint: a for a in stored}
+            self._saved_seen = {fp: a.last_seen for fp, a in self.alerts.items()}
+            if regroup:
+                self.dispatcher = Dispatcher(self._routes)
+                self._restored = False
 
     def _rule_input(self, tick: Tick, health: WatchHealth) -> RuleInput:
         return RuleInput(
