@@ -7,6 +7,8 @@ namespace) and what Helm itself adds (the labels `helm.sh/chart` and `app.kubern
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -14,6 +16,7 @@ import pytest
 import yaml
 from render import (
     CHART,
+    DEPLOY,
     EXTERNAL_URL,
     HELM_VALUES,
     OVERLAYS,
@@ -226,22 +229,52 @@ def test_the_image_is_the_projects_own_without_a_registry(rendered: dict, form: 
     assert container["image"] == "watchtower:0.1.0"
 
 
-def test_the_image_is_overridden_as_the_install_guide_says(kustomize: str, helm: str, tmp_path) -> None:
-    overlay = tmp_path / "mine"
-    overlay.mkdir()
-    (overlay / "kustomization.yaml").write_text(
+def test_ones_own_overlay_replaces_the_configuration_and_the_image_as_the_install_guide_says(
+    kustomize: str, helm: str, tmp_path: Path
+) -> None:
+    mine = tmp_path / "my-watchtower"
+    mine.mkdir()
+    config = yaml.safe_load((DEPLOY / "overlays" / "single" / "config.yaml").read_text())
+    config["server"]["external_url"] = "https://watchtower.internal.example.org"
+    (mine / "config.yaml").write_text(yaml.safe_dump(config))
+    (mine / "kustomization.yaml").write_text(
         yaml.safe_dump(
             {
-                "resources": [str(CHART.parents[1] / "overlays" / "single")],
+                "resources": [os.path.relpath(DEPLOY / "overlays" / "single", mine)],
+                "configMapGenerator": [
+                    {
+                        "name": "watchtower-config",
+                        "namespace": "watchtower",
+                        "behavior": "replace",
+                        "files": ["config.yaml"],
+                        "options": {"disableNameSuffixHash": True},
+                    }
+                ],
                 "images": [
                     {"name": "watchtower", "newName": "registry.internal/ml/watchtower", "newTag": "0.1.1"}
                 ],
             }
         )
     )
-    (k,) = one(kustomize_build(kustomize, overlay), "Deployment")["spec"]["template"]["spec"]["containers"]
+    docs = kustomize_build(kustomize, mine)
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert cm["metadata"]["name"] == "watchtower-config"
+    data = yaml.safe_load(cm["data"]["config.yaml"])
+    assert (
+        settings_from_mapping(data, env={}).server.external_url == "https://watchtower.internal.example.org"
+    )
+    (k,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
     args = [*HELM_VALUES["single"], "--set", "image.repository=registry.internal/ml/watchtower"]
     (h,) = one(helm_template(helm, [*args, "--set", "image.tag=0.1.1"]), "Deployment")["spec"]["template"][
         "spec"
     ]["containers"]
     assert k["image"] == h["image"] == "registry.internal/ml/watchtower:0.1.1"
+
+
+def test_the_charts_config_value_is_merged_over_what_the_chart_sets(helm: str) -> None:
+    values = [*HELM_VALUES["single"], "--set", "config.server.dashboard_url=https://grafana.example.org/d/wt"]
+    cm = one(helm_template(helm, [*values, "--set", "config.queue.evaluate_every=30s"]), "ConfigMap")
+    settings = settings_from_mapping(yaml.safe_load(cm["data"]["config.yaml"]), env={})
+    assert settings.server.dashboard_url == "https://grafana.example.org/d/wt"
+    assert settings.server.external_url == EXTERNAL_URL  # the chart's own key survives the merge
+    assert settings.queue.evaluate_every == 30.0

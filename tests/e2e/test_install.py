@@ -12,6 +12,7 @@ pod runs the image (no container runtime here): admission is what this checks, a
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -146,9 +147,10 @@ def test_the_single_overlay_is_admitted_under_the_restricted_standard_and_its_id
             del c["securityContext"]
         refused = _dry_run_pod(admin, loose)
         assert refused is not None and refused.status == 403, refused
-        assert 'violates PodSecurity "restricted:latest"' in refused.body
-        assert "allowPrivilegeEscalation != false" in refused.body
-        assert "unrestricted capabilities" in refused.body
+        message = json.loads(refused.body)["message"]
+        assert 'violates PodSecurity "restricted:latest"' in message
+        assert "allowPrivilegeEscalation != false" in message
+        assert "unrestricted capabilities" in message
 
         # The service's identity: reads the cluster, writes no pod, only its own Lease in its namespace.
         token = admin.create(
