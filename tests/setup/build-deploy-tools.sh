@@ -24,8 +24,10 @@ case $tool in
     version=v3.22.0
     go_needed=1.26.0
     pkg=$module/cmd/helm
-    # As upstream's Makefile sets them: without, `helm version` says only v3.22.
+    # As upstream's Makefile sets them: without, `helm version` says only v3.22, and `helm template` and
+    # `lint` assume Kubernetes v1.20 (pkg/chartutil/capabilities.go), which a chart's kubeVersion refuses.
     ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+    kube_ldflags=1  # the Kubernetes version is client-go's (v0.X.Y -> 1.X), read from the module below
     override=${WATCHTOWER_HELM:-}
     ;;
   *)
@@ -67,6 +69,14 @@ start=$(date +%s)
 # go.sum; GOBIN to a temporary directory so a failed build leaves no half binary in the cache.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+if [ -n "${kube_ldflags:-}" ]; then
+  mod=$(go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  minor=$(awk '$1 == "k8s.io/client-go" {split($2, v, "."); print v[2]; exit}' "$mod")
+  [ -n "$minor" ] || { echo "build-deploy-tools.sh: no k8s.io/client-go in $mod" >&2; exit 1; }
+  for pkg_var in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    ldflags+=" -X $pkg_var.k8sVersionMajor=1 -X $pkg_var.k8sVersionMinor=$minor"
+  done
+fi
 GOBIN=$work go install -trimpath -ldflags="$ldflags" "$pkg@$version"
 mkdir -p "$bin"
 mv "$work/$tool" "$bin/$tool"
