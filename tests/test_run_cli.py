@@ -175,3 +175,23 @@ def test_the_first_configuration_in_kubectls_order_is_the_one_used(
         assert server.authorizations == {"Bearer test-token"}
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("token", [None, "s3cret"])
+def test_without_an_api_token_the_service_starts_and_says_changes_through_the_api_are_disabled(
+    tmp_path: Path, home: Path, token: str | None
+) -> None:
+    # deploy/'s Secret is optional: a pod without it must start, and its log must say why a silence
+    # cannot be created.
+    server = FakeApiServer([PODS]).start()
+    try:
+        env = environment(home, KUBECONFIG=str(server.write_kubeconfig(tmp_path / "real.yaml")))
+        env.pop("WATCHTOWER_SERVER__API_TOKEN", None)
+        if token is not None:
+            env["WATCHTOWER_SERVER__API_TOKEN"] = token
+        err = serve_until_listed(tmp_path, env, server)
+    finally:
+        server.stop()
+    disabled = "changes through the API (silences) are disabled: no server.api_token is configured"
+    assert (disabled in err) is (token is None), err
+    assert token is None or token not in err

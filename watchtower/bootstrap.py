@@ -854,6 +854,13 @@ def run_service(
             leadership=leadership,
         )
         echo(f"Watchtower ({settings.cluster.source}) serving at {url}/")
+        if settings.server.api_token is None:
+            # The install's Secret is optional: say at start why a silence cannot be created, not only on
+            # the first refused request.
+            log.warning(
+                "changes through the API (silences) are disabled: no server.api_token is configured"
+                " (WATCHTOWER_SERVER__API_TOKEN or server.api_token_file)"
+            )
         # A signal before serve() takes the signals over ends the start like Ctrl-C.
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(

@@ -218,9 +218,7 @@ def _target_labels(sm: dict, service: dict, metric: dict[str, str]) -> dict[str,
 
 
 def _deploy_service() -> dict:
-    docs = yaml.safe_load_all((ROOT / "deploy" / "watchtower.yaml").read_text())
-    (svc,) = [d for d in docs if d and d["kind"] == "Service"]
-    return svc
+    return yaml.safe_load((ROOT / "deploy" / "base" / "service.yaml").read_text())
 
 
 def test_the_service_monitor_selects_the_deployed_service_by_its_labels_and_named_port() -> None:

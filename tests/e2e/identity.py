@@ -1,4 +1,4 @@
-"""Watchtower's own identity on the test cluster, as deploy/rbac.yaml defines it: the ServiceAccount, its
+"""Watchtower's own identity on the test cluster, as deploy/base/rbac.yaml defines it: the ServiceAccount, its
 read-only ClusterRole and its leader-Lease Role, a TokenRequest token, and a kubeconfig carrying only that.
 
 The manifest can be placed in a namespace of the caller's choosing (and its cluster-scoped objects given a
@@ -17,7 +17,7 @@ import yaml
 
 from .api import Api
 
-RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
+RBAC = Path(__file__).resolve().parents[2] / "deploy" / "base" / "rbac.yaml"
 RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
 PATHS = {
     "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
@@ -30,7 +30,7 @@ CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding")
 
 
 def rbac_documents(*, namespace: str = "watchtower", suffix: str = "") -> list[dict[str, Any]]:
-    """Return deploy/rbac.yaml's objects moved to `namespace`, cluster-scoped names ending in `suffix`."""
+    """Return deploy/base/rbac.yaml's objects moved to `namespace`, cluster-scoped names ending in `suffix`."""
     docs = [copy.deepcopy(d) for d in yaml.safe_load_all(RBAC.read_text()) if d]
     for d in docs:
         meta = d["metadata"]
@@ -74,7 +74,7 @@ class Identity:
 
 
 def apply_rbac(admin: Api, *, namespace: str, suffix: str = "") -> Identity:
-    """Create deploy/rbac.yaml's objects in `namespace` (which must exist) with the admin identity."""
+    """Create deploy/base/rbac.yaml's objects in `namespace` (which must exist) with the admin identity."""
     identity = Identity(admin, namespace)
     for d in rbac_documents(namespace=namespace, suffix=suffix):
         admin.create(PATHS[d["kind"]].format(ns=d["metadata"].get("namespace", "")), d)

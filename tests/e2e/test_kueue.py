@@ -1,7 +1,7 @@
 """Issue 13, Kueue: the running service against Kueue v0.17.0's real controller manager (tests/e2e/kueue/) and the
 real control plane. A Job Kueue holds (suspended, no pods) is reported waiting from its Workload and alerted at
 its tier's threshold; admitted, its pods run; a higher-priority Workload makes Kueue preempt it, and the
-preemption names the preemptor Workload. The service reads with nothing but deploy/rbac.yaml's token.
+preemption names the preemptor Workload. The service reads with nothing but deploy/base/rbac.yaml's token.
 """
 
 from __future__ import annotations

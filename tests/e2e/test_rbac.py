@@ -1,4 +1,4 @@
-"""Scenario 7: deploy/rbac.yaml on the real API server. Watchtower's ServiceAccount token is enough for the
+"""Scenario 7: deploy/base/rbac.yaml on the real API server. Watchtower's ServiceAccount token is enough for the
 service's feed, and every write outside its own leader Lease is refused."""
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def service_watching(
     suffix: str,
     tiers: list[dict[str, Any]] | None = None,
 ) -> Iterator[tuple[httpx.Client, HookReceiver]]:
-    """Run the service as deploy/rbac.yaml's read-only identity, alerting to a signed webhook receiver; yield
+    """Run the service as deploy/base/rbac.yaml's read-only identity, alerting to a signed webhook receiver; yield
     a client on its API and the receiver. Afterwards: it stopped cleanly and the API server never refused it."""
     with contextlib.ExitStack() as stack:
         identity = apply_rbac(s.api, namespace=home, suffix=suffix)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds every binary the tests take from a Go module (the control plane, Kueue, a current Alertmanager,
-# promtool 3, controller-gen), each script into its own cache directory, all at once.
+# promtool 3, controller-gen, kustomize and helm), each script into its own cache directory, all at once.
 # On two cores one build alone leaves a core idle through its downloads and links; run together they keep
 # both busy, which is most of a cold CI run's time. Each build's log goes to a temporary file, shown when
 # that build fails. A second run finds every binary and returns at once.
@@ -15,6 +15,8 @@ builds=(
   "alertmanager:$root/tests/setup/build-alertmanager.sh"
   "promtool3:$root/tests/setup/build-promtool3.sh"
   "controller-gen:$root/tests/setup/prometheus-operator-crds.sh --tool-only"
+  "kustomize:$root/tests/setup/build-deploy-tools.sh kustomize"
+  "helm:$root/tests/setup/build-deploy-tools.sh helm"
 )
 declare -A names
 start=$(date +%s)

@@ -16,7 +16,7 @@ class ArtefactsConfig(BaseModel):
     job_selector: str = 'job="watchtower"'
     """Selector (without braces) of Watchtower's own series in the generated rules; the generated ServiceMonitor gives the series it scrapes exactly these labels."""
     namespace: str = Field("watchtower", pattern=_LABEL)
-    """Namespace of the generated Kubernetes objects (`deploy/monitoring/`): the one `deploy/watchtower.yaml` creates."""
+    """Namespace of the generated Kubernetes objects (`deploy/monitoring/`): the one `deploy/base` creates (and the Helm release's)."""
     service: str = Field("watchtower", pattern=_LABEL)
     """Name of the Service in front of Watchtower; Prometheus names the scrape job after it."""
     service_labels: dict[str, str] = {"app.kubernetes.io/name": "watchtower"}
