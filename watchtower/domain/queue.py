@@ -197,14 +197,16 @@ class QueueEvaluator:
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
             changed |= warned ^ self._warned
-            waiting, expecting, held = state.waiting_workloads, state.expecting, state.kueue.held
+            waiting, expecting, kueue = state.waiting_workloads, state.expecting, state.kueue_may_wait
             changed = {
                 k
                 for k in changed
-                if k in waiting or k in refusals or k in known or k in expecting or k in held
+                if k in waiting or k in refusals or k in known or k in expecting or kueue(k)
             }
             if changed:
-                wanted = [k for k in changed if k in waiting or k in refusals or k in expecting or k in held]
+                # The same keys a first evaluation lists (`state.kueue_waiting`, not every held job: an
+                # admitted one whose pods are all there is listed by its waiting pods, or not at all).
+                wanted = [k for k in changed if k in waiting or k in refusals or k in expecting or kueue(k)]
                 fresh = self._derive(state, wanted, refusals, thrash, now)
                 added: list[WorkloadFacts] = []
                 for k in changed:
