@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -39,12 +40,13 @@ from watchtower.domain.kueue import (
     WorkloadPriorityClass,
 )
 from watchtower.domain.model import Condition, Controller, Node, OwnerRef, Pod
-from watchtower.domain.queue import QueueEvaluator
+from watchtower.domain.queue import Fragmentation, QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import Tick
+from watchtower.domain.tiers import TierPolicy
 from watchtower.ports import QueueGauges
 from watchtower.services.queue_view import snapshot_dict
-from watchtower.services.watch import Watcher
+from watchtower.services.watch import Watcher, main_reason
 
 T0 = 1_800_000_000.0
 PRIOS = [(1_000_000, "urgent-debug"), (900_000, "online-serving"), (500_000, "experiment"), (0, "")]
@@ -429,6 +431,34 @@ def picture(w: Watcher, now: float) -> tuple[Tick, QueueGauges | None, dict[str,
     return dataclasses.replace(tick, holders=holders), metrics.gauges, doc
 
 
+def assert_by_definition(tick: Tick, gauges: QueueGauges | None, tiers: TierPolicy) -> None:
+    """Check a tick's positions, fragmentation and gauges against their definitions (both Watchers share
+    the code that keeps them: equal pictures alone would not catch a wrong formula)."""
+    snap = tick.snapshot
+    queued = [w for w in snap.workloads if w.state in (WorkloadState.PENDING, WorkloadState.PARTIAL)]
+    for w in snap.workloads:
+        before = queued[: queued.index(w)] if w in queued else None
+        assert w.ahead == (len(before) if before is not None else 0)
+        higher = [q for q in before or () if tiers.rank(q.tier) < tiers.rank(w.tier)]
+        assert w.ahead_higher_tier == len(higher)
+    cap = snap.capacity
+    assert snap.fragmentation == tuple(
+        Fragmentation(w.key, w.gpus_per_pod, cap.free_total, cap.largest_free)
+        for w in sorted(queued, key=lambda w: w.key)
+        if cap.largest_free < w.gpus_per_pod <= cap.free_total
+    )
+    assert snap.gated_pods == sum(w.pods_gated for w in snap.workloads)
+    assert gauges is not None
+    waiting = [w for w in snap.workloads if w.waiting]
+    assert gauges.pending == Counter((w.tier, w.namespace, main_reason(w)) for w in waiting)
+    for t in tiers.tiers:
+        mine = [w for w in waiting if w.tier == t.name]
+        assert gauges.oldest_wait[t.name] == max((w.wait_seconds for w in mine), default=0.0)
+        gangs = [w for w in mine if w.state is WorkloadState.PARTIAL and w.gang]
+        assert gauges.partial_gangs[t.name] == len(gangs)
+        assert gauges.partial_gang_gpus[t.name] == sum(w.gpus_held for w in gangs)
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_a_tick_after_random_churn_equals_a_tick_from_scratch(seed: int) -> None:
     rnd = random.Random(seed)
@@ -449,6 +479,7 @@ def test_a_tick_after_random_churn_equals_a_tick_from_scratch(seed: int) -> None
         fresh = new_watcher(clock)
         world.load(fresh.state)
         want = picture(fresh, now)
+        assert_by_definition(*want[:2], live.policy.tiers)
         assert got[0] == want[0], f"step {step}: the Tick"
         assert got[1] == want[1], f"step {step}: the gauges"
         assert got[2] == want[2], f"step {step}: the queue JSON"
