@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import repeat
+from operator import sub
 
 from .capacity import capacity
 from .disruptions import Preemption
@@ -113,7 +115,7 @@ class QueueEvaluator:
         )
         return QueueSnapshot(
             at=now,
-            workloads=tuple(statuses),
+            workloads=statuses,
             capacity=cap,
             fragmentation=fragmentation,
             preemptions=tuple(preemptions),
@@ -247,12 +249,8 @@ class QueueEvaluator:
         return c
 
 
-def _positioned(plan: Plan, now: float) -> list[WorkloadStatus]:
+def _positioned(plan: Plan, now: float) -> tuple[WorkloadStatus, ...]:
     """Return the tick's views in queue order, each with its wait at `now` and who is ahead of it."""
-    status = WorkloadStatus
-    return [
-        status(f, 0.0 if since is None or now - since < 0.0 else now - since, ahead, higher)
-        for f, since, ahead, higher in zip(
-            plan.facts, plan.since, plan.ahead, plan.ahead_higher_tier, strict=True
-        )
-    ]
+    # wait = max(0, now - since), NO_WAIT's included: two maps and a constructor call per workload, in C
+    waits = map(max, repeat(0.0), map(sub, repeat(now), plan.since))
+    return tuple(map(WorkloadStatus, plan.facts, waits, plan.ahead, plan.ahead_higher_tier))

@@ -23,6 +23,7 @@ OrderKey = tuple[int, int, float, WorkloadKey]
 QUEUED = (WorkloadState.PENDING, WorkloadState.PARTIAL)  # counted in the positions; may fragment
 _rank = itemgetter(0)
 T = TypeVar("T")
+NO_WAIT = float("inf")
 
 
 def order_key(f: WorkloadFacts) -> OrderKey:
@@ -33,7 +34,9 @@ class Plan(NamedTuple):
     """What a queue order alone gives each tick's views: kept while the order stays the same."""
 
     facts: list[WorkloadFacts]
-    since: list[float | None]  # None: no wait (unknown start, or running)
+    # When each wait began; NO_WAIT for none (an unknown start, or running): `now - since` is then below
+    # zero, which the wait's clamp at zero turns into no wait, at C speed (`map`, not a Python loop).
+    since: list[float]
     ahead: list[int]
     ahead_higher_tier: list[int]
 
@@ -56,10 +59,9 @@ class QueueOrder:
         self._set(sorted(facts, key=order_key))
 
     def _set(self, ordered: list[WorkloadFacts]) -> None:
-        running = WorkloadState.RUNNING
         self.facts = ordered
         self._keys = [f.order for f in ordered]
-        self._since = [None if f.state is running else f.since for f in ordered]
+        self._since = [_start(f) for f in ordered]
         self._queued = [1 if f.state in QUEUED else 0 for f in ordered]
         self.gated = sum(f.pods_gated for f in ordered)
         # The queued facts by GPUs per pod: the fragmented ones at any free GPUs are a few of these buckets.
@@ -100,7 +102,6 @@ class QueueOrder:
             self.reset([*(f for f in facts if id(f) not in ids), *added])
             return
         fresh = sorted(added, key=order_key)
-        running = WorkloadState.RUNNING
         kept_keys = _without(self._keys, drops)
         at = []
         lo = 0
@@ -109,9 +110,7 @@ class QueueOrder:
             at.append(lo)
         self._keys = _with(kept_keys, at, [f.order for f in fresh])
         self.facts = _with(_without(self.facts, drops), at, fresh)
-        self._since = _with(
-            _without(self._since, drops), at, [None if f.state is running else f.since for f in fresh]
-        )
+        self._since = _with(_without(self._since, drops), at, [_start(f) for f in fresh])
         self._queued = _with(
             _without(self._queued, drops), at, [1 if f.state in QUEUED else 0 for f in fresh]
         )
@@ -168,6 +167,10 @@ class QueueOrder:
             ]
             self._frags = ((lo, hi), tuple(sorted(frags, key=lambda f: f.key)))
         return self._frags[1]
+
+
+def _start(f: WorkloadFacts) -> float:
+    return NO_WAIT if f.since is None or f.state is WorkloadState.RUNNING else f.since
 
 
 def _without(items: list[T], drops: list[int]) -> list[T]:
