@@ -288,19 +288,17 @@ KUEUE_CAUSES = (
 )
 
 
-def _free_for(tables: KueueTables, cq: str) -> int | None:
+def _free_for(tables: KueueTables, cq: str, cohort_free: Mapping[str, int]) -> int | None:
     """Return GPUs of nominal quota a Workload of this ClusterQueue could take: its own free quota, plus
-    what its cohort's other queues leave unused up to its borrowing limit; None: the queue is unknown."""
+    what its cohort's other queues leave unused up to its borrowing limit; None: the queue is unknown.
+
+    `cohort_free`: each cohort's free nominal quota over its queues that are not stopped."""
     q = tables.cluster_queues.get(cq)
     if q is None or q.free_nominal is None or q.stopped:
         return None
     free = q.free_nominal
     if q.cohort:
-        lent = sum(
-            o.free_nominal or 0
-            for o in tables.cluster_queues.values()
-            if o.cohort == q.cohort and o.name != q.name and not o.stopped
-        )
+        lent = cohort_free.get(q.cohort, 0) - free  # the others' part: this queue is counted there too
         if q.borrowing_limit_gpus is not None:
             lent = min(lent, q.borrowing_limit_gpus)
         free += lent
@@ -308,8 +306,13 @@ def _free_for(tables: KueueTables, cq: str) -> int | None:
 
 
 def _kueue_free(tables: KueueTables) -> dict[str, int | None]:
-    """Return each known ClusterQueue's GPUs a Workload of it could take (`_free_for`): a few dozen."""
-    return {cq: _free_for(tables, cq) for cq in tables.cluster_queues}
+    """Return each known ClusterQueue's GPUs a Workload of it could take (`_free_for`): a few dozen, with
+    each cohort summed once (not once per queue of it: 50 queues made that 2,500 sums a tick)."""
+    cohort_free: dict[str, int] = {}
+    for o in tables.cluster_queues.values():
+        if o.cohort and not o.stopped:
+            cohort_free[o.cohort] = cohort_free.get(o.cohort, 0) + (o.free_nominal or 0)
+    return {cq: _free_for(tables, cq, cohort_free) for cq in tables.cluster_queues}
 
 
 def _kueue_stuck(
