@@ -62,7 +62,7 @@ class QueueOrder:
         self.facts = ordered
         self._keys = [f.order for f in ordered]
         self._since = [_start(f) for f in ordered]
-        self._queued = [1 if f.state in QUEUED else 0 for f in ordered]
+        self._queued = [_queued(f) for f in ordered]
         self.gated = sum(f.pods_gated for f in ordered)
         # The queued facts by GPUs per pod: the fragmented ones at any free GPUs are a few of these buckets.
         self._by_gpus: dict[int, dict[WorkloadKey, WorkloadFacts]] = {}
@@ -111,9 +111,7 @@ class QueueOrder:
         self._keys = _with(kept_keys, at, [f.order for f in fresh])
         self.facts = _with(_without(self.facts, drops), at, fresh)
         self._since = _with(_without(self._since, drops), at, [_start(f) for f in fresh])
-        self._queued = _with(
-            _without(self._queued, drops), at, [1 if f.state in QUEUED else 0 for f in fresh]
-        )
+        self._queued = _with(_without(self._queued, drops), at, [_queued(f) for f in fresh])
         moved = False
         for f in removed:
             self.gated -= f.pods_gated
@@ -167,6 +165,11 @@ class QueueOrder:
             ]
             self._frags = ((lo, hi), tuple(sorted(frags, key=lambda f: f.key)))
         return self._frags[1]
+
+
+def _queued(f: WorkloadFacts) -> int:
+    """Return 1 for work counted ahead of the workloads behind it (the one place that says which), else 0."""
+    return 1 if f.state in QUEUED else 0
 
 
 def _start(f: WorkloadFacts) -> float:
