@@ -399,9 +399,14 @@ class World:
             st.upsert_local_queue(lq)
         elif r < 0.93:  # the driver republishes a slice, maybe with another device count
             name = rnd.choice(DRA_NODES)
-            s = self.slices[name]
-            self.slices[name] = s = self._slice(name, s.generation + 1, rnd.choice([4, 8]))
-            st.upsert_resource_slice(s)
+            s = self.slices.get(name)
+            if s is not None and rnd.random() < 0.3:  # the driver withdraws the node's slice
+                del self.slices[name]
+                st.delete_resource_slice(s)
+            else:
+                generation = s.generation + 1 if s is not None else 1
+                self.slices[name] = s = self._slice(name, generation, rnd.choice([4, 8]))
+                st.upsert_resource_slice(s)
         elif r < 0.96 and self.claims:
             key = rnd.choice(sorted(self.claims))
             c = self.claims[key]
