@@ -87,6 +87,12 @@ class DraTables:
     _slice_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     _per_node: dict[str, dict[str, int]] | None = None
     _node_gpus: dict[str, int] | None = None
+    # Each pool's part of `_per_node` and its slices' names: a republished slice recounts its pool only
+    # (a driver republishing 1% of 2,000 slices made every tick recount all of them).
+    _pool_part: dict[tuple[str, str], dict[str, dict[str, int]]] = field(default_factory=dict)
+    _pool_slices: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    _dirty_pools: set[tuple[str, str]] = field(default_factory=set)
+    _node_pools: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # the pools with devices there
 
     # ---- which pods name what ---------------------------------------------------------------------
 
@@ -156,19 +162,35 @@ class DraTables:
         return self._all_count_users() if c.name in self.gpu_classes else set()
 
     def upsert_slice(self, s: ResourceSlice) -> set[str]:
-        if self.slices.get(s.name) == s:
+        old = self.slices.get(s.name)
+        if old == s:
             return set()
+        if old is not None:
+            self._unfile(old)
         self.slices[s.name] = s
+        self._pool_slices.setdefault((s.driver, s.pool), set()).add(s.name)
+        self._dirty_pools.add((s.driver, s.pool))
         self._slice_counts.pop(s.name, None)
-        self._per_node = self._node_gpus = None
+        self._node_gpus = None
         return self._all_count_users()
 
     def delete_slice(self, s: ResourceSlice) -> set[str]:
-        if self.slices.pop(s.name, None) is None:
+        old = self.slices.pop(s.name, None)
+        if old is None:
             return set()
+        self._unfile(old)
         self._slice_counts.pop(s.name, None)
-        self._per_node = self._node_gpus = None
+        self._node_gpus = None
         return self._all_count_users()
+
+    def _unfile(self, s: ResourceSlice) -> None:
+        pool = (s.driver, s.pool)
+        names = self._pool_slices.get(pool)
+        if names is not None:
+            names.discard(s.name)
+            if not names:
+                del self._pool_slices[pool]
+        self._dirty_pools.add(pool)
 
     def _note_all(self, template: bool, key: NsName, c: ResourceClaim) -> None:
         if not c.allocated and any(r.first.count == ALL for r in c.requests):
@@ -305,15 +327,57 @@ class DraTables:
 
     def per_node(self) -> dict[str, dict[str, int]]:
         """Return GPU-class devices per node and class, from the newest generation of each pool."""
-        if self._per_node is not None:
+        if self._per_node is None:
+            self._pool_part.clear()
+            self._node_pools.clear()
+            self._dirty_pools = set(self._pool_slices)
+            out: dict[str, dict[str, int]] = {}
+        elif not self._dirty_pools:
             return self._per_node
-        newest: dict[tuple[str, str], int] = {}
-        for s in self.slices.values():
-            k = (s.driver, s.pool)
-            newest[k] = max(newest.get(k, s.generation), s.generation)
+        else:
+            out = dict(self._per_node)  # a new dict each change: one handed out before stays as it was
+        touched: set[str] = set()
+        node_pools = self._node_pools
+        for pool in self._dirty_pools:
+            before = self._pool_part.pop(pool, {})
+            for node in before:
+                pools = node_pools.get(node)
+                if pools is not None:
+                    pools.discard(pool)
+                    if not pools:
+                        del node_pools[node]
+            part = self._pool_counts(pool)
+            if part:
+                self._pool_part[pool] = part
+                for node in part:
+                    node_pools.setdefault(node, set()).add(pool)
+            touched.update(before)
+            touched.update(part)
+        self._dirty_pools = set()
+        for node in touched:
+            there = self._node_sum(node)
+            if there:
+                out[node] = there
+            else:
+                out.pop(node, None)
+        self._per_node = out
+        return out
+
+    def _node_sum(self, node: str) -> dict[str, int]:
+        """Return one node's devices per class over the pools that publish there (its own, nearly always)."""
+        there: dict[str, int] = {}
+        for pool in self._node_pools.get(node, ()):
+            for cls_name, n in self._pool_part.get(pool, {}).get(node, {}).items():
+                there[cls_name] = there.get(cls_name, 0) + n
+        return there
+
+    def _pool_counts(self, pool: tuple[str, str]) -> dict[str, dict[str, int]]:
+        """Return one pool's devices per node and class, from its newest generation's slices."""
+        slices = [self.slices[name] for name in self._pool_slices.get(pool, ())]
+        newest = max((s.generation for s in slices), default=0)
         out: dict[str, dict[str, int]] = {}
-        for s in self.slices.values():
-            if not s.node or s.generation < newest[(s.driver, s.pool)]:
+        for s in slices:
+            if not s.node or s.generation < newest:
                 continue
             counts = self._slice_counts.get(s.name)
             if counts is None:
@@ -321,7 +385,6 @@ class DraTables:
             for cls_name, n in counts.items():
                 there = out.setdefault(s.node, {})
                 there[cls_name] = there.get(cls_name, 0) + n
-        self._per_node = out
         return out
 
     def _count_slice(self, s: ResourceSlice) -> dict[str, int]:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from itertools import repeat
+from operator import sub
 
 from .capacity import capacity
 from .disruptions import Preemption
-from .kueue import SOURCE_KUEUE
 from .messages import SchedulingDiagnosis, parse_scheduling_message
 from .queue_facts import is_gated, workload_facts
 from .queue_model import (
@@ -27,6 +27,7 @@ from .queue_model import (
     WorkloadState,
     WorkloadStatus,
 )
+from .queue_order import Plan, QueueOrder
 from .quota import QuotaRefusal
 from .state import ClusterState
 from .workloads import WorkloadKey
@@ -68,11 +69,8 @@ class QueueEvaluator:
         self._refusals: dict[WorkloadKey, QuotaRefusal] = {}
         self._thrash: Counter[WorkloadKey] = Counter()
         self._warned: set[WorkloadKey] = set()  # workloads with a current operator warning
-        self._order: list[WorkloadFacts] = []  # the last evaluation's waiting workloads in queue order
-        # That order's fragmentation and gated pods at its free GPUs (largest, total), and its plan.
-        self._laid: (
-            tuple[list[WorkloadFacts], tuple[int, int], tuple[Fragmentation, ...], int, _Plan] | None
-        ) = None
+        # The waiting workloads in queue order, kept by difference: readers ask it what changed.
+        self.order = QueueOrder()
 
     def diagnose(self, message: str) -> SchedulingDiagnosis:
         d = self._memo.get(message)
@@ -99,29 +97,11 @@ class QueueEvaluator:
         thrash = self._thrash_counts(state.preemptions.values(), now=now)
         if include_running:
             keys = set(state.by_workload) | set(refusals) | state.expecting | state.kueue.held
-            facts = self._derive(state, keys, refusals, thrash, now)
-            listed = sorted(facts.values(), key=_order_key)
+            order = QueueOrder(self._derive(state, keys, refusals, thrash, now).values())
         else:
-            listed = self._waiting_facts(state, refusals, thrash, now)
-
-        lo, hi = cap.largest_free, cap.free_total
-        # The evaluator keeps its order list while nothing changed: what follows from it and the free GPUs
-        # alone is kept with it, and a tick then only puts the clock on 20,000 and more waits.
-        laid = self._laid
-        if laid is None or laid[0] is not listed or laid[1] != (lo, hi) or len(laid[4].facts) != len(listed):
-            frags: list[Fragmentation] = []
-            gated_total = 0
-            fragmentable = (WorkloadState.PENDING, WorkloadState.PARTIAL)
-            for f in listed:
-                gated_total += f.pods_gated
-                # fragmented: fits the free GPUs in total (<= hi) but no single node (> lo)
-                if lo < f.gpus_per_pod <= hi and f.state in fragmentable:
-                    frags.append(Fragmentation(f.key, f.gpus_per_pod, hi, lo))
-            laid = (listed, (lo, hi), tuple(sorted(frags, key=lambda f: f.key)), gated_total, _plan(listed))
-            if not include_running:  # a list of its own each call: never the same object again
-                self._laid = laid
-        fragmentation, gated_total, plan = laid[2], laid[3], laid[4]
-        statuses = _positioned(listed, now, plan)
+            order = self._waiting_order(state, refusals, thrash, now)
+        fragmentation = order.fragmentation(cap.largest_free, cap.free_total)
+        statuses = _positioned(order.plan(), now)
         horizon = now - policy.preemption_window
         preemptions = sorted(
             (p for p in state.preemptions.values() if p.at is None or p.at >= horizon),
@@ -135,12 +115,12 @@ class QueueEvaluator:
         )
         return QueueSnapshot(
             at=now,
-            workloads=tuple(statuses),
+            workloads=statuses,
             capacity=cap,
             fragmentation=fragmentation,
             preemptions=tuple(preemptions),
             disruptions=tuple(disruptions),
-            gated_pods=gated_total,
+            gated_pods=order.gated,
             recent_preemptions=RecentPreemptions(policy.thrash_window, thrash),
         )
 
@@ -170,14 +150,14 @@ class QueueEvaluator:
                 out[key] = f
         return out
 
-    def _waiting_facts(
+    def _waiting_order(
         self,
         state: ClusterState,
         refusals: dict[WorkloadKey, QuotaRefusal],
         thrash: Counter[WorkloadKey],
         now: float,
-    ) -> list[WorkloadFacts]:
-        """Return the facts of every non-running workload in queue order, re-deriving only what changed."""
+    ) -> QueueOrder:
+        """Return every non-running workload's facts in queue order, re-deriving only what changed."""
         end = state.changes_base + len(state.changes)
         # An operator's warning leaving its TTL changes the why with nothing touched: re-derive then.
         warned = {k for k, w in state.operator_warnings.items() if w.current(now)}
@@ -187,7 +167,7 @@ class QueueEvaluator:
             keys |= state.kueue_waiting()
             derived = self._derive(state, keys, refusals, thrash, now)
             known = {k: f for k, f in derived.items() if f.state is not WorkloadState.RUNNING}
-            self._order = sorted(known.values(), key=_order_key)
+            self.order.reset(known.values())
         else:
             changed = set(state.changes[self._position - state.changes_base :])
             old_refusals, old_thrash = self._refusals, self._thrash
@@ -198,33 +178,35 @@ class QueueEvaluator:
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
             changed |= warned ^ self._warned
-            waiting, expecting, held = state.waiting_workloads, state.expecting, state.kueue.held
+            waiting, expecting, kueue = state.waiting_workloads, state.expecting, state.kueue_may_wait
             changed = {
                 k
                 for k in changed
-                if k in waiting or k in refusals or k in known or k in expecting or k in held
+                if k in waiting or k in refusals or k in known or k in expecting or kueue(k)
             }
             if changed:
-                wanted = [k for k in changed if k in waiting or k in refusals or k in expecting or k in held]
+                # The same keys a first evaluation lists (`state.kueue_waiting`, not every held job: an
+                # admitted one whose pods are all there is listed by its waiting pods, or not at all).
+                wanted = [k for k in changed if k in waiting or k in refusals or k in expecting or kueue(k)]
                 fresh = self._derive(state, wanted, refusals, thrash, now)
+                removed: list[WorkloadFacts] = []
                 added: list[WorkloadFacts] = []
                 for k in changed:
+                    old = known.get(k)
                     f = fresh.get(k)
                     if f is None or f.state is WorkloadState.RUNNING:
-                        known.pop(k, None)
-                    else:
+                        if old is not None:
+                            del known[k]
+                            removed.append(old)
+                    elif f != old:  # re-derived alike (a touch that changed nothing it reads): kept
                         known[k] = f
                         added.append(f)
-                # The kept part is still in order; sorting it with the sorted additions appended is a
-                # merge of two runs (linear), not a full sort of the queue.
-                order = [f for f in self._order if f.key not in changed]
-                added.sort(key=_order_key)
-                order.extend(added)
-                order.sort(key=_order_key)
-                self._order = order
+                        if old is not None:
+                            removed.append(old)
+                self.order.replace(removed, added)
         self._known, self._seen_state, self._epoch, self._position = known, state, state.epoch, end
         self._refusals, self._thrash, self._warned = refusals, thrash, warned
-        return self._order
+        return self.order
 
     def status_of(self, state: ClusterState, key: WorkloadKey, *, now: float) -> WorkloadStatus | None:
         """Return one workload's status at `now`, running or not, without evaluating the whole queue.
@@ -267,62 +249,8 @@ class QueueEvaluator:
         return c
 
 
-def _order_key(f: WorkloadFacts) -> tuple[int, int, float, WorkloadKey]:
-    return f.order
-
-
-class _Plan(NamedTuple):
-    """What a queue order alone gives each tick's views: kept while the evaluator's order stays the same."""
-
-    facts: list[WorkloadFacts]
-    since: list[float | None]  # None: no wait (unknown start, or running)
-    ahead: list[int]
-    ahead_higher_tier: list[int]
-
-
-def _plan(order: list[WorkloadFacts]) -> _Plan:
-    """Return the order's wait starts and who is ahead of each, the clock left out."""
-    sinces: list[float | None] = []
-    aheads: list[int] = []
-    higher: list[int] = []
-    ahead = 0
-    # The order is by tier first, so a tier's queued workloads come in one run: its count is kept in a
-    # local while the run lasts and in the dict only between runs (a dict update per workload was most
-    # of this loop at 24,000 waiting workloads).
-    per_tier: dict[str, int] = {}
-    tier: str | None = None
-    same = 0
-    pending, partial, running = WorkloadState.PENDING, WorkloadState.PARTIAL, WorkloadState.RUNNING
-    for f in order:
-        since, state = f.since, f.state
-        sinces.append(None if state is running else since)
-        # Only work the scheduler holds is ahead of a pod (WorkloadFacts.scheduler_queued, inlined: this loop
-        # runs over every waiting workload): a Kueue-held job has no pods, its place is Kueue's.
-        if (state is pending or state is partial) and f.pods_pending and f.source != SOURCE_KUEUE:
-            t = f.tier
-            if t != tier:
-                if tier is not None:
-                    per_tier[tier] = same
-                tier, same = t, per_tier.get(t, 0)
-            aheads.append(ahead)
-            higher.append(ahead - same)
-            ahead += 1
-            same += 1
-        else:
-            aheads.append(0)
-            higher.append(0)
-    return _Plan(list(order), sinces, aheads, higher)
-
-
-def _positioned(order: list[WorkloadFacts], now: float, plan: _Plan | None = None) -> list[WorkloadStatus]:
-    """Return the tick's views in queue order, each with its wait at `now` and who is ahead of it
-    (`plan`: the order's `_plan`, when the caller kept it)."""
-    if plan is None:
-        plan = _plan(order)
-    status = WorkloadStatus
-    return [
-        status(f, 0.0 if since is None or now - since < 0.0 else now - since, ahead, higher)
-        for f, since, ahead, higher in zip(
-            plan.facts, plan.since, plan.ahead, plan.ahead_higher_tier, strict=True
-        )
-    ]
+def _positioned(plan: Plan, now: float) -> tuple[WorkloadStatus, ...]:
+    """Return the tick's views in queue order, each with its wait at `now` and who is ahead of it."""
+    # wait = max(0, now - since), NO_WAIT's included: two maps and a constructor call per workload, in C
+    waits = map(max, repeat(0.0), map(sub, repeat(now), plan.since))
+    return tuple(map(WorkloadStatus, plan.facts, waits, plan.ahead, plan.ahead_higher_tier))

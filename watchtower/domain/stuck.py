@@ -10,9 +10,11 @@ looked at (one per tier), so a tick pays a walk of the nodes a few times, never 
 from __future__ import annotations
 
 import bisect
+from bisect import insort
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import NamedTuple
+from operator import itemgetter
+from typing import Any
 
 from .gang_wait import gang_incomplete
 from .kueue import SOURCE_KUEUE
@@ -21,7 +23,8 @@ from .messages import PreemptionVerdict
 from .model import Node, Pod
 from .node_use import DEFAULT_SCHEDULER
 from .queue import is_gated
-from .queue_model import QueueSnapshot, TrainingSelector, WorkloadFacts, WorkloadState, WorkloadStatus
+from .queue_model import QueueSnapshot, TrainingSelector, WorkloadFacts, WorkloadStatus
+from .queue_order import QUEUED, OrderKey
 from .state import ClusterState
 from .timefmt import format_duration
 
@@ -30,6 +33,7 @@ _BLOCKING_EFFECTS = (":NoSchedule", ":NoExecute")
 # A condition message quoted in an alert is cut here: the scheduler's own events stop at 1024 bytes.
 MESSAGE_LIMIT = 1024
 SAID_NOTHING = "the scheduler has said nothing about it (no PodScheduled condition)"
+_gpus = itemgetter(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,27 +159,56 @@ def _causes(
     return tuple(out)
 
 
-class StuckIndex(NamedTuple):
-    """Where a snapshot's candidates are, from its listed facts alone (kept while they stay the same)."""
+class StuckIndex:
+    """Where a snapshot's candidates are, from its listed facts alone, kept by difference (`add`, `drop`):
+    each tier's queued workloads and the Kueue-held ones, by their place in the queue order. The statuses
+    themselves are found in the snapshot by that place, whose order it is."""
 
-    heads: list[int]  # position of each tier's first queued workload, in queue order
-    kueue: list[tuple[int, int]]  # (GPUs asked, position) of each Kueue-held workload, ascending
+    def __init__(self) -> None:
+        self._queued: dict[str, list[OrderKey]] = {}  # per tier, its queued workloads' order keys, sorted
+        self.kueue: list[tuple[int, OrderKey]] = []  # (GPUs asked, order key) of each Kueue-held one, sorted
 
-
-def stuck_index(listed: Sequence[WorkloadFacts]) -> StuckIndex:
-    """Return the tier heads and the Kueue-held workloads of facts in queue order."""
-    seen: set[str] = set()
-    heads: list[int] = []
-    kueue: list[tuple[int, int]] = []
-    queued = (WorkloadState.PENDING, WorkloadState.PARTIAL)
-    for i, f in enumerate(listed):  # queue order: a tier's first queued one is its head
-        if f.state in queued and f.tier not in seen:
-            seen.add(f.tier)
-            heads.append(i)
+    def add(self, f: WorkloadFacts) -> None:
+        if f.state in QUEUED:
+            insort(self._queued.setdefault(f.tier, []), f.order)
         if f.source == SOURCE_KUEUE:
-            kueue.append((f.gpus_requested, i))
-    kueue.sort()
-    return StuckIndex(heads, kueue)
+            insort(self.kueue, (f.gpus_requested, f.order))
+
+    def drop(self, f: WorkloadFacts) -> None:
+        if f.state in QUEUED:
+            _remove(self._queued.get(f.tier, []), f.order)
+        if f.source == SOURCE_KUEUE:
+            _remove(self.kueue, (f.gpus_requested, f.order))
+
+    def heads(self) -> list[OrderKey]:
+        """Return each tier's first queued workload's order key, in queue order (tier by tier)."""
+        return sorted(keys[0] for keys in self._queued.values() if keys)
+
+
+def _remove(items: list[Any], x: Any) -> None:  # sorted order keys, or (GPUs, order key) pairs
+    i = bisect.bisect_left(items, x)
+    if i < len(items) and items[i] == x:
+        del items[i]
+
+
+def stuck_index(listed: Iterable[WorkloadFacts]) -> StuckIndex:
+    """Return the tier heads and the Kueue-held workloads of some facts."""
+    index = StuckIndex()
+    for f in listed:
+        index.add(f)
+    return index
+
+
+def in_order(listed: Sequence[WorkloadStatus], key: OrderKey) -> WorkloadStatus | None:
+    """Return the status of a snapshot's workloads (in queue order) whose facts have this order key."""
+    i = bisect.bisect_left(listed, key, key=_order_of)
+    if i < len(listed) and listed[i].facts.order == key:
+        return listed[i]
+    return None
+
+
+def _order_of(w: WorkloadStatus) -> OrderKey:
+    return w.facts.order
 
 
 def stuck_heads(
@@ -192,17 +225,18 @@ def stuck_heads(
     `index`: `stuck_index` of the snapshot's facts, when the caller kept it (it follows from them alone)."""
     now = snap.at
     if index is None:
-        index = stuck_index([w.facts for w in snap.workloads])
+        index = stuck_index(w.facts for w in snap.workloads)
     listed = snap.workloads
-    heads = {(w := listed[i]).facts.tier: w for i in index.heads}
+    heads = [w for key in index.heads() if (w := in_order(listed, key)) is not None]
     quota_free = _kueue_free(st.kueue)
     most = max((have for have in quota_free.values() if have is not None), default=None)
     # Kueue-held ones that some queue's free quota could take, in queue order
-    wanted = [] if most is None else index.kueue[: bisect.bisect_right(index.kueue, (most, len(listed)))]
-    held = [listed[i] for i in sorted(i for _, i in wanted)]
+    wanted = [] if most is None else index.kueue[: bisect.bisect_right(index.kueue, most, key=_gpus)]
+    found = (in_order(listed, key) for key in sorted(key for _, key in wanted))
+    held = [w for w in found if w is not None]
     out: list[StuckHead] = _kueue_stuck(held, quota_free, stuck_after)
     nodes: list[Node] | None = None
-    for w in heads.values():
+    for w in heads:
         # Preemption under way: it waits for its victims to go, as it should (and is nominated there).
         if w.wait_seconds < stuck_after or w.preemption is PreemptionVerdict.POSSIBLE:
             continue
@@ -254,19 +288,17 @@ KUEUE_CAUSES = (
 )
 
 
-def _free_for(tables: KueueTables, cq: str) -> int | None:
+def _free_for(tables: KueueTables, cq: str, cohort_free: Mapping[str, int]) -> int | None:
     """Return GPUs of nominal quota a Workload of this ClusterQueue could take: its own free quota, plus
-    what its cohort's other queues leave unused up to its borrowing limit; None: the queue is unknown."""
+    what its cohort's other queues leave unused up to its borrowing limit; None: the queue is unknown.
+
+    `cohort_free`: each cohort's free nominal quota over its queues that are not stopped."""
     q = tables.cluster_queues.get(cq)
     if q is None or q.free_nominal is None or q.stopped:
         return None
     free = q.free_nominal
     if q.cohort:
-        lent = sum(
-            o.free_nominal or 0
-            for o in tables.cluster_queues.values()
-            if o.cohort == q.cohort and o.name != q.name and not o.stopped
-        )
+        lent = cohort_free.get(q.cohort, 0) - free  # the others' part: this queue is counted there too
         if q.borrowing_limit_gpus is not None:
             lent = min(lent, q.borrowing_limit_gpus)
         free += lent
@@ -274,8 +306,13 @@ def _free_for(tables: KueueTables, cq: str) -> int | None:
 
 
 def _kueue_free(tables: KueueTables) -> dict[str, int | None]:
-    """Return each known ClusterQueue's GPUs a Workload of it could take (`_free_for`): a few dozen."""
-    return {cq: _free_for(tables, cq) for cq in tables.cluster_queues}
+    """Return each known ClusterQueue's GPUs a Workload of it could take (`_free_for`): a few dozen, with
+    each cohort summed once (not once per queue of it: 50 queues made that 2,500 sums a tick)."""
+    cohort_free: dict[str, int] = {}
+    for o in tables.cluster_queues.values():
+        if o.cohort and not o.stopped:
+            cohort_free[o.cohort] = cohort_free.get(o.cohort, 0) + (o.free_nominal or 0)
+    return {cq: _free_for(tables, cq, cohort_free) for cq in tables.cluster_queues}
 
 
 def _kueue_stuck(

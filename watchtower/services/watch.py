@@ -19,7 +19,7 @@ import msgspec
 
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
-from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below, may_stick
+from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
 from watchtower.domain.churn import thrash_by_tier
 from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.entitlement import queue_lines
@@ -31,7 +31,6 @@ from watchtower.domain.kueue_queues import kueue_queue_lines
 from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.model import Pod
 from watchtower.domain.queue import (
-    WAITING_STATES,
     QueueEvaluator,
     QueueSnapshot,
     WorkloadFacts,
@@ -47,7 +46,7 @@ from watchtower.domain.state import (
     PodStarted,
     PreemptionSeen,
 )
-from watchtower.domain.stuck import StuckIndex, stuck_heads, stuck_index
+from watchtower.domain.stuck import stuck_heads
 from watchtower.domain.tick import QuotaLine, Tick
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import Clock, ObjectDecoder, QueueGauges, QueueMetrics
@@ -55,6 +54,7 @@ from watchtower.ports import Clock, ObjectDecoder, QueueGauges, QueueMetrics
 from .feeds import FeedTracker, Readiness
 from .ingest import KINDS, Ingestor, Skipped
 from .preemption_count import PreemptionCounter
+from .queue_figures import ListedFigures
 
 
 def main_reason(w: WorkloadStatus) -> str:
@@ -84,19 +84,6 @@ def _diagnosis_reason(d: SchedulingDiagnosis) -> str:
     if d.raw.startswith(NO_NODES):
         return "no_nodes"
     return "other"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Listed:
-    """What one tick's listed facts give whatever the clock: kept while the next ticks list the same."""
-
-    facts: list[WorkloadFacts]
-    # pending per (tier, namespace, reason), partial gangs and their GPUs per tier, earliest wait start
-    gauges: tuple[dict[tuple[str, str, str], int], dict[str, int], dict[str, int], dict[str, float | None]]
-    inversion_tiers: frozenset[str]
-    may_stick: list[int]  # positions of the workloads the priority-inversion rule may find stuck
-    running: list[WorkloadKey]  # keys of the workloads with a bound training pod (running_by_tier)
-    stuck: StuckIndex  # where stuck_heads' candidates are
 
 
 class Watcher:
@@ -144,8 +131,7 @@ class Watcher:
         self._holders = HolderIndex(self.policy.tiers)
         # main_reason per diagnosis: a few dozen distinct ones (the evaluator shares them) over 20,000 waits.
         self._reasons: dict[int, tuple[SchedulingDiagnosis, str]] = {}
-        self._pending_keys: dict[int, tuple[WorkloadFacts, tuple[str, str, str]]] = {}
-        self._listed: _Listed | None = None  # what the last tick's listed facts alone gave
+        self._listed: ListedFigures | None = None  # what the listed facts give, kept with the order
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
         )
@@ -240,7 +226,7 @@ class Watcher:
         with self._lock:
             st = self.state
             snap = self.evaluator.evaluate(st, now=now)
-            listed = self._listed_of(snap)
+            listed = self._listed_figures()
             running = self._running.by_tier(st, listed.running)
             # A thrashing workload that runs again keeps its alert's labels (team, GPUs) only if the rules
             # still see its status: add it as if named.
@@ -266,7 +252,7 @@ class Watcher:
                 snap,
                 self._inversion_tiers,
                 self.policy.tiers,
-                among=[snap.workloads[i] for i in listed.may_stick],
+                among=listed.longest_waiting(snap),
             )
             holders = self._holders.below(st, below) if below is not None else ()
             self.preemptions.settle(now=now, latest=st.preemptions)
@@ -337,38 +323,46 @@ class Watcher:
         found = (self.evaluator.status_of(st, k, now=at) for k in sorted(keys))
         return [s for s in found if s is not None]
 
-    def _listed_of(self, snap: QueueSnapshot) -> _Listed:
-        """Return what the snapshot's listed facts alone give: most ticks list the same facts objects as
-        the last (list equality tests identity first, at C speed), and then the last tick's is reused."""
-        facts = [w.facts for w in snap.workloads]
+    def _listed_figures(self) -> ListedFigures:
+        """Return what the evaluator's listed facts give: the last tick's figures moved by what its order
+        took out and put in since, or new ones when it started over (or the inversion tiers changed)."""
+        order = self.evaluator.order
         last = self._listed
-        if last is not None and last.inversion_tiers == self._inversion_tiers and last.facts == facts:
-            return last
-        tiers = self._inversion_tiers
-        new = self._listed = _Listed(
-            facts,
-            self._facts_gauges(facts),
-            tiers,
-            [i for i, f in enumerate(facts) if may_stick(f, tiers)],
-            [f.key for f in facts if f.pods_running],
-            stuck_index(facts),
+        if last is not None and last.inversion_tiers == self._inversion_tiers:
+            change = order.change_since(last.generation)
+            if change is not None:
+                last.apply(*change, order.generation)
+                return last
+        new = self._listed = ListedFigures(
+            order.facts,
+            generation=order.generation,
+            tier_names=[t.name for t in self.policy.tiers.tiers],
+            inversion_tiers=self._inversion_tiers,
+            reason=self._pending_reason,
         )
         return new
 
-    def _gauges(self, snap: QueueSnapshot, listed: _Listed) -> QueueGauges:
+    def _pending_reason(self, f: WorkloadFacts) -> str:
+        """Return the pending gauge's reason label of a waiting workload."""
+        if f.state is WorkloadState.QUOTA_BLOCKED:
+            return "quota"
+        if f.diagnosis is None:
+            return _held_reason(f)
+        return self._reason(f.diagnosis)
+
+    def _gauges(self, snap: QueueSnapshot, listed: ListedFigures) -> QueueGauges:
         # Everything but the oldest wait follows from the listed facts alone.
-        pending, partial, partial_gpus, since_by_tier = listed.gauges  # copied below: each tick its own
         now = snap.at
         oldest = dict.fromkeys((t.name for t in self.policy.tiers.tiers), 0.0)
-        for tier, since in since_by_tier.items():
+        for tier, since in listed.earliest_starts().items():
             # the same clamp as the status' wait, of the earliest start: the longest wait of the tier
             oldest[tier] = 0.0 if since is None or now - since < 0.0 else now - since
         quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
         return QueueGauges(
-            pending=dict(pending),
+            pending=dict(listed.pending),  # copied: each tick its own
             oldest_wait=oldest,
-            partial_gangs=dict(partial),
-            partial_gang_gpus=dict(partial_gpus),
+            partial_gangs=dict(listed.partial),
+            partial_gang_gpus=dict(listed.partial_gpus),
             quota_used={(q.namespace, q.name): q.used_gpus or 0 for q in quotas},
             quota_hard={(q.namespace, q.name): q.hard_gpus or 0 for q in quotas},
             gated_pods=snap.gated_pods,
@@ -378,47 +372,6 @@ class Watcher:
             evaluated_at=snap.at,
             **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
         )
-
-    def _facts_gauges(
-        self, listed: list[WorkloadFacts]
-    ) -> tuple[dict[tuple[str, str, str], int], dict[str, int], dict[str, int], dict[str, float | None]]:
-        """Return pending per (tier, namespace, reason), partial gangs and their GPUs per tier, and each
-        tier's earliest wait start (None when its waiting workloads have none)."""
-        tier_names = [t.name for t in self.policy.tiers.tiers]
-        partial = dict.fromkeys(tier_names, 0)
-        partial_gpus = dict.fromkeys(tier_names, 0)
-        since_by_tier: dict[str, float | None] = {}
-        memo = self._pending_keys
-        if len(memo) > 4 * len(listed) + 10_000:  # facts the evaluator has long replaced
-            memo.clear()
-        keys: list[tuple[str, str, str]] = []
-        # Each facts' gauge labels kept by identity (beside the facts, so that the id is not reused).
-        for f in listed:
-            known = memo.get(id(f))
-            if known is None or known[0] is not f:
-                if f.state not in WAITING_STATES:
-                    continue
-                if f.state is WorkloadState.QUOTA_BLOCKED:
-                    reason = "quota"
-                elif f.diagnosis is None:
-                    reason = _held_reason(f)
-                else:
-                    reason = self._reason(f.diagnosis)
-                known = memo[id(f)] = (f, (f.tier, f.key.namespace, reason))
-            key = known[1]
-            keys.append(key)
-            tier = key[0]
-            since = f.since
-            if tier not in since_by_tier:
-                since_by_tier[tier] = since
-            elif since is not None:
-                first = since_by_tier[tier]
-                if first is None or since < first:
-                    since_by_tier[tier] = since
-            if f.state is WorkloadState.PARTIAL and f.key.gang:
-                partial[tier] = partial.get(tier, 0) + 1
-                partial_gpus[tier] = partial_gpus.get(tier, 0) + f.gpus_held
-        return dict(Counter(keys)), partial, partial_gpus, since_by_tier
 
     def _reason(self, d: SchedulingDiagnosis) -> str:
         # Keyed by identity, the diagnosis kept beside its label: a few dozen distinct ones a queue.
