@@ -22,12 +22,13 @@ from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below, may_stick
 from watchtower.domain.churn import thrash_by_tier
 from watchtower.domain.dra_tables import DraTables
-from watchtower.domain.entitlement import queue_lines
+from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import ScheduleHistory
+from watchtower.domain.fairness.live import Pool, entitled_gpus, fairness_now
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.kueue import SOURCE_KUEUE
-from watchtower.domain.kueue_queues import kueue_queue_lines
+from watchtower.domain.kueue_queues import KueueQueueLine, kueue_queue_lines
 from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.model import Pod
 from watchtower.domain.queue import (
@@ -93,6 +94,8 @@ class _Listed:
     facts: list[WorkloadFacts]
     # pending per (tier, namespace, reason), partial gangs and their GPUs per tier, earliest wait start
     gauges: tuple[dict[tuple[str, str, str], int], dict[str, int], dict[str, int], dict[str, float | None]]
+    # GPUs still needed and the earliest wait start, per (team, tier)
+    team_waits: tuple[dict[tuple[str, str], int], dict[tuple[str, str], float]]
     inversion_tiers: frozenset[str]
     may_stick: list[int]  # positions of the workloads the priority-inversion rule may find stuck
     running: list[WorkloadKey]  # keys of the workloads with a bound training pod (running_by_tier)
@@ -284,6 +287,7 @@ class Watcher:
             dra_problems = tuple(st.unresolved_claims())
             gauges = dataclasses.replace(gauges, dra_unresolved=dict(Counter(u.reason for u in dra_problems)))
             kueue_queues = kueue_queue_lines(st)
+            gauges = self._with_fairness(gauges, snap, volcano_queues, kueue_queues)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -348,6 +352,7 @@ class Watcher:
         new = self._listed = _Listed(
             facts,
             self._facts_gauges(facts),
+            _team_waits(facts),
             tiers,
             [i for i, f in enumerate(facts) if may_stick(f, tiers)],
             [f.key for f in facts if f.pods_running],
@@ -364,7 +369,10 @@ class Watcher:
             # the same clamp as the status' wait, of the earliest start: the longest wait of the tier
             oldest[tier] = 0.0 if since is None or now - since < 0.0 else now - since
         quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
+        waiting_gpus, team_since = listed.team_waits
         return QueueGauges(
+            waiting_gpus=dict(waiting_gpus),
+            team_oldest_wait={k: max(0.0, now - since) for k, since in team_since.items()},
             pending=dict(pending),
             oldest_wait=oldest,
             partial_gangs=dict(partial),
@@ -378,6 +386,40 @@ class Watcher:
             evaluated_at=snap.at,
             **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
         )
+
+    def _with_fairness(
+        self,
+        gauges: QueueGauges,
+        snap: QueueSnapshot,
+        volcano: Iterable[QueueLine],
+        kueue: Iterable[KueueQueueLine],
+    ) -> QueueGauges:
+        """Return `gauges` with each team's fairness now (domain/fairness/live.py)."""
+        st, cfg = self.state, self.settings.fairness
+        used: dict[str, float] = {}
+        for ns, n in st.gpus_used_by_namespace.items():
+            team = st.team_of(ns)
+            used[team] = used.get(team, 0.0) + n
+        waiting: dict[str, float] = {}
+        for (team, _), n in gauges.waiting_gpus.items():
+            waiting[team] = waiting.get(team, 0.0) + n
+        quotas: dict[str, float] = {}
+        for q in st.quotas.values():
+            if q.hard_gpus is not None:
+                team = st.team_of(q.namespace)
+                quotas[team] = quotas.get(team, 0.0) + q.hard_gpus
+        capacity = float(snap.capacity.allocatable)
+        entitled = entitled_gpus(
+            capacity,
+            {*used, *waiting},
+            mode=cfg.entitlement,
+            quotas=quotas,
+            weights=cfg.weights,
+            kueue=[Pool(float(k.nominal_gpus or 0), k.teams) for k in kueue],
+            volcano=[Pool(float(v.deserved_gpus or 0), v.teams) for v in volcano],
+        )
+        teams = fairness_now(capacity, used, waiting, entitled, weights=cfg.weights)
+        return dataclasses.replace(gauges, teams=teams)
 
     def _facts_gauges(
         self, listed: list[WorkloadFacts]
@@ -447,3 +489,19 @@ class Watcher:
             evaluated_at=latest.snapshot.at if latest is not None else None,
             skipped=self.ingestor.skipped,
         )
+
+
+def _team_waits(
+    listed: Iterable[WorkloadFacts],
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], float]]:
+    """Return the GPUs waiting workloads still need and their earliest wait start, per (team, tier)."""
+    gpus: dict[tuple[str, str], int] = {}
+    since: dict[tuple[str, str], float] = {}
+    for f in listed:
+        if f.state not in WAITING_STATES:
+            continue
+        key = (f.team, f.tier)
+        gpus[key] = gpus.get(key, 0) + max(0, f.gpus_requested - f.gpus_held)
+        if f.since is not None and (key not in since or f.since < since[key]):
+            since[key] = f.since
+    return gpus, since
