@@ -83,6 +83,10 @@ TEAM_SATISFACTION = "watchtower_team_satisfaction"  # only teams with demand: Ja
 # Recording rules shipped with the dashboards that read them (alerts/recording.py writes them).
 TIME_TO_SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"
 TIME_TO_SCHEDULE_P95 = f"tier:{TIME_TO_SCHEDULE}:p95"
+JAIN_INDEX = f"cluster:{TEAM_SATISFACTION}:jain_index"
+TEAM_ATTAINMENT = "team:watchtower_gpu_attainment:ratio"
+TEAM_IDLE_SHARE = "team:watchtower_idle_allocated_gpus:ratio"
+CLUSTER_IDLE_SHARE = "cluster:watchtower_idle_allocated_gpus:ratio"
 
 # Prometheus 3 drops the sample at the left edge of a range: with fewer than 4 scrapes per window a single
 # missed scrape empties the range.
@@ -264,6 +268,35 @@ class OwnQueries:
     def evaluation_changes(self, window: str) -> str:
         """How often the last-evaluation time moved within `window`: 0 when Watchtower has stalled."""
         return f"changes({self.series(LAST_EVALUATION)}[{window}])"
+
+    def per_team(self, name: str, *matchers: str) -> str:
+        """One of the per-team fairness gauges (TEAM_GPUS_*, TEAM_SATISFACTION) per team: the highest
+        replica's, as leader and standby report the same cluster."""
+        return _agg("max", ("team",), self.series(name, *matchers))
+
+    def team_mean(self, name: str, window: str, *matchers: str) -> str:
+        """A per-team gauge's mean over `window` (a duration or Grafana's `$__range`), per team: times the
+        window's hours, GPU-hours."""
+        return _agg("max", ("team",), f"avg_over_time({self.series(name, *matchers)}[{window}])")
+
+    def team_waiting_gpus(self, *by: str, team: str = "") -> str:
+        """GPUs waiting work still needs, per `by` (team, tier): max over replicas of each pair, then summed."""
+        sel = self.series(WAITING_GPUS, f'team=~"{team}"' if team else "")
+        return _agg("sum", by, _agg("max", ("team", "tier"), sel))
+
+    def team_oldest_wait(self, *by: str, team: str = "") -> str:
+        """Longest current wait per `by` (team, tier)."""
+        return _agg("max", by, self.series(TEAM_OLDEST_WAIT, f'team=~"{team}"' if team else ""))
+
+    def jain_index(self) -> str:
+        """Jain's index (Σx)² / (n·Σx²) of the satisfaction x of the teams with demand (1: all equally
+        satisfied; 1/n: one team has it all); nothing when there is no such team or every x is 0."""
+        x = self.per_team(TEAM_SATISFACTION)
+        return f"(sum ({x}) ^ 2) / ((count ({x}) * sum ({x} ^ 2)) > 0)"
+
+    def attainment(self) -> str:
+        """GPUs used over GPUs entitled, per team with an entitlement (U/E now)."""
+        return f"{self.per_team(TEAM_GPUS_USED)} / ({self.per_team(TEAM_GPUS_ENTITLED)} > 0)"
 
     def staleness(self, *by: str) -> str:
         """Seconds since the cluster source last heard from the API server (all kinds): the worst replica."""
