@@ -131,3 +131,18 @@ def test_a_dead_prometheus_is_an_error_not_an_empty_week() -> None:
 def test_a_step_longer_than_the_window_is_refused(fairness: PrometheusFairness) -> None:
     with pytest.raises(ValueError, match="no longer than the window"):
         asyncio.run(fairness.week_usage(T0, T0 + 60, STEP))
+
+
+def test_the_service_reads_its_own_series_with_the_job_selector_of_the_generated_rules() -> None:
+    from watchtower.bootstrap import fairness_metrics
+    from watchtower.config import settings_from_mapping
+
+    assert fairness_metrics(settings_from_mapping({}, env={})) is None
+    got = fairness_metrics(
+        settings_from_mapping(
+            {"prometheus": {"url": "http://127.0.0.1:9"}, "artefacts": {"job_selector": 'job="wt"'}}, env={}
+        )
+    )
+    assert isinstance(got, PrometheusFairness)
+    assert 'watchtower_waiting_gpus{job="wt"}' in got.queries.free_while_waiting()
+    got.reader.close()
