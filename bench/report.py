@@ -221,6 +221,7 @@ def main() -> None:
                 "tsdb",
                 "create-blocks-from",
                 "openmetrics",
+                "--max-block-duration=168h",  # a few blocks, not one per 2 hours
                 str(tmp / "week.om.txt"),
                 str(tmp / "data"),
             ],
