@@ -1,4 +1,5 @@
-"""Recording rules: the queue per tier from Watchtower's own metrics, GPUs per team from DCGM and KSM.
+"""Recording rules: the queue per tier from Watchtower's own metrics, GPUs per team from DCGM and KSM, and
+fairness over time (Jain's index, attainment, idle-allocated share) for the Fairness dashboard.
 
 Names follow `level:metric:operations`. The GPU expressions are the ones the service runs (domain/promql.py),
 so a figure on a dashboard is the figure Watchtower alerts on. The dashboards read these series: they need the
@@ -8,11 +9,15 @@ rules loaded, as kubernetes-mixin dashboards do.
 from __future__ import annotations
 
 from watchtower.domain.promql import (
+    CLUSTER_IDLE_SHARE,
+    JAIN_INDEX,
     MIG_PROFILE,
     OLDEST_WAIT,
     PENDING_WORKLOADS,
     PREEMPTION_GPU_HOURS_LOST,
     PREEMPTIONS,
+    TEAM_ATTAINMENT,
+    TEAM_IDLE_SHARE,
     TIME_TO_SCHEDULE_P50,
     TIME_TO_SCHEDULE_P95,
 )
@@ -84,5 +89,23 @@ def gpu_group(p: RuleParams) -> dict[str, object]:
             _rule(TEAM_IDLE_SLICES, q.team_idle_devices(avg, p.idle_threshold, kind="slice")),
             _rule(MIG_SLICES, f"count by ({MIG_PROFILE}) ({mig})"),
             _rule(MIG_SLICES_USED, f"count by ({MIG_PROFILE}) (({mig}) and on (namespace, pod) {running})"),
+        ],
+    }
+
+
+def fairness_group(p: RuleParams) -> dict[str, object]:
+    """Return the rule group of fairness over time: Jain's index over the teams with demand and each team's
+    attainment from Watchtower's gauges; the idle share of allocated GPUs per team and cluster-wide from
+    DCGM and KSM (a team with GPUs and none idle is 0, not missing)."""
+    own, q = p.own, p.queries
+    idle = q.team_idle_devices(p.rate_window, p.idle_threshold, kind="gpu")
+    allocated = q.team_gpus_allocated()
+    return {
+        "name": "watchtower.fairness.rules",
+        "rules": [
+            _rule(JAIN_INDEX, own.jain_index()),
+            _rule(TEAM_ATTAINMENT, own.attainment()),
+            _rule(TEAM_IDLE_SHARE, f"(({idle}) or ({allocated}) * 0) / (({allocated}) > 0)"),
+            _rule(CLUSTER_IDLE_SHARE, f"(sum ({idle}) or vector(0)) / (sum ({allocated}) > 0)"),
         ],
     }

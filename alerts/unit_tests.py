@@ -7,7 +7,18 @@ from __future__ import annotations
 import math
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import CONFIG_VALID, LAST_EVALUATION, MOST_PREEMPTIONS, OLDEST_WAIT, duration
+from watchtower.domain.promql import (
+    CONFIG_VALID,
+    JAIN_INDEX,
+    LAST_EVALUATION,
+    MOST_PREEMPTIONS,
+    OLDEST_WAIT,
+    TEAM_ATTAINMENT,
+    TEAM_GPUS_ENTITLED,
+    TEAM_GPUS_USED,
+    TEAM_SATISFACTION,
+    duration,
+)
 from watchtower.domain.tiers import Tier
 
 from . import alerting, recording
@@ -221,6 +232,49 @@ def thrash_test(p: RuleParams, t: Tier) -> dict[str, object]:
     }
 
 
+def fairness_test(p: RuleParams) -> dict[str, object]:
+    """Return one test of Jain's index and attainment, with values worked out by hand.
+
+    Teams a, b, c have demand, with satisfaction 1, 0.5 and 0.25 (a reported by two replicas: counted once);
+    d has none (no series: left out). Σx = 1.75, Σx² = 1.3125, n = 3: J = 3.0625 / 3.9375 = 7/9. From
+    minute 5 every x is 0: no index (0/0), not 0. Attainment: a uses 10 of 8 entitled (1.25), b 2 of 4
+    (0.5); c is entitled to 0: no attainment."""
+    sat, used, entitled = TEAM_SATISFACTION, TEAM_GPUS_USED, TEAM_GPUS_ENTITLED
+    standby = p.watchtower_selector + ',instance="watchtower-standby:8080"'
+    series = [
+        {"series": _series(p, sat, 'team="a"'), "values": "1x4 0x4"},
+        {"series": f'{sat}{{{standby},team="a"}}', "values": "1x4 0x4"},
+        {"series": _series(p, sat, 'team="b"'), "values": "0.5x4 0x4"},
+        {"series": _series(p, sat, 'team="c"'), "values": "0.25x4 0x4"},
+        {"series": _series(p, used, 'team="a"'), "values": "10x8"},
+        {"series": _series(p, used, 'team="b"'), "values": "2x8"},
+        {"series": _series(p, used, 'team="c"'), "values": "1x8"},
+        {"series": _series(p, entitled, 'team="a",source="quota"'), "values": "8x8"},
+        {"series": _series(p, entitled, 'team="b",source="quota"'), "values": "4x8"},
+        {"series": _series(p, entitled, 'team="c",source="none"'), "values": "0x8"},
+    ]
+    return {
+        "interval": duration(STEP),
+        "input_series": series,
+        "promql_expr_test": [
+            {
+                "expr": JAIN_INDEX,
+                "eval_time": duration(2 * STEP),
+                "exp_samples": [{"labels": JAIN_INDEX, "value": 1.75**2 / (3 * 1.3125)}],
+            },
+            {"expr": JAIN_INDEX, "eval_time": duration(6 * STEP), "exp_samples": []},
+            {
+                "expr": TEAM_ATTAINMENT,
+                "eval_time": duration(2 * STEP),
+                "exp_samples": [
+                    {"labels": f'{TEAM_ATTAINMENT}{{team="a"}}', "value": 1.25},
+                    {"labels": f'{TEAM_ATTAINMENT}{{team="b"}}', "value": 0.5},
+                ],
+            },
+        ],
+    }
+
+
 def _selector_labels(p: RuleParams) -> dict[str, str]:
     """The equality matchers of the Watchtower selector, as labels a scraped series carries."""
     out = {}
@@ -265,5 +319,11 @@ def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
         "rule_files": [rule_file],
         "evaluation_interval": duration(STEP),
         "tests": [tier_test(p, t) for t in p.tiers.tiers]
-        + [health_test(p), stalled_test(p), thrash_test(p, p.tiers.tiers[-1]), config_test(p)],
+        + [
+            health_test(p),
+            stalled_test(p),
+            thrash_test(p, p.tiers.tiers[-1]),
+            config_test(p),
+            fairness_test(p),
+        ],
     }

@@ -33,12 +33,13 @@ from watchtower.config.model import Settings
 from watchtower.domain.fairness.report import FairnessReport
 from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.health import SourceHealth
-from watchtower.domain.promql import Queries
+from watchtower.domain.promql import FairnessQueries, OwnQueries, Queries
 from watchtower.domain.tick import Tick
 from watchtower.ports import (
     AlertStore,
     Clock,
     ClusterSource,
+    FairnessMetrics,
     Fence,
     ObjectDecoder,
     ReportOutbox,
@@ -106,6 +107,25 @@ def gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | None:
         class_priority=lambda: {pc.name: pc.value for pc in state.priority_classes.values()},
         holders_included=True,
     )
+
+
+def fairness_metrics(settings: Settings) -> FairnessMetrics | None:
+    """Return the fairness report's Prometheus reader (the week's usage), or None without a `prometheus:`
+    section. Watchtower's own series are read with `artefacts.job_selector`, as the generated rules do."""
+    from watchtower.adapters.prometheus import PrometheusReader
+    from watchtower.adapters.prometheus_fairness import PrometheusFairness
+
+    cfg = settings.prometheus
+    if cfg is None:
+        return None
+    # The week's subqueries take longer than the tick's instant queries: a few timeouts' worth.
+    reader = PrometheusReader(
+        url=cfg.url, timeout=max(60.0, cfg.timeout), retries=cfg.retries, backoff=cfg.backoff
+    )
+    queries = FairnessQueries(
+        Queries(cfg.query_config(settings.teams.label)), OwnQueries(settings.artefacts.job_selector)
+    )
+    return PrometheusFairness(reader, queries, idle_threshold=cfg.idle_threshold)
 
 
 def open_alert_store(settings: Settings) -> AlertStore | None:

@@ -18,6 +18,7 @@ from watchtower.domain.alerts.outbox import DeliveryResult, DisabledIntegration,
 from watchtower.domain.alerts.silences import Silence
 from watchtower.domain.dra import DeviceClass, ResourceClaim, ResourceSlice
 from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode
+from watchtower.domain.fairness.live import TeamNow
 from watchtower.domain.fairness.mail import ReportMail
 from watchtower.domain.fairness.report import FairnessReport
 from watchtower.domain.fairness.usage import UsageFigures
@@ -165,6 +166,11 @@ class QueueGauges:
     thrashing: Mapping[str, int] = field(default_factory=dict)
     most_preemptions: Mapping[str, int] = field(default_factory=dict)
     dra_unresolved: Mapping[str, int] = field(default_factory=dict)  # reason (dra.UNRESOLVED_REASONS)
+    # Fairness now: GPUs waiting work still needs and the longest wait, per (team, tier); each team's
+    # used / entitled / demand / fair share / satisfaction.
+    waiting_gpus: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    team_oldest_wait: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    teams: Mapping[str, TeamNow] = field(default_factory=dict)
 
 
 class QueueMetrics(Protocol):

@@ -42,7 +42,12 @@ def _validator() -> jsonschema.Draft7Validator:
 
 def test_every_dashboard_is_generated() -> None:
     titles = {json.loads(p.read_text())["title"] for p in GENERATED}
-    assert titles == {"Watchtower — Queue", "Watchtower — GPUs", "Watchtower — Preemption churn"}
+    assert titles == {
+        "Watchtower — Queue",
+        "Watchtower — GPUs",
+        "Watchtower — Preemption churn",
+        "Watchtower — Fairness",
+    }
 
 
 @pytest.mark.parametrize("path", GENERATED, ids=[p.name for p in GENERATED])

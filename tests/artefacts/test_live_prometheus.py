@@ -33,7 +33,14 @@ from watchtower.services.watch import Watcher
 
 pytestmark = pytest.mark.prometheus
 ROOT = Path(__file__).parents[2]
-VARIABLES = {"$namespace": ".*", "$team": ".*", "$__rate_interval": "1m"}
+# `$__range_s` before `$__range`, which is a prefix of it.
+VARIABLES = {
+    "$namespace": ".*",
+    "$team": ".*",
+    "$__rate_interval": "1m",
+    "$__range_s": "3600",
+    "$__range": "1h",
+}
 
 
 class SimClock:
@@ -210,7 +217,7 @@ def test_key_panels_return_data(prom, expr: str) -> None:
 def test_every_generated_rule_evaluates_without_error(prom) -> None:
     groups = _get(f"{prom.url}/api/v1/rules")["data"]["groups"]
     rules = [r for g in groups for r in g["rules"]]
-    assert len(rules) == 35
+    assert len(rules) == 39
     bad = [(r["name"], r.get("lastError")) for r in rules if r["health"] != "ok"]
     assert bad == []
 
@@ -223,6 +230,10 @@ def test_every_generated_rule_evaluates_without_error(prom) -> None:
         recording.TEAM_ALLOCATED,
         recording.NAMESPACE_TEAM,
         recording.CLUSTER_UTILISATION,
+        recording.JAIN_INDEX,
+        recording.TEAM_ATTAINMENT,
+        recording.TEAM_IDLE_SHARE,
+        recording.CLUSTER_IDLE_SHARE,
     ],
 )
 def test_recording_rules_produce_series(prom, record: str) -> None:
@@ -261,6 +272,30 @@ def test_the_churn_matrices_count_real_preemptions_and_other_disruptions_apart(p
     assert teams and float(teams[0]["value"][1]) == sum(float(r["value"][1]) for r in tiers["data"]["result"])
     other = _query(prom, "watchtower_disruptions_total")["data"]["result"]
     assert [r["metric"]["reason"] for r in other] == ["EvictionByEvictionAPI"]
+
+
+FAIRNESS = [(b, p, e) for b, p, e in _panel_queries() if b == "Watchtower — Fairness"]
+
+
+@pytest.mark.parametrize(("board", "panel", "expr"), FAIRNESS, ids=[f"{p} {e[:30]}" for _, p, e in FAIRNESS])
+def test_every_fairness_panel_returns_data(prom, board: str, panel: str, expr: str) -> None:
+    assert _returns_data(prom, expr), f"{panel}: no finite value for {expr}"
+
+
+def test_jains_index_rule_on_the_live_prometheus_is_jains_index_of_the_exported_satisfactions(prom) -> None:
+    assert _returns_data(prom, recording.JAIN_INDEX)
+    rules = _get(f"{prom.url}/api/v1/rules")["data"]["groups"]
+    (expr,) = [r["query"] for g in rules for r in g["rules"] if r["name"] == recording.JAIN_INDEX]
+    at = f"{time.time() - 2:.3f}"  # one instant for both, so the running simulator cannot move between them
+
+    def values(e: str) -> list[float]:
+        url = f"{prom.url}/api/v1/query?" + urllib.parse.urlencode({"query": e, "time": at})
+        return [float(r["value"][1]) for r in _get(url)["data"]["result"]]
+
+    xs = values("max by (team) (watchtower_team_satisfaction)")
+    (got,) = values(expr)
+    assert len(xs) >= 2
+    assert got == pytest.approx(sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)), rel=1e-12)
 
 
 @pytest.mark.parametrize("record", [recording.SCHEDULE_P50, recording.SCHEDULE_P95])

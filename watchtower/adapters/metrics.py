@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import generate_latest
 
 from watchtower.domain.dra import UNRESOLVED_REASONS
+from watchtower.domain.fairness.live import TeamNow
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import (
     CONFIG_RELOADS,
@@ -41,10 +42,17 @@ from watchtower.domain.promql import (
     QUOTA_GPUS_USED,
     SNAPSHOT_CONSUMER_FAILURES,
     STARTUP_LATENCY,
+    TEAM_GPUS_DEMAND,
+    TEAM_GPUS_ENTITLED,
+    TEAM_GPUS_FAIR_SHARE,
+    TEAM_GPUS_USED,
+    TEAM_OLDEST_WAIT,
     TEAM_PREEMPTION_GPU_HOURS_LOST,
     TEAM_PREEMPTIONS,
+    TEAM_SATISFACTION,
     THRASHING_WORKLOADS,
     TIME_TO_SCHEDULE,
+    WAITING_GPUS,
     WATCH_RESTARTS,
 )
 from watchtower.ports import QueueGauges
@@ -109,6 +117,57 @@ def _family(
     for key, n in values:
         family.add_metric([key], n)
     return family
+
+
+def _fairness_families(g: QueueGauges) -> Iterable[Metric]:
+    """The fairness gauges of one evaluation: per (team, tier) waits, per team the shares."""
+    for name, doc, values in (
+        (WAITING_GPUS, "GPUs waiting workloads still need, by team and tier.", g.waiting_gpus),
+        (
+            TEAM_OLDEST_WAIT,
+            "Longest current wait of a waiting workload, by team and tier.",
+            g.team_oldest_wait,
+        ),
+    ):
+        family = GaugeMetricFamily(name, doc, labels=["team", "tier"])
+        for (team, tier), v in sorted(values.items()):
+            family.add_metric([team, tier], v)
+        yield family
+    teams = sorted(g.teams.items())
+    per_team: list[tuple[str, str, Callable[[TeamNow], float | None]]] = [
+        (
+            TEAM_GPUS_USED,
+            "GPUs requested by the team's running pods (DRA claims included).",
+            lambda t: t.used,
+        ),
+        (TEAM_GPUS_DEMAND, "GPUs the team uses plus those its waiting work still needs.", lambda t: t.demand),
+        (
+            TEAM_GPUS_FAIR_SHARE,
+            "The team's max-min fair share of the cluster's GPUs over every team's demand.",
+            lambda t: t.fair_share,
+        ),
+        (
+            TEAM_SATISFACTION,
+            "min(1, used / min(demand, fair share)); only teams with demand (Jain's index is over them).",
+            lambda t: t.satisfaction,
+        ),
+    ]
+    for name, doc, value in per_team:
+        family = GaugeMetricFamily(name, doc, labels=["team"])
+        for team, t in teams:
+            x = value(t)
+            if x is not None:
+                family.add_metric([team], x)
+        yield family
+    entitled = GaugeMetricFamily(
+        TEAM_GPUS_ENTITLED,
+        "GPUs the team is entitled to, by where the entitlement comes from (fairness.entitlement).",
+        labels=["team", "source"],
+    )
+    for team, t in teams:
+        if t.entitled is not None:
+            entitled.add_metric([team, t.entitled_by], t.entitled)
+    yield entitled
 
 
 class _QueueCollector:
@@ -201,6 +260,7 @@ class _QueueCollector:
             # every reason always: a fixed, small label set
             ((reason, g.dra_unresolved.get(reason, 0)) for reason in UNRESOLVED_REASONS),
         )
+        yield from _fairness_families(g)
         if g.evaluated_at is not None:
             yield GaugeMetricFamily(
                 LAST_EVALUATION,

@@ -75,10 +75,22 @@ CONFIG_VALID = "watchtower_config_valid"
 CONFIG_RELOADS = "watchtower_config_reload"
 LEADER = "watchtower_leader"
 LEADER_TRANSITIONS = "watchtower_leader_transitions"
+# The fairness gauges (domain/fairness/live.py computes them each tick), per team unless said.
+WAITING_GPUS = "watchtower_waiting_gpus"  # team, tier: GPUs waiting work still needs
+TEAM_OLDEST_WAIT = "watchtower_team_oldest_wait_seconds"  # team, tier
+TEAM_GPUS_USED = "watchtower_team_gpus_used"
+TEAM_GPUS_ENTITLED = "watchtower_team_gpus_entitled"
+TEAM_GPUS_DEMAND = "watchtower_team_gpus_demand"
+TEAM_GPUS_FAIR_SHARE = "watchtower_team_gpus_fair_share"
+TEAM_SATISFACTION = "watchtower_team_satisfaction"  # only teams with demand: Jain's index is over them
 
 # Recording rules shipped with the dashboards that read them (alerts/recording.py writes them).
 TIME_TO_SCHEDULE_P50 = f"tier:{TIME_TO_SCHEDULE}:p50"
 TIME_TO_SCHEDULE_P95 = f"tier:{TIME_TO_SCHEDULE}:p95"
+JAIN_INDEX = f"cluster:{TEAM_SATISFACTION}:jain_index"
+TEAM_ATTAINMENT = "team:watchtower_gpu_attainment:ratio"
+TEAM_IDLE_SHARE = "team:watchtower_idle_allocated_gpus:ratio"
+CLUSTER_IDLE_SHARE = "cluster:watchtower_idle_allocated_gpus:ratio"
 
 # Prometheus 3 drops the sample at the left edge of a range: with fewer than 4 scrapes per window a single
 # missed scrape empties the range.
@@ -265,6 +277,35 @@ class OwnQueries:
         """1 where the configuration file changed to one that could not be applied (the worst replica)."""
         return f"{_agg('max', by, f'1 - {self.series(CONFIG_VALID)}')} > 0"
 
+    def per_team(self, name: str, *matchers: str) -> str:
+        """One of the per-team fairness gauges (TEAM_GPUS_*, TEAM_SATISFACTION) per team: the highest
+        replica's, as leader and standby report the same cluster."""
+        return _agg("max", ("team",), self.series(name, *matchers))
+
+    def team_mean(self, name: str, window: str, *matchers: str) -> str:
+        """A per-team gauge's mean over `window` (a duration or Grafana's `$__range`), per team: times the
+        window's hours, GPU-hours."""
+        return _agg("max", ("team",), f"avg_over_time({self.series(name, *matchers)}[{window}])")
+
+    def team_waiting_gpus(self, *by: str, team: str = "") -> str:
+        """GPUs waiting work still needs, per `by` (team, tier): max over replicas of each pair, then summed."""
+        sel = self.series(WAITING_GPUS, f'team=~"{team}"' if team else "")
+        return _agg("sum", by, _agg("max", ("team", "tier"), sel))
+
+    def team_oldest_wait(self, *by: str, team: str = "") -> str:
+        """Longest current wait per `by` (team, tier)."""
+        return _agg("max", by, self.series(TEAM_OLDEST_WAIT, f'team=~"{team}"' if team else ""))
+
+    def jain_index(self) -> str:
+        """Jain's index (Σx)² / (n·Σx²) of the satisfaction x of the teams with demand (1: all equally
+        satisfied; 1/n: one team has it all); nothing when there is no such team or every x is 0."""
+        x = self.per_team(TEAM_SATISFACTION)
+        return f"(sum ({x}) ^ 2) / ((count ({x}) * sum ({x} ^ 2)) > 0)"
+
+    def attainment(self) -> str:
+        """GPUs used over GPUs entitled, per team with an entitlement (U/E now)."""
+        return f"{self.per_team(TEAM_GPUS_USED)} / ({self.per_team(TEAM_GPUS_ENTITLED)} > 0)"
+
     def staleness(self, *by: str) -> str:
         """Seconds since the cluster source last heard from the API server (all kinds): the worst replica."""
         return _agg("max", by, self.series(PICTURE_STALENESS, 'kind="all"'))
@@ -392,6 +433,19 @@ class Queries:
             f'label_replace({expr} unless on (namespace) {team}, "team", "$1", "namespace", "(.*)")'
         )
 
+    def pod_requests(self, resource: str) -> str:
+        """`resource` requested by each running pod (namespace, pod, node): KSM's sanitised resource name
+        (`cpu` in cores, `memory` in bytes, `nvidia_com_gpu`)."""
+        req = self.normalise_ksm(self._ksm("kube_pod_container_resource_requests", f'resource="{resource}"'))
+        return (
+            f"sum by (namespace, pod, node) (sum by (namespace, pod, uid, node) ({req}) "
+            f"and on (namespace, pod, uid) {self.pod_running()})"
+        )
+
+    def team_requests(self, resource: str) -> str:
+        """`resource` requested by running pods, per team."""
+        return f"sum by (team) ({self._with_team(self.pod_requests(resource))})"
+
     def namespace_gpus_allocated(self) -> str:
         """GPUs requested by running pods, per namespace."""
         return f"sum by (namespace) ({self.pod_gpus_allocated()})"
@@ -491,3 +545,184 @@ class Queries:
         add("team_gpu_hours", self.team_gpu_hours, history, step)
         add("team_idle_device_hours", self.team_idle_device_hours, history, step, threshold)
         return q
+
+
+GIB = 2**30
+QUOTA_GPU_RESOURCE = "requests.nvidia.com/gpu"  # kube_resourcequota does not sanitise resource names
+
+
+class FairnessQueries:
+    """The week's usage for the fairness report, each expression evaluated once at the week's end.
+
+    A figure per step is integrated over `window` with a subquery, `sum_over_time(x[window:step]) * step /
+    3600` (the value at each step held for the step), or averaged with `avg_over_time`: Prometheus returns
+    one number per team or one for the cluster, never raw series. A step at which a source's series are
+    absent adds nothing: a gap lowers the figures, and `coverage` says by how much.
+
+    Subquery steps fall on multiples of `step` (epoch time); Prometheus 2 includes the step at the window's
+    left edge and 3 does not: a week whose start is a multiple of `step` with nothing running at that
+    instant gives both the same figure.
+
+    DRA: kube-state-metrics reports only extended resources (`nvidia.com/gpu` requests and node allocatable);
+    GPUs asked through ResourceClaims and published through ResourceSlices are invisible to it, so every
+    KSM-based figure here leaves DRA GPUs out. Watchtower's own gauges do count them (`watchtower_gpus`,
+    `watchtower_team_gpus_used`, `watchtower_waiting_gpus`), from the claims it watches."""
+
+    def __init__(self, queries: Queries | None = None, own: OwnQueries | None = None) -> None:
+        self.q = queries or Queries()
+        self.own = own or OwnQueries()
+
+    def _hours(self, expr: str, window: float, step: float, scale: str = "") -> str:
+        w, s = duration(window), duration(step)
+        return f"sum_over_time(({expr})[{w}:{s}]) * {step:g} / 3600{scale}"
+
+    def _mean(self, expr: str, window: float, step: float) -> str:
+        return f"avg_over_time(({expr})[{duration(window)}:{duration(step)}])"
+
+    # --- per step --------------------------------------------------------------------------------------
+
+    def node_allocatable(self, resource: str) -> str:
+        """Allocatable `resource` per node (KSM's sanitised name)."""
+        alloc = self.q._ksm("kube_node_status_allocatable", f'resource="{resource}"')
+        return f"sum by (node) ({alloc})"
+
+    def node_unavailable(self) -> str:
+        """1 per node that is cordoned (spec.unschedulable) or not Ready."""
+        cordoned = f"max by (node) ({self.q._ksm('kube_node_spec_unschedulable')}) == 1"
+        ready = self.q._ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"')
+        return f"({cordoned}) or (max by (node) ({ready}) == 0)"
+
+    def unavailable_gpus(self) -> str:
+        """Allocatable GPUs on nodes that are cordoned or not Ready."""
+        return f"sum ({self.node_allocatable(GPU_RESOURCE)} and on (node) ({self.node_unavailable()}))"
+
+    def free_gpus(self) -> str:
+        """GPUs free on Ready, schedulable nodes: allocatable less what running pods request, per node."""
+        avail = f"({self.node_allocatable(GPU_RESOURCE)} unless on (node) ({self.node_unavailable()}))"
+        used = f"sum by (node) ({self.q.pod_requests(GPU_RESOURCE)})"
+        return f"sum ((clamp_min({avail} - on (node) {used}, 0)) or {avail})"
+
+    def waiting_gpus(self) -> str:
+        """GPUs waiting work still needs, as Watchtower counts them (DRA claims included): the replica that
+        reports most, as leader and standby watch the same queue."""
+        return f"max (sum by (instance) ({self.own.series(WAITING_GPUS)}))"
+
+    def free_while_waiting(self) -> str:
+        """min(free GPUs, waiting GPUs): what could have run but did not (Slurm's "planned"). Empty unless
+        both are known."""
+        free, wait = self.free_gpus(), self.waiting_gpus()
+        return f"(({free}) <= ({wait})) or (({wait}) < ({free}))"
+
+    def idle_allocated_gpus(self, step: float, threshold: float) -> str:
+        """Whole GPUs of running pods with mean utilisation over `step` under `threshold` %, cluster-wide."""
+        return f"sum ({self.q.team_idle_devices(step, threshold, kind='gpu')})"
+
+    def team_quota_gpus(self) -> str:
+        """The hard `requests.nvidia.com/gpu` of the ResourceQuotas of each team's namespaces."""
+        hard = self.q.normalise_ksm(
+            self.q._ksm("kube_resourcequota", f'resource="{QUOTA_GPU_RESOURCE}"', 'type="hard"')
+        )
+        return f"sum by (team) ({self.q._with_team(f'sum by (namespace) ({hard})')})"
+
+    # --- over the week ---------------------------------------------------------------------------------
+
+    def team_gpu_hours(self, window: float, step: float) -> str:
+        """GPU-hours requested by each team's running pods over `window` (U)."""
+        return self.q.team_gpu_hours(window, step)
+
+    def team_idle_gpu_hours(self, window: float, step: float, threshold: float) -> str:
+        """GPU-hours of each team's running pods under `threshold` % utilisation over `window`."""
+        return self.q.team_idle_device_hours(window, step, threshold, kind="gpu")
+
+    def team_cpu_core_hours(self, window: float, step: float) -> str:
+        """CPU core-hours requested by each team's running pods over `window`."""
+        return self._hours(self.q.team_requests("cpu"), window, step)
+
+    def team_memory_gib_hours(self, window: float, step: float) -> str:
+        """Memory GiB-hours requested by each team's running pods over `window`."""
+        return self._hours(self.q.team_requests("memory"), window, step, f" / {GIB}")
+
+    def team_quota_gpus_mean(self, window: float, step: float) -> str:
+        """Each team's hard GPU quota, averaged over the steps of `window` at which it was reported."""
+        return self._mean(self.team_quota_gpus(), window, step)
+
+    def capacity_gpu_hours(self, window: float, step: float) -> str:
+        """Allocatable GPU-hours of all nodes over `window`."""
+        return self._hours(f"sum ({self.node_allocatable(GPU_RESOURCE)})", window, step)
+
+    def capacity_gpus_mean(self, window: float, step: float) -> str:
+        """Allocatable GPUs of all nodes, averaged over `window`."""
+        return self._mean(f"sum ({self.node_allocatable(GPU_RESOURCE)})", window, step)
+
+    def allocated_gpu_hours(self, window: float, step: float) -> str:
+        """GPU-hours requested by running pods, cluster-wide, over `window`."""
+        return self._hours(self.q.cluster_gpus_allocated(), window, step)
+
+    def idle_allocated_gpu_hours(self, window: float, step: float, threshold: float) -> str:
+        """GPU-hours of running pods under `threshold` % utilisation, cluster-wide, over `window`."""
+        return self._hours(self.idle_allocated_gpus(step, threshold), window, step)
+
+    def free_while_waiting_gpu_hours(self, window: float, step: float) -> str:
+        """GPU-hours free while GPU work waited, over `window`."""
+        return self._hours(self.free_while_waiting(), window, step)
+
+    def unavailable_gpu_hours(self, window: float, step: float) -> str:
+        """GPU-hours of nodes cordoned or not Ready, over `window`."""
+        return self._hours(self.unavailable_gpus(), window, step)
+
+    def capacity_cpu_core_hours(self, window: float, step: float) -> str:
+        """Allocatable CPU core-hours of all nodes over `window`."""
+        return self._hours(f"sum ({self.node_allocatable('cpu')})", window, step)
+
+    def capacity_memory_gib_hours(self, window: float, step: float) -> str:
+        """Allocatable memory GiB-hours of all nodes over `window`."""
+        return self._hours(f"sum ({self.node_allocatable('memory')})", window, step, f" / {GIB}")
+
+    # --- coverage --------------------------------------------------------------------------------------
+
+    def sources(self) -> dict[str, str]:
+        """Return {source name: a selector of series that source always sends while it is scraped}."""
+        d, k = self.q.config.dcgm_selector, self.q.config.ksm_selector
+        return {
+            "kube-state-metrics": "kube_node_status_allocatable" + _sel(k),
+            "dcgm-exporter": f"{GPU_UTIL}{_sel(d) if d else ''} or {GR_ENGINE_ACTIVE}{_sel(d) if d else ''}",
+            "watchtower": self.own.series(LAST_EVALUATION),
+        }
+
+    def hours_present(self, source: str, window: float, step: float) -> str:
+        """Hours of `window` with any sample of `source` (a `sources()` name) within the step ending there."""
+        sel = self.sources()[source]
+        s = duration(step)
+        parts = " or ".join(f"max_over_time({x.strip()}[{s}])" for x in sel.split(" or "))
+        return f"count_over_time((group ({parts}))[{duration(window)}:{s}]) * {step:g} / 3600"
+
+    def catalogue(self, *, window: float, step: float, threshold: float) -> list[NamedQuery]:
+        """Return every week expression, named and documented, as Queries.catalogue does."""
+        out = []
+        for name in (
+            "team_gpu_hours",
+            "team_idle_gpu_hours",
+            "team_cpu_core_hours",
+            "team_memory_gib_hours",
+            "team_quota_gpus_mean",
+            "capacity_gpu_hours",
+            "capacity_gpus_mean",
+            "allocated_gpu_hours",
+            "idle_allocated_gpu_hours",
+            "free_while_waiting_gpu_hours",
+            "unavailable_gpu_hours",
+            "capacity_cpu_core_hours",
+            "capacity_memory_gib_hours",
+        ):
+            fn = getattr(self, name)
+            args = (window, step, threshold) if "idle" in name else (window, step)
+            out.append(NamedQuery(f"fairness_{name}", (fn.__doc__ or "").split("\n")[0], fn(*args)))
+        out += [
+            NamedQuery(
+                f"coverage_{src}",
+                f"Hours of the window with samples from {src}.",
+                self.hours_present(src, window, step),
+            )
+            for src in self.sources()
+        ]
+        return out

@@ -49,6 +49,11 @@ class ListedFigures:
         self.partial_gpus = dict.fromkeys(tier_names, 0)
         self._waiting: Counter[str] = Counter()  # waiting workloads per tier
         self._starts: dict[str, list[float]] = {}  # per tier, the waiting ones' known wait starts, sorted
+        # Per (team, tier): GPUs waiting work still needs, and the waiting ones' known wait starts, sorted
+        # (the fairness gauges watchtower_waiting_gpus and watchtower_team_oldest_wait_seconds).
+        self.team_waiting_gpus: Counter[tuple[str, str]] = Counter()
+        self._team_waiting: Counter[tuple[str, str]] = Counter()
+        self._team_starts: dict[tuple[str, str], list[float]] = {}
         # Per inversion tier, (wait start, order key) of the workloads the rule may find stuck, sorted: the
         # first waits longest, and is stuck if any of its tier is (one tier, one warning time).
         self._candidates: dict[str, list[tuple[float, OrderKey]]] = {}
@@ -71,6 +76,7 @@ class ListedFigures:
         tier = f.tier
         if f.state in WAITING_STATES and f.since is not None:
             insort(self._starts.setdefault(tier, []), f.since)
+            insort(self._team_starts.setdefault((f.team, tier), []), f.since)
         if may_stick(f, self.inversion_tiers):
             insort(self._candidates.setdefault(tier, []), (_start(f), f.order))
         if f.pods_running:
@@ -82,6 +88,7 @@ class ListedFigures:
         tier = f.tier
         if f.state in WAITING_STATES and f.since is not None:
             _remove(self._starts.get(tier, []), f.since)
+            _remove(self._team_starts.get((f.team, tier), []), f.since)
         if may_stick(f, self.inversion_tiers):
             _remove(self._candidates.get(tier, []), (_start(f), f.order))
         if f.pods_running:
@@ -93,6 +100,11 @@ class ListedFigures:
             return
         tier = f.tier
         self._waiting[tier] += n
+        team_key = (f.team, tier)
+        self._team_waiting[team_key] += n
+        self.team_waiting_gpus[team_key] += n * max(0, f.gpus_requested - f.gpus_held)
+        if not self._team_waiting[team_key]:
+            del self._team_waiting[team_key], self.team_waiting_gpus[team_key]
         key = (tier, f.key.namespace, self._reason(f))
         left = self.pending[key] + n
         if left:
@@ -107,6 +119,13 @@ class ListedFigures:
         """Return each tier's earliest wait start among its waiting workloads (None: none has one)."""
         starts = self._starts
         return {t: (s[0] if (s := starts.get(t)) else None) for t, n in self._waiting.items() if n > 0}
+
+    def team_waits(self) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], float]]:
+        """Return, per (team, tier) with waiting work, the GPUs it still needs and its earliest known wait
+        start."""
+        starts = self._team_starts
+        gpus = dict(self.team_waiting_gpus)
+        return gpus, {k: s[0] for k in gpus if (s := starts.get(k))}
 
     def longest_waiting(self, snap: QueueSnapshot) -> list[WorkloadStatus]:
         """Return, per inversion tier, the status of the candidate that has waited longest: the rule's

@@ -22,12 +22,13 @@ from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
 from watchtower.domain.churn import thrash_by_tier
 from watchtower.domain.dra_tables import DraTables
-from watchtower.domain.entitlement import queue_lines
+from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import ScheduleHistory
+from watchtower.domain.fairness.live import Pool, entitled_gpus, fairness_now
 from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.kueue import SOURCE_KUEUE
-from watchtower.domain.kueue_queues import kueue_queue_lines
+from watchtower.domain.kueue_queues import KueueQueueLine, kueue_queue_lines
 from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.model import Pod
 from watchtower.domain.queue import (
@@ -270,6 +271,7 @@ class Watcher:
             dra_problems = tuple(st.unresolved_claims())
             gauges = dataclasses.replace(gauges, dra_unresolved=dict(Counter(u.reason for u in dra_problems)))
             kueue_queues = kueue_queue_lines(st)
+            gauges = self._with_fairness(gauges, snap, volcano_queues, kueue_queues)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -358,8 +360,11 @@ class Watcher:
             # the same clamp as the status' wait, of the earliest start: the longest wait of the tier
             oldest[tier] = 0.0 if since is None or now - since < 0.0 else now - since
         quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
+        waiting_gpus, team_since = listed.team_waits()
         return QueueGauges(
             pending=dict(listed.pending),  # copied: each tick its own
+            waiting_gpus=waiting_gpus,
+            team_oldest_wait={k: max(0.0, now - since) for k, since in team_since.items()},
             oldest_wait=oldest,
             partial_gangs=dict(listed.partial),
             partial_gang_gpus=dict(listed.partial_gpus),
@@ -372,6 +377,40 @@ class Watcher:
             evaluated_at=snap.at,
             **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
         )
+
+    def _with_fairness(
+        self,
+        gauges: QueueGauges,
+        snap: QueueSnapshot,
+        volcano: Iterable[QueueLine],
+        kueue: Iterable[KueueQueueLine],
+    ) -> QueueGauges:
+        """Return `gauges` with each team's fairness now (domain/fairness/live.py)."""
+        st, cfg = self.state, self.settings.fairness
+        used: dict[str, float] = {}
+        for ns, n in st.gpus_used_by_namespace.items():
+            team = st.team_of(ns)
+            used[team] = used.get(team, 0.0) + n
+        waiting: dict[str, float] = {}
+        for (team, _), n in gauges.waiting_gpus.items():
+            waiting[team] = waiting.get(team, 0.0) + n
+        quotas: dict[str, float] = {}
+        for q in st.quotas.values():
+            if q.hard_gpus is not None:
+                team = st.team_of(q.namespace)
+                quotas[team] = quotas.get(team, 0.0) + q.hard_gpus
+        capacity = float(snap.capacity.allocatable)
+        entitled = entitled_gpus(
+            capacity,
+            {*used, *waiting},
+            mode=cfg.entitlement,
+            quotas=quotas,
+            weights=cfg.weights,
+            kueue=[Pool(float(k.nominal_gpus or 0), k.teams) for k in kueue],
+            volcano=[Pool(float(v.deserved_gpus or 0), v.teams) for v in volcano],
+        )
+        teams = fairness_now(capacity, used, waiting, entitled, weights=cfg.weights)
+        return dataclasses.replace(gauges, teams=teams)
 
     def _reason(self, d: SchedulingDiagnosis) -> str:
         # Keyed by identity, the diagnosis kept beside its label: a few dozen distinct ones a queue.
