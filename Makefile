@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane alertmanager promtool3 go-builds clean artefacts
+.PHONY: demo test lint unit e2e bench fmt deps system-deps controlplane alertmanager promtool3 go-builds clean artefacts image
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
@@ -33,6 +33,10 @@ promtool3:
 # Every Go-built binary the tests use, built side by side (most of a cold CI run's time).
 go-builds:
 	tests/setup/build-go.sh
+
+# The OCI image from Debian packages and the project's wheels (docs/install.md; Docker users: deploy/image/Dockerfile).
+image: system-deps
+	deploy/image/build.sh
 
 demo: deps
 	$(BIN)/watchtower demo

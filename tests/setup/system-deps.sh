@@ -7,9 +7,13 @@ want=()
 { command -v prometheus >/dev/null && command -v promtool >/dev/null; } || want+=(prometheus)
 command -v amtool >/dev/null || want+=(prometheus-alertmanager)
 command -v chromium >/dev/null || want+=(chromium)
-command -v wrk >/dev/null || want+=(wrk)
+command -v wrk >/dev/null || want+=(wrk)  # bench/api_load.py: a load generator lighter than the server it measures
 # Debian keeps initdb and postgres off PATH, under /usr/lib/postgresql/<version>/bin.
-{ command -v initdb >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; } || want+=(postgresql)  # bench/api_load.py: a load generator lighter than the server it measures
+{ command -v initdb >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; } || want+=(postgresql)
+# The image (deploy/image/build.sh): a Debian root filesystem, the OCI layout, and a runtime that runs it.
+command -v mmdebstrap >/dev/null || want+=(mmdebstrap)
+command -v umoci >/dev/null || want+=(umoci)
+command -v runc >/dev/null || want+=(runc)
 if [ ${#want[@]} -eq 0 ]; then exit 0; fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
