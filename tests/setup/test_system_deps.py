@@ -23,5 +23,14 @@ def test_each_missing_package_is_named_once(tmp_path: Path) -> None:
     )
     # PostgreSQL is found off PATH (Debian's /usr/lib/postgresql/<version>/bin) once installed.
     postgres = [] if list(Path("/usr/lib/postgresql").glob("*/bin/initdb")) else ["postgresql"]
-    want = ["prometheus", "prometheus-alertmanager", "chromium", "wrk", *postgres, "mmdebstrap", "umoci", "runc"]
+    want = [
+        "prometheus",
+        "prometheus-alertmanager",
+        "chromium",
+        "wrk",
+        *postgres,
+        "mmdebstrap",
+        "umoci",
+        "runc",
+    ]
     assert r.stderr.strip() == "installing Debian packages: " + " ".join(want)
