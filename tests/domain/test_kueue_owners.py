@@ -140,3 +140,21 @@ def test_a_jobset_of_no_train_job_stays_the_jobset() -> None:
     wl = jobset_workload(js)
     (w,) = evaluate(state_of(*queue_objects(), js, wl), T0 + 600).workloads
     assert w.key == WorkloadKey(NS, "JobSet", "pretrain")
+
+
+def test_a_kueue_held_jobs_wait_alert_has_no_place_in_the_schedulers_queue() -> None:
+    """Its place is Kueue's: the alert says so in the start estimate, and carries no position_in_tier (once
+    it read "None")."""
+    import dataclasses
+
+    from watchtower.domain.estimate import TierWaits
+
+    js = train_jobset(suspend=True)
+    st = state_of(*queue_objects(), js, jobset_workload(js))
+    now = T0 + 20 * 60
+    snap = evaluate(st, now)
+    inp = dataclasses.replace(rule_input(snap), waits=TierWaits(at=now, window=21600.0, min_samples=5))
+    (alert,) = [a for a in tiered_wait.evaluate(inp) if a.labels["severity"] == "critical"] or [None]
+    assert alert is not None
+    assert "position_in_tier" not in alert.annotations
+    assert "held by Kueue" in alert.annotations["start_estimate"]

@@ -37,7 +37,9 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
         notes = {f"note_{k}": v for k, v in w.annotations.items()}
         estimate = inp.waits.estimate(w) if inp.waits is not None else None
         if estimate is not None:
-            common["position_in_tier"] = str(estimate.position)
+            # No place (a Kueue-held job, pods not made yet): the annotation is left out, never "None".
+            if estimate.position is not None:
+                common["position_in_tier"] = str(estimate.position)
             common["start_estimate"] = estimate.text
         # The why usually words the verdict already (explain()); it is said apart only when it does not.
         note = preemption_note(w.why, w.preemption)
