@@ -3,9 +3,12 @@ DeliveryWorker → a real webhook receiver / a real SMTP server (STARTTLS + AUTH
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
+from tests.fixtures.stores import StoreBackend
 from watchtower.adapters.senders import build_senders
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.health import HEALTHY
@@ -41,7 +44,11 @@ def hook_settings(url: str, **route):
 
 class Rig:
     def __init__(self, s, backend, clock, tls=None, health=None):
+        """`backend`: a StoreBackend (the store suite, on each database), or a directory for an SQLite file
+        (the scenarios about alerting itself, not the store)."""
         self.s, self.clock = s, clock
+        if isinstance(backend, Path):
+            backend = StoreBackend("sqlite", str(backend / "alerts.db"))
         self.store = backend.open()
         self.http = httpx.AsyncClient()
         # What the composition root puts in each Tick: the source's health (healthy unless a test says).
