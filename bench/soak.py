@@ -12,7 +12,7 @@ in this process, which counts notifications by their idempotency key (`webhook-i
 
 While `wrk` (or, without it, httpx from this process) keeps 50 clients on /api/v1/queue, this process:
 
-  - every 2 s adds a pending pod to namespace `soak-probe` through the watch stream, then deletes it, and
+  - every 2 s, in turn, adds a pending pod to namespace `soak-probe` through the watch stream or deletes it, and
     polls /api/v1/queue?namespace=soak-probe and /metrics until each shows the change: the time from the
     event being handed to the fake server to the change being served is the change latency;
   - every --alert-every s adds, in a new namespace `soak-alert-K`, a critical-tier pod pending for an hour:
@@ -605,7 +605,8 @@ async def run(a: argparse.Namespace) -> int:
                 with service(cfg) as (proc, base):
                     ready_s = await wait_ready(base, proc, a.ready_timeout)
                     warm = await warm_up(proc.pid, a.warmup)
-                    use_wrk = shutil.which("wrk") is not None and not a.httpx
+                    # api_load.wrk runs two threads, and wrk wants a connection per thread at least.
+                    use_wrk = shutil.which("wrk") is not None and not a.httpx and a.clients >= 2
                     f = await measure(
                         base,
                         cluster_url,
