@@ -31,19 +31,7 @@ def pod_server(*, pods: int = 0, page: int = 500, watch_events: int = 0) -> Iter
                     raise SystemExit(f"pod server exited with {proc.returncode}")
                 time.sleep(0.1)
             url = f"http://127.0.0.1:{port_file.read_text()}"
-            kubeconfig = Path(d) / "kubeconfig"
-            kubeconfig.write_text(
-                yaml.safe_dump(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Config",
-                        "clusters": [{"name": "bench", "cluster": {"server": url}}],
-                        "users": [{"name": "bench", "user": {"token": "bench"}}],
-                        "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
-                        "current-context": "bench",
-                    }
-                )
-            )
+            kubeconfig = kubeconfig_for(url, Path(d) / "kubeconfig")
             yield url, kubeconfig
         finally:
             proc.terminate()
@@ -52,6 +40,43 @@ def pod_server(*, pods: int = 0, page: int = 500, watch_events: int = 0) -> Iter
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def kubeconfig_for(url: str, path: Path) -> Path:
+    """Write a kubeconfig for an API server at `url` (a bench token, no TLS) to `path`; return the path."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "bench", "cluster": {"server": url}}],
+                "users": [{"name": "bench", "user": {"token": "bench"}}],
+                "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
+                "current-context": "bench",
+            }
+        )
+    )
+    return path
+
+
+def proc_rss_bytes(pid: int) -> int:
+    """Return another process's resident set size from /proc (0 once it has gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """Return the user + system CPU seconds another process has used, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        # The command name may hold spaces; the fields after its closing parenthesis are fixed.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_bytes() -> int:
