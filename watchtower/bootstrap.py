@@ -22,11 +22,15 @@ from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
 from watchtower.config.model import Settings
+from watchtower.domain.fairness.report import FairnessReport
+from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import Queries
 from watchtower.domain.tick import Tick
-from watchtower.ports import AlertStore, Clock, ClusterSource, ObjectDecoder
+from watchtower.ports import AlertStore, Clock, ClusterSource, FairnessHistory, FairnessMetrics, ObjectDecoder
 from watchtower.services.alerting import AlertingMetrics, build_alerting
+from watchtower.services.fairness_record import FairnessRecorder
+from watchtower.services.fairness_report import ClusterNow, FairnessReports
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.watch import Watcher
 
@@ -84,6 +88,91 @@ def open_alert_store(settings: Settings) -> AlertStore | None:
     return SQLiteAlertStore(settings.alerting.store_path or settings.store.path)
 
 
+def open_history(settings: Settings) -> FairnessHistory | None:
+    """Open the fairness history in the alert store's database file; None when `fairness.enabled` is off."""
+    if not settings.fairness.enabled:
+        return None
+    from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+
+    return SQLiteFairnessHistory(settings.alerting.store_path or settings.store.path)
+
+
+def fairness_metrics(settings: Settings) -> FairnessMetrics | None:
+    """Return the reader of a week's usage from the `prometheus:` section; None without one.
+
+    The Prometheus adapter for the week's figures plugs in here (one place for the service and the CLI)."""
+    return None
+
+
+def fairness_reports(
+    settings: Settings, history: FairnessHistory, watcher: Watcher | None = None
+) -> FairnessReports:
+    """Return the report builder: with the live cluster's entitlement and namespaces when a watcher is
+    given (the service), from the store and Prometheus alone when not (the CLI)."""
+    cluster = None
+    if watcher is not None:
+        from watchtower.domain.fairness.inputs import running_lines, team_namespaces
+
+        w = watcher
+        cluster = ClusterNow(
+            tick=lambda: w.latest,
+            namespaces=lambda: team_namespaces(w.state),
+            running=lambda: running_lines(w.state, w.policy.tiers),
+        )
+    return FairnessReports(
+        settings=settings, history=history, metrics=fairness_metrics(settings), cluster=cluster
+    )
+
+
+async def report_once(
+    settings: Settings, week: IsoWeek | None, *, team: str | None, now: float
+) -> FairnessReport:
+    """Return one fairness report from the configured store and Prometheus, as `watchtower report` prints
+    it (the last complete week when `week` is None).
+
+    Raises StartupError when the store is off or holds no history, UnknownTeam for a team not in the report."""
+    from pathlib import Path
+
+    if not settings.fairness.enabled:
+        raise StartupError("fairness.enabled is false: no history is recorded")
+    path = settings.alerting.store_path or settings.store.path
+    if not Path(path).is_file():
+        raise StartupError(f"no state store at {path}: run the service (watchtower run) to record history")
+    from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+
+    history = SQLiteFairnessHistory(path)
+    reports = fairness_reports(settings, history)
+    try:
+        return await reports.build(week or reports.default_week(now), now=now, team=team)
+    finally:
+        history.close()
+
+
+def fairness_recorder(container: Container) -> FairnessRecorder | None:
+    """Return the tick consumer that records the fairness history, when the container has a history."""
+    from watchtower.domain.fairness.record import RecordPolicy
+
+    reports = container.fairness
+    if reports is None:
+        return None
+    st = container.watcher.state
+    settings = container.settings
+    every = settings.queue.evaluate_every
+    return FairnessRecorder(
+        history=reports.history,
+        policy=RecordPolicy(
+            tiers=container.watcher.policy.tiers,
+            gang_stall_after=settings.alerting.rules.gang_stall_after,
+            team_of=st.team_of,
+            heartbeat_gap=max(120.0, 2 * every + 60.0),
+        ),
+        # A workload is still there while it has pods or its controller (a Job, a Kueue-suspended job, a
+        # refused ReplicaSet) exists: its wait ended placed; otherwise it was deleted while waiting.
+        present=lambda k: k in st.by_workload or st.controller(k) is not None,
+        retention_weeks=settings.fairness.retention_weeks,
+    )
+
+
 def build_container(
     settings: Settings,
     *,
@@ -94,6 +183,7 @@ def build_container(
     alert_store: AlertStore | None = None,
     links: Mapping[str, str] | None = None,
     decoder: ObjectDecoder | None = None,
+    history: FairnessHistory | None = None,
 ) -> Container:
     """Return the service's parts wired together: metrics on their own registry, the watcher, the GPU-usage
     service (when `settings.prometheus` is set) and alerting (when an `alert_store` is given)."""
@@ -125,6 +215,7 @@ def build_container(
         alert_store=alert_store if alerting is not None else None,
         gpu=gpu_usage(settings, watcher),
         links=dict(links or {}),
+        fairness=fairness_reports(settings, history, watcher) if history is not None else None,
     )
 
 
@@ -267,7 +358,8 @@ async def serve(
         t.add_done_callback(ended)
         tasks.append(t)
 
-    loop = TickLoop(container)
+    recorder = fairness_recorder(container)
+    loop = TickLoop(container, extra=[recorder.on_tick] if recorder is not None else [])
     container.watcher.on_listed = loop.kick
     scheduler = AsyncIOScheduler()
     alerting, store = container.alerting, container.alert_store
@@ -388,6 +480,7 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
     settings = reachable_at(settings, url)
     # Opened once the cluster is known to be reachable in principle: a failed start leaves no database.
     store = open_alert_store(settings)
+    history = open_history(settings)
     try:
         container = build_container(
             settings,
@@ -396,6 +489,7 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
             source_name=settings.cluster.source,
             alert_store=store,
             decoder=decoder,
+            history=history,
         )
         echo(f"Watchtower ({settings.cluster.source}) serving at {url}/")
         with contextlib.suppress(KeyboardInterrupt):
@@ -404,3 +498,5 @@ def run_service(settings: Settings, *, host: str, port: int, echo: Callable[[str
         sock.close()
         if store is not None:
             store.close()
+        if history is not None:
+            history.close()

@@ -1,4 +1,4 @@
-"""The command line: `watchtower check-config | analyze | generate | run | demo`. It parses arguments and calls the
+"""The command line: `watchtower check-config | analyze | generate | run | demo | report fairness`. It parses arguments and calls the
 composition root (watchtower.bootstrap); nothing imports it."""
 
 from __future__ import annotations
@@ -235,6 +235,56 @@ def demo(
         if "cannot listen" not in str(e):
             raise
         raise typer.BadParameter(str(e).split("] ", 1)[-1]) from None
+
+
+report_cli = typer.Typer(
+    no_args_is_help=True, help="Print a report from the recorded history and Prometheus."
+)
+cli.add_typer(report_cli, name="report")
+
+
+@report_cli.command("fairness")
+def report_fairness(
+    week: Annotated[
+        str | None, typer.Option(help="ISO week YYYY-Www, e.g. 2026-W47 (default: the last complete week)")
+    ] = None,
+    team: Annotated[str | None, typer.Option(help="only this team")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="json or csv")] = "json",
+    out: Annotated[Path | None, typer.Option(help="write to this file (default: standard output)")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="configuration file (default: built-in defaults)")
+    ] = None,
+) -> None:
+    """Print the weekly fairness report: the configured store's history and Prometheus's usage, computed
+    as the service computes it."""
+    from watchtower.api.fairness.formats import FORMATS, render
+    from watchtower.bootstrap import StartupError, report_once
+    from watchtower.domain.fairness.week import IsoWeek
+    from watchtower.services.fairness_report import UnknownTeam
+
+    if fmt not in FORMATS:
+        typer.echo(f"watchtower report fairness: --format is one of {', '.join(sorted(FORMATS))}", err=True)
+        raise typer.Exit(2)
+    try:
+        wk = IsoWeek.parse(week) if week is not None else None
+    except ValueError as e:
+        typer.echo(f"watchtower report fairness: --week: {e}", err=True)
+        raise typer.Exit(2) from None
+    settings = _settings_or_exit(config)
+    try:
+        report = asyncio.run(report_once(settings, wk, team=team, now=time.time()))
+    except (StartupError, UnknownTeam) as e:
+        typer.echo(f"watchtower report fairness: {e.args[0]}", err=True)
+        raise typer.Exit(2) from None
+    body, _ = render(report, fmt)
+    if out is None:
+        sys.stdout.buffer.write(body)
+        return
+    try:
+        out.write_bytes(body)
+    except OSError as e:
+        typer.echo(f"watchtower report fairness: {out}: cannot write: {e.strerror}", err=True)
+        raise typer.Exit(2) from None
 
 
 def stop_on_sigterm() -> None:

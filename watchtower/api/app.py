@@ -7,7 +7,18 @@ from collections.abc import Sequence
 from fastapi import APIRouter, FastAPI
 
 from .container import Container
-from .routes import gpu, health, metrics, preemptions, queue, runbooks, status_page, workload_page, workloads
+from .routes import (
+    fairness,
+    gpu,
+    health,
+    metrics,
+    preemptions,
+    queue,
+    runbooks,
+    status_page,
+    workload_page,
+    workloads,
+)
 
 
 def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> FastAPI:
@@ -24,6 +35,8 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
     app.state.container = container
     app.state.pages = status_page.PageRenderer()
     for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router, gpu.router):
+        app.include_router(r)
+    for r in (fairness.router,):
         app.include_router(r)
     for r in routers:
         app.include_router(r)

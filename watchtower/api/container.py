@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from watchtower.config.model import Settings
 from watchtower.ports import AlertStore, Clock, MetricsExposition
 from watchtower.services.alerting import Alerting
+from watchtower.services.fairness_report import FairnessReports
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.watch import Watcher
 
@@ -26,3 +27,4 @@ class Container:
     alert_store: AlertStore | None = None
     gpu: GpuUsageService | None = None  # None: no `prometheus:` section
     links: Mapping[str, str] = field(default_factory=dict)  # name → URL shown on the page (demo sinks, ...)
+    fairness: FairnessReports | None = None  # None: no history store given (or fairness disabled)

@@ -1,0 +1,274 @@
+"""What one Tick adds to the fairness history: the episodes that opened, changed or closed, the preemptions
+and incidents not recorded before, as a difference against the previous tick's recorded state.
+
+Pure: the previous state goes in, the next state and the records to upsert come out. A tick on a queue of
+20,000 workloads whose waits go on unchanged yields no records at all, so recording costs a dictionary walk.
+Every key is built from facts the cluster keeps (the workload's namespace, kind and name, the time its wait
+began, a victim pod's uid and preemption time), so a restart, a re-list or a second replica builds the same
+keys and the store's upsert counts each fact once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+from ..disruptions import Preemption
+from ..queue_model import WorkloadState, WorkloadStatus
+from ..tick import Tick
+from ..tiers import TierPolicy
+from ..workloads import WorkloadKey
+from .history import Incident, PreemptionRecord, WaitEpisode, WaitOutcome, WaitSource
+
+# FairnessHistory keeps one heartbeat row per minute of cluster time the service recorded.
+HEARTBEAT_EVERY = 60.0
+
+# The queue's `source` (what the wait was read from) → the history's: a gang held by its PodGroup (upstream
+# or Volcano, or the PaddleJob operator's), a Workload Kueue has not admitted, a ResourceQuota refusal, pods.
+_SOURCES: dict[str, WaitSource] = {
+    "pods": "pod",
+    "podgroup": "podgroup",
+    "volcano-podgroup": "podgroup",
+    "paddlejob": "podgroup",
+    "kueue": "kueue",
+    "quota": "quota",
+}
+
+
+def wait_source(queue_source: str) -> WaitSource:
+    """Return the history's source for the queue's `source` of a workload ("pod" for any other)."""
+    return _SOURCES.get(queue_source, "pod")
+
+
+def workload_name(key: WorkloadKey) -> str:
+    return f"{key.kind}/{key.name}"
+
+
+def episode_key(key: WorkloadKey, started: float) -> str:
+    """Return the episode's key: the workload and the second its wait began. The source is not part of it:
+    a refused job whose pods are then made waits on, as one episode, and the episode keeps its latest source."""
+    return f"wait:{key.namespace}/{key.kind}/{key.name}@{started:.0f}"
+
+
+def incident_key(kind: str, episode: str) -> str:
+    return f"{kind}:{episode.removeprefix('wait:')}"
+
+
+def preemption_key(p: Preemption) -> str:
+    """Return the preemption's key: the victim pod's uid, which is preempted once (it is deleted); its time
+    is left out because it moves earlier when the DisruptionTarget condition is read after the event. A
+    Kueue Workload is evicted, requeued and may be preempted again: its key adds the time."""
+    if p.preemptor_kind == "KueueWorkload":
+        return f"preempt:{p.victim_uid}@{p.at or 0:.0f}"
+    return f"preempt:{p.victim_uid}"
+
+
+@dataclass(frozen=True, slots=True)
+class OpenWait:
+    """A workload's episode that was still open at the last recorded tick, with its open incidents."""
+
+    episode: WaitEpisode
+    starvation: Incident | None = None
+    gang_stall: Incident | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedState:
+    """What the last tick recorded: the open episodes by workload, the preemption keys seen, the last
+    heartbeat minute. A restart starts from the open episodes and incidents the store still has."""
+
+    open: dict[WorkloadKey, OpenWait] = field(default_factory=dict)
+    # The preemptions of the snapshot's window as last recorded: one is written again when it learns more
+    # (its preemptor, an earlier time).
+    preemptions: dict[str, PreemptionRecord] = field(default_factory=dict)
+    heartbeat: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TickRecords:
+    episodes: tuple[WaitEpisode, ...] = ()
+    preemptions: tuple[PreemptionRecord, ...] = ()
+    incidents: tuple[Incident, ...] = ()
+    heartbeats: tuple[float, ...] = ()  # the minutes to mark as recorded, when there are new ones
+
+    @property
+    def empty(self) -> bool:
+        return not (self.episodes or self.preemptions or self.incidents or self.heartbeats)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordPolicy:
+    tiers: TierPolicy
+    gang_stall_after: float  # the WorkloadGangStalled rule's limit (alerting.rules.gang_stall_after)
+    team_of: Callable[[str], str]  # namespace → team
+    # Ticks this far apart or closer count as recording the minutes between them (queue.evaluate_every
+    # may exceed a minute); a longer gap is the service not running.
+    heartbeat_gap: float = 120.0
+
+
+def state_from_store(episodes: Iterable[WaitEpisode], incidents: Iterable[Incident]) -> RecordedState:
+    """Return the state to start from after a restart: the store's open episodes (by workload, read back
+    from their names) and their open incidents, so that what ended while the service was down is closed
+    at the first tick instead of staying open forever."""
+    by_episode: dict[str, OpenWait] = {}
+    open_: dict[WorkloadKey, OpenWait] = {}
+    for e in episodes:
+        if e.ended is not None:
+            continue
+        kind, _, name = e.workload.partition("/")
+        ow = OpenWait(e)
+        by_episode[e.key] = ow
+        open_[WorkloadKey(e.namespace, kind, name)] = ow
+    for i in incidents:
+        if i.ended is not None:
+            continue
+        for wk, ow in open_.items():
+            if incident_key(i.kind, ow.episode.key) == i.key:
+                if i.kind == "starvation":
+                    open_[wk] = replace(ow, starvation=i)
+                else:
+                    open_[wk] = replace(ow, gang_stall=i)
+    return RecordedState(open=open_)
+
+
+def record_tick(
+    tick: Tick,
+    previous: RecordedState,
+    policy: RecordPolicy,
+    *,
+    present: Callable[[WorkloadKey], bool],
+) -> tuple[RecordedState, TickRecords]:
+    """Return the next recorded state and what to upsert for `tick`: episodes opened, changed (GPUs, tier,
+    source) or closed, incidents opened or closed, preemptions not seen before, and a heartbeat minute.
+
+    An episode whose workload no longer waits is closed at this tick: `scheduled` (`admitted` when Kueue held
+    it) while the workload is `present`, `gone` when it was deleted while waiting. A workload that waits
+    again from a later start (preempted, requeued) closes its old episode and opens a new one."""
+    now = tick.at
+    out_episodes: list[WaitEpisode] = []
+    out_incidents: list[Incident] = []
+    open_next: dict[WorkloadKey, OpenWait] = {}
+    for w in tick.snapshot.workloads:
+        if not w.waiting or w.since is None:
+            continue
+        started = w.since
+        key = episode_key(w.key, started)
+        old = previous.open.get(w.key)
+        if old is not None and old.episode.key != key:
+            closed, incs = _close(old, now, "scheduled" if present(w.key) else "gone")
+            out_episodes.append(closed)
+            out_incidents.extend(incs)
+            old = None
+        ep = _episode(w, key, started, policy)
+        if old is None or old.episode != ep:
+            out_episodes.append(ep)
+        ow = OpenWait(ep, old.starvation if old else None, old.gang_stall if old else None)
+        ow, incs = _incidents(w, ow, now, policy)
+        out_incidents.extend(incs)
+        open_next[w.key] = ow
+    for wk, old in previous.open.items():
+        if wk in open_next:
+            continue
+        placed: WaitOutcome = "admitted" if old.episode.source == "kueue" else "scheduled"
+        closed, incs = _close(old, now, placed if present(wk) else "gone")
+        out_episodes.append(closed)
+        out_incidents.extend(incs)
+    out_pre: list[PreemptionRecord] = []
+    current: dict[str, PreemptionRecord] = {}
+    for p in tick.snapshot.preemptions:
+        if p.at is None or not p.victim_uid:
+            continue  # no time: it belongs to no week
+        k = preemption_key(p)
+        rec = _preemption(p, k, policy)
+        current[k] = rec
+        if previous.preemptions.get(k) != rec:
+            out_pre.append(rec)
+    minute = now - now % HEARTBEAT_EVERY
+    last = previous.heartbeat
+    beats: tuple[float, ...] = ()
+    if last is None or minute - last > policy.heartbeat_gap or minute < last:
+        beats = (minute,)
+    elif minute > last:
+        beats = tuple(
+            last + HEARTBEAT_EVERY * i for i in range(1, int((minute - last) // HEARTBEAT_EVERY) + 1)
+        )
+    state = RecordedState(open=open_next, preemptions=current, heartbeat=max(minute, last or minute))
+    return state, TickRecords(tuple(out_episodes), tuple(out_pre), tuple(out_incidents), beats)
+
+
+def _episode(w: WorkloadStatus, key: str, started: float, policy: RecordPolicy) -> WaitEpisode:
+    return WaitEpisode(
+        key=key,
+        source=wait_source(w.source),
+        namespace=w.namespace,
+        team=w.team,
+        tier=w.tier,
+        workload=workload_name(w.key),
+        gpus=w.gpus_requested,
+        started=started,
+        ended=None,
+        outcome="waiting",
+    )
+
+
+def _incidents(
+    w: WorkloadStatus, ow: OpenWait, now: float, policy: RecordPolicy
+) -> tuple[OpenWait, list[Incident]]:
+    out: list[Incident] = []
+    ep = ow.episode
+    if ow.starvation is None and w.wait_seconds >= w.critical_after:
+        inc = _incident("starvation", ep, ep.started + w.critical_after)
+        ow = replace(ow, starvation=inc)
+        out.append(inc)
+    stalled = w.state is WorkloadState.PARTIAL and w.gang and w.wait_seconds >= policy.gang_stall_after
+    if ow.gang_stall is None and stalled:
+        inc = _incident("gang_stall", ep, max(ep.started + policy.gang_stall_after, now - w.wait_seconds))
+        ow = replace(ow, gang_stall=inc)
+        out.append(inc)
+    elif ow.gang_stall is not None and not stalled:
+        # The gang is no longer partly placed (all placed, or all evicted): the stall is over, the wait not.
+        ended = replace(ow.gang_stall, ended=now)
+        ow = replace(ow, gang_stall=None)
+        out.append(ended)
+    return ow, out
+
+
+def _incident(kind: str, ep: WaitEpisode, started: float) -> Incident:
+    return Incident(
+        key=incident_key(kind, ep.key),
+        kind="starvation" if kind == "starvation" else "gang_stall",
+        namespace=ep.namespace,
+        team=ep.team,
+        tier=ep.tier,
+        workload=ep.workload,
+        gpus=ep.gpus,
+        started=started,
+        ended=None,
+    )
+
+
+def _close(ow: OpenWait, now: float, outcome: WaitOutcome) -> tuple[WaitEpisode, list[Incident]]:
+    ep = replace(ow.episode, ended=now, outcome=outcome)
+    incs = [replace(i, ended=now) for i in (ow.starvation, ow.gang_stall) if i is not None]
+    return ep, incs
+
+
+def _preemption(p: Preemption, key: str, policy: RecordPolicy) -> PreemptionRecord:
+    tiers = policy.tiers
+    victim = p.victim_workload
+    pre_ns = p.preemptor_namespace
+    pre_kind = p.preemptor_kind or "Pod"
+    return PreemptionRecord(
+        key=key,
+        at=p.at if p.at is not None else 0.0,
+        victim_namespace=p.victim_namespace,
+        victim_team=policy.team_of(p.victim_namespace),
+        victim_tier=p.victim_tier(tiers) or "unknown",
+        victim_workload=workload_name(victim) if victim is not None else f"Pod/{p.victim_name}",
+        preemptor_namespace=pre_ns,
+        preemptor_team=policy.team_of(pre_ns) if pre_ns else "",
+        preemptor_tier=p.preemptor_tier(tiers) or "unknown",
+        preemptor_workload=f"{pre_kind}/{p.preemptor_name}" if p.preemptor_name else "",
+        gpus=p.victim_gpus or 0,
+        gpu_hours_lost=p.gpu_hours_lost,
+    )
