@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from ..disruptions import Preemption
-from ..queue_model import WorkloadState, WorkloadStatus
+from ..queue_model import WorkloadFacts, WorkloadState, WorkloadStatus
 from ..tick import Tick
 from ..tiers import TierPolicy
 from ..workloads import WorkloadKey
@@ -70,6 +70,9 @@ class OpenWait:
     episode: WaitEpisode
     starvation: Incident | None = None
     gang_stall: Incident | None = None
+    # The facts the episode was made from: the queue hands out the same object while nothing about the
+    # workload changed, so most ticks compare identities and build nothing.
+    facts: WorkloadFacts | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +81,9 @@ class RecordedState:
     heartbeat minute. A restart starts from the open episodes and incidents the store still has."""
 
     open: dict[WorkloadKey, OpenWait] = field(default_factory=dict)
-    # The preemptions of the snapshot's window as last recorded: one is written again when it learns more
-    # (its preemptor, an earlier time).
-    preemptions: dict[str, PreemptionRecord] = field(default_factory=dict)
+    # The preemptions of the snapshot's window as last recorded, with the queue's record each was made
+    # from: one is written again when it learns more (its preemptor, an earlier time).
+    preemptions: dict[str, tuple[Preemption, PreemptionRecord]] = field(default_factory=dict)
     heartbeat: float | None = None
 
 
@@ -110,24 +113,22 @@ def state_from_store(episodes: Iterable[WaitEpisode], incidents: Iterable[Incide
     """Return the state to start from after a restart: the store's open episodes (by workload, read back
     from their names) and their open incidents, so that what ended while the service was down is closed
     at the first tick instead of staying open forever."""
-    by_episode: dict[str, OpenWait] = {}
     open_: dict[WorkloadKey, OpenWait] = {}
+    by_incident: dict[str, WorkloadKey] = {}
     for e in episodes:
         if e.ended is not None:
             continue
         kind, _, name = e.workload.partition("/")
-        ow = OpenWait(e)
-        by_episode[e.key] = ow
-        open_[WorkloadKey(e.namespace, kind, name)] = ow
+        wk = WorkloadKey(e.namespace, kind, name)
+        open_[wk] = OpenWait(e)
+        for k in ("starvation", "gang_stall"):
+            by_incident[incident_key(k, e.key)] = wk
     for i in incidents:
-        if i.ended is not None:
+        found = by_incident.get(i.key)
+        if i.ended is not None or found is None:
             continue
-        for wk, ow in open_.items():
-            if incident_key(i.kind, ow.episode.key) == i.key:
-                if i.kind == "starvation":
-                    open_[wk] = replace(ow, starvation=i)
-                else:
-                    open_[wk] = replace(ow, gang_stall=i)
+        ow = open_[found]
+        open_[found] = replace(ow, starvation=i) if i.kind == "starvation" else replace(ow, gang_stall=i)
     return RecordedState(open=open_)
 
 
@@ -151,9 +152,16 @@ def record_tick(
     for w in tick.snapshot.workloads:
         if not w.waiting or w.since is None:
             continue
+        old = previous.open.get(w.key)
+        if old is not None and old.facts is w.facts:
+            # Nothing changed but the clock: only an incident may begin (or a stall end).
+            ow, incs = _incidents(w, old, now, policy)
+            if incs:
+                out_incidents.extend(incs)
+            open_next[w.key] = ow
+            continue
         started = w.since
         key = episode_key(w.key, started)
-        old = previous.open.get(w.key)
         if old is not None and old.episode.key != key:
             closed, incs = _close(old, now, "scheduled" if present(w.key) else "gone")
             out_episodes.append(closed)
@@ -162,7 +170,7 @@ def record_tick(
         ep = _episode(w, key, started, policy)
         if old is None or old.episode != ep:
             out_episodes.append(ep)
-        ow = OpenWait(ep, old.starvation if old else None, old.gang_stall if old else None)
+        ow = OpenWait(ep, old.starvation if old else None, old.gang_stall if old else None, w.facts)
         ow, incs = _incidents(w, ow, now, policy)
         out_incidents.extend(incs)
         open_next[w.key] = ow
@@ -174,14 +182,18 @@ def record_tick(
         out_episodes.append(closed)
         out_incidents.extend(incs)
     out_pre: list[PreemptionRecord] = []
-    current: dict[str, PreemptionRecord] = {}
+    current: dict[str, tuple[Preemption, PreemptionRecord]] = {}
     for p in tick.snapshot.preemptions:
         if p.at is None or not p.victim_uid:
             continue  # no time: it belongs to no week
         k = preemption_key(p)
+        seen = previous.preemptions.get(k)
+        if seen is not None and seen[0] is p:
+            current[k] = seen
+            continue
         rec = _preemption(p, k, policy)
-        current[k] = rec
-        if previous.preemptions.get(k) != rec:
+        current[k] = (p, rec)
+        if seen is None or seen[1] != rec:
             out_pre.append(rec)
     minute = now - now % HEARTBEAT_EVERY
     last = previous.heartbeat
@@ -213,24 +225,28 @@ def _episode(w: WorkloadStatus, key: str, started: float, policy: RecordPolicy) 
 
 def _incidents(
     w: WorkloadStatus, ow: OpenWait, now: float, policy: RecordPolicy
-) -> tuple[OpenWait, list[Incident]]:
+) -> tuple[OpenWait, tuple[Incident, ...]]:
+    f = w.facts
+    wait = w.wait_seconds
+    starving = ow.starvation is None and wait >= f.critical_after
+    stalled = f.state is WorkloadState.PARTIAL and f.key.gang and wait >= policy.gang_stall_after
+    if not starving and (ow.gang_stall is not None) == stalled:
+        return ow, ()  # the common case, on every tick for every waiting workload
     out: list[Incident] = []
     ep = ow.episode
-    if ow.starvation is None and w.wait_seconds >= w.critical_after:
-        inc = _incident("starvation", ep, ep.started + w.critical_after)
+    if starving:
+        inc = _incident("starvation", ep, ep.started + f.critical_after)
         ow = replace(ow, starvation=inc)
         out.append(inc)
-    stalled = w.state is WorkloadState.PARTIAL and w.gang and w.wait_seconds >= policy.gang_stall_after
     if ow.gang_stall is None and stalled:
-        inc = _incident("gang_stall", ep, max(ep.started + policy.gang_stall_after, now - w.wait_seconds))
+        inc = _incident("gang_stall", ep, ep.started + policy.gang_stall_after)
         ow = replace(ow, gang_stall=inc)
         out.append(inc)
     elif ow.gang_stall is not None and not stalled:
         # The gang is no longer partly placed (all placed, or all evicted): the stall is over, the wait not.
-        ended = replace(ow.gang_stall, ended=now)
+        out.append(replace(ow.gang_stall, ended=now))
         ow = replace(ow, gang_stall=None)
-        out.append(ended)
-    return ow, out
+    return ow, tuple(out)
 
 
 def _incident(kind: str, ep: WaitEpisode, started: float) -> Incident:
@@ -247,9 +263,9 @@ def _incident(kind: str, ep: WaitEpisode, started: float) -> Incident:
     )
 
 
-def _close(ow: OpenWait, now: float, outcome: WaitOutcome) -> tuple[WaitEpisode, list[Incident]]:
+def _close(ow: OpenWait, now: float, outcome: WaitOutcome) -> tuple[WaitEpisode, tuple[Incident, ...]]:
     ep = replace(ow.episode, ended=now, outcome=outcome)
-    incs = [replace(i, ended=now) for i in (ow.starvation, ow.gang_stall) if i is not None]
+    incs = tuple(replace(i, ended=now) for i in (ow.starvation, ow.gang_stall) if i is not None)
     return ep, incs
 
 
