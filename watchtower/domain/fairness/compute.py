@@ -365,7 +365,9 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
         )
     trend = []
     for w in inp.earlier[-7:]:
-        wf = _week_fairness(teams, w.usage, inp.episodes, w.start, w.end, entitled)
+        # A team busy only in an earlier week still counts in that week's index.
+        week_teams = sorted(set(teams) | (set(w.usage.teams) if w.usage is not None else set()))
+        wf = _week_fairness(week_teams, w.usage, inp.episodes, w.start, w.end, entitled)
         trend.append(_trend_point(w.week, w.usage, wf))
     trend.append(_trend_point(inp.week, usage, this))
     last = trend[-2].jain if len(trend) >= 2 else None
