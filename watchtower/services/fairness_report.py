@@ -152,9 +152,12 @@ class FairnessReports:
         self, bounds: Sequence[tuple[float, float]], notes: list[str]
     ) -> list[UsageFigures | None]:
         if self.metrics is None:
-            notes.append(
-                "no Prometheus configured: GPU-hours, entitlement shares, fairness and idle figures are missing"
+            why = (
+                "no Prometheus configured"
+                if self.settings.prometheus is None
+                else "no reader of the week's usage from Prometheus"
             )
+            notes.append(f"{why}: GPU-hours, entitlement shares, fairness and idle figures are missing")
             return [None] * len(bounds)
         out: list[UsageFigures | None] = []
         failed = False
