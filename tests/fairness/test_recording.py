@@ -218,3 +218,36 @@ def test_old_history_is_pruned(tmp_path: Path) -> None:
     assert h.prune_history(before=300.0) == 2  # the closed episode and the first heartbeat
     assert [e.key for e in h.episodes(0, 1e9)] == ["wait:b"]
     h.close()
+
+
+async def test_a_job_kueue_holds_is_one_episode_from_its_workload_to_its_pods(tmp_path: Path) -> None:
+    """tests/fixtures/real/kueue-shaped-*.json: the Workload pending at the ClusterQueue's quota, then admitted."""
+    import json
+
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+    kinds = {"Workload": "KueueWorkload"}
+    history = SQLiteFairnessHistory(tmp_path / "watchtower.db")
+    clock = ManualClock(NOW + 20 * 60)
+    c = build_container(
+        Settings(),
+        clock=clock,
+        source_health=ReplaySource(demo_cluster()).feed_health,
+        source_name="replay",
+        history=history,
+    )
+    for obj in json.loads((real / "kueue-shaped-job-pending.json").read_text())["items"]:
+        c.watcher.on_change(kinds.get(obj["kind"], obj["kind"]), "ADDED", orjson.dumps(obj))
+    rec = fairness_recorder(c)
+    assert rec is not None
+    loop = TickLoop(c, extra=[rec.on_tick])
+    await loop.tick()
+    (held,) = history.episodes(0, NOW + 1e6)
+    assert (held.workload, held.source, held.outcome) == ("Job/resnet", "kueue", "waiting")
+    admitted = json.loads((real / "kueue-shaped-workload-admitted.json").read_text())
+    c.watcher.on_change("KueueWorkload", "MODIFIED", orjson.dumps(admitted))
+    clock.t += 60
+    await loop.tick()
+    # Admitted, its pods not running yet: the same wait goes on (the queue keeps its start), now read from pods.
+    (same,) = history.episodes(0, NOW + 1e6)
+    assert (same.key, same.started, same.source, same.ended) == (held.key, held.started, "pod", None)
+    history.close()
