@@ -167,7 +167,7 @@ def record_tick(
             out_episodes.append(closed)
             out_incidents.extend(incs)
             old = None
-        ep = _episode(w, key, started, policy)
+        ep = _episode(w, key, started)
         if old is None or old.episode != ep:
             out_episodes.append(ep)
         ow = OpenWait(ep, old.starvation if old else None, old.gang_stall if old else None, w.facts)
@@ -208,7 +208,7 @@ def record_tick(
     return state, TickRecords(tuple(out_episodes), tuple(out_pre), tuple(out_incidents), beats)
 
 
-def _episode(w: WorkloadStatus, key: str, started: float, policy: RecordPolicy) -> WaitEpisode:
+def _episode(w: WorkloadStatus, key: str, started: float) -> WaitEpisode:
     return WaitEpisode(
         key=key,
         source=wait_source(w.source),
