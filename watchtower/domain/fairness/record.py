@@ -10,11 +10,15 @@ keys and the store's upsert counts each fact once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import heapq
+import math
+import operator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import compress
 
 from ..disruptions import Preemption
-from ..queue_model import WorkloadFacts, WorkloadState, WorkloadStatus
+from ..queue_model import WAITING_STATES, WorkloadFacts, WorkloadState, WorkloadStatus
 from ..tick import Tick
 from ..tiers import TierPolicy
 from ..workloads import WorkloadKey
@@ -73,6 +77,7 @@ class OpenWait:
     # The facts the episode was made from: the queue hands out the same object while nothing about the
     # workload changed, so most ticks compare identities and build nothing.
     facts: WorkloadFacts | None = None
+    due: float = math.inf  # when an incident of this wait may begin next (its starvation, its gang stall)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,12 @@ class RecordedState:
     # from: one is written again when it learns more (its preemptor, an earlier time).
     preemptions: dict[str, tuple[Preemption, PreemptionRecord]] = field(default_factory=dict)
     heartbeat: float | None = None
+    # The last tick's workloads' facts in order, kept (so that their ids stay theirs): a tick compares
+    # ids, never keys, to find the few workloads whose facts the queue derived again.
+    facts: tuple[WorkloadFacts, ...] = ()
+    # A heap of (time, workload): when an open wait may begin an incident; an entry whose time is no longer
+    # its wait's `due` is stale and dropped when it comes up.
+    due: tuple[tuple[float, WorkloadKey], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +143,10 @@ def state_from_store(episodes: Iterable[WaitEpisode], incidents: Iterable[Incide
     return RecordedState(open=open_)
 
 
+_FACTS = operator.attrgetter("facts")
+_KEY = operator.attrgetter("key")
+
+
 def record_tick(
     tick: Tick,
     previous: RecordedState,
@@ -146,41 +161,22 @@ def record_tick(
     it) while the workload is `present`, `gone` when it was deleted while waiting. A workload that waits
     again from a later start (preempted, requeued) closes its old episode and opens a new one."""
     now = tick.at
+    workloads = tick.snapshot.workloads
+    facts = tuple(map(_FACTS, workloads))
+    old_facts = previous.facts
+    due = previous.due
     out_episodes: list[WaitEpisode] = []
     out_incidents: list[Incident] = []
-    open_next: dict[WorkloadKey, OpenWait] = {}
-    for w in tick.snapshot.workloads:
-        if not w.waiting or w.since is None:
-            continue
-        old = previous.open.get(w.key)
-        if old is not None and old.facts is w.facts:
-            # Nothing changed but the clock: only an incident may begin (or a stall end).
-            ow, incs = _incidents(w, old, now, policy)
-            if incs:
-                out_incidents.extend(incs)
-            open_next[w.key] = ow
-            continue
-        started = w.since
-        key = episode_key(w.key, started)
-        if old is not None and old.episode.key != key:
-            closed, incs = _close(old, now, "scheduled" if present(w.key) else "gone")
-            out_episodes.append(closed)
-            out_incidents.extend(incs)
-            old = None
-        ep = _episode(w, key, started)
-        if old is None or old.episode != ep:
-            out_episodes.append(ep)
-        ow = OpenWait(ep, old.starvation if old else None, old.gang_stall if old else None, w.facts)
-        ow, incs = _incidents(w, ow, now, policy)
-        out_incidents.extend(incs)
-        open_next[w.key] = ow
-    for wk, old in previous.open.items():
-        if wk in open_next:
-            continue
-        placed: WaitOutcome = "admitted" if old.episode.source == "kueue" else "scheduled"
-        closed, incs = _close(old, now, placed if present(wk) else "gone")
-        out_episodes.append(closed)
-        out_incidents.extend(incs)
+    if (
+        len(facts) == len(old_facts)
+        and all(map(operator.is_, facts, old_facts))
+        and (not due or due[0][0] > now)
+    ):
+        # The queue reused every workload's facts and no wait reaches a threshold: the usual tick, recorded
+        # by comparing identities only.
+        open_next = previous.open
+    else:
+        open_next, due = _waits(workloads, facts, previous, policy, now, present, out_episodes, out_incidents)
     out_pre: list[PreemptionRecord] = []
     current: dict[str, tuple[Preemption, PreemptionRecord]] = {}
     for p in tick.snapshot.preemptions:
@@ -204,15 +200,131 @@ def record_tick(
         beats = tuple(
             last + HEARTBEAT_EVERY * i for i in range(1, int((minute - last) // HEARTBEAT_EVERY) + 1)
         )
-    state = RecordedState(open=open_next, preemptions=current, heartbeat=max(minute, last or minute))
+    state = RecordedState(
+        open=open_next,
+        preemptions=current,
+        heartbeat=max(minute, last or minute),
+        facts=facts,
+        due=due,
+    )
     return state, TickRecords(tuple(out_episodes), tuple(out_pre), tuple(out_incidents), beats)
 
 
-def _episode(w: WorkloadStatus, key: str, started: float) -> WaitEpisode:
+def _waits(
+    workloads: Sequence[WorkloadStatus],
+    facts: tuple[WorkloadFacts, ...],
+    previous: RecordedState,
+    policy: RecordPolicy,
+    now: float,
+    present: Callable[[WorkloadKey], bool],
+    out_episodes: list[WaitEpisode],
+    out_incidents: list[Incident],
+) -> tuple[dict[WorkloadKey, OpenWait], tuple[tuple[float, WorkloadKey], ...]]:
+    """Return the open waits and the due heap after this tick; append the episodes and incidents to write.
+
+    Only the workloads whose facts are new, whose wait reaches a threshold, or that left the queue are
+    looked at; they are found by set operations on the facts' ids, which touch no workload (hashing 20,000
+    keys each tick would cost more than the rest of the recording)."""
+    old_facts = previous.facts
+    cur_ids = set(map(id, facts))
+    old_ids = set(map(id, old_facts))
+    new_ids = cur_ids - old_ids
+    # key → (facts, wait) of each workload to look at
+    touched: dict[WorkloadKey, tuple[WorkloadFacts, float]] = {}
+    if new_ids:
+        for w in compress(workloads, map(new_ids.__contains__, map(id, facts))):
+            touched[w.facts.key] = (w.facts, w.wait_seconds)
+    open_ = previous.open
+    heap = list(previous.due)
+    while heap and heap[0][0] <= now:
+        at, k = heapq.heappop(heap)
+        ow = open_.get(k)
+        if ow is not None and ow.due == at and ow.facts is not None and id(ow.facts) in cur_ids:
+            touched.setdefault(k, (ow.facts, ow.facts.wait_at(now)))
+    if not old_facts:
+        # The first tick (after a restart, too): every open wait the queue no longer has is over.
+        left = open_.keys() - set(map(_KEY, facts))
+    else:
+        gone_ids = old_ids - cur_ids
+        removed = {f.key for f in compress(old_facts, map(gone_ids.__contains__, map(id, old_facts)))}
+        left = (removed - touched.keys()) & open_.keys()
+    if not touched and not left:
+        return open_, tuple(heap)
+    open_next = dict(open_)
+    for k, (f, wait) in touched.items():
+        old = open_next.get(k)
+        if f.state not in WAITING_STATES or f.since is None:
+            if old is not None:
+                _close_into(old, k, now, present, out_episodes, out_incidents)
+                del open_next[k]
+            continue
+        if old is not None and old.facts is f:
+            ow = old
+        else:
+            ow = _changed(f, f.since, old, now, present, out_episodes, out_incidents)
+        ow, incs = _incidents(f, wait, ow, now, policy)
+        out_incidents.extend(incs)
+        ow = replace(ow, due=_due(ow, f, policy.gang_stall_after))
+        open_next[k] = ow
+        if ow.due != math.inf and (old is None or old.due != ow.due):
+            heapq.heappush(heap, (ow.due, k))
+    for k in left:
+        _close_into(open_next.pop(k), k, now, present, out_episodes, out_incidents)
+    return open_next, tuple(heap)
+
+
+def _due(ow: OpenWait, f: WorkloadFacts, stall_after: float) -> float:
+    """Return when this wait may begin its next incident; inf when none can."""
+    due = math.inf
+    if ow.starvation is None and f.since is not None:
+        due = f.since + f.critical_after
+    if ow.gang_stall is None and f.state is WorkloadState.PARTIAL and f.key.gang and f.since is not None:
+        due = min(due, f.since + stall_after)
+    return due
+
+
+def _close_into(
+    old: OpenWait,
+    k: WorkloadKey,
+    now: float,
+    present: Callable[[WorkloadKey], bool],
+    out_episodes: list[WaitEpisode],
+    out_incidents: list[Incident],
+) -> None:
+    placed: WaitOutcome = "admitted" if old.episode.source == "kueue" else "scheduled"
+    closed, incs = _close(old, now, placed if present(k) else "gone")
+    out_episodes.append(closed)
+    out_incidents.extend(incs)
+
+
+def _changed(
+    w: WorkloadFacts,
+    started: float,
+    old: OpenWait | None,
+    now: float,
+    present: Callable[[WorkloadKey], bool],
+    out_episodes: list[WaitEpisode],
+    out_incidents: list[Incident],
+) -> OpenWait:
+    """Return the open wait of a workload whose facts are new: its episode built again, written when it
+    differs; an old episode of an earlier start is closed first."""
+    key = episode_key(w.key, started)
+    if old is not None and old.episode.key != key:
+        closed, incs = _close(old, now, "scheduled" if present(w.key) else "gone")
+        out_episodes.append(closed)
+        out_incidents.extend(incs)
+        old = None
+    ep = _episode(w, key, started)
+    if old is None or old.episode != ep:
+        out_episodes.append(ep)
+    return OpenWait(ep, old.starvation if old else None, old.gang_stall if old else None, w)
+
+
+def _episode(w: WorkloadFacts, key: str, started: float) -> WaitEpisode:
     return WaitEpisode(
         key=key,
         source=wait_source(w.source),
-        namespace=w.namespace,
+        namespace=w.key.namespace,
         team=w.team,
         tier=w.tier,
         workload=workload_name(w.key),
@@ -224,10 +336,8 @@ def _episode(w: WorkloadStatus, key: str, started: float) -> WaitEpisode:
 
 
 def _incidents(
-    w: WorkloadStatus, ow: OpenWait, now: float, policy: RecordPolicy
+    f: WorkloadFacts, wait: float, ow: OpenWait, now: float, policy: RecordPolicy
 ) -> tuple[OpenWait, tuple[Incident, ...]]:
-    f = w.facts
-    wait = w.wait_seconds
     starving = ow.starvation is None and wait >= f.critical_after
     stalled = f.state is WorkloadState.PARTIAL and f.key.gang and wait >= policy.gang_stall_after
     if not starving and (ow.gang_stall is not None) == stalled:
