@@ -75,7 +75,9 @@ def main() -> None:
     pending = [p for p in state.pods.values() if not p.bound and not p.terminal]
     for p in rnd.sample(pending, max(1, len(pending) // 100)):
         state.upsert_pod(replace(p, nominated_node="gpu-0001" if p.nominated_node != "gpu-0001" else ""))
-    churned = watcher.evaluate(NOW + 17)
+    t0 = time.perf_counter()
+    churned = watcher.evaluate(NOW + 17)  # this tick derives the changed workloads' facts again
+    churn_tick_ms = (time.perf_counter() - t0) * 1000
     _, some = record_tick(churned, recorded, policy, present=present)
     churn_ms = median_ms(lambda: record_tick(churned, recorded, policy, present=present), args.runs)
 
@@ -94,7 +96,8 @@ def main() -> None:
     )
     print(
         f"record_tick, 1 % of pending pods changed ({len(some.episodes)} episodes to write) {churn_ms:8.2f} ms "
-        f"median = {churn_ms / tick_ms:.1%} of the tick"
+        f"median = {churn_ms / tick_ms:.1%} of the unchanged tick; the Watcher's tick with that change took "
+        f"{churn_tick_ms:.2f} ms (once)"
     )
 
 

@@ -92,7 +92,8 @@ class RecordedState:
     heartbeat: float | None = None
     # The last tick's workloads' facts in order, kept (so that their ids stay theirs): a tick compares
     # ids, never keys, to find the few workloads whose facts the queue derived again.
-    facts: tuple[WorkloadFacts, ...] = ()
+    facts: Sequence[WorkloadFacts] = ()
+    ids: frozenset[int] = frozenset()  # the ids of `facts`
     # A heap of (time, workload): when an open wait may begin an incident; an entry whose time is no longer
     # its wait's `due` is stale and dropped when it comes up.
     due: tuple[tuple[float, WorkloadKey], ...] = ()
@@ -162,21 +163,21 @@ def record_tick(
     again from a later start (preempted, requeued) closes its old episode and opens a new one."""
     now = tick.at
     workloads = tick.snapshot.workloads
-    facts = tuple(map(_FACTS, workloads))
+    # The evaluation hands out the same list of facts while nothing changed: then nothing is walked.
+    facts: Sequence[WorkloadFacts] = tick.listed_facts or tuple(map(_FACTS, workloads))
     old_facts = previous.facts
     due = previous.due
     out_episodes: list[WaitEpisode] = []
     out_incidents: list[Incident] = []
-    if (
-        len(facts) == len(old_facts)
-        and all(map(operator.is_, facts, old_facts))
-        and (not due or due[0][0] > now)
-    ):
+    same = facts is old_facts or (len(facts) == len(old_facts) and all(map(operator.is_, facts, old_facts)))
+    if same and (not due or due[0][0] > now):
         # The queue reused every workload's facts and no wait reaches a threshold: the usual tick, recorded
         # by comparing identities only.
-        open_next = previous.open
+        open_next, ids = previous.open, previous.ids
     else:
-        open_next, due = _waits(workloads, facts, previous, policy, now, present, out_episodes, out_incidents)
+        open_next, ids, due = _waits(
+            workloads, facts, previous, policy, now, present, out_episodes, out_incidents
+        )
     out_pre: list[PreemptionRecord] = []
     current: dict[str, tuple[Preemption, PreemptionRecord]] = {}
     for p in tick.snapshot.preemptions:
@@ -205,6 +206,7 @@ def record_tick(
         preemptions=current,
         heartbeat=max(minute, last or minute),
         facts=facts,
+        ids=ids,
         due=due,
     )
     return state, TickRecords(tuple(out_episodes), tuple(out_pre), tuple(out_incidents), beats)
@@ -212,22 +214,22 @@ def record_tick(
 
 def _waits(
     workloads: Sequence[WorkloadStatus],
-    facts: tuple[WorkloadFacts, ...],
+    facts: Sequence[WorkloadFacts],
     previous: RecordedState,
     policy: RecordPolicy,
     now: float,
     present: Callable[[WorkloadKey], bool],
     out_episodes: list[WaitEpisode],
     out_incidents: list[Incident],
-) -> tuple[dict[WorkloadKey, OpenWait], tuple[tuple[float, WorkloadKey], ...]]:
-    """Return the open waits and the due heap after this tick; append the episodes and incidents to write.
+) -> tuple[dict[WorkloadKey, OpenWait], frozenset[int], tuple[tuple[float, WorkloadKey], ...]]:
+    """Return the open waits, the facts' ids and the due heap after this tick; append the episodes and incidents to write.
 
     Only the workloads whose facts are new, whose wait reaches a threshold, or that left the queue are
     looked at; they are found by set operations on the facts' ids, which touch no workload (hashing 20,000
     keys each tick would cost more than the rest of the recording)."""
     old_facts = previous.facts
-    cur_ids = set(map(id, facts))
-    old_ids = set(map(id, old_facts))
+    cur_ids = frozenset(map(id, facts))
+    old_ids = previous.ids
     new_ids = cur_ids - old_ids
     # key → (facts, wait) of each workload to look at
     touched: dict[WorkloadKey, tuple[WorkloadFacts, float]] = {}
@@ -249,7 +251,7 @@ def _waits(
         removed = {f.key for f in compress(old_facts, map(gone_ids.__contains__, map(id, old_facts)))}
         left = (removed - touched.keys()) & open_.keys()
     if not touched and not left:
-        return open_, tuple(heap)
+        return open_, cur_ids, tuple(heap)
     open_next = dict(open_)
     for k, (f, wait) in touched.items():
         old = open_next.get(k)
@@ -270,7 +272,7 @@ def _waits(
             heapq.heappush(heap, (ow.due, k))
     for k in left:
         _close_into(open_next.pop(k), k, now, present, out_episodes, out_incidents)
-    return open_next, tuple(heap)
+    return open_next, cur_ids, tuple(heap)
 
 
 def _due(ow: OpenWait, f: WorkloadFacts, stall_after: float) -> float:
