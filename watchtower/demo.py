@@ -155,7 +155,7 @@ async def run_demo(
     )
     from watchtower.adapters.sim.cluster import SimulatedCluster
     from watchtower.adapters.store_sqlite import SQLiteAlertStore
-    from watchtower.bootstrap import bind, build_container, serve
+    from watchtower.bootstrap import bind, build_container, open_history, serve
 
     base = base or Settings()
     workdir = Path(tempfile.mkdtemp(prefix="watchtower-demo-"))
@@ -215,6 +215,9 @@ async def run_demo(
         )
         store = SQLiteAlertStore(workdir / "alerts.db")
         stack.callback(store.close)
+        history = open_history(settings, store)  # the fairness history, in the same file
+        if history is not None:
+            stack.callback(history.close)
         links = {"mail and webhook sinks (JSON)": webhooks.url}
         if prom is not None:
             links["Prometheus"] = prom.url
@@ -225,6 +228,7 @@ async def run_demo(
             source_name="sim",
             alert_store=store,
             links=links,
+            history=history,
         )
         speed = settings.simulator.speed
         echo(f"Watchtower demo: a simulated cluster at {speed:g}x real time")

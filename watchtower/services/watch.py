@@ -299,6 +299,7 @@ class Watcher:
             volcano_queues=volcano_queues,
             dra_problems=dra_problems,
             kueue_queues=kueue_queues,
+            listed_facts=listed.facts,
         )
         self.latest = tick
         return tick
