@@ -2,7 +2,7 @@
 ticks again, or restarting (a new process that lists the cluster again) in the middle, leaves the same rows.
 
 Real parts: the watcher on a replayed cluster (tests/services/scenario.py), the composition root's
-recorder, the SQLite history.
+recorder, the history on SQLite (and, for recording again and restarting, on a real PostgreSQL too).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any
 import orjson
 from services.scenario import NOW, Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 
+from fairness.history_stores import everything, open_history
+from tests.fixtures.stores import StoreBackend
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.sim import objects as o
 from watchtower.bootstrap import TickLoop, build_container, fairness_recorder
@@ -49,8 +51,8 @@ def after_first_minute() -> Cluster:
 class Service:
     """One process: a container on its own watcher, listing `cluster`, recording into the store at `db`."""
 
-    def __init__(self, db: Path, cluster: Cluster, clock: ManualClock) -> None:
-        self.history = SQLiteFairnessHistory(db)
+    def __init__(self, db: Path | StoreBackend, cluster: Cluster, clock: ManualClock) -> None:
+        self.history = open_history(db) if isinstance(db, StoreBackend) else SQLiteFairnessHistory(db)
         source = ReplaySource(cluster)
         self.c = build_container(
             Settings(),
@@ -93,7 +95,7 @@ def rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
         con.close()
 
 
-async def record_straight(db: Path) -> None:
+async def record_straight(db: Path | StoreBackend) -> None:
     clock = ManualClock(NOW)
     s = Service(db, demo_cluster(), clock)
     await s.tick()
@@ -175,6 +177,20 @@ async def test_recording_twice_or_restarting_in_the_middle_leaves_the_same_rows(
     await second.tick()
     second.close()
     assert rows(restarted) == expected
+
+
+async def test_on_either_store_a_second_replica_records_the_same_history(
+    store_backend: StoreBackend,
+) -> None:
+    """Every replica records (no leader): the same ticks recorded again by a second process on the same
+    store leave what one process left (the restart in the middle is the SQLite test above)."""
+    await record_straight(store_backend)
+    reader = open_history(store_backend)
+    expected = everything(reader)
+    assert expected[0] and expected[1] and expected[2]
+    await record_straight(store_backend)  # a second replica on the same store
+    assert everything(reader) == expected
+    reader.close()
 
 
 async def test_a_wait_that_ends_while_the_service_is_down_is_closed_at_its_next_tick(tmp_path: Path) -> None:

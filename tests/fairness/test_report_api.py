@@ -124,3 +124,18 @@ async def test_the_report_is_in_the_openapi_schema(client: httpx.AsyncClient) ->
     op = spec["paths"]["/api/v1/reports/fairness"]["get"]
     assert {"200", "400", "404"} <= set(op["responses"])
     assert "FairnessReport" in spec["components"]["schemas"]
+
+
+async def test_the_page_the_json_and_the_text_are_the_same_report_service(client: httpx.AsyncClient) -> None:
+    """The page reads the container's report source, which is the service the JSON reads."""
+    week = str(TZ_WEEK.previous())
+    js = (await client.get("/api/v1/reports/fairness", params={"week": week})).json()
+    page = await client.get(f"/reports/fairness/{week}")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert {t["team"] for t in js["teams"]} == {"=sum(A1)", "language", "ops", "vision"}
+    text = await client.get("/api/v1/reports/fairness", params={"week": week, "format": "text"})
+    assert text.status_code == 200
+    for team in js["teams"]:
+        assert f"TEAM {team['team']}" in text.text and team["team"] in page.text
+    this_week = await client.get(f"/reports/fairness/{TZ_WEEK}")
+    assert this_week.status_code == 200
