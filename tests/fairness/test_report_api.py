@@ -139,3 +139,10 @@ async def test_the_page_the_json_and_the_text_are_the_same_report_service(client
         assert f"TEAM {team['team']}" in text.text and team["team"] in page.text
     this_week = await client.get(f"/reports/fairness/{TZ_WEEK}")
     assert this_week.status_code == 200
+
+
+async def test_a_week_not_begun_is_a_404_as_on_the_page(client: httpx.AsyncClient) -> None:
+    r = await client.get("/api/v1/reports/fairness", params={"week": "2099-W01"})
+    assert r.status_code == 404 and "has not begun" in r.json()["detail"]
+    page = await client.get("/reports/fairness/2099-W01")
+    assert page.status_code == 404

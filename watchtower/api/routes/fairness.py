@@ -42,6 +42,9 @@ async def get_fairness_report(
             wk = IsoWeek.parse(week)
         except ValueError as e:
             raise HTTPException(400, detail=str(e)) from None
+    if wk.bounds(reports.tz)[0] > now:
+        # As the page says: a week not begun has no report (its waits would be aged to its end).
+        raise HTTPException(404, detail=f"the week {wk} has not begun")
     try:
         report = await reports.build(wk, now=now, team=team)
     except UnknownTeam as e:
