@@ -274,8 +274,9 @@ async def report_once(
     return await fetch_report(source, week or last_complete_week(now, settings.fairness.timezone), team)
 
 
-def fairness_recorder(container: Container) -> FairnessRecorder | None:
-    """Return the tick consumer that records the fairness history, when the container has a history."""
+def fairness_recorder(container: Container, *, start_empty: bool = False) -> FairnessRecorder | None:
+    """Return the tick consumer that records the fairness history, when the container has a history
+    (`start_empty`: not from the store's open waits, for a cluster other than the one the store follows)."""
     from watchtower.domain.fairness.record import RecordPolicy
 
     reports = container.fairness
@@ -296,6 +297,7 @@ def fairness_recorder(container: Container) -> FairnessRecorder | None:
         # refused ReplicaSet) exists: its wait ended placed; otherwise it was deleted while waiting.
         present=lambda k: k in st.by_workload or st.controller(k) is not None,
         retention_weeks=settings.fairness.retention_weeks,
+        start_empty=start_empty,
     )
 
 

@@ -221,6 +221,10 @@ def demo(
     prometheus: Annotated[
         bool, typer.Option(help="start a local Prometheus when the binary is installed")
     ] = True,
+    past_week: Annotated[
+        bool,
+        typer.Option(help="simulate the last complete week at full speed, for its fairness report"),
+    ] = True,
 ) -> None:
     """Run the service on a simulated cluster with mail and webhook sinks (and Prometheus); print the URLs."""
     from watchtower.bootstrap import configure_logging
@@ -228,7 +232,7 @@ def demo(
 
     configure_logging()
     stop_on_sigterm()
-    opts = DemoOptions(port=port, seed=seed, prometheus=prometheus)
+    opts = DemoOptions(port=port, seed=seed, prometheus=prometheus, past_week=past_week)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run_demo(opts, echo=_echo, handle_signals=True))

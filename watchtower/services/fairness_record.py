@@ -37,8 +37,12 @@ class FairnessRecorder:
         policy: RecordPolicy,
         present: Callable[[WorkloadKey], bool],
         retention_weeks: int,
+        start_empty: bool = False,
     ) -> None:
         self.history = history
+        # A recorder of another cluster's past (the demo's simulated week) starts from nothing: the store's
+        # open waits are the live cluster's, not its own.
+        self.start_empty = start_empty
         self.policy = policy
         self.present = present
         self.retention = retention_weeks * WEEK
@@ -46,6 +50,8 @@ class FairnessRecorder:
         self._pruned_at: float | None = None
 
     def _start(self) -> RecordedState:
+        if self.start_empty:
+            return RecordedState()
         episodes, incidents = self.history.open_waits()
         return state_from_store(episodes, incidents)
 
