@@ -177,6 +177,15 @@ def open_history(settings: Settings, store: AlertStore | None = None) -> Fairnes
         raise StartupError(str(e)) from None
 
 
+def _on_postgres(settings: Settings) -> bool:
+    from watchtower.adapters.store_url import StoreUrlError, store_target
+
+    try:
+        return bool(settings.store.url) and store_target(settings.store.url).kind == "postgresql"
+    except StoreUrlError as e:
+        raise StartupError(str(e)) from None
+
+
 def _sqlite_path(settings: Settings) -> str:
     from watchtower.adapters.store_url import store_target
 
@@ -241,7 +250,7 @@ def report_source_for(settings: Settings, *, clock: Clock | None = None) -> Repo
     at = clock or SystemClock()
 
     async def source(week: IsoWeek, team: str | None, /) -> FairnessReport:
-        if not settings.store.url or settings.store.url.startswith("sqlite"):
+        if not _on_postgres(settings):
             from pathlib import Path
 
             path = _sqlite_path(settings)

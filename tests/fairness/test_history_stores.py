@@ -5,6 +5,7 @@ queries see what overlaps the week, and the tables are migration 4 of the store'
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC
 from pathlib import Path
 
 from fairness.history_stores import everything, open_history
@@ -107,3 +108,29 @@ def test_a_history_file_written_before_migrations_is_taken_as_it_is(tmp_path: Pa
     h = SQLiteFairnessHistory(db)
     assert [e.key for e in h.episodes(0, 10)] == ["wait:x"]
     h.close()
+
+
+async def test_the_service_and_the_cli_find_the_history_in_the_configured_store(
+    store_backend: StoreBackend,
+) -> None:
+    """`store.url` names the database: the service records into it beside the alert store (on PostgreSQL
+    over the store's own connection) and `watchtower report fairness` reads the report back from it."""
+    from watchtower.bootstrap import open_alert_store, open_history, report_source_for
+    from watchtower.config import settings_from_mapping
+    from watchtower.domain.fairness.week import IsoWeek
+
+    settings = settings_from_mapping({"store": {"url": store_backend.spec}}, env={})
+    week = IsoWeek.parse("2026-W47")
+    start, _ = week.bounds(UTC)
+    store = open_alert_store(settings)
+    assert store is not None
+    history = open_history(settings, store)
+    assert history is not None
+    history.record([ep("x", start + 60, start + 660)], heartbeats=[start + 60])
+    history.close()
+    store.close()
+    source = report_source_for(settings)
+    assert source is not None
+    report = await source(week, None)
+    (lang,) = report.teams
+    assert (lang.team, [w.finished for w in lang.waits]) == ("language", [1])
