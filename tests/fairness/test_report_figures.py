@@ -267,3 +267,9 @@ def test_the_default_week_is_the_last_complete_one(history: SQLiteFairnessHistor
     rep = reports(history, None)
     assert rep.default_week(E + 1) == WEEK  # Monday 00:00:01 of W48
     assert rep.default_week(E - 1) == WEEK.previous()  # W47 not over yet
+
+
+async def test_a_source_short_by_minutes_is_not_called_100_percent(history: SQLiteFairnessHistory) -> None:
+    history.record(heartbeats=[E + 60 * m for m in range(2, 168 * 60)])  # the week's first 2 minutes missed
+    r = await reports(history, FixedUsage({})).build(WEEK.previous(-1), now=E + 200 * H)
+    assert any(n.startswith("watchtower history covered 167.97 of 168.0 hours (99 %)") for n in r.notes)

@@ -376,9 +376,13 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
     notes = list(inp.notes)
     for c in coverage:
         if c.fraction < 1.0:
+            # Rounded down, and with more digits near the whole: a partial source never reads "100 %".
+            got = f"{c.hours_present:.1f}"
+            if got == f"{c.hours_expected:.1f}":
+                got = f"{c.hours_present:.2f}"
             notes.append(
-                f"{c.name} covered {c.hours_present:.1f} of {c.hours_expected:.1f} hours "
-                f"({100 * c.fraction:.0f} %): the figures it feeds are partial"
+                f"{c.name} covered {got} of {c.hours_expected:.1f} hours "
+                f"({math.floor(100 * c.fraction)} %): the figures it feeds are partial"
             )
     return FairnessReport(
         week=inp.week,
