@@ -473,7 +473,8 @@ def schedule_fairness(
 def leader_jobs(container: Container, worker: DeliveryWorker | None) -> list[tuple[str, Job]]:
     """Return, by name, the jobs only the leader runs: started when this replica starts leading, cancelled
     the moment it stops. The alert evaluation and the push into Alertmanager run in the tick, which asks
-    the same fence (`TickLoop.tick`); the weekly report, when it comes, is one more entry here."""
+    the same fence (`TickLoop.tick`); the weekly report's job asks it too (`schedule_fairness`). The
+    fairness recorder is no leader job: every replica records (idempotent upserts)."""
     alerting = container.alerting
     if alerting is None or worker is None:
         return []
