@@ -21,6 +21,7 @@ from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.sim import objects as o
 from watchtower.bootstrap import TickLoop, build_container, fairness_recorder
 from watchtower.config import Settings
+from watchtower.services.leadership import SoleLeader
 
 
 def _pod(cluster: Cluster, name: str) -> dict[str, Any]:
@@ -267,3 +268,33 @@ async def test_a_job_kueue_holds_is_one_episode_from_its_workload_to_its_pods(tm
     (same,) = history.episodes(0, NOW + 1e6)
     assert (same.key, same.started, same.source, same.ended) == (held.key, held.started, "pod", None)
     history.close()
+
+
+class Follower(SoleLeader):
+    """A replica that does not hold the Lease (the fence as a LeaderElector answers while following)."""
+
+    def term(self) -> int | None:
+        return None
+
+    def holds(self, term: int) -> bool:
+        return False
+
+
+async def test_a_follower_records_as_the_leader_does(tmp_path: Path) -> None:
+    """Leader election gates alerting and the weekly send, not the history: every replica records."""
+    h = SQLiteFairnessHistory(tmp_path / "watchtower.db")
+    source = ReplaySource(demo_cluster())
+    c = build_container(
+        Settings(),
+        clock=ManualClock(NOW),
+        source_health=source.feed_health,
+        source_name="replay",
+        history=h,
+        leadership=Follower(),
+    )
+    list_everything(c.watcher, demo_cluster())
+    rec = fairness_recorder(c)
+    assert rec is not None and c.leadership.term() is None
+    await TickLoop(c, extra=[rec.on_tick]).tick()
+    assert h.episodes(0, NOW + 1e6) and h.history_coverage(NOW - 60, NOW + 60) > 0
+    h.close()
