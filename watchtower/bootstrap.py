@@ -39,6 +39,7 @@ from watchtower.ports import (
     AlertStore,
     Clock,
     ClusterSource,
+    FairnessHistory,
     FairnessMetrics,
     Fence,
     ObjectDecoder,
@@ -49,6 +50,8 @@ from watchtower.ports import (
 )
 from watchtower.services.alerting import AlertingMetrics, DeliveryWorker, build_alerting
 from watchtower.services.config_reload import ConfigReloader
+from watchtower.services.fairness_record import FairnessRecorder
+from watchtower.services.fairness_report import ClusterNow, FairnessReports
 from watchtower.services.fairness_send import (
     REPORT_INTEGRATION,
     FairnessMailer,
@@ -160,6 +163,165 @@ def open_alert_store(settings: Settings) -> AlertStore | None:
         raise StartupError(str(e)) from None
 
 
+def open_history(settings: Settings, store: AlertStore | None = None) -> FairnessHistory | None:
+    """Open the fairness history in the state store's database (migration 4 of either store); None when
+    `fairness.enabled` is off. On PostgreSQL it shares `store`'s connection (a store of its own is opened
+    when alerting is off); on SQLite it has its own connection to the same file.
+
+    Raises StartupError as open_alert_store does."""
+    if not settings.fairness.enabled:
+        return None
+    from watchtower.adapters.store_migrations import StoreVersionError
+    from watchtower.adapters.store_url import StoreUrlError, store_target
+
+    cfg = settings.store
+    try:
+        target = store_target(cfg.url) if cfg.url else None
+        if target is not None and target.kind == "postgresql":
+            from watchtower.adapters.history_postgres import PostgresFairnessHistory
+            from watchtower.adapters.store_postgres import PostgresAlertStore, StoreConnectError
+
+            if isinstance(store, PostgresAlertStore):
+                return PostgresFairnessHistory(store.transaction)
+            password = cfg.password.get_secret_value() if cfg.password is not None else None
+            try:
+                own = PostgresAlertStore(target.location, password=password, claim_for=cfg.claim_for)
+            except StoreConnectError as e:
+                raise StartupError(str(e)) from None
+            return PostgresFairnessHistory(own.transaction, on_close=own.close)
+        from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+
+        return SQLiteFairnessHistory(_sqlite_path(settings))
+    except (StoreUrlError, StoreVersionError) as e:
+        raise StartupError(str(e)) from None
+
+
+def _on_postgres(settings: Settings) -> bool:
+    from watchtower.adapters.store_url import StoreUrlError, store_target
+
+    try:
+        return bool(settings.store.url) and store_target(settings.store.url).kind == "postgresql"
+    except StoreUrlError as e:
+        raise StartupError(str(e)) from None
+
+
+def _sqlite_path(settings: Settings) -> str:
+    from watchtower.adapters.store_url import store_target
+
+    if settings.store.url:
+        return store_target(settings.store.url).location
+    return settings.alerting.store_path or settings.store.path
+
+
+def fairness_reports(
+    settings: Settings, history: FairnessHistory, watcher: Watcher | None = None
+) -> FairnessReports:
+    """Return the report builder: with the live cluster's entitlement and namespaces when a watcher is
+    given (the service), from the store and Prometheus alone when not (the CLI)."""
+    cluster = None
+    if watcher is not None:
+        from watchtower.domain.fairness.inputs import running_lines, team_namespaces
+
+        w = watcher
+        cluster = ClusterNow(
+            tick=lambda: w.latest,
+            namespaces=lambda: team_namespaces(w.state),
+            running=lambda: running_lines(w.state, w.policy.tiers),
+        )
+    return FairnessReports(
+        settings=settings, history=history, metrics=fairness_metrics(settings), cluster=cluster
+    )
+
+
+def reports_source(reports: FairnessReports, clock: Clock) -> ReportSource:
+    """Return the report service as a ReportSource: `week`'s report as of the clock's now."""
+
+    def source(week: IsoWeek, team: str | None, /) -> Awaitable[FairnessReport]:
+        return reports.build(week, now=clock.now(), team=team)
+
+    return source
+
+
+class _Fixed:
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def now(self) -> float:
+        return self.at
+
+
+def report_source_for(settings: Settings, *, clock: Clock | None = None) -> ReportSource | None:
+    """Return the report service for the command line, which watches no cluster: each report is built from
+    the configured store's history and Prometheus, the store opened for it and closed after. None when
+    `fairness.enabled` is off.
+
+    The source raises StartupError when there is no store to read (a SQLite file is never created by
+    looking), UnknownTeam for a team not in the report."""
+    if not settings.fairness.enabled:
+        return None
+    at = clock or SystemClock()
+
+    async def source(week: IsoWeek, team: str | None, /) -> FairnessReport:
+        if not _on_postgres(settings):
+            from pathlib import Path
+
+            path = _sqlite_path(settings)
+            if not Path(path).is_file():
+                raise StartupError(
+                    f"no state store at {path}: run the service (watchtower run) to record history"
+                )
+        history = open_history(settings)
+        assert history is not None  # fairness.enabled was checked above
+        try:
+            return await fairness_reports(settings, history).build(week, now=at.now(), team=team)
+        finally:
+            history.close()
+
+    return source
+
+
+async def report_once(
+    settings: Settings, week: IsoWeek | None, *, team: str | None, now: float
+) -> FairnessReport:
+    """Return one fairness report from the configured store and Prometheus, as `watchtower report` prints
+    it (the last complete week when `week` is None).
+
+    Raises StartupError when fairness is off or there is no store, UnknownTeam for a team not in the report."""
+    source = report_source_for(settings, clock=_Fixed(now))
+    if source is None:
+        raise StartupError("fairness.enabled is false: no history is recorded")
+    from watchtower.services.fairness_send import fetch_report, last_complete_week
+
+    return await fetch_report(source, week or last_complete_week(now, settings.fairness.timezone), team)
+
+
+def fairness_recorder(container: Container, *, start_empty: bool = False) -> FairnessRecorder | None:
+    """Return the tick consumer that records the fairness history, when the container has a history
+    (`start_empty`: not from the store's open waits, for a cluster other than the one the store follows)."""
+    from watchtower.domain.fairness.record import RecordPolicy
+
+    reports = container.fairness
+    if reports is None:
+        return None
+    st = container.watcher.state
+    settings = container.settings
+    every = settings.queue.evaluate_every
+    return FairnessRecorder(
+        history=reports.history,
+        policy=RecordPolicy(
+            tiers=container.watcher.policy.tiers,
+            gang_stall_after=settings.alerting.rules.gang_stall_after,
+            team_of=st.team_of,
+            heartbeat_gap=max(120.0, 2 * every + 60.0),
+        ),
+        # A workload is still there while it has pods or its controller (a Job, a Kueue-suspended job, a
+        # refused ReplicaSet) exists: its wait ended placed; otherwise it was deleted while waiting.
+        present=lambda k: k in st.by_workload or st.controller(k) is not None,
+        retention_weeks=settings.fairness.retention_weeks,
+        start_empty=start_empty,
+    )
+
+
 def build_container(
     settings: Settings,
     *,
@@ -172,6 +334,7 @@ def build_container(
     decoder: ObjectDecoder | None = None,
     report_source: ReportSource | None = None,
     leadership: Fence | None = None,
+    history: FairnessHistory | None = None,
 ) -> Container:
     """Return the service's parts wired together: metrics on their own registry, the watcher, the GPU-usage
     service (when `settings.prometheus` is set), alerting (when an `alert_store` is given), the weekly
@@ -200,6 +363,13 @@ def build_container(
         alerting = build_alerting(
             settings=settings, store=alert_store, metrics=AlertingMetrics(registry=metrics.registry)
         )
+    reports = None
+    if history is not None and settings.fairness.enabled:
+        reports = fairness_reports(settings, history, watcher)
+        # The page and the weekly email read the same service as the JSON: the report as of the clock's now.
+        report_source = report_source or reports_source(reports, clock)
+    if not settings.fairness.enabled:
+        report_source = None
     return Container(
         settings=settings,
         clock=clock,
@@ -211,11 +381,10 @@ def build_container(
         alert_store=alert_store if alerting is not None else None,
         gpu=gpu_usage(settings, watcher),
         links=dict(links or {}),
-        report_source=report_source if settings.fairness.enabled else None,
-        report_presenter=report_presenter()
-        if report_source is not None and settings.fairness.enabled
-        else None,
+        report_source=report_source,
+        report_presenter=report_presenter() if report_source is not None else None,
         leadership=leadership,
+        fairness=reports,
     )
 
 
@@ -316,7 +485,8 @@ def schedule_fairness(
 def leader_jobs(container: Container, worker: DeliveryWorker | None) -> list[tuple[str, Job]]:
     """Return, by name, the jobs only the leader runs: started when this replica starts leading, cancelled
     the moment it stops. The alert evaluation and the push into Alertmanager run in the tick, which asks
-    the same fence (`TickLoop.tick`); the weekly report, when it comes, is one more entry here."""
+    the same fence (`TickLoop.tick`); the weekly report's job asks it too (`schedule_fairness`). The
+    fairness recorder is no leader job: every replica records (idempotent upserts)."""
     alerting = container.alerting
     if alerting is None or worker is None:
         return []
@@ -533,7 +703,8 @@ async def serve(
         tasks.append(t)
         return t
 
-    loop = TickLoop(container)
+    recorder = fairness_recorder(container)
+    loop = TickLoop(container, extra=[recorder.on_tick] if recorder is not None else [])
     container.watcher.on_listed = loop.kick
     scheduler = AsyncIOScheduler()
     alerting, store = container.alerting, container.alert_store
@@ -863,7 +1034,9 @@ def run_service(
     settings = reachable_at(settings, url)
     # Opened once the cluster is known to be reachable in principle: a failed start leaves no database.
     store = open_alert_store(settings)
+    history = None
     try:
+        history = open_history(settings, store)
         container = build_container(
             settings,
             clock=clock,
@@ -872,6 +1045,7 @@ def run_service(
             alert_store=store,
             decoder=decoder,
             leadership=leadership,
+            history=history,
         )
         echo(f"Watchtower ({settings.cluster.source}) serving at {url}/")
         if settings.server.api_token is None:
@@ -895,6 +1069,8 @@ def run_service(
             )
     finally:
         sock.close()
+        if history is not None:
+            history.close()
         if store is not None:
             store.close()
 
@@ -902,26 +1078,13 @@ def run_service(
 # ---- the weekly report from the command line (`watchtower report fairness`) ------------------------------
 
 
-def report_source_for(settings: Settings, *, store_path: str | None = None) -> ReportSource | None:
-    """Return the report service's source of reports for the CLI and the service; None while this build
-    has no report service (the history and the Prometheus reader make it)."""
-    return None
-
-
 def render_report(report: FairnessReport, fmt: str, *, team: str | None = None) -> str:
-    """Return the report as `fmt`: html (the page's HTML, charts inline), text or csv; ValueError for
-    another format."""
-    presenter = report_presenter()
-    teams = [team] if team is not None else None
-    if fmt == "html":
-        return presenter.page(report, teams=teams)
-    if fmt == "text":
-        return presenter.text(report, teams=teams)
-    if fmt == "csv":
-        from watchtower.adapters.report_html import for_teams
+    """Return the report as `fmt` (json, csv, html with the charts inline, text); ValueError naming the
+    formats for another."""
+    from watchtower.api.fairness.formats import render
 
-        return presenter.csv(for_teams(report, teams))
-    raise ValueError(f"unknown report format {fmt!r} (html, text, csv)")
+    body, _ = render(report, fmt, presenter=report_presenter(), team=team)
+    return body.decode()
 
 
 async def send_reports(

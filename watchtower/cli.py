@@ -1,4 +1,4 @@
-"""The command line: `watchtower check-config | analyze | generate | run | demo | report`. It parses arguments and calls the
+"""The command line: `watchtower check-config | analyze | generate | run | demo | report fairness`. It parses arguments and calls the
 composition root (watchtower.bootstrap); nothing imports it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import orjson
 import typer
@@ -221,6 +221,10 @@ def demo(
     prometheus: Annotated[
         bool, typer.Option(help="start a local Prometheus when the binary is installed")
     ] = True,
+    past_week: Annotated[
+        bool,
+        typer.Option(help="simulate the last complete week at full speed, for its fairness report"),
+    ] = True,
 ) -> None:
     """Run the service on a simulated cluster with mail and webhook sinks (and Prometheus); print the URLs."""
     from watchtower.bootstrap import configure_logging
@@ -228,7 +232,7 @@ def demo(
 
     configure_logging()
     stop_on_sigterm()
-    opts = DemoOptions(port=port, seed=seed, prometheus=prometheus)
+    opts = DemoOptions(port=port, seed=seed, prometheus=prometheus, past_week=past_week)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run_demo(opts, echo=_echo, handle_signals=True))
@@ -238,19 +242,23 @@ def demo(
         raise typer.BadParameter(str(e).split("] ", 1)[-1]) from None
 
 
-report = typer.Typer(no_args_is_help=True, help="Reports: the weekly fairness report.")
-cli.add_typer(report, name="report")
+report_cli = typer.Typer(
+    no_args_is_help=True, help="Reports from the recorded history and Prometheus: the weekly fairness report."
+)
+cli.add_typer(report_cli, name="report")
 
 
-@report.command("fairness")
+@report_cli.command("fairness")
 def report_fairness(
-    config: Annotated[Path | None, typer.Option(help="YAML configuration file")] = None,
     week: Annotated[
-        str | None, typer.Option(help="ISO week, e.g. 2026-W47 (default: the last complete week)")
+        str | None, typer.Option(help="ISO week YYYY-Www, e.g. 2026-W47 (default: the last complete week)")
     ] = None,
-    team: Annotated[str | None, typer.Option(help="one team's report")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="html, text or csv")] = "html",
-    out: Annotated[Path | None, typer.Option(help="write the report to this file (default: stdout)")] = None,
+    team: Annotated[str | None, typer.Option(help="only this team")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="json, csv, html (charts inline) or text")] = "json",
+    out: Annotated[Path | None, typer.Option(help="write to this file (default: standard output)")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="configuration file (default: built-in defaults)")
+    ] = None,
     send: Annotated[
         bool,
         typer.Option(
@@ -265,28 +273,36 @@ def report_fairness(
         ),
     ] = True,
 ) -> None:
-    """Print, write or email the weekly fairness report of an ISO week."""
+    """Print, write or email the weekly fairness report: the configured store's history and Prometheus's
+    usage, computed as the service computes it."""
+    from watchtower.api.fairness.formats import FORMATS
     from watchtower.bootstrap import StartupError, render_report, report_source_for, send_reports
     from watchtower.domain.fairness.week import IsoWeek
+    from watchtower.services.fairness_report import UnknownTeam
     from watchtower.services.fairness_send import fetch_report, last_complete_week
 
-    settings = _settings_or_exit(config)
+    def fail(message: str) -> NoReturn:
+        typer.echo(f"watchtower report fairness: {message}", err=True)
+        raise typer.Exit(2)
+
+    if fmt not in FORMATS:
+        fail(f"--format is one of {', '.join(sorted(FORMATS))}")
     try:
-        w = IsoWeek.parse(week) if week else last_complete_week(time.time(), settings.fairness.timezone)
+        wk = IsoWeek.parse(week) if week is not None else None
     except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="--week") from None
+        fail(f"--week: {e}")
+    settings = _settings_or_exit(config)
     source = report_source_for(settings)
     if source is None:
-        typer.echo("watchtower report fairness: this build has no report service", err=True)
-        raise typer.Exit(2)
+        fail("fairness.enabled is false: no history is recorded")
+    w = wk or last_complete_week(time.time(), settings.fairness.timezone)
     if send:
         try:
             outcome, statuses = asyncio.run(
                 send_reports(settings, source, w, deliver_for=120.0 if deliver else 0.0)
             )
         except StartupError as e:
-            typer.echo(f"watchtower report fairness: {e}", err=True)
-            raise typer.Exit(2) from None
+            fail(str(e))
         typer.echo(
             f"{outcome.week}: {outcome.enqueued} email(s) enqueued, {outcome.already_sent} recipient(s)"
             f" sent it before; outbox: {statuses}"
@@ -295,14 +311,16 @@ def report_fairness(
             typer.echo(f"skipped (not an email address): {s!r}", err=True)
         raise typer.Exit(1 if statuses.get("failed") or (deliver and statuses.get("pending")) else 0)
     try:
-        text = render_report(asyncio.run(fetch_report(source, w, team)), fmt, team=team)
-    except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="--format") from None
-    if out is not None:
-        out.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {out}")
-    else:
-        sys.stdout.write(text)
+        body = render_report(asyncio.run(fetch_report(source, w, team)), fmt, team=team).encode()
+    except (StartupError, UnknownTeam) as e:
+        fail(str(e.args[0]))
+    if out is None:
+        sys.stdout.buffer.write(body)
+        return
+    try:
+        out.write_bytes(body)
+    except OSError as e:
+        fail(f"{out}: cannot write: {e.strerror}")
 
 
 def stop_on_sigterm() -> None:

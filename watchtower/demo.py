@@ -50,6 +50,7 @@ class DemoOptions:
     prometheus: bool = True
     speed: float | None = None  # simulated seconds per real second (default: the simulator's, 60)
     evaluate_every: float = 2.0  # real seconds between evaluations
+    past_week: bool = True  # simulate the last complete week at full speed, for its fairness report
 
 
 @dataclass
@@ -155,7 +156,8 @@ async def run_demo(
     )
     from watchtower.adapters.sim.cluster import SimulatedCluster
     from watchtower.adapters.store_sqlite import SQLiteAlertStore
-    from watchtower.bootstrap import bind, build_container, serve
+    from watchtower.bootstrap import bind, build_container, open_history, serve
+    from watchtower.demo_past_week import past_week_of
 
     base = base or Settings()
     workdir = Path(tempfile.mkdtemp(prefix="watchtower-demo-"))
@@ -215,9 +217,17 @@ async def run_demo(
         )
         store = SQLiteAlertStore(workdir / "alerts.db")
         stack.callback(store.close)
+        history = open_history(settings, store)  # the fairness history, in the same file
+        if history is not None:
+            stack.callback(history.close)
         links = {"mail and webhook sinks (JSON)": webhooks.url}
         if prom is not None:
             links["Prometheus"] = prom.url
+        past = past_week_of(settings, sim.now()) if opts.past_week and history is not None else None
+        if past is not None:
+            links[f"fairness report {past}: a simulated past week, recorded at full speed"] = (
+                f"{url}/reports/fairness/{past}"
+            )
         container = build_container(
             settings,
             clock=sim,
@@ -225,6 +235,7 @@ async def run_demo(
             source_name="sim",
             alert_store=store,
             links=links,
+            history=history,
         )
         speed = settings.simulator.speed
         echo(f"Watchtower demo: a simulated cluster at {speed:g}x real time")
@@ -236,6 +247,9 @@ async def run_demo(
         echo(f"  webhook sink    {webhooks.hook_url} (Standard Webhooks signatures checked)")
         echo(f"  sinks received  {webhooks.url}/")
         echo(f"  API token       {token} (Authorization: Bearer …, to create silences)")
+        if past is not None:
+            echo(f"  past week       {url}/reports/fairness/{past} (being simulated at full speed)")
+            stack.push_async_callback(_past_week_in_background(settings, past, echo))
         started = asyncio.Event()
         serving = asyncio.create_task(
             serve(container, sim, sock, started=started, handle_signals=handle_signals)
@@ -265,3 +279,35 @@ async def run_demo(
                     await serving
     finally:
         await stack.aclose()
+
+
+def _past_week_in_background(
+    settings: Settings, week: Any, echo: Callable[[str], object]
+) -> Callable[[], Any]:
+    """Start recording the simulated past week in a worker thread; return what stops it and waits for it
+    (so the store is closed only after its last write)."""
+    import threading
+
+    from watchtower.demo_past_week import record_past_week
+
+    stop = threading.Event()
+    task = asyncio.create_task(asyncio.to_thread(record_past_week, settings, week, stop))
+
+    def done(t: asyncio.Task[Any]) -> None:
+        if t.cancelled():
+            return
+        if (e := t.exception()) is not None:
+            log.error("the simulated past week %s could not be recorded: %s", week, e)
+        elif t.result().completed:
+            echo(
+                f"  past week       {week} recorded ({t.result().ticks} ticks): its fairness report is ready"
+            )
+
+    task.add_done_callback(done)
+
+    async def stop_it() -> None:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await task
+
+    return stop_it

@@ -232,6 +232,8 @@ class FairnessHistory(Protocol):
         episodes: Iterable[WaitEpisode] = (),
         preemptions: Iterable[PreemptionRecord] = (),
         incidents: Iterable[Incident] = (),
+        *,
+        heartbeats: Iterable[float] = (),  # minutes (Unix seconds, whole minutes) the service recorded
     ) -> None: ...
     def episodes(self, start: float, end: float) -> list[WaitEpisode]:
         """Episodes that overlap [start, end): started before `end` and not ended before `start`."""
@@ -244,6 +246,11 @@ class FairnessHistory(Protocol):
         ...
 
     def prune_history(self, before: float) -> int: ...
+    def open_waits(self) -> tuple[list[WaitEpisode], list[Incident]]:
+        """Episodes and incidents not closed yet: where a restarted recorder starts from."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class FairnessMetrics(Protocol):

@@ -20,12 +20,14 @@ import jsonschema
 import pytest
 from services.scenario import NOW, demo_cluster
 
+from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.deps import require_token
 from watchtower.api.routes.alerts import build_router
 from watchtower.api.schemas import Analysis
+from watchtower.bootstrap import fairness_reports
 from watchtower.config import Settings, settings_from_mapping
 from watchtower.domain.gpu_usage import IdlePolicy, Sample
 from watchtower.domain.promql import Queries
@@ -45,6 +47,10 @@ SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
 TABLES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("json.md", "workloads"): ("Workload", None),
     ("json.md", "preemptions"): ("Preemption", None),
+    ("json.md", "fairness report"): ("FairnessReport", None),
+    ("json.md", "fairness report: cluster"): ("ClusterFigures", None),
+    ("json.md", "fairness report: teams"): ("TeamFigures", None),
+    ("json.md", "fairness report: method"): ("Method", None),
     ("api.md", "`GET /api/v1/queue`"): ("Queue", None),
     ("api.md", "`GET /api/v1/workloads/{namespace}/{name}`"): ("WorkloadDetail", None),
     ("api.md", "`GET /api/v1/preemptions`"): ("Preemptions", None),
@@ -216,7 +222,14 @@ async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     await gpu.refresh(NOW)
     tick = c.watcher.evaluate(NOW, holders_of=gpu.idle_holders())
     await gpu.on_snapshot(tick.snapshot_with_holders(), NOW)
-    container = dataclasses.replace(c, alerting=alerting, alert_store=store, gpu=gpu)
+    history = SQLiteFairnessHistory(tmp_path / "alerts.db")
+    container = dataclasses.replace(
+        c,
+        alerting=alerting,
+        alert_store=store,
+        gpu=gpu,
+        fairness=fairness_reports(c.settings, history, c.watcher),
+    )
     app = create_app(
         container, routers=[build_router(alerting.admin, require_token=require_token, clock=svc.clock)]
     )
@@ -225,6 +238,7 @@ async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     ) as cl:
         yield cl
     store.close()
+    history.close()
 
 
 def operation(spec: dict[str, Any], method: str, url: str) -> tuple[str, dict[str, Any]]:
@@ -270,6 +284,7 @@ async def test_openapi_has_a_described_property_for_every_documented_field(full:
     assert answers("/api/v1/preemptions") == {"Preemptions"}
     assert answers("/api/v1/alerts") == {"Alert"}
     assert answers("/api/v1/gpu/idle") == {"IdleGpuReport"}
+    assert answers("/api/v1/reports/fairness") == {"FairnessReport"}
 
 
 def test_the_analyze_document_model_has_every_field_json_md_lists() -> None:
@@ -322,6 +337,7 @@ async def test_every_get_route_answers_with_what_openapi_json_declares(full: htt
         "/api/v1/alerts",
         "/api/v1/silences",
         "/api/v1/receivers",
+        "/api/v1/reports/fairness?team=vision",
     ]
     bodies = {}
     for url in gets:

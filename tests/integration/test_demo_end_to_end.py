@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from watchtower.adapters.sim.workloads import PodTemplate, WorkloadSpec, team_namespace
 from watchtower.config import Settings
 from watchtower.demo import DemoOptions, DemoRun, run_demo
+from watchtower.domain.fairness.week import IsoWeek
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 OVERSIZED = "e2e-oversized"  # asks for 16 GPUs in one pod: no 8-GPU node ever fits it
@@ -136,6 +138,14 @@ async def test_a_crossed_wait_threshold_reaches_the_mail_and_webhook_sinks_the_a
             no_prom = await c.get("/api/v1/gpu/idle")
             assert no_prom.status_code == 404
             assert "no prometheus section" in no_prom.json()["detail"]
+            # Its wait is in the fairness history, and in this (simulated) week's report, still waiting.
+            assert run.container.fairness is not None
+            recorded = run.container.fairness.history.episodes(0, run.sim.now() + 1)
+            assert any(e.namespace == ns and OVERSIZED in e.workload for e in recorded), recorded
+            week = IsoWeek.containing(run.sim.now(), UTC)
+            report = await c.get("/api/v1/reports/fairness", params={"week": str(week)})
+            assert report.status_code == 200, report.text
+            assert any(w["censored"] for t in report.json()["teams"] for w in t["waits"])
 
         delivered = [
             m for m in run.container.alert_store.messages(limit=200) if m.status.value == "delivered"

@@ -34,6 +34,7 @@ FIXED = (
     "gang_stalls",
     "long_running",
     "top_waiting",
+    "jain_cluster",
 )
 PER_TIER = (
     "waits_finished",
@@ -67,7 +68,7 @@ def header(report: FairnessReport) -> list[str]:
     return [*FIXED, *(f"{c}_{_text(t)}" for t in tiers_of(report) for c in PER_TIER)]
 
 
-def _row(week: str, t: TeamReport, tiers: list[str]) -> list[str]:
+def _row(week: str, t: TeamReport, tiers: list[str], jain: float | None) -> list[str]:
     row = [
         week,
         _text(t.team),
@@ -90,6 +91,7 @@ def _row(week: str, t: TeamReport, tiers: list[str]) -> list[str]:
         str(t.gang_stalls),
         str(len(t.long_running)),
         str(len(t.top_waiting)),
+        _num(jain),
     ]
     waits = {w.tier: w for w in t.waits}
     for tier in tiers:
@@ -110,5 +112,5 @@ def report_csv(report: FairnessReport) -> str:
     w.writerow(header(report))
     tiers = tiers_of(report)
     for t in report.teams:
-        w.writerow(_row(report.week, t, tiers))
+        w.writerow(_row(report.week, t, tiers, report.cluster.jain))
     return buf.getvalue()

@@ -1,4 +1,4 @@
-"""The alert store's schema as numbered migrations, per database, and the rule that applies them.
+"""The state store's schema (alerts, the outbox, the fairness history) as numbered migrations, per database, and the rule that applies them.
 
 A store records the last migration applied in `schema_version`. At start the ones after it are applied in
 order, in one transaction with the version's update, so a crash mid-way leaves the old version whole. A
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class StoreVersionError(Exception):
@@ -51,6 +52,28 @@ SQLITE: tuple[Migration, ...] = (
         "keys of messages sent once ever (the weekly report: once per ISO week per recipient)",
         ("CREATE TABLE IF NOT EXISTS sent_once (key TEXT PRIMARY KEY, at REAL NOT NULL)",),
     ),
+    Migration(
+        4,
+        "the fairness report's history: wait episodes, preemptions, incidents, the recorder's heartbeat minutes",
+        (
+            "CREATE TABLE IF NOT EXISTS fairness_episodes (key TEXT PRIMARY KEY, source TEXT NOT NULL,"
+            " namespace TEXT NOT NULL, team TEXT NOT NULL, tier TEXT NOT NULL, workload TEXT NOT NULL,"
+            " gpus INTEGER NOT NULL, started REAL NOT NULL, ended REAL, outcome TEXT NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS fairness_episodes_started ON fairness_episodes (started)",
+            "CREATE INDEX IF NOT EXISTS fairness_episodes_ended ON fairness_episodes (ended)",
+            "CREATE TABLE IF NOT EXISTS fairness_preemptions (key TEXT PRIMARY KEY, at REAL NOT NULL,"
+            " victim_namespace TEXT NOT NULL, victim_team TEXT NOT NULL, victim_tier TEXT NOT NULL,"
+            " victim_workload TEXT NOT NULL, preemptor_namespace TEXT NOT NULL, preemptor_team TEXT NOT NULL,"
+            " preemptor_tier TEXT NOT NULL, preemptor_workload TEXT NOT NULL, gpus INTEGER NOT NULL,"
+            " gpu_hours_lost REAL)",
+            "CREATE INDEX IF NOT EXISTS fairness_preemptions_at ON fairness_preemptions (at)",
+            "CREATE TABLE IF NOT EXISTS fairness_incidents (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+            " namespace TEXT NOT NULL, team TEXT NOT NULL, tier TEXT NOT NULL, workload TEXT NOT NULL,"
+            " gpus INTEGER NOT NULL, started REAL NOT NULL, ended REAL)",
+            "CREATE INDEX IF NOT EXISTS fairness_incidents_started ON fairness_incidents (started)",
+            "CREATE TABLE IF NOT EXISTS fairness_heartbeats (minute REAL PRIMARY KEY)",
+        ),
+    ),
 )
 
 POSTGRES: tuple[Migration, ...] = (
@@ -87,6 +110,28 @@ POSTGRES: tuple[Migration, ...] = (
         3,
         "keys of messages sent once ever (the weekly report: once per ISO week per recipient)",
         ("CREATE TABLE sent_once (key TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)",),
+    ),
+    Migration(
+        4,
+        "the fairness report's history: wait episodes, preemptions, incidents, the recorder's heartbeat minutes",
+        (
+            "CREATE TABLE fairness_episodes (key TEXT PRIMARY KEY, source TEXT NOT NULL,"
+            " namespace TEXT NOT NULL, team TEXT NOT NULL, tier TEXT NOT NULL, workload TEXT NOT NULL,"
+            " gpus INTEGER NOT NULL, started DOUBLE PRECISION NOT NULL, ended DOUBLE PRECISION, outcome TEXT NOT NULL)",
+            "CREATE INDEX fairness_episodes_started ON fairness_episodes (started)",
+            "CREATE INDEX fairness_episodes_ended ON fairness_episodes (ended)",
+            "CREATE TABLE fairness_preemptions (key TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL,"
+            " victim_namespace TEXT NOT NULL, victim_team TEXT NOT NULL, victim_tier TEXT NOT NULL,"
+            " victim_workload TEXT NOT NULL, preemptor_namespace TEXT NOT NULL, preemptor_team TEXT NOT NULL,"
+            " preemptor_tier TEXT NOT NULL, preemptor_workload TEXT NOT NULL, gpus INTEGER NOT NULL,"
+            " gpu_hours_lost DOUBLE PRECISION)",
+            "CREATE INDEX fairness_preemptions_at ON fairness_preemptions (at)",
+            "CREATE TABLE fairness_incidents (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+            " namespace TEXT NOT NULL, team TEXT NOT NULL, tier TEXT NOT NULL, workload TEXT NOT NULL,"
+            " gpus INTEGER NOT NULL, started DOUBLE PRECISION NOT NULL, ended DOUBLE PRECISION)",
+            "CREATE INDEX fairness_incidents_started ON fairness_incidents (started)",
+            "CREATE TABLE fairness_heartbeats (minute DOUBLE PRECISION PRIMARY KEY)",
+        ),
     ),
 )
 
@@ -131,4 +176,28 @@ def apply(
             execute(sql)
         version = m.version
         log(f"alert store {where}: migrated to schema version {m.version} ({m.what})")
+    return version
+
+
+def migrate_sqlite(db: Any, *, where: str, log: Callable[[str], object]) -> int:
+    """Bring a SQLite store to the latest schema inside the caller's transaction (`db` a connection in
+    one) and return its version. The alert store and the fairness history, which share the file, both
+    call it at open, so either may be the first to open a new file."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "schema_version" in tables:
+        current = db.execute("SELECT version FROM schema_version").fetchone()[0]
+    elif "alerts" in tables:
+        # Written before the store recorded its version: what its tables hold tells which it is.
+        cols = {r[1] for r in db.execute("PRAGMA table_info(disabled_integrations)")}
+        current = 2 if "config" in cols else 1
+    else:
+        # A file of the fairness history alone (written before migration 4) is version 0 too: migration
+        # 4's statements take its tables as they are.
+        current = 0
+    version = apply(current, SQLITE, where=where, execute=db.execute, log=log)
+    if "schema_version" not in tables:
+        db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+    elif version != current:
+        db.execute("UPDATE schema_version SET version = ?", (version,))
     return version

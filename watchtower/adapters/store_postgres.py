@@ -118,6 +118,13 @@ class PostgresAlertStore:
             # The database went away: say so without the URL's secrets; the next call reconnects.
             raise StoreConnectError(f"the alert store {self.shown} failed: {self._scrub(e)}") from None
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """Yield the connection in one transaction under the store's lock: for the fairness history,
+        which shares this database (and its migrations) with the store."""
+        with self._lock, self._tx() as db:
+            yield db
+
     def _run(self, sql: str, args: Iterable[Any] = ()) -> int:
         with self._tx() as db:
             return db.execute(sql, tuple(args)).rowcount

@@ -65,24 +65,7 @@ class SQLiteAlertStore:
 
     def _migrate(self) -> int:
         with self._tx() as db:
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if "schema_version" in tables:
-                current = db.execute("SELECT version FROM schema_version").fetchone()[0]
-            elif "alerts" in tables:
-                # Written before the store recorded its version: what its tables hold tells which it is.
-                cols = {r[1] for r in db.execute("PRAGMA table_info(disabled_integrations)")}
-                current = 2 if "config" in cols else 1
-            else:
-                current = 0
-            version = migrations.apply(
-                current, migrations.SQLITE, where=self.path, execute=db.execute, log=log.info
-            )
-            if "schema_version" not in tables:
-                db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-                db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
-            elif version != current:
-                db.execute("UPDATE schema_version SET version = ?", (version,))
-        return version
+            return migrations.migrate_sqlite(db, where=self.path, log=log.info)
 
     @_locked
     def close(self) -> None:

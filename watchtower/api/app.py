@@ -8,6 +8,7 @@ from fastapi import APIRouter, FastAPI
 
 from .container import Container
 from .routes import (
+    fairness,
     fairness_page,
     gpu,
     health,
@@ -35,6 +36,8 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
     app.state.container = container
     app.state.pages = status_page.PageRenderer()
     for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router, gpu.router):
+        app.include_router(r)
+    for r in (fairness.router,):
         app.include_router(r)
     for r in routers:
         app.include_router(r)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from watchtower.config.model import Settings
 from watchtower.ports import AlertStore, Clock, Fence, MetricsExposition, ReportPresenter, ReportSource
 from watchtower.services.alerting import Alerting
+from watchtower.services.fairness_report import FairnessReports
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import SoleLeader
 from watchtower.services.watch import Watcher
@@ -27,7 +28,9 @@ class Container:
     alert_store: AlertStore | None = None
     gpu: GpuUsageService | None = None  # None: no `prometheus:` section
     links: Mapping[str, str] = field(default_factory=dict)  # name → URL shown on the page (demo sinks, ...)
-    # The weekly fairness report: its source (the report service) and its presenter; None: no report page.
+    # The weekly fairness report: the service (None: fairness off or no store), the source the page and
+    # the email read (the same service as of the clock's now) and its presenter; None: no report page.
+    fairness: FairnessReports | None = None
     report_source: ReportSource | None = None
     report_presenter: ReportPresenter | None = None
     # Who leads: a SoleLeader unless leader election is on (then the LeaderElector the root runs).

@@ -7,7 +7,7 @@ hands the same value to alerting and to the API's documents: nobody reaches back
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .alerts.rules.base import GpuHolder
@@ -17,7 +17,7 @@ from .estimate import TierWaits
 from .gpu_usage import GpuAlert
 from .health import HEALTHY, SourceHealth
 from .kueue_queues import KueueQueueLine
-from .queue import QueueSnapshot, WorkloadStatus
+from .queue import QueueSnapshot, WorkloadFacts, WorkloadStatus
 from .stuck import StuckHead
 
 
@@ -52,6 +52,10 @@ class Tick:
     # Pods naming a DRA claim, template or class that is not there: no workload (GPUs unknown), listed apart.
     dra_problems: tuple[UnresolvedClaim, ...] = ()
     kueue_queues: tuple[KueueQueueLine, ...] = ()  # Kueue ClusterQueues, likewise where Kueue admits
+    # The snapshot's workloads' facts in order, as one list the evaluation reuses, the same object, while
+    # no workload's facts changed: a consumer that keeps it tells an unchanged queue by identity (the
+    # fairness history records by difference). Empty when the builder did not give it.
+    listed_facts: Sequence[WorkloadFacts] = ()
 
     def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:
         return dataclasses.replace(self, gpu_alerts=alerts)

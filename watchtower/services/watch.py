@@ -287,6 +287,7 @@ class Watcher:
             volcano_queues=volcano_queues,
             dra_problems=dra_problems,
             kueue_queues=kueue_queues,
+            listed_facts=self.evaluator.order.facts,  # replaced, never changed in place, when facts change
         )
         self.latest = tick
         return tick

@@ -8,6 +8,7 @@ script reads both the same way.
 from .alerts import Alert, CreatedSilence, EnabledReceiver, Receiver, Silence
 from .analysis import Analysis
 from .common import Body, Problem
+from .fairness import FairnessReport
 from .gpu import IdleGpuReport
 from .health import Health, KindReadiness, LeaderStatus, Readiness
 from .preemption import Preemption, Preemptions
@@ -20,6 +21,7 @@ __all__ = [
     "Body",
     "CreatedSilence",
     "EnabledReceiver",
+    "FairnessReport",
     "Health",
     "IdleGpuReport",
     "KindReadiness",

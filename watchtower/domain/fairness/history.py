@@ -21,7 +21,9 @@ IncidentKind = Literal["starvation", "gang_stall"]
 class WaitEpisode:
     """One workload's wait from creation (or requeue) to placement, or to now while it still waits."""
 
-    key: str  # source + the workload's uid + the wait's start: a requeue starts a new episode
+    # The workload (namespace/kind/name) + the second its wait began: a requeue starts a new episode; the
+    # source is left out, so a refused job whose pods are then made stays one episode (record.episode_key).
+    key: str
     source: WaitSource
     namespace: str
     team: str
@@ -37,7 +39,9 @@ class WaitEpisode:
 class PreemptionRecord:
     """One workload preempted by another (the preemptor may be unknown: empty names, tier "unknown")."""
 
-    key: str  # the victim's uid + the time of its DisruptionTarget / Kueue Preempted condition
+    # The victim pod's uid (preempted once: it is deleted); a Kueue Workload's uid + the time of its Preempted
+    # condition, since a Workload is requeued and may be preempted again (record.preemption_key).
+    key: str
     at: float
     victim_namespace: str
     victim_team: str
@@ -55,7 +59,7 @@ class PreemptionRecord:
 class Incident:
     """A starvation (a wait past its tier's critical threshold) or a gang stall, from start to end."""
 
-    key: str  # kind + the workload's uid + the episode's start
+    key: str  # kind + the episode's workload and start (record.incident_key)
     kind: IncidentKind
     namespace: str
     team: str

@@ -107,6 +107,7 @@ class Method:
     long_running_after: float  # seconds (72 h)
     step: float  # Prometheus integration step, seconds
     entitlement: str  # how E was found, in words
+    formulas: tuple[str, ...] = ()  # the "how these are computed" lines, one formula each
 
 
 @dataclass(frozen=True, slots=True)

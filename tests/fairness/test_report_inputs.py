@@ -1,0 +1,56 @@
+"""The report's inputs from the live cluster: entitlement from the Tick's quota lines, each team's
+namespaces, and the workloads running longer than the threshold at the week's end."""
+
+from __future__ import annotations
+
+from services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
+
+from watchtower.bootstrap import build_container
+from watchtower.config import Settings
+from watchtower.domain.fairness.compute import ReportInputs, RunningLine, compute_report
+from watchtower.domain.fairness.inputs import entitlements, running_lines, team_namespaces
+from watchtower.domain.fairness.report import Method
+
+
+def test_quota_namespaces_and_running_work_from_the_demo_cluster() -> None:
+    cluster = demo_cluster()
+    c = build_container(
+        Settings(), clock=ManualClock(), source_health=ReplaySource(cluster).feed_health, source_name="t"
+    )
+    list_everything(c.watcher, cluster)
+    tick = c.watcher.evaluate(NOW)
+    ent = entitlements(tick, {"ops": 2.0})
+    assert ent["vision"].quota_gpus == 16 and ent["vision"].weight is None
+    assert ent["ops"].weight == 2.0 and ent["ops"].quota_gpus is None
+    assert team_namespaces(c.watcher.state) == {"vision": ("vision",), "language": ("nlp",), "ops": ("ops",)}
+    lines = {(r.namespace, r.workload): r for r in running_lines(c.watcher.state, c.watcher.policy.tiers)}
+    resnet = lines[("vision", "PaddleJob/resnet")]
+    assert (resnet.gpus, resnet.started, resnet.tier, resnet.team) == (24, NOW - 7100, "low", "vision")
+    assert ("vision", "Pod/old-batch-0") in lines  # terminating: still holds its GPUs
+
+
+def test_only_work_running_past_the_threshold_at_the_week_end_is_listed() -> None:
+    end = NOW
+    inp = ReportInputs(
+        week="2027-W03",
+        timezone="UTC",
+        start=end - 168 * 3600,
+        end=end,
+        generated_at=end + 10,
+        usage=None,
+        earlier=[],
+        episodes=[],
+        preemptions=[],
+        incidents=[],
+        history_hours=168,
+        entitlement={},
+        namespaces={"t": ("ns",)},
+        method=Method(10, {"low": 28800}, 72 * 3600, 300, "weights"),
+        running=[
+            RunningLine("t", "ns", "Job/long", "low", 8, end - 80 * 3600),
+            RunningLine("t", "ns", "Job/short", "low", 8, end - 70 * 3600),
+            RunningLine("t", "ns", "Job/later", "low", 8, end + 3600),  # began after the week
+        ],
+    )
+    (t,) = compute_report(inp).teams
+    assert [(w.workload, w.seconds) for w in t.long_running] == [("Job/long", 80 * 3600)]

@@ -1,0 +1,439 @@
+"""The weekly fairness report from its inputs: the week, Prometheus's usage figures (this week and up to 7
+earlier ones), the recorded history, the teams' entitlement inputs. Pure: `generated_at` is passed in.
+
+docs/fairness.md gives every formula; `FORMULAS` is the same text, printed in the report's "how these are
+computed" section. A figure whose inputs are missing is None, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .history import Incident, PreemptionRecord, WaitEpisode
+from .report import (
+    ClusterReport,
+    EntitlementSource,
+    FairnessReport,
+    GpuHoursBreakdown,
+    Method,
+    TeamReport,
+    TierWaits,
+    TrendPoint,
+    WorkloadLine,
+)
+from .shares import jain_index, max_min_shares, satisfaction
+from .usage import SourceCoverage, TeamUsage, UsageFigures
+
+# Preemption records are per victim pod; the pods of one workload preempted within this many seconds of
+# each other are one preemption (a gang goes at once), as the queue's thrash count has it.
+GANG_PREEMPTION_GAP = 60.0
+
+HISTORY_SOURCE = "watchtower history"
+
+FORMULAS: tuple[str, ...] = (
+    "U: GPU-hours the team's running pods requested, integrated over the week by Prometheus.",
+    "E: capacity × g / Σg, g being the team's Kueue ClusterQueue nominal GPUs, Volcano Queue deserved GPUs, "
+    "ResourceQuota GPUs or configured weight (the source the report names); attainment = U / E.",
+    "borrowed = max(0, U − E); lent = max(0, E − D): entitlement the team had no demand for.",
+    "D = U + Σ GPUs × hours of the team's wait episodes within the week (still-waiting ones up to the week's end).",
+    "F: max-min fair share of capacity over the demands (progressive filling), weighted by E where every team "
+    "with demand has one; x = min(1, U / min(D, F)).",
+    "Jain's index = (Σx)² / (n·Σx²) over the n teams with demand (D > 0).",
+    "Dominant resource share: the largest of the team's GPU, CPU and memory hours over the cluster's.",
+    "Waits: the episodes that ended with the work placed within the week; percentiles by nearest rank "
+    "(the ⌈p/100·n⌉-th smallest); episodes still waiting at the week's end are censored (count, oldest age), "
+    "those deleted while waiting are left out.",
+    "Preemptions: one per victim workload (its pods preempted within 60 s are one); GPU-hours lost = Σ GPUs × "
+    "time the victim pod had run.",
+    "Idle-allocated: the team's allocated GPU-hours with DCGM utilisation under θ; share = idle / U.",
+    "Breakdown: busy = allocated − idle-allocated; planned = free while GPU work waited; free with no demand = "
+    "capacity − allocated − planned − unavailable.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamEntitlement:
+    """What the cluster says a team is entitled to, per source; None where that source says nothing."""
+
+    quota_gpus: float | None = None
+    weight: float | None = None
+    volcano_deserved_gpus: float | None = None
+    kueue_nominal_gpus: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunningLine:
+    """A workload running at the week's end, with when it started (for the > 72 h list)."""
+
+    team: str
+    namespace: str
+    workload: str
+    tier: str
+    gpus: int
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class WeekUsage:
+    """One earlier week for the trend: its name, bounds and Prometheus's figures (None: not available)."""
+
+    week: str
+    start: float
+    end: float
+    usage: UsageFigures | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    week: str
+    timezone: str
+    start: float
+    end: float
+    generated_at: float
+    usage: UsageFigures | None  # None: no Prometheus configured, or it could not answer
+    earlier: Sequence[WeekUsage]  # up to 7 weeks before, oldest first
+    episodes: Sequence[WaitEpisode]  # overlapping [earliest week's start, end)
+    preemptions: Sequence[PreemptionRecord]
+    incidents: Sequence[Incident]
+    history_hours: float  # hours of this week the service was recording
+    entitlement: Mapping[str, TeamEntitlement]
+    namespaces: Mapping[str, Sequence[str]]  # team → namespaces
+    method: Method
+    entitlement_mode: str = "auto"  # the fairness.entitlement setting
+    weights: Mapping[str, float] = field(default_factory=dict)
+    running: Sequence[RunningLine] = ()
+    top_waiting: int = 10
+    notes: Sequence[str] = ()
+
+
+def nearest_rank(sorted_values: Sequence[float], p: float) -> float | None:
+    """Return the p-th percentile by nearest rank: the ⌈p/100·n⌉-th smallest value; None when empty."""
+    n = len(sorted_values)
+    if n == 0:
+        return None
+    rank = max(1, math.ceil(p / 100.0 * n))
+    return sorted_values[min(rank, n) - 1]
+
+
+def _overlap(start: float, end: float, lo: float, hi: float) -> float:
+    return max(0.0, min(end, hi) - max(start, lo))
+
+
+def waiting_gpu_hours(episodes: Iterable[WaitEpisode], start: float, end: float) -> dict[str, float]:
+    """Return team → Σ GPUs × hours of its episodes' waits within [start, end); open ones up to `end`."""
+    out: dict[str, float] = defaultdict(float)
+    for e in episodes:
+        stop = e.ended if e.ended is not None else end
+        out[e.team] += e.gpus * _overlap(e.started, stop, start, end) / 3600.0
+    return dict(out)
+
+
+def _pick_source(mode: str, ent: Mapping[str, TeamEntitlement]) -> EntitlementSource:
+    if mode in ("quota", "weight", "volcano", "kueue"):
+        return mode  # type: ignore[return-value]
+    vals = list(ent.values())
+    if any(e.kueue_nominal_gpus for e in vals):
+        return "kueue"
+    if any(e.volcano_deserved_gpus for e in vals):
+        return "volcano"
+    if any(e.quota_gpus for e in vals):
+        return "quota"
+    return "weight"
+
+
+def _amount(source: EntitlementSource, e: TeamEntitlement | None, weight: float) -> float:
+    if source == "weight":
+        return weight
+    if e is None:
+        return 0.0
+    v = {
+        "quota": e.quota_gpus,
+        "volcano": e.volcano_deserved_gpus,
+        "kueue": e.kueue_nominal_gpus,
+    }.get(source)
+    return float(v or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _WeekFairness:
+    used: dict[str, float | None]
+    demand: dict[str, float | None]
+    fair: dict[str, float | None]
+    x: dict[str, float | None]
+    jain: float | None
+
+
+def _week_fairness(
+    teams: Sequence[str],
+    usage: UsageFigures | None,
+    episodes: Sequence[WaitEpisode],
+    start: float,
+    end: float,
+    entitled: Mapping[str, float | None],
+) -> _WeekFairness:
+    cap = usage.cluster.capacity_gpu_hours if usage is not None and usage.cluster is not None else None
+    waiting = waiting_gpu_hours(episodes, start, end)
+    used: dict[str, float | None] = {}
+    demand: dict[str, float | None] = {}
+    for t in teams:
+        tu = usage.teams.get(t) if usage is not None else None
+        u = tu.gpu_hours if tu is not None else (0.0 if usage is not None and usage.cluster else None)
+        used[t] = u
+        demand[t] = None if u is None else u + waiting.get(t, 0.0)
+    fair: dict[str, float | None] = dict.fromkeys(teams)
+    x: dict[str, float | None] = dict.fromkeys(teams)
+    known = {t: d for t, d in demand.items() if d is not None}
+    if cap is not None and known:
+        with_demand = [t for t, d in known.items() if d > 0]
+        weights = None
+        if with_demand and all((entitled.get(t) or 0) > 0 for t in with_demand):
+            weights = {t: float(entitled[t] or 0.0) for t in with_demand}
+        shares = max_min_shares(cap, known, weights)
+        for t, d in known.items():
+            fair[t] = shares[t]
+            u = used[t]
+            x[t] = satisfaction(u, d, shares[t]) if u is not None else None
+    return _WeekFairness(used, demand, fair, x, jain_index(x) if cap is not None else None)
+
+
+def _tier_waits(
+    episodes: Sequence[WaitEpisode], start: float, end: float, tiers: Sequence[str]
+) -> tuple[TierWaits, ...]:
+    finished: dict[str, list[float]] = defaultdict(list)
+    censored: dict[str, list[float]] = defaultdict(list)
+    for e in episodes:
+        if e.ended is not None and e.ended < end:
+            if e.outcome in ("scheduled", "admitted") and e.ended >= start:
+                finished[e.tier].append(e.ended - e.started)
+        elif e.started < end:
+            censored[e.tier].append(end - e.started)
+    present = set(finished) | set(censored)
+    order = [t for t in tiers if t in present] + sorted(present - set(tiers))
+    out = []
+    for tier in order:
+        f = sorted(finished.get(tier, ()))
+        c = censored.get(tier, [])
+        out.append(
+            TierWaits(
+                tier=tier,
+                finished=len(f),
+                p50=nearest_rank(f, 50),
+                p95=nearest_rank(f, 95),
+                max=f[-1] if f else None,
+                censored=len(c),
+                censored_oldest=max(c) if c else None,
+            )
+        )
+    return tuple(out)
+
+
+def preemption_events(records: Iterable[PreemptionRecord]) -> list[PreemptionRecord]:
+    """Return one record per preemption of a workload: its pods' records within GANG_PREEMPTION_GAP of the
+    first are one (the first stands for them)."""
+    out: list[PreemptionRecord] = []
+    last: dict[tuple[str, str], float] = {}
+    for r in sorted(records, key=lambda r: (r.at, r.key)):
+        wk = (r.victim_namespace, r.victim_workload)
+        first = last.get(wk)
+        if first is not None and r.at - first <= GANG_PREEMPTION_GAP:
+            continue
+        last[wk] = r.at
+        out.append(r)
+    return out
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+def _shares(tu: TeamUsage | None, usage: UsageFigures | None) -> dict[str, float | None]:
+    c = usage.cluster if usage is not None else None
+    if tu is None or c is None:
+        return {"gpu": None, "cpu": None, "memory": None}
+    return {
+        "gpu": _div(tu.gpu_hours, c.capacity_gpu_hours),
+        "cpu": _div(tu.cpu_core_hours, c.cpu_core_hours),
+        "memory": _div(tu.memory_gib_hours, c.memory_gib_hours),
+    }
+
+
+def _breakdown(usage: UsageFigures | None) -> GpuHoursBreakdown:
+    c = usage.cluster if usage is not None else None
+    if c is None:
+        return GpuHoursBreakdown(None, None, None, None, None, None)
+    busy = None
+    if c.allocated_gpu_hours is not None and c.idle_allocated_gpu_hours is not None:
+        busy = max(0.0, c.allocated_gpu_hours - c.idle_allocated_gpu_hours)
+    free_idle = None
+    parts = (
+        c.capacity_gpu_hours,
+        c.allocated_gpu_hours,
+        c.free_while_waiting_gpu_hours,
+        c.unavailable_gpu_hours,
+    )
+    if all(p is not None for p in parts):
+        cap, alloc, planned, down = (float(p or 0.0) for p in parts)
+        free_idle = max(0.0, cap - alloc - planned - down)
+    return GpuHoursBreakdown(
+        capacity=c.capacity_gpu_hours,
+        allocated_busy=busy,
+        allocated_idle=c.idle_allocated_gpu_hours,
+        planned=c.free_while_waiting_gpu_hours,
+        free_idle=free_idle,
+        unavailable=c.unavailable_gpu_hours,
+    )
+
+
+def _entitled(
+    teams: Sequence[str], source: EntitlementSource, inp: ReportInputs, cap: float | None
+) -> dict[str, float | None]:
+    amounts = {t: _amount(source, inp.entitlement.get(t), inp.weights.get(t, 1.0)) for t in teams}
+    total = sum(amounts.values())
+    if cap is None or total <= 0:
+        return dict.fromkeys(teams)
+    return {t: cap * a / total for t, a in amounts.items()}
+
+
+def compute_report(inp: ReportInputs) -> FairnessReport:
+    """Return the week's report: every team named by usage, entitlement, namespaces or history, by name."""
+    start, end, usage = inp.start, inp.end, inp.usage
+    # A week not over yet (the current one) has its open waits counted up to now, not to its end.
+    upto = max(start, min(end, inp.generated_at))
+    week_eps = [e for e in inp.episodes if e.started < end and (e.ended is None or e.ended >= start)]
+    week_pre = [p for p in inp.preemptions if start <= p.at < end]
+    week_inc = [i for i in inp.incidents if start <= i.started < end]
+    names: set[str] = set(inp.entitlement) | set(inp.namespaces)
+    names |= {e.team for e in week_eps} | {p.victim_team for p in week_pre} | {i.team for i in week_inc}
+    if usage is not None:
+        names |= set(usage.teams)
+    names |= {p.preemptor_team for p in week_pre if p.preemptor_team}
+    teams = sorted(n for n in names if n)
+    cluster = usage.cluster if usage is not None else None
+    cap = cluster.capacity_gpu_hours if cluster is not None else None
+    source = _pick_source(inp.entitlement_mode, inp.entitlement)
+    entitled = _entitled(teams, source, inp, cap)
+    this = _week_fairness(teams, usage, week_eps, start, upto, entitled)
+    tiers = list(inp.method.critical_after)
+    events = preemption_events(week_pre)
+    team_reports = []
+    for t in teams:
+        tu = usage.teams.get(t) if usage is not None else None
+        u, d, e = this.used[t], this.demand[t], entitled[t]
+        shares = _shares(tu, usage)
+        known_shares = {k: v for k, v in shares.items() if v is not None}
+        mine = [ep for ep in week_eps if ep.team == t]
+        suffered: dict[str, int] = defaultdict(int)
+        caused: dict[str, int] = defaultdict(int)
+        for p in events:
+            if p.victim_team == t:
+                suffered[p.victim_tier] += 1
+            if p.preemptor_team == t:
+                caused[p.preemptor_tier] += 1
+        lost = sum(p.gpu_hours_lost or 0.0 for p in week_pre if p.victim_team == t)
+        idle = tu.idle_gpu_hours if tu is not None else None
+        team_reports.append(
+            TeamReport(
+                team=t,
+                namespaces=tuple(sorted(inp.namespaces.get(t, ()))),
+                used=u,
+                entitlement=e,
+                entitlement_source=source if e is not None else "none",
+                attainment=_div(u, e),
+                borrowed=None if u is None or e is None else max(0.0, u - e),
+                lent=None if d is None or e is None else max(0.0, e - d),
+                demand=d,
+                fair_share=this.fair[t],
+                satisfaction=this.x[t],
+                shares=shares,
+                dominant_resource=max(known_shares, key=lambda k: known_shares[k]) if known_shares else None,
+                waits=_tier_waits(mine, start, upto, tiers),
+                preemptions_suffered=dict(suffered),
+                preemptions_caused=dict(caused),
+                gpu_hours_lost=lost,
+                idle_allocated=idle,
+                idle_share=_div(idle, u),
+                starvation_incidents=sum(1 for i in week_inc if i.team == t and i.kind == "starvation"),
+                gang_stalls=sum(1 for i in week_inc if i.team == t and i.kind == "gang_stall"),
+                long_running=_long_running(inp, t, upto),
+                top_waiting=_top_waiting(mine, upto, inp.top_waiting),
+            )
+        )
+    trend = []
+    for w in inp.earlier[-7:]:
+        # A team busy only in an earlier week still counts in that week's index.
+        week_teams = sorted(set(teams) | (set(w.usage.teams) if w.usage is not None else set()))
+        wf = _week_fairness(week_teams, w.usage, inp.episodes, w.start, w.end, entitled)
+        trend.append(_trend_point(w.week, w.usage, wf))
+    trend.append(_trend_point(inp.week, usage, this))
+    last = trend[-2].jain if len(trend) >= 2 else None
+    coverage = list(usage.coverage) if usage is not None else []
+    coverage.append(SourceCoverage(HISTORY_SOURCE, inp.history_hours, (end - start) / 3600.0))
+    notes = list(inp.notes)
+    for c in coverage:
+        if c.fraction < 1.0:
+            # Rounded down, and with more digits near the whole: a partial source never reads "100 %".
+            got = f"{c.hours_present:.1f}"
+            if got == f"{c.hours_expected:.1f}":
+                got = f"{c.hours_present:.2f}"
+            notes.append(
+                f"{c.name} covered {got} of {c.hours_expected:.1f} hours "
+                f"({math.floor(100 * c.fraction)} %): the figures it feeds are partial"
+            )
+    return FairnessReport(
+        week=inp.week,
+        timezone=inp.timezone,
+        start=start,
+        end=end,
+        generated_at=inp.generated_at,
+        coverage=tuple(coverage),
+        cluster=ClusterReport(
+            capacity_gpus=cluster.capacity_gpus if cluster is not None else None,
+            breakdown=_breakdown(usage),
+            jain=this.jain,
+            jain_last_week=last,
+            teams_with_demand=sum(1 for d in this.demand.values() if d is not None and d > 0),
+            trend=tuple(trend),
+        ),
+        teams=tuple(team_reports),
+        method=inp.method,
+        notes=tuple(notes),
+    )
+
+
+def _trend_point(week: str, usage: UsageFigures | None, wf: _WeekFairness) -> TrendPoint:
+    c = usage.cluster if usage is not None else None
+    known = [u for u in wf.used.values() if u is not None]
+    used = sum(known) if c is not None and known else None
+    idle = c.idle_allocated_gpu_hours if c is not None else None
+    alloc = c.allocated_gpu_hours if c is not None else None
+    return TrendPoint(
+        week=week,
+        jain=wf.jain,
+        used=used,
+        capacity=c.capacity_gpu_hours if c is not None else None,
+        idle_share=_div(idle, alloc),
+    )
+
+
+def _long_running(inp: ReportInputs, team: str, end: float) -> tuple[WorkloadLine, ...]:
+    limit = inp.method.long_running_after
+    lines = [
+        WorkloadLine(r.namespace, r.workload, r.tier, r.gpus, end - r.started)
+        for r in inp.running
+        if r.team == team and end - r.started > limit
+    ]
+    return tuple(sorted(lines, key=lambda w: (-w.seconds, w.namespace, w.workload)))
+
+
+def _top_waiting(episodes: Sequence[WaitEpisode], end: float, n: int) -> tuple[WorkloadLine, ...]:
+    lines = [
+        WorkloadLine(e.namespace, e.workload, e.tier, e.gpus, min(e.ended or end, end) - e.started)
+        for e in episodes
+    ]
+    lines.sort(key=lambda w: (-w.seconds, w.namespace, w.workload))
+    return tuple(lines[:n])

@@ -1,0 +1,188 @@
+"""One fairness report: the week's history from the store, its usage from Prometheus (when there is one),
+the cluster's entitlement as it is now, computed by domain/fairness/compute.py. The API, the CLI and the
+weekly send all call `FairnessReports.build`, so every door shows the same figures."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zoneinfo
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from watchtower.config.model import Settings
+from watchtower.domain.fairness.compute import (
+    FORMULAS,
+    ReportInputs,
+    RunningLine,
+    TeamEntitlement,
+    WeekUsage,
+    compute_report,
+)
+from watchtower.domain.fairness.inputs import entitlements
+from watchtower.domain.fairness.report import FairnessReport, Method
+from watchtower.domain.fairness.usage import UsageFigures
+from watchtower.domain.fairness.week import IsoWeek
+from watchtower.domain.tick import Tick
+from watchtower.ports import FairnessHistory, FairnessMetrics, PromReadError
+
+log = logging.getLogger("watchtower.fairness")
+
+TREND_WEEKS = 8  # this week and the 7 before it
+_DEFAULT_IDLE_THRESHOLD = 10.0
+
+_ENTITLEMENT_WORDS = {
+    "auto": "Kueue ClusterQueue nominal GPUs where Kueue runs, else Volcano Queue deserved GPUs, else "
+    "ResourceQuota GPUs, else the configured weights (1 for a team not named)",
+    "quota": "each team's ResourceQuota GPUs as a share of capacity",
+    "weight": "the configured weights as shares of capacity (1 for a team not named)",
+    "volcano": "each team's Volcano Queue deserved GPUs as a share of capacity",
+    "kueue": "each team's Kueue ClusterQueue nominal GPUs as a share of capacity",
+}
+
+
+class UnknownTeam(LookupError):
+    """A team the week's report does not name."""
+
+    def __init__(self, team: str, known: Sequence[str]) -> None:
+        shown = ", ".join(known[:20]) + (" ..." if len(known) > 20 else "")
+        super().__init__(f"no team {team!r} in this report (teams: {shown or 'none'})")
+        self.team = team
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterNow:
+    """What the live service knows of the cluster now; the CLI, which watches nothing, has none of it."""
+
+    tick: Callable[[], Tick | None]
+    namespaces: Callable[[], Mapping[str, Sequence[str]]]
+    running: Callable[[], Sequence[RunningLine]]
+
+
+class FairnessReports:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        history: FairnessHistory,
+        metrics: FairnessMetrics | None,
+        cluster: ClusterNow | None = None,
+    ) -> None:
+        self.settings = settings
+        self.cfg = settings.fairness
+        self.history = history
+        self.metrics = metrics
+        self.cluster = cluster
+        self.tz = zoneinfo.ZoneInfo(self.cfg.timezone)
+
+    def default_week(self, now: float) -> IsoWeek:
+        """Return the last complete ISO week before `now`, in the configured timezone."""
+        return IsoWeek.containing(now, self.tz).previous()
+
+    def method(self) -> Method:
+        prom = self.settings.prometheus
+        return Method(
+            idle_threshold=prom.idle_threshold if prom is not None else _DEFAULT_IDLE_THRESHOLD,
+            critical_after={t.name: t.critical_after for t in self.settings.tiers},
+            long_running_after=self.cfg.long_running_after,
+            step=self.cfg.step,
+            entitlement=_ENTITLEMENT_WORDS[self.cfg.entitlement],
+            formulas=FORMULAS,
+        )
+
+    async def build(self, week: IsoWeek, *, now: float, team: str | None = None) -> FairnessReport:
+        """Return the report of `week` (only `team` among the teams when given).
+
+        Raises UnknownTeam when `team` is not in the week's report."""
+        weeks = [week.previous(n) for n in range(TREND_WEEKS - 1, -1, -1)]
+        bounds = [w.bounds(self.tz) for w in weeks]
+        start, end = bounds[-1]
+        notes: list[str] = []
+        usages = await self._usages(bounds, notes)
+        h = self.history
+        episodes, preemptions, incidents, hours = await asyncio.to_thread(
+            lambda: (
+                h.episodes(bounds[0][0], end),
+                h.preemptions(start, end),
+                h.incidents(start, end),
+                h.history_coverage(start, end),
+            )
+        )
+        tick = self.cluster.tick() if self.cluster is not None else None
+        ent: Mapping[str, TeamEntitlement] = entitlements(tick, self.cfg.weights)
+        ent = _with_prometheus_quota(ent, usages[-1])
+        if self.cluster is None:
+            notes.append(
+                "read without the live cluster: entitlement from Prometheus quota figures or weights only, "
+                "no namespaces and no list of long-running workloads"
+            )
+        inp = ReportInputs(
+            week=str(week),
+            timezone=self.cfg.timezone,
+            start=start,
+            end=end,
+            generated_at=now,
+            usage=usages[-1],
+            earlier=[
+                WeekUsage(str(w), b[0], b[1], u)
+                for w, b, u in zip(weeks[:-1], bounds[:-1], usages[:-1], strict=True)
+            ],
+            episodes=episodes,
+            preemptions=preemptions,
+            incidents=incidents,
+            history_hours=hours,
+            entitlement=ent,
+            namespaces=self.cluster.namespaces() if self.cluster is not None else {},
+            method=self.method(),
+            entitlement_mode=self.cfg.entitlement,
+            weights=self.cfg.weights,
+            running=self.cluster.running() if self.cluster is not None else (),
+            top_waiting=self.cfg.top_waiting,
+            notes=notes,
+        )
+        report = compute_report(inp)
+        if team is None:
+            return report
+        one = report.team(team)
+        if one is None:
+            raise UnknownTeam(team, [t.team for t in report.teams])
+        return replace(report, teams=(one,))
+
+    async def _usages(
+        self, bounds: Sequence[tuple[float, float]], notes: list[str]
+    ) -> list[UsageFigures | None]:
+        if self.metrics is None:
+            why = (
+                "no Prometheus configured"
+                if self.settings.prometheus is None
+                else "no reader of the week's usage from Prometheus"
+            )
+            notes.append(f"{why}: GPU-hours, entitlement shares, fairness and idle figures are missing")
+            return [None] * len(bounds)
+        out: list[UsageFigures | None] = []
+        failed = False
+        for s, e in bounds:
+            try:
+                out.append(await self.metrics.week_usage(s, e, self.cfg.step))
+            except PromReadError as err:
+                log.warning("fairness report: Prometheus could not answer for %s..%s: %s", s, e, err)
+                out.append(None)
+                failed = True
+        if failed:
+            notes.append("Prometheus could not answer for some weeks: their usage figures are missing")
+        return out
+
+
+def _with_prometheus_quota(
+    ent: Mapping[str, TeamEntitlement], usage: UsageFigures | None
+) -> dict[str, TeamEntitlement]:
+    """Return the entitlements with each team's quota taken from Prometheus's week average where it has
+    one: the quota in force over the week, not only now."""
+    out = dict(ent)
+    if usage is None:
+        return out
+    for team, tu in usage.teams.items():
+        if tu.quota_gpus is None:
+            continue
+        out[team] = replace(out.get(team, TeamEntitlement()), quota_gpus=tu.quota_gpus)
+    return out
