@@ -25,11 +25,11 @@ import psycopg
 
 from watchtower.domain.alerts.model import TrackedAlert, fingerprint
 from watchtower.domain.alerts.notify import NotifyEntry
-from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, OutboxStatus, PruneResult
+from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, PruneResult
 from watchtower.domain.alerts.silences import Silence
 
 from . import store_migrations as migrations
-from .store_rows import NOTHING_FIRING, alert, alert_body, message, silence, silence_body
+from .store_rows import NOTHING_FIRING, alert, alert_body, message, new_message_row, silence, silence_body
 from .store_url import masked, password_of, scrub
 
 log = logging.getLogger(__name__)
@@ -225,15 +225,7 @@ class PostgresAlertStore:
                     n += db.execute(
                         "INSERT INTO outbox (key, integration, group_key, payload, created, next_attempt,"
                         " status) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
-                        (
-                            msg.key,
-                            msg.integration,
-                            msg.group_key,
-                            orjson.dumps(msg.payload),
-                            msg.created,
-                            msg.next_attempt,
-                            OutboxStatus.PENDING.value,
-                        ),
+                        new_message_row(msg),
                     ).rowcount
                 db.execute(
                     "INSERT INTO nflog (integration, group_key, firing, resolved, at)"
@@ -413,15 +405,7 @@ class PostgresAlertStore:
                 db.execute(
                     "INSERT INTO outbox (key, integration, group_key, payload, created, next_attempt, status)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
-                    (
-                        msg.key,
-                        msg.integration,
-                        msg.group_key,
-                        orjson.dumps(msg.payload),
-                        msg.created,
-                        msg.next_attempt,
-                        OutboxStatus.PENDING.value,
-                    ),
+                    new_message_row(msg),
                 )
                 n += 1
         return n

@@ -16,6 +16,20 @@ from watchtower.domain.alerts.silences import Silence
 NOTHING_FIRING = orjson.dumps([])
 
 
+def new_message_row(msg: OutboxMessage) -> tuple[Any, ...]:
+    """Return the values of a new outbox row, for (key, integration, group_key, payload, created,
+    next_attempt, status): pending, not tried yet."""
+    return (
+        msg.key,
+        msg.integration,
+        msg.group_key,
+        orjson.dumps(msg.payload),
+        msg.created,
+        msg.next_attempt,
+        OutboxStatus.PENDING.value,
+    )
+
+
 def message(r: Sequence[Any]) -> OutboxMessage:
     """Return the message of an outbox row read as (id, key, integration, group_key, payload, created,
     attempts, next_attempt, status, last_error, delivered_at)."""

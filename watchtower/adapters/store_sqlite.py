@@ -21,11 +21,11 @@ import orjson
 
 from watchtower.domain.alerts.model import TrackedAlert, fingerprint
 from watchtower.domain.alerts.notify import NotifyEntry
-from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, OutboxStatus, PruneResult
+from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, PruneResult
 from watchtower.domain.alerts.silences import Silence
 
 from . import store_migrations as migrations
-from .store_rows import NOTHING_FIRING, alert, alert_body, message, silence, silence_body
+from .store_rows import NOTHING_FIRING, alert, alert_body, message, new_message_row, silence, silence_body
 
 log = logging.getLogger(__name__)
 
@@ -154,15 +154,7 @@ class SQLiteAlertStore:
                     cur = db.execute(
                         "INSERT OR IGNORE INTO outbox (key, integration, group_key, payload, created,"
                         " next_attempt, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            msg.key,
-                            msg.integration,
-                            msg.group_key,
-                            orjson.dumps(msg.payload),
-                            msg.created,
-                            msg.next_attempt,
-                            OutboxStatus.PENDING.value,
-                        ),
+                        new_message_row(msg),
                     )
                     n += cur.rowcount
                 db.execute(
@@ -307,15 +299,7 @@ class SQLiteAlertStore:
                 db.execute(
                     "INSERT OR IGNORE INTO outbox (key, integration, group_key, payload, created,"
                     " next_attempt, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        msg.key,
-                        msg.integration,
-                        msg.group_key,
-                        orjson.dumps(msg.payload),
-                        msg.created,
-                        msg.next_attempt,
-                        OutboxStatus.PENDING.value,
-                    ),
+                    new_message_row(msg),
                 )
                 n += 1
         return n
