@@ -133,3 +133,32 @@ def prometheus_problems(prom: Mapping[str, Any], base: str = "") -> list[Problem
             (_at(base, "query_step"), f"query_step ({step:g}s) is not shorter than idle_window ({idle:g}s)")
         )
     return out
+
+
+def fairness_problems(fairness: Mapping[str, Any], receivers: Any, base: str = "") -> list[Problem]:
+    """Return the problems between `fairness.smtp_receiver`/`send` and the email receivers of
+    `alerting.receivers` (the report is sent with one of their SMTP settings)."""
+    if not isinstance(receivers, list):
+        return []
+    named = [r for r in receivers if isinstance(r, Mapping) and isinstance(r.get("name"), str)]
+    emailing = [r["name"] for r in named if isinstance(r.get("email"), list) and r["email"]]
+    known = ", ".join(emailing) or "none"
+    chosen = fairness.get("smtp_receiver")
+    out: list[Problem] = []
+    if isinstance(chosen, str) and chosen:
+        if chosen not in emailing:
+            what = "has no email integration" if chosen in [r["name"] for r in named] else "is not a receiver"
+            out.append(
+                (
+                    _at(base, "smtp_receiver"),
+                    f"{chosen!r} {what} (email receivers in alerting.receivers: {known})",
+                )
+            )
+    elif fairness.get("send") is True and not emailing:
+        out.append(
+            (
+                _at(base, "send"),
+                "sending the report needs an email receiver in alerting.receivers; there is none",
+            )
+        )
+    return out

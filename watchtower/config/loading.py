@@ -14,7 +14,13 @@ import yaml
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from .alerting import AlertingConfig
-from .consistency import CONSISTENCY, alerting_problems, prometheus_problems, tier_problems
+from .consistency import (
+    CONSISTENCY,
+    alerting_problems,
+    fairness_problems,
+    prometheus_problems,
+    tier_problems,
+)
 from .model import Settings
 from .prometheus import PrometheusConfig
 
@@ -97,6 +103,12 @@ def _cross_field_problems(data: Mapping[str, Any]) -> list[str]:
         fields = PrometheusConfig.model_fields
         defaults = {k: fields[k].default for k in ("idle_window", "scrape_interval", "query_step")}
         found += prometheus_problems({**defaults, **prom}, base="prometheus")
+    if isinstance(fairness := data.get("fairness"), Mapping):
+        alerting_data = data.get("alerting")
+        receivers = alerting_data.get("receivers") if isinstance(alerting_data, Mapping) else None
+        if receivers is None:
+            receivers = AlertingConfig().model_dump(include={"receivers"})["receivers"]
+        found += fairness_problems(fairness, receivers, base="fairness")
     return [f"{path}: {msg}" for path, msg in found]
 
 

@@ -14,7 +14,7 @@ from watchtower.domain.tiers import Tier, TierPolicy
 
 from .alerting import AlertingConfig
 from .artefacts import ArtefactsConfig
-from .consistency import order_problem, raise_problems, tier_problems
+from .consistency import fairness_problems, order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
 from .fairness import FairnessConfig
 from .leader import LeaderElectionConfig
@@ -274,7 +274,14 @@ class Settings(Section):
 
     @model_validator(mode="after")
     def _distinct(self) -> Settings:
-        raise_problems(tier_problems(self.model_dump(include={"tiers"})["tiers"]))
+        raise_problems(
+            tier_problems(self.model_dump(include={"tiers"})["tiers"])
+            + fairness_problems(
+                self.fairness.model_dump(include={"smtp_receiver", "send"}),
+                self.alerting.model_dump(include={"receivers"})["receivers"],
+                base="fairness",
+            )
+        )
         return self
 
     def tier_policy(self) -> TierPolicy:
