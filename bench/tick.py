@@ -46,6 +46,7 @@ from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import priority_inversion
 from watchtower.domain.alerts.rules.base import RuleInput
+from watchtower.domain.fairness.record import RecordedState, RecordPolicy, record_tick
 from watchtower.domain.gangs import GroupRef
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.messages import parse_scheduling_message
@@ -510,6 +511,21 @@ def main() -> None:
     churn_domain = churned(lambda: evaluator.evaluate(state, now=NOW))
     watcher.evaluate(NOW)  # catch up with the churn the evaluator alone saw
     churn_service = churned(lambda: watcher.evaluate(NOW))
+    # The fairness recorder runs on every tick of every replica: its cost after the same churn.
+    record_policy = RecordPolicy(
+        tiers=policy.tiers, gang_stall_after=settings.alerting.rules.gang_stall_after, team_of=state.team_of
+    )
+    recorded, _ = record_tick(
+        watcher.evaluate(NOW), RecordedState(), record_policy, present=state.by_workload.__contains__
+    )
+    record_times = []
+    for _ in range(args.runs):
+        churn()
+        t = watcher.evaluate(NOW)
+        t0 = time.perf_counter()
+        recorded, _ = record_tick(t, recorded, record_policy, present=state.by_workload.__contains__)
+        record_times.append((time.perf_counter() - t0) * 1000)
+    churn_record = statistics.median(record_times)
     # Pods bound and finished too (what moves the holders and the running counts): 100 of each a tick.
     to_bind = pending[-100 * args.runs :]
     del pending[-100 * args.runs :]  # not churned back to pending once bound
@@ -566,6 +582,10 @@ def main() -> None:
         f"Watcher.evaluate          median {service:8.1f} ms over {r} runs, state unchanged (the service's tick)"
     )
     print(f"  after 1% churn           median {churn_service:8.1f} ms over {r} runs")
+    print(
+        f"  + fairness record_tick   median {churn_record:8.2f} ms over {r} runs after 1% churn "
+        f"({churn_record / churn_service:.1%} of the churned tick beside it)"
+    )
     print(f"  no urgent work stuck     median {no_holders:8.1f} ms over {r} runs (no GPU-holders walk)")
     print(f"  after churn + 100 binds, 100 finishes median {bind_service:6.1f} ms over {r} runs")
     print(f"  first tick               {first_ms:8.1f} ms (builds the holder and running indexes)")

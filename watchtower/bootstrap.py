@@ -737,7 +737,7 @@ async def serve(
         )
         # The weekly report is sent where alerts are delivered: in HA by the Lease holder only (DESIGN §2).
         if fairness.send:
-            mailer = fairness_mailer(container, _report_outbox(store), wake=worker.wake.set)
+            mailer = fairness_mailer(container, store, wake=worker.wake.set)
             if mailer is None or report_sender is None:
                 log.warning(
                     "fairness.send is on but %s: no weekly report will be emailed",
@@ -874,15 +874,6 @@ async def _finish_sends(
             )
         task.cancel()
         await asyncio.wait([task], timeout=SHUTDOWN_GRACE)
-
-
-def _report_outbox(store: AlertStore) -> ReportOutbox:
-    """Return the alert store as the reports' once-per-key outbox (the SQLite store is both)."""
-    if not all(hasattr(store, m) for m in ("recorded", "enqueue_once", "prune_keys")):
-        raise StartupError(
-            "the state store cannot record sent reports (fairness.send needs the SQLite or PostgreSQL store)"
-        )
-    return store  # type: ignore[return-value]
 
 
 def config_reloader(
@@ -1127,7 +1118,7 @@ async def send_reports(
                 alert_store=store,
                 report_source=source,
             )
-            mailer = fairness_mailer(container, _report_outbox(store))
+            mailer = fairness_mailer(container, store)
             if mailer is None:
                 raise StartupError("fairness.enabled is off")
             outcome = await mailer.send_week(week)

@@ -45,11 +45,13 @@ class Plan(NamedTuple):
 
 
 class QueueChange(NamedTuple):
-    """The facts one change of the order took out and put in, and the generation it was made on."""
+    """The facts one change of the order took out and put in, the generation it was made on, and the
+    list of facts it was made from (a reader that kept that list applies the change to it)."""
 
     before: int
     removed: tuple[WorkloadFacts, ...]
     added: tuple[WorkloadFacts, ...]
+    base: Sequence[WorkloadFacts] = ()
 
 
 class QueueOrder:
@@ -95,6 +97,7 @@ class QueueOrder:
         if not removed and not added:
             return
         keys, facts = self._keys, self.facts
+        base = facts
         gone = sorted(removed, key=order_key)
         drops = [bisect_left(keys, f.order) for f in gone]  # ascending, as `gone` is
         if len(set(drops)) != len(drops) or any(
@@ -125,8 +128,15 @@ class QueueOrder:
         self._plan = None
         if moved:
             self._frags = None
-        self._last = QueueChange(self.generation, tuple(removed), tuple(fresh))
+        self._last = QueueChange(self.generation, tuple(removed), tuple(fresh), base)
         self.generation += 1
+
+    def last_change(self) -> QueueChange | None:
+        """Return the change that made the current facts from the ones before; None after a start over."""
+        last = self._last
+        if last is not None and last.before + 1 == self.generation:
+            return last
+        return None
 
     def change_since(
         self, generation: int

@@ -18,6 +18,7 @@ from .gpu_usage import GpuAlert
 from .health import HEALTHY, SourceHealth
 from .kueue_queues import KueueQueueLine
 from .queue import QueueSnapshot, WorkloadFacts, WorkloadStatus
+from .queue_order import QueueChange
 from .stuck import StuckHead
 
 
@@ -56,6 +57,10 @@ class Tick:
     # no workload's facts changed: a consumer that keeps it tells an unchanged queue by identity (the
     # fairness history records by difference). Empty when the builder did not give it.
     listed_facts: Sequence[WorkloadFacts] = ()
+    # How `listed_facts` was made from the list before it (the facts taken out and put in), when it was
+    # one change of that list: a consumer that kept the list before applies this and walks nothing else.
+    # How the Tick was made, not what it says: two Ticks of the same queue are equal whatever their history.
+    facts_change: QueueChange | None = field(default=None, compare=False)
 
     def with_gpu(self, alerts: tuple[GpuAlert, ...]) -> Tick:
         return dataclasses.replace(self, gpu_alerts=alerts)

@@ -288,6 +288,7 @@ class Watcher:
             dra_problems=dra_problems,
             kueue_queues=kueue_queues,
             listed_facts=self.evaluator.order.facts,  # replaced, never changed in place, when facts change
+            facts_change=self.evaluator.order.last_change(),
         )
         self.latest = tick
         return tick

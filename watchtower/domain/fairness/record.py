@@ -2,7 +2,8 @@
 and incidents not recorded before, as a difference against the previous tick's recorded state.
 
 Pure: the previous state goes in, the next state and the records to upsert come out. A tick on a queue of
-20,000 workloads whose waits go on unchanged yields no records at all, so recording costs a dictionary walk.
+20,000 workloads whose waits go on unchanged yields no records and costs one identity test; after churn only
+the workloads the queue's order took out or put in (`Tick.facts_change`) are looked at.
 Every key is built from facts the cluster keeps (the workload's namespace, kind and name, the time its wait
 began, a victim pod's uid and preemption time), so a restart, a re-list or a second replica builds the same
 keys and the store's upsert counts each fact once.
@@ -15,10 +16,10 @@ import math
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import compress
 
 from ..disruptions import Preemption
-from ..queue_model import WAITING_STATES, WorkloadFacts, WorkloadState, WorkloadStatus
+from ..queue_model import WAITING_STATES, WorkloadFacts, WorkloadState
+from ..queue_order import QueueChange
 from ..tick import Tick
 from ..tiers import TierPolicy
 from ..workloads import WorkloadKey
@@ -90,10 +91,10 @@ class RecordedState:
     # from: one is written again when it learns more (its preemptor, an earlier time).
     preemptions: dict[str, tuple[Preemption, PreemptionRecord]] = field(default_factory=dict)
     heartbeat: float | None = None
-    # The last tick's workloads' facts in order, kept (so that their ids stay theirs): a tick compares
-    # ids, never keys, to find the few workloads whose facts the queue derived again.
-    facts: Sequence[WorkloadFacts] = ()
-    ids: frozenset[int] = frozenset()  # the ids of `facts`
+    # The last recorded tick's list of facts, held (so no new list can take its identity): the next tick's
+    # list is either the same object (nothing changed) or one change of it (`Tick.facts_change`). None
+    # before the first tick: even an empty queue then closes the open waits read back from the store.
+    facts: Sequence[WorkloadFacts] | None = None
     # A heap of (time, workload): when an open wait may begin an incident; an entry whose time is no longer
     # its wait's `due` is stale and dropped when it comes up.
     due: tuple[tuple[float, WorkloadKey], ...] = ()
@@ -145,7 +146,6 @@ def state_from_store(episodes: Iterable[WaitEpisode], incidents: Iterable[Incide
 
 
 _FACTS = operator.attrgetter("facts")
-_KEY = operator.attrgetter("key")
 
 
 def record_tick(
@@ -162,22 +162,18 @@ def record_tick(
     it) while the workload is `present`, `gone` when it was deleted while waiting. A workload that waits
     again from a later start (preempted, requeued) closes its old episode and opens a new one."""
     now = tick.at
-    workloads = tick.snapshot.workloads
     # The evaluation hands out the same list of facts while nothing changed: then nothing is walked.
-    facts: Sequence[WorkloadFacts] = tick.listed_facts or tuple(map(_FACTS, workloads))
-    old_facts = previous.facts
+    facts: Sequence[WorkloadFacts] = tick.listed_facts or tuple(map(_FACTS, tick.snapshot.workloads))
     due = previous.due
     out_episodes: list[WaitEpisode] = []
     out_incidents: list[Incident] = []
-    same = facts is old_facts or (len(facts) == len(old_facts) and all(map(operator.is_, facts, old_facts)))
-    if same and (not due or due[0][0] > now):
-        # The queue reused every workload's facts and no wait reaches a threshold: the usual tick, recorded
-        # by comparing identities only.
-        open_next, ids = previous.open, previous.ids
-    else:
-        open_next, ids, due = _waits(
-            workloads, facts, previous, policy, now, present, out_episodes, out_incidents
+    if facts is not previous.facts or (due and due[0][0] <= now):
+        open_next, due = _waits(
+            facts, tick.facts_change, previous, policy, now, present, out_episodes, out_incidents
         )
+    else:
+        # No workload's facts changed and no wait reaches a threshold: the usual tick, one identity test.
+        open_next = previous.open
     out_pre: list[PreemptionRecord] = []
     current: dict[str, tuple[Preemption, PreemptionRecord]] = {}
     for p in tick.snapshot.preemptions:
@@ -206,54 +202,55 @@ def record_tick(
         preemptions=current,
         heartbeat=max(minute, last or minute),
         facts=facts,
-        ids=ids,
         due=due,
     )
     return state, TickRecords(tuple(out_episodes), tuple(out_pre), tuple(out_incidents), beats)
 
 
 def _waits(
-    workloads: Sequence[WorkloadStatus],
     facts: Sequence[WorkloadFacts],
+    change: QueueChange | None,
     previous: RecordedState,
     policy: RecordPolicy,
     now: float,
     present: Callable[[WorkloadKey], bool],
     out_episodes: list[WaitEpisode],
     out_incidents: list[Incident],
-) -> tuple[dict[WorkloadKey, OpenWait], frozenset[int], tuple[tuple[float, WorkloadKey], ...]]:
-    """Return the open waits, the facts' ids and the due heap after this tick; append the episodes and incidents to write.
+) -> tuple[dict[WorkloadKey, OpenWait], tuple[tuple[float, WorkloadKey], ...]]:
+    """Return the open waits and the due heap after this tick; append the episodes and incidents to write.
 
     Only the workloads whose facts are new, whose wait reaches a threshold, or that left the queue are
-    looked at; they are found by set operations on the facts' ids, which touch no workload (hashing 20,000
-    keys each tick would cost more than the rest of the recording)."""
-    old_facts = previous.facts
-    cur_ids = frozenset(map(id, facts))
-    old_ids = previous.ids
-    new_ids = cur_ids - old_ids
-    # key → (facts, wait) of each workload to look at
-    touched: dict[WorkloadKey, tuple[WorkloadFacts, float]] = {}
-    if new_ids:
-        for w in compress(workloads, map(new_ids.__contains__, map(id, facts))):
-            touched[w.facts.key] = (w.facts, w.wait_seconds)
+    looked at. When this tick's facts are one change of the last recorded ones (the usual tick after
+    churn) that change names them, and no other workload is touched; otherwise (the first tick, a restart,
+    a tick not recorded) every workload's facts are compared with its open wait's by key."""
     open_ = previous.open
+    touched: dict[WorkloadKey, WorkloadFacts] = {}
+    if facts is previous.facts:
+        left: set[WorkloadKey] = set()
+    elif change is not None and previous.facts is not None and change.base is previous.facts:
+        for f in change.added:
+            touched[f.key] = f
+        left = {f.key for f in change.removed if f.key not in touched and f.key in open_}
+    else:
+        seen: set[WorkloadKey] = set()
+        for f in facts:
+            k = f.key
+            seen.add(k)
+            ow = open_.get(k)
+            if ow is None or ow.facts is not f:
+                touched[k] = f
+        left = open_.keys() - seen
     heap = list(previous.due)
     while heap and heap[0][0] <= now:
         at, k = heapq.heappop(heap)
         ow = open_.get(k)
-        if ow is not None and ow.due == at and ow.facts is not None and id(ow.facts) in cur_ids:
-            touched.setdefault(k, (ow.facts, ow.facts.wait_at(now)))
-    if not old_facts:
-        # The first tick (after a restart, too): every open wait the queue no longer has is over.
-        left = open_.keys() - set(map(_KEY, facts))
-    else:
-        gone_ids = old_ids - cur_ids
-        removed = {f.key for f in compress(old_facts, map(gone_ids.__contains__, map(id, old_facts)))}
-        left = (removed - touched.keys()) & open_.keys()
+        # A stale entry (the wait's due moved, or its facts were replaced or left) is dropped.
+        if ow is not None and ow.due == at and ow.facts is not None and k not in left:
+            touched.setdefault(k, ow.facts)
     if not touched and not left:
-        return open_, cur_ids, tuple(heap)
+        return open_, tuple(heap)
     open_next = dict(open_)
-    for k, (f, wait) in touched.items():
+    for k, f in touched.items():
         old = open_next.get(k)
         if f.state not in WAITING_STATES or f.since is None:
             if old is not None:
@@ -264,7 +261,7 @@ def _waits(
             ow = old
         else:
             ow = _changed(f, f.since, old, now, present, out_episodes, out_incidents)
-        ow, incs = _incidents(f, wait, ow, now, policy)
+        ow, incs = _incidents(f, f.wait_at(now), ow, now, policy)
         out_incidents.extend(incs)
         ow = replace(ow, due=_due(ow, f, policy.gang_stall_after))
         open_next[k] = ow
@@ -272,7 +269,7 @@ def _waits(
             heapq.heappush(heap, (ow.due, k))
     for k in left:
         _close_into(open_next.pop(k), k, now, present, out_episodes, out_incidents)
-    return open_next, cur_ids, tuple(heap)
+    return open_next, tuple(heap)
 
 
 def _due(ow: OpenWait, f: WorkloadFacts, stall_after: float) -> float:
