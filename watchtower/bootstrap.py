@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
 from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
+from watchtower.adapters.process_runtime import limit_malloc_arenas, loop_factory
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
 from watchtower.config.alerting import AlertingConfig
@@ -977,6 +978,7 @@ def run_service(
     Raises StartupError when there is no cluster to watch, OSError when the port cannot be had.
     """
     configure_logging()
+    limit_malloc_arenas()  # before any thread starts: a thread's arena is made at its first malloc
     source: ClusterSource
     clock: Clock
     health: Callable[[], SourceHealth]
@@ -1047,8 +1049,8 @@ def run_service(
                 " (WATCHTOWER_SERVER__API_TOKEN or server.api_token_file)"
             )
         # A signal before serve() takes the signals over ends the start like Ctrl-C.
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(
+        with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory()) as runner:
+            runner.run(
                 serve(
                     container,
                     source,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Annotated
 
@@ -15,7 +16,7 @@ from .container import Container
 from .documents import QueueDocuments
 
 
-def get_container(request: Request) -> Container:
+async def get_container(request: Request) -> Container:
     container: Container = request.app.state.container
     return container
 
@@ -23,14 +24,14 @@ def get_container(request: Request) -> Container:
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-def get_watcher(container: ContainerDep) -> Watcher:
+async def get_watcher(container: ContainerDep) -> Watcher:
     return container.watcher
 
 
 WatcherDep = Annotated[Watcher, Depends(get_watcher)]
 
 
-def get_tick(watcher: WatcherDep) -> Tick:
+async def get_tick(watcher: WatcherDep) -> Tick:
     tick = watcher.latest
     if tick is None:
         raise HTTPException(
@@ -44,8 +45,13 @@ def get_tick(watcher: WatcherDep) -> Tick:
 TickDep = Annotated[Tick, Depends(get_tick)]
 
 
-def get_documents(container: ContainerDep, tick: TickDep) -> QueueDocuments:
-    return container.documents.for_tick(tick)
+async def get_documents(container: ContainerDep, tick: TickDep) -> QueueDocuments:
+    # Most requests find the tick's documents built (the prebuild after each tick): answered on the loop
+    # with no thread hop. Building them takes up to a second, so only then does the request go to a thread.
+    cur = container.documents.current
+    if cur is not None and cur.tick is tick:
+        return cur
+    return await asyncio.to_thread(container.documents.for_tick, tick)
 
 
 DocumentsDep = Annotated[QueueDocuments, Depends(get_documents)]

@@ -21,12 +21,12 @@ def _leadership(fence: Fence) -> LeaderStatus:
 
 
 @router.get("/healthz", response_model=Health)
-def healthz(container: ContainerDep) -> Health:
+async def healthz(container: ContainerDep) -> Health:
     return Health(status="ok", leadership=_leadership(container.leadership))
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-def readyz(container: ContainerDep, watcher: WatcherDep) -> JSONResponse:
+async def readyz(container: ContainerDep, watcher: WatcherDep) -> JSONResponse:
     """200 when every kind has been listed and the picture is fresh (leader or follower alike); the body
     says how stale, per kind, and who leads."""
     r = watcher.readiness()

@@ -19,7 +19,7 @@ WAITING = frozenset({"pending", "partial", "quota_blocked"})
 
 
 @router.get("/queue", response_model=Queue, responses={422: {"model": Problem}})
-def get_queue(
+async def get_queue(
     container: ContainerDep,
     docs: DocumentsDep,
     tier: Annotated[list[str] | None, Query(description="repeatable")] = None,
