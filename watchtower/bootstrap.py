@@ -26,6 +26,7 @@ from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
 from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
 from watchtower.adapters.process_runtime import limit_malloc_arenas, loop_factory
+from watchtower.adapters.scheduled_jobs import ScheduledJobs
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
 from watchtower.config.alerting import AlertingConfig
@@ -672,7 +673,6 @@ async def serve(
     """
     import httpx
     import uvicorn
-    from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
     from watchtower.adapters.senders import build_report_sender, build_senders
     from watchtower.api import deps
@@ -707,7 +707,7 @@ async def serve(
     recorder = fairness_recorder(container)
     loop = TickLoop(container, extra=[recorder.on_tick] if recorder is not None else [])
     container.watcher.on_listed = loop.kick
-    scheduler = AsyncIOScheduler()
+    scheduler = ScheduledJobs()
     alerting, store = container.alerting, container.alert_store
     worker = None
     report_sender = None
@@ -814,7 +814,7 @@ async def serve(
         if asked is not None:
             asked.cancel()
         loop.stopped = True
-        scheduler.shutdown(wait=False)
+        await scheduler.stop()
         for name, t in leading.items():
             if name != DELIVERY:
                 t.cancel()
