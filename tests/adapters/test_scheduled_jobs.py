@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 from datetime import UTC, datetime
 
@@ -128,3 +129,43 @@ async def test_a_job_failing_while_running_is_still_logged(caplog: pytest.LogCap
     await asyncio.sleep(0.05)
     await jobs.stop()
     assert any("the store is locked" in (r.exc_text or str(r.exc_info)) for r in caplog.records)
+
+
+async def test_skipped_runs_of_an_overrunning_job_are_one_line_then_a_count(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tick longer than its interval skips runs; APScheduler's line per skip (two a second at 0.5 s) would
+    bury the log, so the first skip is said at once and the rest counted, one line per SKIPS_EVERY."""
+    from watchtower.adapters import scheduled_jobs
+
+    monkeypatch.setattr(scheduled_jobs, "SKIPS_EVERY", 0.6)
+    caplog.set_level(logging.INFO)
+    jobs = ScheduledJobs()
+    runs = 0
+
+    async def slow_tick() -> None:
+        nonlocal runs
+        runs += 1
+        await asyncio.sleep(1.0)
+
+    jobs.add_job(slow_tick, "interval", seconds=0.05, next_run_time=datetime.now(UTC), max_instances=1)
+    jobs.start()
+    await asyncio.sleep(0.9)
+    await jobs.stop()
+    ours = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == scheduled_jobs.__name__ and "skipped" in r.getMessage()
+    ]
+    theirs = [
+        r
+        for r in caplog.records
+        if r.name.startswith("apscheduler") and "maximum number of running" in r.getMessage()
+    ]
+    assert runs == 1
+    assert theirs == []
+    assert len(ours) == 2, ours  # the first skip at once, then one summary after 0.6 s
+    assert re.search(r"slow_tick: 1 scheduled run skipped: the previous run was still going", ours[0])
+    m = re.search(r"slow_tick: (\d+) scheduled runs skipped in the last \d+ s", ours[1])
+    assert m is not None, ours[1]
+    assert 3 <= int(m.group(1)) <= 18, ours[1]  # ~0.6 s of 0.05 s intervals, on a noisy machine

@@ -7,6 +7,10 @@ although nothing failed. Worse, a job submitted in the same turn of the loop as 
 started, so no code of the job can catch its cancellation. `ScheduledJobs.add_job` wraps each job so that a
 cancellation during the stop ends it quietly, and `stop` first lets every submitted job take its first step,
 where it sees the stop and returns without doing any work.
+
+A job still running when its next run is due skips that run (one instance at a time, coalesced), and
+APScheduler warns once per skipped run: a tick that overruns a 0.5 s interval writes two lines a second. Here
+the first skip of a job is logged at once, then at most one line a minute with the count.
 """
 
 from __future__ import annotations
@@ -15,10 +19,21 @@ import asyncio
 import functools
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+SKIPS_EVERY = 60.0  # seconds between two lines about the same job's skipped runs
+_SKIP_TEXT = 'Execution of job "%s" skipped: maximum number of running'
+
+
+class _SkipNotices(logging.Filter):
+    """Drops APScheduler's own line per skipped run; `ScheduledJobs` counts the skips instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_SKIP_TEXT)
 
 
 class ScheduledJobs:
@@ -32,6 +47,8 @@ class ScheduledJobs:
 
         self.scheduler = AsyncIOScheduler()
         self.stopping = False
+        self._skips: dict[str, tuple[float, int]] = {}  # job id -> (when last said, skips since)
+        self._filter = _SkipNotices()
 
     def add_job(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return self.scheduler.add_job(self._quiet(func), *args, **kwargs)
@@ -57,7 +74,31 @@ class ScheduledJobs:
         return run
 
     def start(self) -> None:
+        from apscheduler.events import EVENT_JOB_MAX_INSTANCES
+
+        self.scheduler.add_listener(self._skipped, EVENT_JOB_MAX_INSTANCES)
+        logging.getLogger("apscheduler.scheduler").addFilter(self._filter)
         self.scheduler.start()
+
+    def _skipped(self, event: Any) -> None:
+        now = time.monotonic()
+        said, count = self._skips.get(event.job_id, (None, 0))
+        count += 1
+        if said is None or now - said >= SKIPS_EVERY:
+            job = self.scheduler.get_job(event.job_id)
+            name = job.name if job is not None else event.job_id
+            since = "" if said is None else f" in the last {now - said:.0f} s"
+            log.warning(
+                "%s: %d scheduled run%s skipped%s: the previous run was still going (each skip is folded"
+                " into the next run)",
+                name,
+                count,
+                "" if count == 1 else "s",
+                since,
+            )
+            self._skips[event.job_id] = (now, 0)
+        else:
+            self._skips[event.job_id] = (said, count)
 
     async def stop(self) -> None:
         """Start no job any more, then cancel those under way (each ends quietly)."""
@@ -68,3 +109,4 @@ class ScheduledJobs:
         await asyncio.sleep(0)
         self.scheduler.shutdown(wait=False)
         await asyncio.sleep(0)  # the cancelled jobs take their cancellation and end
+        logging.getLogger("apscheduler.scheduler").removeFilter(self._filter)
