@@ -13,6 +13,8 @@ while waiting" (Prometheus) and the demand D (history) are each checked against 
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,6 +25,7 @@ import pytest
 from tests.prometheus.known_week import DAY, EXPECTED_CLUSTER, EXPECTED_TEAMS, GAP, WEEK, H, openmetrics
 from tests.prometheus.prom_server import PrometheusProcess, have_prometheus
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.report_csv import report_csv
 from watchtower.bootstrap import fairness_metrics
 from watchtower.config import settings_from_mapping
 from watchtower.domain.fairness.compute import RunningLine
@@ -463,3 +466,30 @@ def test_long_running_and_top_waiting_lists(report: FairnessReport) -> None:
         ("Pod/s-carry", 1, 14 * H),
         ("Job/s-train", 12, 4 * H),
     ]
+
+
+def test_the_csv_door_carries_the_same_figures_and_empty_cells_for_missing(report: FairnessReport) -> None:
+    rows = {r["team"]: r for r in csv.DictReader(io.StringIO(report_csv(report)))}
+    assert sorted(rows) == ["audio", "nlp", "speech", "vision"]
+
+    def num(team: str, column: str) -> float | None:
+        cell = rows[team][column]
+        return None if cell == "" else float(cell)
+
+    for team, figures in EXPECTED.items():
+        for key, column in (
+            ("used", "used_gpu_hours"),
+            ("entitlement", "entitlement_gpu_hours"),
+            ("demand", "demand_gpu_hours"),
+            ("fair_share", "fair_share_gpu_hours"),
+            ("satisfaction", "satisfaction"),
+            ("attainment", "attainment"),
+            ("idle_share", "idle_share"),
+        ):
+            want = figures[key]
+            assert num(team, column) == (None if want is None else pytest.approx(want, abs=1e-6)), (team, key)
+    assert {r["jain_cluster"] for r in rows.values()} == {repr(round(JAIN_THIS, 6))}
+    # Tier columns in the configured order of the tiers the week has: high, medium, low.
+    assert num("vision", "waits_censored_low") == 1 and num("vision", "censored_oldest_s_low") == 100 * H
+    assert num("nlp", "wait_p95_s_medium") == 3600 and num("nlp", "waits_censored_medium") == 2
+    assert num("speech", "wait_p95_s_low") == 14 * H and rows["speech"]["wait_p95_s_high"] == ""
