@@ -33,7 +33,7 @@ from typing import TextIO
 import httpx
 
 from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.prometheus_fairness import EDGE, PrometheusFairness
 from watchtower.config.prometheus import PrometheusConfig
 from watchtower.domain.promql import FairnessQueries, OwnQueries, Queries
 
@@ -242,7 +242,7 @@ def main() -> None:
                 reader, FairnessQueries(Queries(cfg), OwnQueries('job="watchtower"')), idle_threshold=THETA
             )
             f = fairness.queries
-            w = float(end - T0)
+            w = float(end - T0) - EDGE  # the ranges the adapter asks for
             exprs = [
                 f.team_gpu_hours(w, STEP),
                 f.team_idle_gpu_hours(w, STEP, THETA),

@@ -3,7 +3,11 @@ allocations and idle periods, a cordoned node, a node not Ready, work waiting wh
 gap of six hours in which no source sent anything. The figures the fairness reader must return are worked
 out by hand below (EXPECTED_*).
 
-Samples are taken every minute, 30 s after the minute of T0 (a multiple of 300 s): the reader's 5-minute
+Every time below is an offset from the week's start: `openmetrics(t0)` lays the same week out from any `t0`
+that is a multiple of 300 s (the default T0, or an ISO Monday 00:00 for the whole report), and the figures
+do not depend on it.
+
+Samples are taken every minute, 30 s after the minute of t0 (a multiple of 300 s): the reader's 5-minute
 steps never fall on a sample, so each step sees the one sample 30 s before it, whatever side of a range's
 edge Prometheus 2 and 3 count. Every change happens on a step, so an integral is exact: a pod running in
 [start, end) is counted at the (end − start) / 300 steps after its start, each worth 5 minutes."""
@@ -13,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-T0 = 1_700_000_100  # a multiple of 300 s
+T0 = 1_700_000_100  # a multiple of 300 s: the default start
 H = 3600
 DAY = 24 * H
 WEEK = 7 * DAY
@@ -23,7 +27,7 @@ OFFSET = 30
 STEP = 300.0
 THETA = 10.0
 GIB = 2**30
-GAP = (T0 + 4 * DAY, T0 + 4 * DAY + 6 * H)  # nothing scraped: KSM, DCGM and Watchtower all absent
+GAP = (4 * DAY, 4 * DAY + 6 * H)  # nothing scraped: KSM, DCGM and Watchtower all absent
 KSM = 'job="kube-state-metrics"'
 OWN = 'job="watchtower",instance="watchtower:8080"'
 
@@ -36,19 +40,19 @@ class PodRun:
     gpus: tuple[int, ...]  # device indexes on the node
     cpu: int
     memory_gib: int
-    start: int
+    start: int  # offsets from the week's start
     end: int  # runs in [start, end)
-    util: Callable[[int], float]
+    util: Callable[[int], float]  # of the offset
 
 
 NODES = ("n1", "n2", "n3")  # 8 GPUs, 64 cores, 512 GiB each
 NODE_GPUS, NODE_CPU, NODE_MEMORY_GIB = 8, 64, 512
-CORDONED = {"n3": (T0 + 2 * DAY, T0 + 3 * DAY)}
-NOT_READY = {"n1": (T0 + 5 * DAY, T0 + 5 * DAY + 2 * H)}
+CORDONED = {"n3": (2 * DAY, 3 * DAY)}
+NOT_READY = {"n1": (5 * DAY, 5 * DAY + 2 * H)}
 NAMESPACES = {"vision-train": "vision", "nlp": None, "speech": "speech"}  # nlp: no team label, its own team
 PODS = (
-    PodRun("vision-train", "a-0", "n1", tuple(range(8)), 32, 256, T0, T0 + 3 * DAY, lambda t: 90.0),
-    PodRun("vision-train", "b-0", "n2", (0, 1, 2, 3), 16, 64, T0 + 3 * DAY, END, lambda t: 3.0),
+    PodRun("vision-train", "a-0", "n1", tuple(range(8)), 32, 256, 0, 3 * DAY, lambda t: 90.0),
+    PodRun("vision-train", "b-0", "n2", (0, 1, 2, 3), 16, 64, 3 * DAY, WEEK, lambda t: 3.0),
     PodRun(
         "nlp",
         "c-0",
@@ -56,16 +60,16 @@ PODS = (
         (4, 5, 6, 7),
         16,
         128,
-        T0 + DAY,
-        T0 + 6 * DAY,
-        lambda t: 50.0 if t < T0 + 2 * DAY else 5.0,
+        DAY,
+        6 * DAY,
+        lambda t: 50.0 if t < 2 * DAY else 5.0,
     ),
-    PodRun("speech", "d-0", "n3", (0, 1), 8, 32, T0 + 12 * H, T0 + 2 * DAY, lambda t: 60.0),
+    PodRun("speech", "d-0", "n3", (0, 1), 8, 32, 12 * H, 2 * DAY, lambda t: 60.0),
 )
 # (namespace, hard GPUs, from) pieces: nlp's quota is cut from 16 to 8 after three days; speech has none.
-QUOTAS = {"vision-train": [(16, T0)], "nlp": [(16, T0), (8, T0 + 3 * DAY)]}
+QUOTAS = {"vision-train": [(16, 0)], "nlp": [(16, 0), (8, 3 * DAY)]}
 # speech waits for 12 GPUs in [5 d, 5 d + 4 h): free are n3's 8 (n1 not Ready) for 2 h, then n1's too.
-WAITING = [("speech", "low", 12, T0 + 5 * DAY, T0 + 5 * DAY + 4 * H)]
+WAITING = [("speech", "low", 12, 5 * DAY, 5 * DAY + 4 * H)]
 
 # By hand. The gap removes 6 h from whatever runs through it (b-0, c-0 and every node): 168 h − 6 h = 162 h
 # of data. GPU-hours: vision a-0 8 × 72 h + b-0 4 × (96 − 6) h = 576 + 360; nlp c-0 4 × (120 − 6) h;
@@ -110,8 +114,8 @@ EXPECTED_CLUSTER = {
 EXPECTED_HOURS_PRESENT = 162.0  # of 168, for each of the three sources
 
 
-def _times() -> list[int]:
-    return [t for t in range(T0 + OFFSET, END, SAMPLE) if not GAP[0] <= t < GAP[1]]
+def _offsets() -> list[int]:
+    return [t for t in range(OFFSET, WEEK, SAMPLE) if not GAP[0] <= t < GAP[1]]
 
 
 def _num(v: float) -> str:
@@ -122,9 +126,12 @@ def _inside(t: int, span: tuple[int, int] | None) -> bool:
     return span is not None and span[0] <= t < span[1]
 
 
-def openmetrics() -> str:
-    """Return the week as an OpenMetrics text (gauges; every series' samples together, in time order)."""
-    times = _times()
+def openmetrics(t0: int = T0) -> str:
+    """Return the week starting at `t0` as an OpenMetrics text (gauges; every series' samples together, in
+    time order)."""
+    if t0 % int(STEP):
+        raise ValueError(f"t0 must be a multiple of {STEP:g} s for the integrals to be exact: {t0}")
+    times = _offsets()  # offsets; a sample's timestamp is t0 + offset
     families: dict[str, list[tuple[str, list[tuple[int, float]]]]] = {}
 
     def series(name: str, labels: str, samples: list[tuple[int, float]]) -> None:
@@ -201,12 +208,12 @@ def openmetrics() -> str:
             f'{OWN},team="{team}",tier="{tier}"',
             [(t, float(gpus if since <= t < until else 0)) for t in times],
         )
-    series("watchtower_last_evaluation_timestamp_seconds", OWN, [(t, float(t)) for t in times])
+    series("watchtower_last_evaluation_timestamp_seconds", OWN, [(t, float(t0 + t)) for t in times])
 
     lines: list[str] = []
     for name, group in families.items():
         lines.append(f"# TYPE {name} gauge")
         for labels, samples in group:
-            lines.extend(f"{name}{{{labels}}} {_num(v)} {t}" for t, v in samples)
+            lines.extend(f"{name}{{{labels}}} {_num(v)} {t0 + t}" for t, v in samples)
     lines.append("# EOF")
     return "\n".join(lines) + "\n"

@@ -6,13 +6,16 @@ from __future__ import annotations
 import dataclasses
 import re
 import struct
+from typing import Any
 
 import pytest
 from markupsafe import escape
+from matplotlib.figure import Figure
 
 from reports.sample import HOSTILE_NS, nlp, report, vision
 from watchtower.adapters import report_charts
 from watchtower.adapters.report_html import FairnessPresenter
+from watchtower.domain.fairness.report import FairnessReport, GpuHoursBreakdown
 
 P = FairnessPresenter()
 
@@ -152,3 +155,73 @@ def test_a_missing_used_figure_changes_the_shares_chart_not_to_a_zero_bar() -> N
     gone = report_charts.shares_chart(report(teams=(vision(used=None),)))
     zero = report_charts.shares_chart(report(teams=(vision(used=0.0),)))
     assert gone != zero
+
+
+def _with_breakdown(**parts: float | None) -> FairnessReport:
+    r = report()
+    return dataclasses.replace(
+        r, cluster=dataclasses.replace(r.cluster, breakdown=dataclasses.replace(r.cluster.breakdown, **parts))
+    )
+
+
+NOTHING = dict.fromkeys(
+    ("capacity", "allocated_busy", "allocated_idle", "planned", "free_idle", "unavailable"), None
+)
+CHART_CASES = {
+    "all known": report(),
+    "idle missing (no DCGM)": _with_breakdown(allocated_busy=None, allocated_idle=None),
+    "every part missing": _with_breakdown(**NOTHING),
+    "no teams, no trend": dataclasses.replace(
+        report(teams=()),
+        cluster=dataclasses.replace(report().cluster, trend=(), breakdown=GpuHoursBreakdown(**NOTHING)),
+    ),
+}
+
+
+def outside_the_image(fig: Figure) -> list[str]:
+    """Return each part of the drawn figure (axis with its tick labels and label, title, text, legend)
+    that reaches past the image's edges (0.5 px slack), as matplotlib's renderer lays it out: what the PNG
+    cuts off."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    width, height = fig.bbox.width, fig.bbox.height
+    parts: list[tuple[str, Any]] = [(f"figure legend {i}", leg) for i, leg in enumerate(fig.legends)]
+    parts += [(f"figure text {t.get_text()!r}", t) for t in fig.texts]
+    for n, ax in enumerate(fig.axes):
+        parts += [
+            (f"axes {n} x axis", ax.xaxis),
+            (f"axes {n} y axis", ax.yaxis),
+            (f"axes {n} title", ax.title),
+        ]
+        parts += [(f"axes {n} text {t.get_text()!r}", t) for t in ax.texts]
+        if ax.get_legend() is not None:
+            parts.append((f"axes {n} legend", ax.get_legend()))
+    out = []
+    for what, artist in parts:
+        b = artist.get_tightbbox(renderer) if artist.get_visible() else None
+        if b is not None and (b.x0 < -0.5 or b.y0 < -0.5 or b.x1 > width + 0.5 or b.y1 > height + 0.5):
+            out.append(
+                f"{what}: x {b.x0:.1f}..{b.x1:.1f}, y {b.y0:.1f}..{b.y1:.1f} of {width:.0f}×{height:.0f}"
+            )
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CHART_CASES))
+@pytest.mark.parametrize("name", sorted(report_charts.FIGURES))
+def test_every_label_and_legend_of_a_chart_is_inside_the_image(name: str, case: str) -> None:
+    # The breakdown chart once named its missing parts in one long axis label, cut off at both edges
+    # when all five were missing.
+    fig = report_charts.FIGURES[name](CHART_CASES[case])
+    assert outside_the_image(fig) == []
+
+
+def test_the_breakdown_names_each_missing_part_in_its_legend() -> None:
+    fig = report_charts.breakdown_figure(CHART_CASES["idle missing (no DCGM)"])
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "allocated busy: missing",
+        "allocated idle: missing",
+        "free while work waited",
+        "free, no demand",
+        "down or cordoned",
+    ]

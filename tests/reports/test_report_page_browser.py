@@ -23,6 +23,17 @@ def shot_path(tmp_path: Path, name: str) -> Path:
     return Path(SHOTS) / name if SHOTS else tmp_path / name
 
 
+# Each table's header cells against the cells of its first full data row, column by column: the computed
+# text-align of a header and of the figures under it (a "none" row spanning the table is no column).
+HEADER_ALIGN = """[...document.querySelectorAll('table')].flatMap(t => {
+  const head = [...t.rows].find(r => r.querySelector('th'));
+  const row = [...t.rows].find(r => !r.querySelector('th') && r.cells.length === (head ? head.cells.length : -1));
+  if (!head || !row) return [];
+  return [...head.cells].map((h, i) => ({
+    header: h.textContent, header_align: getComputedStyle(h).textAlign, cell_align: getComputedStyle(row.cells[i]).textAlign,
+  }));
+})"""
+
 IMAGES = "[...document.images].map(i => ({ok: i.complete && i.naturalWidth > 0, w: i.naturalWidth, right: i.getBoundingClientRect().right, src: i.src.slice(0, 22)}))"
 
 
@@ -44,6 +55,15 @@ def test_the_report_page_loads_its_charts_without_errors_and_fits_the_width(
         )
         assert boxes and max(boxes) <= width + 0.5
         assert page.evaluate("document.title") == "Watchtower fairness report 2026-W47: cluster"
+        # Numeric columns are right-aligned and so are their headers (they once sat left over the figures).
+        columns = page.evaluate(HEADER_ALIGN)
+        assert len(columns) > 20 and {c["header"] for c in columns} >= {
+            "Jain's index",
+            "p95",
+            "hours present",
+        }
+        assert [c for c in columns if c["header_align"] != c["cell_align"]] == []
+        assert any(c["cell_align"] == "right" for c in columns)
         assert page.errors() == []
         png = page.screenshot(shot_path(tmp_path, f"fairness-report-{width}.png"))
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 50_000

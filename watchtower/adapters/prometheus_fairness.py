@@ -21,6 +21,11 @@ from watchtower.domain.promql import FairnessQueries
 log = logging.getLogger(__name__)
 
 KSM, DCGM, OWN = "kube-state-metrics", "dcgm-exporter", "watchtower"
+# The subquery range is this much shorter than the window, so that its steps are those of (start, end] on
+# Prometheus 2 (closed ranges) as on 3 (left-open): a step on `start` stands for the 5 minutes before it, the
+# previous week's, and counted by Prometheus 2 it put them in both weeks (found by the joined report test,
+# tests/reports/test_report_joined.py, whose two weeks are back to back). 1 ms: less than any step.
+EDGE = 0.001
 
 
 class PrometheusFairness:
@@ -43,21 +48,22 @@ class PrometheusFairness:
                 f"the step ({step:g} s) must be positive and no longer than the window ({window:g} s)"
             )
         f, theta = self.queries, self.idle_threshold
+        span = window - EDGE
         exprs = {
-            "gpu": f.team_gpu_hours(window, step),
-            "idle": f.team_idle_gpu_hours(window, step, theta),
-            "cpu": f.team_cpu_core_hours(window, step),
-            "memory": f.team_memory_gib_hours(window, step),
-            "quota": f.team_quota_gpus_mean(window, step),
-            "capacity": f.capacity_gpu_hours(window, step),
-            "capacity_gpus": f.capacity_gpus_mean(window, step),
-            "allocated": f.allocated_gpu_hours(window, step),
-            "idle_allocated": f.idle_allocated_gpu_hours(window, step, theta),
-            "free_while_waiting": f.free_while_waiting_gpu_hours(window, step),
-            "unavailable": f.unavailable_gpu_hours(window, step),
-            "cpu_capacity": f.capacity_cpu_core_hours(window, step),
-            "memory_capacity": f.capacity_memory_gib_hours(window, step),
-            **{f"coverage:{src}": f.hours_present(src, window, step) for src in f.sources()},
+            "gpu": f.team_gpu_hours(span, step),
+            "idle": f.team_idle_gpu_hours(span, step, theta),
+            "cpu": f.team_cpu_core_hours(span, step),
+            "memory": f.team_memory_gib_hours(span, step),
+            "quota": f.team_quota_gpus_mean(span, step),
+            "capacity": f.capacity_gpu_hours(span, step),
+            "capacity_gpus": f.capacity_gpus_mean(span, step),
+            "allocated": f.allocated_gpu_hours(span, step),
+            "idle_allocated": f.idle_allocated_gpu_hours(span, step, theta),
+            "free_while_waiting": f.free_while_waiting_gpu_hours(span, step),
+            "unavailable": f.unavailable_gpu_hours(span, step),
+            "cpu_capacity": f.capacity_cpu_core_hours(span, step),
+            "memory_capacity": f.capacity_memory_gib_hours(span, step),
+            **{f"coverage:{src}": f.hours_present(src, span, step) for src in f.sources()},
         }
         answers = dict(zip(exprs, self.reader.query_many_sync(list(exprs.values()), at=end), strict=True))
         expected = window / 3600

@@ -11,8 +11,10 @@ import io
 import statistics
 from collections.abc import Callable, Sequence
 
+from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from watchtower.domain.fairness.report import FairnessReport
 
@@ -57,7 +59,7 @@ def shares_height(report: FairnessReport) -> int:
     return 90 + 22 * max(1, min(MAX_TEAMS, len(report.teams)))
 
 
-def shares_chart(report: FairnessReport) -> bytes:
+def shares_figure(report: FairnessReport) -> Figure:
     """Return GPU-hours used against entitlement, one pair of bars per team (the 30 that used most)."""
     names, more = _teams(report)
     fig = _figure(shares_height(report))
@@ -95,7 +97,7 @@ def shares_chart(report: FairnessReport) -> bytes:
     if labelled:
         ax.legend(loc="lower right", fontsize=FONT["size"], frameon=False)
     fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
 def _tiers(report: FairnessReport) -> list[str]:
@@ -107,7 +109,7 @@ def _tiers(report: FairnessReport) -> list[str]:
 WAITS_HEIGHT = 300
 
 
-def waits_chart(report: FairnessReport) -> bytes:
+def waits_figure(report: FairnessReport) -> Figure:
     """Return wait p95 per tier: the worst team's and the median over teams (hours); missing tiers marked."""
     tiers = _tiers(report)
     fig = _figure(WAITS_HEIGHT)
@@ -139,14 +141,16 @@ def waits_chart(report: FairnessReport) -> bytes:
         ax.text(0.5, 0.5, "no waits this week", ha="center", transform=ax.transAxes, fontdict=FONT)
         ax.set_xticks([])
     fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
 BREAKDOWN_HEIGHT = 220
 
 
-def breakdown_chart(report: FairnessReport) -> bytes:
-    """Return the cluster's GPU-hours as one stacked bar: busy, idle, planned, free, unavailable."""
+def breakdown_figure(report: FairnessReport) -> Figure:
+    """Return the cluster's GPU-hours as one stacked bar: busy, idle, planned, free, unavailable. A missing
+    part is a legend entry like the others (a hollow box, "<part>: missing" in red), in the legend's band
+    inside the image, not a long axis label that the width cuts off when several parts are missing."""
     b = report.cluster.breakdown
     parts: Sequence[tuple[str, float | None, str]] = (
         ("allocated busy", b.allocated_busy, BUSY),
@@ -159,32 +163,58 @@ def breakdown_chart(report: FairnessReport) -> bytes:
     ax = fig.add_subplot()
     _style(ax)
     left = 0.0
-    missing = [name for name, v, _ in parts if v is None]
+    entries: list[Artist] = []
     for name, v, colour in parts:
-        if v is None or v <= 0:
+        if v is None:
+            entries.append(
+                Patch(facecolor="none", edgecolor=MISSING_COLOUR, hatch="///", label=f"{name}: missing")
+            )
             continue
-        ax.barh(0, v, left=left, height=0.5, color=colour, label=name)
+        if v <= 0:
+            continue
+        ax.barh(0, v, left=left, height=0.5, color=colour)
+        entries.append(Patch(facecolor=colour, label=name))
         left += v
     ax.set_yticks([])
     ax.set_xlim(0, max(left, b.capacity or 0.0) * 1.02 or 1)
     if b.capacity is not None:
         ax.axvline(b.capacity, color="#1d232a", linewidth=1)
-    ax.set_xlabel(
-        "GPU-hours" + (f" — missing: {', '.join(missing)}" if missing else ""),
-        fontdict={**FONT, "color": MISSING_COLOUR if missing else "#1d232a"},
-    )
+    if left <= 0 and b.capacity is None:
+        # Nothing to scale: no axis of made-up numbers, the word instead.
+        ax.set_xticks([])
+        ax.text(
+            0.5,
+            0.5,
+            "missing",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            color=MISSING_COLOUR,
+            fontdict=FONT,
+        )
+    ax.set_xlabel("GPU-hours", fontdict=FONT)
     ax.set_title(f"Where the GPU-hours went, {report.week}", fontdict={**FONT, "size": 11})
     # The legend below the bar, in a band of its own that the layout leaves free.
     fig.tight_layout(rect=(0, 0.28, 1, 1))
-    if left > 0:
-        fig.legend(loc="lower center", ncol=3, fontsize=8, frameon=False)
-    return _png(fig)
+    if entries:
+        legend = fig.legend(
+            handles=entries,
+            labels=[str(h.get_label()) for h in entries],
+            loc="lower center",
+            ncol=3,
+            fontsize=8,
+            frameon=False,
+        )
+        for entry, text in zip(entries, legend.get_texts(), strict=True):
+            if str(entry.get_label()).endswith(": missing"):
+                text.set_color(MISSING_COLOUR)
+    return fig
 
 
 TREND_HEIGHT = 260
 
 
-def trend_chart(report: FairnessReport) -> bytes:
+def trend_figure(report: FairnessReport) -> Figure:
     """Return the 8-week trend: Jain's index (left axis) and GPU-hours used against capacity (right)."""
     pts = report.cluster.trend
     fig = _figure(TREND_HEIGHT)
@@ -227,7 +257,31 @@ def trend_chart(report: FairnessReport) -> bytes:
     if h1 or h2:
         ax.legend(h1 + h2, l1 + l2, loc="lower left", fontsize=8, frameon=False)
     fig.tight_layout()
-    return _png(fig)
+    return fig
+
+
+FIGURES: dict[str, Callable[[FairnessReport], Figure]] = {
+    "shares": shares_figure,
+    "waits": waits_figure,
+    "breakdown": breakdown_figure,
+    "trend": trend_figure,
+}
+
+
+def shares_chart(report: FairnessReport) -> bytes:
+    return _png(shares_figure(report))
+
+
+def waits_chart(report: FairnessReport) -> bytes:
+    return _png(waits_figure(report))
+
+
+def breakdown_chart(report: FairnessReport) -> bytes:
+    return _png(breakdown_figure(report))
+
+
+def trend_chart(report: FairnessReport) -> bytes:
+    return _png(trend_figure(report))
 
 
 CHARTS: dict[str, Callable[[FairnessReport], bytes]] = {

@@ -560,8 +560,8 @@ class FairnessQueries:
     absent adds nothing: a gap lowers the figures, and `coverage` says by how much.
 
     Subquery steps fall on multiples of `step` (epoch time); Prometheus 2 includes the step at the window's
-    left edge and 3 does not: a week whose start is a multiple of `step` with nothing running at that
-    instant gives both the same figure.
+    left edge and 3 does not, so the reader (adapters/prometheus_fairness.py) passes a window 1 ms short of
+    the week's: both then count the steps of (start, end], and back-to-back weeks share none.
 
     DRA: kube-state-metrics reports only extended resources (`nvidia.com/gpu` requests and node allocatable);
     GPUs asked through ResourceClaims and published through ResourceSlices are invisible to it, so every
