@@ -19,8 +19,9 @@ from tests.fixtures.stores import postgres_server, store_backend  # noqa: E402
 __all__ = ["postgres_server", "store_backend"]
 
 # Fixtures that hand a test a Go-built binary: promtool 3 (beside Debian's), a current amtool/Alertmanager,
-# Alertmanager's webhook types as a program.
-GO_FIXTURES = frozenset({"promtool", "amtool", "flavour", "webhookcheck"})
+# Alertmanager's webhook types as a program, kustomize and helm. A test that takes one before its build is done
+# errors on a cold machine (the caches of a warm one hide it).
+GO_FIXTURES = frozenset({"promtool", "amtool", "flavour", "webhookcheck", "kustomize", "helm"})
 
 
 @pytest.hookimpl(tryfirst=True)
