@@ -65,7 +65,7 @@ class QueueEvaluator:
         self._known: dict[WorkloadKey, WorkloadFacts] | None = None
         self._seen_state: ClusterState | None = None
         self._epoch = -1
-        self._position = 0
+        self._position = 0  # in the state's change log: read up to here
         self._refusals: dict[WorkloadKey, QuotaRefusal] = {}
         self._thrash: Counter[WorkloadKey] = Counter()
         self._warned: set[WorkloadKey] = set()  # workloads with a current operator warning
@@ -150,6 +150,11 @@ class QueueEvaluator:
                 out[key] = f
         return out
 
+    def needs(self, state: ClusterState) -> int:
+        """Return the position of `state`'s change log from which this still needs its entries."""
+        fresh = self._seen_state is state and self._epoch == state.epoch
+        return self._position if fresh else state.changes_end
+
     def _waiting_order(
         self,
         state: ClusterState,
@@ -158,11 +163,16 @@ class QueueEvaluator:
         now: float,
     ) -> QueueOrder:
         """Return every non-running workload's facts in queue order, re-deriving only what changed."""
-        end = state.changes_base + len(state.changes)
+        end = state.changes_end
         # An operator's warning leaving its TTL changes the why with nothing touched: re-derive then.
         warned = {k for k, w in state.operator_warnings.items() if w.current(now)}
         known = self._known
-        if known is None or self._seen_state is not state or self._epoch != state.epoch:
+        if (
+            known is None
+            or self._seen_state is not state
+            or self._epoch != state.epoch
+            or self._position < state.changes_base  # what it had not read was forgotten
+        ):
             keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals) | state.expecting
             keys |= state.kueue_waiting()
             derived = self._derive(state, keys, refusals, thrash, now)

@@ -25,6 +25,10 @@ class RunningTiers:
         self._count: Counter[str] = Counter()
         self._memo: dict[tuple[int, str], str] = {}
 
+    def needs(self, state: ClusterState) -> int:
+        """Return the position of `state`'s change log from which this still needs its entries."""
+        return self._cursor.needs(state) if state is self._state else state.changes_end
+
     def by_tier(self, state: ClusterState, listed: Iterable[WorkloadKey]) -> dict[str, int]:
         """Return tier → running workloads, each tier named, leaving out the `listed` ones (a tick's
         waiting and partly placed workloads, which the queue counts)."""

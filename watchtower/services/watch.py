@@ -57,6 +57,10 @@ from .ingest import KINDS, Ingestor, Skipped
 from .preemption_count import PreemptionCounter
 from .queue_figures import ListedFigures
 
+# Change-log entries the holder index may lag behind before the log stops keeping them for it (~3 minutes of
+# a 500 events/s feed; a few MiB at most): past that, its next read re-walks the pods, which costs no more.
+HOLDER_LAG = 100_000
+
 
 def main_reason(w: WorkloadStatus) -> str:
     """Return a bounded label for why a workload waits: the reason most nodes gave, or the state's."""
@@ -256,6 +260,7 @@ class Watcher:
                 among=listed.longest_waiting(snap),
             )
             holders = self._holders.below(st, below) if below is not None else ()
+            self._forget_read_changes(st)
             self.preemptions.settle(now=now, latest=st.preemptions)
             gauges = self._gauges(snap, listed)
             stuck = stuck_heads(
@@ -292,6 +297,16 @@ class Watcher:
         )
         self.latest = tick
         return tick
+
+    def _forget_read_changes(self, st: ClusterState) -> None:
+        """Drop the change log's entries every reader has read. The evaluator and the running counts read
+        at every tick; the holder index only while urgent work is stuck, so it keeps the log only while it
+        is at most HOLDER_LAG entries behind, and otherwise starts over (one walk) when next read."""
+        keep = min(self.evaluator.needs(st), self._running.needs(st))
+        held = self._holders.needs(st)
+        if keep - held <= HOLDER_LAG:
+            keep = min(keep, held)
+        st.forget_before(keep)
 
     def _running_by_tier(self, snap: QueueSnapshot) -> dict[str, int]:
         """Return running workloads per tier, those the snapshot lists (waiting, partly placed) left out.

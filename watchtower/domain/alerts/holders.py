@@ -78,6 +78,10 @@ class HolderIndex:
         self._rank = {t.name: i for i, t in enumerate(tiers.tiers)}
         self._last: tuple[int, tuple[GpuHolder, ...]] | None = None  # (rank, the tuple it returned)
 
+    def needs(self, state: ClusterState) -> int:
+        """Return the position of `state`'s change log from which this still needs its entries."""
+        return self._cursor.needs(state) if state is self._state else state.changes_end
+
     def below(self, state: ClusterState, rank: int) -> tuple[GpuHolder, ...]:
         """Return the records of every holder whose tier ranks below `rank` (0 = the top tier), in no
         particular order; the same tuple as the last call when nothing they derive from changed."""
