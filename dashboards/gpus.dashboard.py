@@ -16,6 +16,7 @@ from dashboards.panels import (
     Grid,
     dashboard,
     datasource_variable,
+    instant_table,
     query_variable,
     target,
     targets,
@@ -95,31 +96,13 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.Table(
-            title="Allocation against utilisation per team",
-            description="Now: GPUs allocated, mean utilisation and idle GPUs (under the idle threshold).",
-            dataSource=DATASOURCE,
-            targets=[
-                g.Target(expr=per_team(e), format="table", instant=True, refId=r, datasource=DATASOURCE)
-                for r, e in (
-                    ("A", q.team_gpus_allocated()),
-                    ("B", q.team_utilisation_avg(step)),
-                    ("C", q.team_idle_devices(step, threshold, kind="gpu")),
-                )
-            ],
-            transformations=[
-                {"id": "merge", "options": {}},
-                {
-                    "id": "organize",
-                    "options": {
-                        "excludeByName": {"Time": True},
-                        "renameByName": {
-                            "Value #A": "GPUs allocated",
-                            "Value #B": "utilisation %",
-                            "Value #C": "GPUs idle",
-                        },
-                    },
-                },
+        instant_table(
+            "Allocation against utilisation per team",
+            "Now: GPUs allocated, mean utilisation and idle GPUs (under the idle threshold).",
+            [
+                ("GPUs allocated", per_team(q.team_gpus_allocated())),
+                ("utilisation %", per_team(q.team_utilisation_avg(step))),
+                ("GPUs idle", per_team(q.team_idle_devices(step, threshold, kind="gpu"))),
             ],
         ),
         w=24,
