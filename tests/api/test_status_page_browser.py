@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reports.cdp import HEADER_ALIGN, chromium_page
@@ -85,11 +86,11 @@ MISSING_CLAIM = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "dra
 
 
 @contextlib.asynccontextmanager
-async def every_table(tmp_path: Path) -> AsyncIterator[str]:
+async def every_table(tmp_path: Path, *extra: dict[str, Any]) -> AsyncIterator[str]:
     """Serve the status page with every table it has filled: the demo cluster (queue, partial gangs,
     quota, preemptions), alerting on with a webhook receiver (alerts, notifications queued), idle GPUs
     from a Prometheus stand-in, a 5-GPU pod where 8 are free but at most 4 on one node (fragmentation)
-    and a pod whose DRA claim does not exist."""
+    and a pod whose DRA claim does not exist; and the `extra` objects."""
     from api.test_openapi import ScenarioPrometheus
     from watchtower.domain.gpu_usage import IdlePolicy
     from watchtower.domain.promql import Queries
@@ -112,7 +113,7 @@ async def every_table(tmp_path: Path) -> AsyncIterator[str]:
         }
     )
     dra = [i for i in json.loads(MISSING_CLAIM.read_text())["items"] if i["kind"] != "Event"]
-    cluster = demo_cluster().add(*dra, o.pod(name="wide", namespace="ops", created=NOW - 900, gpus=5))
+    cluster = demo_cluster().add(*dra, o.pod(name="wide", namespace="ops", created=NOW - 900, gpus=5), *extra)
     source = ReplaySource(cluster)
     clock = ManualClock()
     store = SQLiteAlertStore(tmp_path / "alerts.db")
