@@ -25,6 +25,8 @@ from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container
 from watchtower.config.loading import settings_from_mapping
 
+from .test_openapi import scenario_gpu
+
 pytestmark = pytest.mark.browser
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -91,10 +93,6 @@ async def every_table(tmp_path: Path, *extra: dict[str, Any]) -> AsyncIterator[s
     quota, preemptions), alerting on with a webhook receiver (alerts, notifications queued), idle GPUs
     from a Prometheus stand-in, a 5-GPU pod where 8 are free but at most 4 on one node (fragmentation)
     and a pod whose DRA claim does not exist; and the `extra` objects."""
-    from api.test_openapi import ScenarioPrometheus
-    from watchtower.domain.gpu_usage import IdlePolicy
-    from watchtower.domain.promql import Queries
-    from watchtower.services.gpu_usage import GpuUsageService
 
     secret = tmp_path / "hook-secret"
     secret.write_text("whsec_" + base64.b64encode(b"status page test secret!").decode())
@@ -126,14 +124,7 @@ async def every_table(tmp_path: Path, *extra: dict[str, Any]) -> AsyncIterator[s
         source.listed = set(cluster.objects)
         tick = c.watcher.evaluate(clock.now())
         await c.alerting.on_tick(tick)
-        gpu = GpuUsageService(
-            reader=ScenarioPrometheus(c.watcher.state),
-            queries=Queries(),
-            policy=IdlePolicy(),
-            tiers=c.settings.tier_policy(),
-            team_of=c.watcher.state.team_of,
-            holders_included=True,
-        )
+        gpu = scenario_gpu(c)
         await gpu.refresh(time.time())
         await gpu.on_snapshot(tick.snapshot, time.time())
         with live_server(create_app(dataclasses.replace(c, gpu=gpu))) as url:
