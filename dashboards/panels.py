@@ -19,10 +19,10 @@ def targets(*pairs: tuple[str, str]) -> list[g.Target]:
     return [target(expr, legend, ref=chr(ord("A") + i)) for i, (expr, legend) in enumerate(pairs)]
 
 
-def timeseries(title: str, description: str, panel_targets: list[g.Target], **options: Any) -> g.TimeSeries:
+def timeseries(title: str, description: str, targets: list[g.Target], **options: Any) -> g.TimeSeries:
     """A time series panel on the dashboard's datasource; `options` are grafanalib's (unit, valueMin...)."""
     return g.TimeSeries(
-        title=title, description=description, dataSource=DATASOURCE, targets=panel_targets, **options
+        title=title, description=description, dataSource=DATASOURCE, targets=targets, **options
     )
 
 
