@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from grafanalib import core as g
 
-from dashboards.panels import DATASOURCE, Grid, dashboard, datasource_variable, target, targets, timeseries
+from dashboards.panels import (
+    DATASOURCE,
+    Grid,
+    bucket_heatmap,
+    dashboard,
+    datasource_variable,
+    target,
+    targets,
+    timeseries,
+)
 from watchtower.config import Settings
 from watchtower.domain.alerts.rules.base import human
 from watchtower.domain.promql import OwnQueries
@@ -147,27 +156,10 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.Heatmap(
-            title="Preemption to running (all tiers)",
-            description="How many preemptors started in each latency bucket.",
-            dataSource=DATASOURCE,
-            targets=[
-                g.Target(
-                    expr=OWN.preemptors_running_per_bucket(RATE),
-                    format="heatmap",
-                    legendFormat="{{le}}",
-                    refId="A",
-                    datasource=DATASOURCE,
-                )
-            ],
-            extraJson={
-                "options": {
-                    "calculate": False,
-                    "yAxis": {"unit": "s"},
-                    "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
-                    "cellValues": {"unit": "short"},
-                }
-            },
+        bucket_heatmap(
+            "Preemption to running (all tiers)",
+            "How many preemptors started in each latency bucket.",
+            OWN.preemptors_running_per_bucket(RATE),
         ),
         w=12,
     )

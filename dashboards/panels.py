@@ -26,6 +26,28 @@ def timeseries(title: str, description: str, targets: list[g.Target], **options:
     )
 
 
+def bucket_heatmap(title: str, description: str, expr: str, **options: Any) -> g.Heatmap:
+    """A heatmap of a histogram's per-bucket counts (`expr` by `le`), as Grafana draws precomputed buckets;
+    `options` add to its panel options (say, a filter on the `le` label)."""
+    return g.Heatmap(
+        title=title,
+        description=description,
+        dataSource=DATASOURCE,
+        targets=[
+            g.Target(expr=expr, format="heatmap", legendFormat="{{le}}", refId="A", datasource=DATASOURCE)
+        ],
+        extraJson={
+            "options": {
+                "calculate": False,
+                "yAxis": {"unit": "s"},
+                "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
+                **options,
+                "cellValues": {"unit": "short"},
+            }
+        },
+    )
+
+
 def instant_table(title: str, description: str, columns: list[tuple[str, str]]) -> g.Table:
     """A table of the instant values of several expressions, one column per (name, expression), merged on
     their common labels (one row per team, say)."""

@@ -12,6 +12,7 @@ from grafanalib import core as g
 from dashboards.panels import (
     DATASOURCE,
     Grid,
+    bucket_heatmap,
     dashboard,
     datasource_variable,
     query_variable,
@@ -89,28 +90,11 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Time to schedule")
     grid.add(
-        g.Heatmap(
-            title="Time to schedule (all tiers)",
-            description="Creation to binding of GPU pods: how many were scheduled in each wait bucket.",
-            dataSource=DATASOURCE,
-            targets=[
-                g.Target(
-                    expr=OWN.scheduled_per_bucket(RATE),
-                    format="heatmap",
-                    legendFormat="{{le}}",
-                    refId="A",
-                    datasource=DATASOURCE,
-                )
-            ],
-            extraJson={
-                "options": {
-                    "calculate": False,
-                    "yAxis": {"unit": "s"},
-                    "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
-                    "filterValues": {"le": 1e-9},
-                    "cellValues": {"unit": "short"},
-                }
-            },
+        bucket_heatmap(
+            "Time to schedule (all tiers)",
+            "Creation to binding of GPU pods: how many were scheduled in each wait bucket.",
+            OWN.scheduled_per_bucket(RATE),
+            filterValues={"le": 1e-9},
         ),
         w=12,
     )
