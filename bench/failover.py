@@ -26,19 +26,10 @@ from pathlib import Path
 
 from tests.e2e.api import Api, ApiError, wait_for
 from tests.e2e.controlplane.cluster import ControlPlane, binaries_dir
-from tests.e2e.failover import (
-    Audit,
-    Delivery,
-    Replica,
-    SlowReceiver,
-    audit,
-    lease_of,
-    new_secret,
-    replica_config,
-    storm,
-)
+from tests.e2e.failover import ALERT, Audit, Replica, audit, lease_of, replica_config, storm
 from tests.e2e.identity import apply_rbac, token_kubeconfig
 from tests.e2e.scenario import PRIORITY_CLASSES
+from tests.e2e.webhooks import Delivery, HookReceiver, new_secret
 
 HOME = "bench-failover"
 
@@ -59,7 +50,7 @@ def namespace(api: Api, name: str) -> str:
 def one_round(
     i: int,
     api: Api,
-    hooks: SlowReceiver,
+    hooks: HookReceiver,
     replicas: list[Replica],
     config: Path,
     work: Path,
@@ -73,7 +64,7 @@ def one_round(
     expected = storm(api, ns, pods)
 
     def mine() -> list[Delivery]:
-        return [d for d in hooks.received() if any(w[0] == ns for w in d.firing())]
+        return [d for d in hooks.received() if any(w[0] == ns for w in d.firing(ALERT))]
 
     wait_for("a quarter of the storm delivered", lambda: len(mine()) >= pods // 4, timeout=120)
     leader = next(r for r in replicas if r.leads())
@@ -128,7 +119,7 @@ def main() -> None:
                 )
         namespace(api, HOME)
         identity = apply_rbac(api, namespace=HOME, suffix="-bench")
-        hooks = SlowReceiver(new_secret(), delay=a.delay).start()
+        hooks = HookReceiver(new_secret(), delay=a.delay).start()
         stack.callback(hooks.stop)
         kubeconfig = token_kubeconfig(
             work / "kubeconfig", server=cp.url, ca=p.ca_cert, token=identity.token()

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from grafanalib import core as g
 
-from dashboards.panels import DATASOURCE, Grid, dashboard, datasource_variable, target, targets
+from dashboards.panels import (
+    DATASOURCE,
+    Grid,
+    bucket_heatmap,
+    dashboard,
+    datasource_variable,
+    target,
+    targets,
+    timeseries,
+)
 from watchtower.config import Settings
 from watchtower.domain.alerts.rules.base import human
 from watchtower.domain.promql import OwnQueries
@@ -67,10 +76,9 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="Preemptions per hour by victim and preemptor tier",
             description="Pods preempted per hour, one line per (victim tier, preemptor tier) pair.",
-            dataSource=DATASOURCE,
             targets=[
                 target(
                     f"{OWN.preemption_rate(RATE, 'victim_tier', 'preemptor_tier')} * 3600",
@@ -84,10 +92,9 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("What it costs")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="GPU-hours lost to preemption per hour, by victim tier",
             description="GPUs × the time each victim had run when it was preempted.",
-            dataSource=DATASOURCE,
             targets=[target(f"{OWN.gpu_hours_lost_rate(RATE, 'victim_tier')} * 3600", "{{victim_tier}}")],
             stacking={"mode": "normal", "group": "A"},
             fillOpacity=20,
@@ -108,23 +115,21 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Thrash: workloads preempted again and again")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title=f"Workloads preempted {thrash_count} or more times in {window}",
             description="Per tier: workloads whose pods were preempted at least the thrash count of times "
             "within the thrash window (a gang preempted at once counts once). Watchtower's "
             "WorkloadPreemptionThrash alert names them.",
-            dataSource=DATASOURCE,
             targets=[target(OWN.thrashing("tier"), "{{tier}}")],
             unit="short",
         ),
         w=12,
     )
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title=f"Most preemptions of one workload in {window}",
             description=f"Per tier, the most preemptions one workload had; the line is the thrash count "
             f"({thrash_count}) at which WatchtowerPreemptionThrash fires.",
-            dataSource=DATASOURCE,
             targets=[target(OWN.most_preemptions("tier"), "{{tier}}")],
             unit="short",
             thresholds=[g.Threshold("green", 0, 0.0), g.Threshold("red", 1, float(thrash_count))],
@@ -136,11 +141,10 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Preemptors: from the victim's eviction to running")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="Preemption to running per preemptor tier: p50 and p95",
             description="From the first victim's DisruptionTarget to the preemptor's first container start: "
             "the victims' grace period, then binding and start-up. Users expect about 30 s.",
-            dataSource=DATASOURCE,
             targets=targets(
                 (OWN.preemption_to_running_quantile(0.5, RATE), "{{tier}} p50"),
                 (OWN.preemption_to_running_quantile(0.95, RATE), "{{tier}} p95"),
@@ -152,38 +156,20 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.Heatmap(
-            title="Preemption to running (all tiers)",
-            description="How many preemptors started in each latency bucket.",
-            dataSource=DATASOURCE,
-            targets=[
-                g.Target(
-                    expr=OWN.preemptors_running_per_bucket(RATE),
-                    format="heatmap",
-                    legendFormat="{{le}}",
-                    refId="A",
-                    datasource=DATASOURCE,
-                )
-            ],
-            extraJson={
-                "options": {
-                    "calculate": False,
-                    "yAxis": {"unit": "s"},
-                    "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
-                    "cellValues": {"unit": "short"},
-                }
-            },
+        bucket_heatmap(
+            "Preemption to running (all tiers)",
+            "How many preemptors started in each latency bucket.",
+            OWN.preemptors_running_per_bucket(RATE),
         ),
         w=12,
     )
 
     grid.row("Other disruptions (not preemption)")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="Other disruptions per hour by reason and tier",
             description="Pods taken away by the eviction API (drains), the taint manager, pod GC or the "
             "kubelet: not preemption, and never counted with it.",
-            dataSource=DATASOURCE,
             targets=[
                 target(f"{OWN.disruption_rate(RATE, 'reason', 'tier')} * 3600", "{{reason}} ({{tier}})")
             ],

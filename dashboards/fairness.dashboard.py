@@ -13,13 +13,14 @@ from __future__ import annotations
 from grafanalib import core as g
 
 from dashboards.panels import (
-    DATASOURCE,
     Grid,
     dashboard,
     datasource_variable,
+    instant_table,
     query_variable,
     target,
     targets,
+    timeseries,
 )
 from watchtower.config import Settings
 from watchtower.config.prometheus import PrometheusConfig
@@ -43,31 +44,6 @@ TEAM = 'team=~"$team"'
 RANGE_HOURS = "$__range_s / 3600"
 
 
-def _table(title: str, description: str, columns: list[tuple[str, str]]) -> g.Table:
-    """A table of one row per team, one column per (name, instant expression)."""
-    return g.Table(
-        title=title,
-        description=description,
-        dataSource=DATASOURCE,
-        targets=[
-            g.Target(expr=expr, format="table", instant=True, refId=chr(ord("A") + i), datasource=DATASOURCE)
-            for i, (_, expr) in enumerate(columns)
-        ],
-        transformations=[
-            {"id": "merge", "options": {}},
-            {
-                "id": "organize",
-                "options": {
-                    "excludeByName": {"Time": True},
-                    "renameByName": {
-                        f"Value #{chr(ord('A') + i)}": name for i, (name, _) in enumerate(columns)
-                    },
-                },
-            },
-        ],
-    )
-
-
 def build(settings: Settings) -> g.Dashboard:
     prom = settings.prometheus or PrometheusConfig(url="http://127.0.0.1:9090")  # only its defaults are read
     theta = prom.idle_threshold
@@ -76,12 +52,11 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("GPUs against entitlement")
     grid.add(
-        g.TimeSeries(
-            title="GPUs used per team against entitlement",
-            description="GPUs requested by each team's running pods (DRA claims included), and the GPUs it "
+        timeseries(
+            "GPUs used per team against entitlement",
+            "GPUs requested by each team's running pods (DRA claims included), and the GPUs it "
             f"is entitled to (fairness.entitlement: {mode}; the series' `source` says which).",
-            dataSource=DATASOURCE,
-            targets=targets(
+            targets(
                 (OWN.per_team(TEAM_GPUS_USED, TEAM), "{{team}} used"),
                 (OWN.per_team(TEAM_GPUS_ENTITLED, TEAM), "{{team}} entitled"),
             ),
@@ -90,12 +65,11 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.TimeSeries(
-            title="Attainment per team (used / entitled)",
-            description="GPUs used over GPUs entitled: 100 % is the team's entitlement, above it the team "
+        timeseries(
+            "Attainment per team (used / entitled)",
+            "GPUs used over GPUs entitled: 100 % is the team's entitlement, above it the team "
             "borrows what others leave. Teams entitled to none are left out.",
-            dataSource=DATASOURCE,
-            targets=[target(f"{TEAM_ATTAINMENT}{{{TEAM}}}", "{{team}}")],
+            [target(f"{TEAM_ATTAINMENT}{{{TEAM}}}", "{{team}}")],
             unit="percentunit",
             thresholds=[g.Threshold("red", 0, 0.0), g.Threshold("green", 1, 1.0)],
             thresholdsStyleMode="line",
@@ -103,7 +77,7 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        _table(
+        instant_table(
             "GPU-hours per team over the dashboard's range, against entitlement",
             "Mean GPUs over the range times its hours: used, entitled, demanded and the max-min fair share, "
             "as the weekly report counts them.",
@@ -122,13 +96,12 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Fair shares")
     grid.add(
-        g.TimeSeries(
-            title="Jain's index over the teams with demand",
-            description="(Σx)² / (n·Σx²) of the teams' satisfaction x = min(1, used / min(demand, fair "
+        timeseries(
+            "Jain's index over the teams with demand",
+            "(Σx)² / (n·Σx²) of the teams' satisfaction x = min(1, used / min(demand, fair "
             "share)): 1 when every team with demand is equally served, 1/n when one team has it all. Teams "
             "with no demand take no part.",
-            dataSource=DATASOURCE,
-            targets=[target(JAIN_INDEX, "Jain's index")],
+            [target(JAIN_INDEX, "Jain's index")],
             unit="none",
             valueMin=0,
             valueMax=1,
@@ -136,11 +109,10 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.TimeSeries(
-            title="Satisfaction per team",
-            description="x = min(1, used / min(demand, fair share)), for the teams with demand.",
-            dataSource=DATASOURCE,
-            targets=[target(OWN.per_team(TEAM_SATISFACTION, TEAM), "{{team}}")],
+        timeseries(
+            "Satisfaction per team",
+            "x = min(1, used / min(demand, fair share)), for the teams with demand.",
+            [target(OWN.per_team(TEAM_SATISFACTION, TEAM), "{{team}}")],
             unit="percentunit",
             valueMin=0,
             valueMax=1,
@@ -148,12 +120,11 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.TimeSeries(
-            title="Demand and max-min fair share per team",
-            description="Demand: GPUs used plus those the team's waiting work still needs. Fair share: the "
+        timeseries(
+            "Demand and max-min fair share per team",
+            "Demand: GPUs used plus those the team's waiting work still needs. Fair share: the "
             "max-min split of the cluster's GPUs over every team's demand.",
-            dataSource=DATASOURCE,
-            targets=targets(
+            targets(
                 (OWN.per_team(TEAM_GPUS_DEMAND, TEAM), "{{team}} demand"),
                 (OWN.per_team(TEAM_GPUS_FAIR_SHARE, TEAM), "{{team}} fair share"),
             ),
@@ -164,12 +135,11 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Idle-allocated GPUs")
     grid.add(
-        g.TimeSeries(
-            title=f"Idle share of allocated GPUs (under {theta:g} %)",
-            description=f"Of the GPUs requested by running pods (kube-state-metrics), the share whose mean "
+        timeseries(
+            f"Idle share of allocated GPUs (under {theta:g} %)",
+            f"Of the GPUs requested by running pods (kube-state-metrics), the share whose mean "
             f"DCGM utilisation is under {theta:g} %, per team and for the cluster.",
-            dataSource=DATASOURCE,
-            targets=targets(
+            targets(
                 (f"{TEAM_IDLE_SHARE}{{{TEAM}}}", "{{team}}"),
                 (CLUSTER_IDLE_SHARE, "cluster"),
             ),
@@ -182,22 +152,19 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Waits per team and tier")
     grid.add(
-        g.TimeSeries(
-            title="Longest current wait per team and tier",
-            description="The oldest waiting workload of each team in each tier (pending, partial gang or "
-            "quota-blocked).",
-            dataSource=DATASOURCE,
-            targets=[target(OWN.team_oldest_wait("team", "tier", team="$team"), "{{team}} {{tier}}")],
+        timeseries(
+            "Longest current wait per team and tier",
+            "The oldest waiting workload of each team in each tier (pending, partial gang or quota-blocked).",
+            [target(OWN.team_oldest_wait("team", "tier", team="$team"), "{{team}} {{tier}}")],
             unit="s",
         ),
         w=12,
     )
     grid.add(
-        g.TimeSeries(
-            title="Waiting GPUs per team and tier",
-            description="GPUs the waiting workloads of each team and tier still need.",
-            dataSource=DATASOURCE,
-            targets=[target(OWN.team_waiting_gpus("team", "tier", team="$team"), "{{team}} {{tier}}")],
+        timeseries(
+            "Waiting GPUs per team and tier",
+            "GPUs the waiting workloads of each team and tier still need.",
+            [target(OWN.team_waiting_gpus("team", "tier", team="$team"), "{{team}} {{tier}}")],
             stacking={"mode": "normal", "group": "A"},
             fillOpacity=20,
             unit="short",

@@ -16,9 +16,11 @@ from dashboards.panels import (
     Grid,
     dashboard,
     datasource_variable,
+    instant_table,
     query_variable,
     target,
     targets,
+    timeseries,
 )
 from watchtower.config import Settings
 from watchtower.config.prometheus import PrometheusConfig
@@ -68,10 +70,9 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Allocation and utilisation per team")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="GPUs allocated per team",
             description="GPUs requested by running pods (kube-state-metrics), per team.",
-            dataSource=DATASOURCE,
             targets=[target(per_team(q.team_gpus_allocated()), "{{team}}")],
             stacking={"mode": "normal", "group": "A"},
             fillOpacity=20,
@@ -80,11 +81,10 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="GPU utilisation per team",
             description=f"Mean utilisation of the devices each team's pods use, over {step:g} s (DCGM; MIG "
             "slices by their graphics-engine ratio).",
-            dataSource=DATASOURCE,
             targets=[target(per_team(q.team_utilisation_avg(step)), "{{team}}")],
             unit="percent",
             valueMin=0,
@@ -95,31 +95,13 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.Table(
-            title="Allocation against utilisation per team",
-            description="Now: GPUs allocated, mean utilisation and idle GPUs (under the idle threshold).",
-            dataSource=DATASOURCE,
-            targets=[
-                g.Target(expr=per_team(e), format="table", instant=True, refId=r, datasource=DATASOURCE)
-                for r, e in (
-                    ("A", q.team_gpus_allocated()),
-                    ("B", q.team_utilisation_avg(step)),
-                    ("C", q.team_idle_devices(step, threshold, kind="gpu")),
-                )
-            ],
-            transformations=[
-                {"id": "merge", "options": {}},
-                {
-                    "id": "organize",
-                    "options": {
-                        "excludeByName": {"Time": True},
-                        "renameByName": {
-                            "Value #A": "GPUs allocated",
-                            "Value #B": "utilisation %",
-                            "Value #C": "GPUs idle",
-                        },
-                    },
-                },
+        instant_table(
+            "Allocation against utilisation per team",
+            "Now: GPUs allocated, mean utilisation and idle GPUs (under the idle threshold).",
+            [
+                ("GPUs allocated", per_team(q.team_gpus_allocated())),
+                ("utilisation %", per_team(q.team_utilisation_avg(step))),
+                ("GPUs idle", per_team(q.team_idle_devices(step, threshold, kind="gpu"))),
             ],
         ),
         w=24,
@@ -127,11 +109,10 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Idle-allocated GPUs")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title=f"Idle GPUs per team (under {threshold:g} %)",
             description=f"Whole GPUs held by running pods with mean utilisation under {threshold:g} % over "
             f"{step:g} s.",
-            dataSource=DATASOURCE,
             targets=[target(per_team(q.team_idle_devices(step, threshold, kind="gpu")), "{{team}}")],
             unit="short",
         ),
@@ -165,10 +146,9 @@ def build(settings: Settings) -> g.Dashboard:
     grid.row("MIG slices")
     slices = q.device_utilisation(kind="slice")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="MIG slices by profile: reported and in use by running pods",
             description="MIG slices are counted as slices, never as whole GPUs.",
-            dataSource=DATASOURCE,
             targets=targets(
                 (f"count by ({MIG_PROFILE}) ({slices})", f"{{{{{MIG_PROFILE}}}}} reported"),
                 (
@@ -181,10 +161,9 @@ def build(settings: Settings) -> g.Dashboard:
         w=12,
     )
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="MIG slice utilisation per team",
             description="Mean graphics-engine activity of the slices each team's pods use, percent.",
-            dataSource=DATASOURCE,
             targets=[
                 target(
                     per_team(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from grafanalib import core as g
 
@@ -16,6 +17,62 @@ def target(expr: str, legend: str = "", *, ref: str = "A", instant: bool = False
 
 def targets(*pairs: tuple[str, str]) -> list[g.Target]:
     return [target(expr, legend, ref=chr(ord("A") + i)) for i, (expr, legend) in enumerate(pairs)]
+
+
+def timeseries(title: str, description: str, targets: list[g.Target], **options: Any) -> g.TimeSeries:
+    """A time series panel on the dashboard's datasource; `options` are grafanalib's (unit, valueMin...)."""
+    return g.TimeSeries(
+        title=title, description=description, dataSource=DATASOURCE, targets=targets, **options
+    )
+
+
+def bucket_heatmap(title: str, description: str, expr: str, **options: Any) -> g.Heatmap:
+    """A heatmap of a histogram's per-bucket counts (`expr` by `le`), as Grafana draws precomputed buckets;
+    `options` add to its panel options (say, a filter on the `le` label)."""
+    return g.Heatmap(
+        title=title,
+        description=description,
+        dataSource=DATASOURCE,
+        targets=[
+            g.Target(expr=expr, format="heatmap", legendFormat="{{le}}", refId="A", datasource=DATASOURCE)
+        ],
+        extraJson={
+            "options": {
+                "calculate": False,
+                "yAxis": {"unit": "s"},
+                "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
+                **options,
+                "cellValues": {"unit": "short"},
+            }
+        },
+    )
+
+
+def instant_table(title: str, description: str, columns: list[tuple[str, str]]) -> g.Table:
+    """A table of the instant values of several expressions, one column per (name, expression), merged on
+    their common labels (one row per team, say)."""
+    refs = [chr(ord("A") + i) for i in range(len(columns))]
+    return g.Table(
+        title=title,
+        description=description,
+        dataSource=DATASOURCE,
+        targets=[
+            g.Target(expr=expr, format="table", instant=True, refId=ref, datasource=DATASOURCE)
+            for ref, (_, expr) in zip(refs, columns, strict=True)
+        ],
+        transformations=[
+            {"id": "merge", "options": {}},
+            {
+                "id": "organize",
+                "options": {
+                    "excludeByName": {"Time": True},
+                    "renameByName": {
+                        f"Value #{ref}": name for ref, (name, _) in zip(refs, columns, strict=True)
+                    },
+                },
+            },
+        ],
+    )
 
 
 def datasource_variable() -> g.Template:

@@ -12,11 +12,13 @@ from grafanalib import core as g
 from dashboards.panels import (
     DATASOURCE,
     Grid,
+    bucket_heatmap,
     dashboard,
     datasource_variable,
     query_variable,
     target,
     targets,
+    timeseries,
     wait_thresholds,
 )
 from watchtower.config import Settings
@@ -40,10 +42,9 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Waiting work")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="Pending workloads per tier",
             description="Workloads waiting (pending, partial gang or quota-blocked), by tier.",
-            dataSource=DATASOURCE,
             targets=[target(IN_NAMESPACE.pending("tier"), "{{tier}}")],
             stacking={"mode": "normal", "group": "A"},
             fillOpacity=20,
@@ -71,11 +72,10 @@ def build(settings: Settings) -> g.Dashboard:
     )
     for t in tiers:
         grid.add(
-            g.TimeSeries(
+            timeseries(
                 title=f"Oldest wait: {t.name} tier",
                 description=f"Longest current wait in the {t.name} tier; lines at warn_after "
                 f"({t.warn_after:g} s) and critical_after ({t.critical_after:g} s) of the tier policy.",
-                dataSource=DATASOURCE,
                 targets=[
                     target(OWN.oldest_wait(tier=t.name), "oldest wait"),
                 ],
@@ -90,38 +90,20 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Time to schedule")
     grid.add(
-        g.Heatmap(
-            title="Time to schedule (all tiers)",
-            description="Creation to binding of GPU pods: how many were scheduled in each wait bucket.",
-            dataSource=DATASOURCE,
-            targets=[
-                g.Target(
-                    expr=OWN.scheduled_per_bucket(RATE),
-                    format="heatmap",
-                    legendFormat="{{le}}",
-                    refId="A",
-                    datasource=DATASOURCE,
-                )
-            ],
-            extraJson={
-                "options": {
-                    "calculate": False,
-                    "yAxis": {"unit": "s"},
-                    "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
-                    "filterValues": {"le": 1e-9},
-                    "cellValues": {"unit": "short"},
-                }
-            },
+        bucket_heatmap(
+            "Time to schedule (all tiers)",
+            "Creation to binding of GPU pods: how many were scheduled in each wait bucket.",
+            OWN.scheduled_per_bucket(RATE),
+            filterValues={"le": 1e-9},
         ),
         w=12,
     )
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="Time to schedule per tier: p50 and p95",
             description="Percentiles of creation to binding from the histogram (buckets up to 48 h, the tier "
             "thresholds among their bounds), by the recording rules shipped in "
             "alerts/generated/watchtower-rules.yaml: load them into this Prometheus.",
-            dataSource=DATASOURCE,
             targets=targets(
                 (TIME_TO_SCHEDULE_P50, "{{tier}} p50"),
                 (TIME_TO_SCHEDULE_P95, "{{tier}} p95"),
@@ -135,10 +117,9 @@ def build(settings: Settings) -> g.Dashboard:
 
     grid.row("Preemption and gangs")
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="Preemptions by victim tier",
             description="Pods preempted by the scheduler per hour, by the tier of the victim and of the preemptor.",
-            dataSource=DATASOURCE,
             targets=[
                 target(
                     f"{OWN.preemption_rate(RATE, 'victim_tier', 'preemptor_tier')} * 3600",
@@ -150,20 +131,18 @@ def build(settings: Settings) -> g.Dashboard:
         w=8,
     )
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="GPU-hours lost to preemption by victim tier",
             description="GPUs × time the victims had run, lost per hour.",
-            dataSource=DATASOURCE,
             targets=[target(f"{OWN.gpu_hours_lost_rate(RATE, 'victim_tier')} * 3600", "{{victim_tier}}")],
             unit="short",
         ),
         w=8,
     )
     grid.add(
-        g.TimeSeries(
+        timeseries(
             title="Partial gangs and the GPUs they hold",
             description="Gangs with some pods bound and some waiting: their bound pods hold GPUs that do no work.",
-            dataSource=DATASOURCE,
             targets=targets(
                 (OWN.partial_gangs("tier"), "{{tier}} gangs"),
                 (OWN.partial_gang_gpus_held("tier"), "{{tier}} GPUs held"),

@@ -252,22 +252,12 @@ async def test_on_the_simulator_the_page_says_which_clock_each_time_is() -> None
     import time
 
     from watchtower.api.app import create_app
-    from watchtower.domain.gpu_usage import IdlePolicy
-    from watchtower.domain.promql import Queries
-    from watchtower.services.gpu_usage import GpuUsageService
 
-    from .test_openapi import ScenarioPrometheus
+    from .test_openapi import scenario_gpu
 
     svc = make_service()
     c = svc.container
-    gpu = GpuUsageService(
-        reader=ScenarioPrometheus(c.watcher.state),
-        queries=Queries(),
-        policy=IdlePolicy(),
-        tiers=c.settings.tier_policy(),
-        team_of=c.watcher.state.team_of,
-        holders_included=True,
-    )
+    gpu = scenario_gpu(c)
     wall = time.time() - 42  # Prometheus answered 42 real seconds ago
     await gpu.refresh(wall)
     await gpu.on_snapshot(c.watcher.evaluate(svc.clock.now() + 5 * 3600).snapshot, wall)

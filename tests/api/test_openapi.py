@@ -24,6 +24,7 @@ from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
+from watchtower.api.container import Container
 from watchtower.api.deps import require_token
 from watchtower.api.routes.alerts import build_router
 from watchtower.api.schemas import Analysis
@@ -192,6 +193,19 @@ class ScenarioPrometheus:
         return [util, util, [], gpus, owners, []]
 
 
+def scenario_gpu(c: Container) -> GpuUsageService:
+    """Return the GPU-usage service of container `c` reading ScenarioPrometheus, as the composition root
+    builds it."""
+    return GpuUsageService(
+        reader=ScenarioPrometheus(c.watcher.state),
+        queries=Queries(),
+        policy=IdlePolicy(),
+        tiers=c.settings.tier_policy(),
+        team_of=c.watcher.state.team_of,
+        holders_included=True,
+    )
+
+
 @pytest.fixture
 async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     svc = make_service()
@@ -210,14 +224,7 @@ async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     tick = c.watcher.latest
     await alerting.on_tick(tick)
     store.disable("hook/webhook/0", "410 Gone at hook/webhook/0", NOW)
-    gpu = GpuUsageService(
-        reader=ScenarioPrometheus(c.watcher.state),
-        queries=Queries(),
-        policy=IdlePolicy(),
-        tiers=c.settings.tier_policy(),
-        team_of=c.watcher.state.team_of,
-        holders_included=True,
-    )
+    gpu = scenario_gpu(c)
     # As the composition root's TickLoop does: read, name the idle holders, evaluate with their statuses.
     await gpu.refresh(NOW)
     tick = c.watcher.evaluate(NOW, holders_of=gpu.idle_holders())

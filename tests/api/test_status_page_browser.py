@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import dataclasses
 import html
+import json
 import shutil
 import subprocess
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from services.scenario import HOSTILE
+from reports.cdp import HEADER_ALIGN, chromium_page
+from services.scenario import HOSTILE, NOW, ManualClock, ReplaySource, demo_cluster, list_everything
+
+from api.conftest import live_server
+from watchtower.adapters.sim import objects as o
+from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.api.app import create_app
+from watchtower.bootstrap import build_container
+from watchtower.config.loading import settings_from_mapping
+
+from .test_openapi import scenario_gpu
 
 pytestmark = pytest.mark.browser
 
@@ -65,3 +82,91 @@ def test_status_page_screenshot_renders(live: str, tmp_path: Path) -> None:
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000  # a blank page compresses to a few KB
+
+
+MISSING_CLAIM = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "dra" / "missing-claim.json"
+
+
+@contextlib.asynccontextmanager
+async def every_table(tmp_path: Path, *extra: dict[str, Any]) -> AsyncIterator[str]:
+    """Serve the status page with every table it has filled: the demo cluster (queue, partial gangs,
+    quota, preemptions), alerting on with a webhook receiver (alerts, notifications queued), idle GPUs
+    from a Prometheus stand-in, a 5-GPU pod where 8 are free but at most 4 on one node (fragmentation)
+    and a pod whose DRA claim does not exist; and the `extra` objects."""
+
+    secret = tmp_path / "hook-secret"
+    secret.write_text("whsec_" + base64.b64encode(b"status page test secret!").decode())
+    settings = settings_from_mapping(
+        {
+            "alerting": {
+                "route": {"receiver": "oncall", "group_wait": "0s"},
+                # Nothing is delivered: no delivery worker runs, the messages stay queued.
+                "receivers": [
+                    {
+                        "name": "oncall",
+                        "webhooks": [{"url": "http://127.0.0.1:9/hook", "secret_file": str(secret)}],
+                    }
+                ],
+            }
+        }
+    )
+    dra = [i for i in json.loads(MISSING_CLAIM.read_text())["items"] if i["kind"] != "Event"]
+    cluster = demo_cluster().add(*dra, o.pod(name="wide", namespace="ops", created=NOW - 900, gpus=5), *extra)
+    source = ReplaySource(cluster)
+    clock = ManualClock()
+    store = SQLiteAlertStore(tmp_path / "alerts.db")
+    try:
+        c = build_container(
+            settings, clock=clock, source_health=source.feed_health, source_name="replay", alert_store=store
+        )
+        assert c.alerting is not None
+        list_everything(c.watcher, cluster)
+        source.listed = set(cluster.objects)
+        tick = c.watcher.evaluate(clock.now())
+        await c.alerting.on_tick(tick)
+        gpu = scenario_gpu(c)
+        await gpu.refresh(time.time())
+        await gpu.on_snapshot(tick.snapshot, time.time())
+        with live_server(create_app(dataclasses.replace(c, gpu=gpu))) as url:
+            yield url
+    finally:
+        store.close()
+
+
+async def test_status_page_numeric_headers_sit_over_their_right_aligned_figures(tmp_path: Path) -> None:
+    async with every_table(tmp_path) as url:
+        with chromium_page(f"{url}/", width=1400, mobile=False) as page:
+            sections = page.evaluate("[...document.querySelectorAll('section[id]')].map(s => s.id)")
+            columns = page.evaluate(HEADER_ALIGN)
+            assert page.errors() == []
+    tables = {
+        "alerts",
+        "partial-gangs",
+        "quota",
+        "notifications",
+        "idle-gpus",
+        "preemptions",
+        "fragmentation",
+    }
+    assert set(sections) >= tables | {"tier-critical", "dra-problems"}, sections
+    # Numeric columns are right-aligned and so are their headers (they once sat left over the figures),
+    # in every table on the page; the text columns stay left under left headers.
+    right = {c["header"] for c in columns if c["header_align"] == "right"}
+    assert right == {
+        "since",
+        "wait vs threshold",
+        "GPUs",
+        "pods bound",
+        "GPUs held",
+        "wait",
+        "used / hard",
+        "when",
+        "idle / used GPUs",
+        "mean util.",
+        "GPU-hours lost",
+        "GPUs per pod",
+        "free in total",
+        "largest free on one node",
+        "pending",
+    }
+    assert [c for c in columns if c["header_align"] != c["cell_align"]] == []

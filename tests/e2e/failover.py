@@ -3,25 +3,19 @@ keeps every delivery: what tests/e2e/test_leader_election.py asserts and bench/f
 
 The replicas share one alert store, as the HA deployment shares PostgreSQL; here both run on one machine
 and share one SQLite file (WAL, `BEGIN IMMEDIATE`), which keeps the same contract across processes. The
-receiver checks Standard Webhooks signatures and answers slowly on purpose (a team's webhook is not
-instant): a storm's notifications go out one after another for seconds, so a leader killed "in the
-middle" really has work left.
+receiver is webhooks.py's HookReceiver with a `delay`: it checks Standard Webhooks signatures and answers
+slowly on purpose (a team's webhook is not instant).
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,89 +24,11 @@ import yaml
 
 from .api import Api, wait_for
 from .scenario import pod_manifest
-from .test_service_api import signature_problem
+from .webhooks import Delivery
 
 WARN_AFTER = 3  # seconds: every storm pod crosses its warning this long after it was made
 STORM_CLASS = "urgent-debug"  # the critical tier's class
 ALERT = "WorkloadWaitWarning"
-
-
-def new_secret() -> str:
-    return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
-
-
-@dataclass
-class Delivery:
-    arrived: float  # time.time() when the request reached the receiver
-    webhook_id: str
-    body: dict[str, Any]
-    problem: str
-
-    def firing(self) -> list[tuple[str, str]]:
-        """Return (namespace, workload) of each firing alert of the storm's alertname it carries."""
-        return [
-            (a["labels"].get("namespace", ""), a["labels"].get("workload", ""))
-            for a in self.body.get("alerts", [])
-            if a.get("status") == "firing" and a["labels"].get("alertname") == ALERT
-        ]
-
-    def content(self) -> tuple[str, tuple[tuple[str, str], ...]]:
-        """Return what the notification says: its group and each alert's identity and status."""
-        alerts = tuple(
-            sorted((json.dumps(a["labels"], sort_keys=True), a["status"]) for a in self.body["alerts"])
-        )
-        return self.body.get("groupKey", ""), alerts
-
-
-@dataclass
-class SlowReceiver:
-    """A webhook receiver that verifies signatures, takes `delay` seconds per request, and keeps all."""
-
-    secret: str
-    delay: float = 0.2
-    deliveries: list[Delivery] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                arrived = time.time()
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                problem = signature_problem(receiver.secret, headers, body, now=time.time())
-                time.sleep(receiver.delay)
-                with receiver._lock:
-                    receiver.deliveries.append(
-                        Delivery(arrived, headers.get("webhook-id", ""), json.loads(body or b"{}"), problem)
-                    )
-                self.send_response(401 if problem else 204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="slow-receiver", daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
-
-    def start(self) -> SlowReceiver:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
-
-    def received(self) -> list[Delivery]:
-        with self._lock:
-            return sorted(self.deliveries, key=lambda d: d.arrived)
 
 
 @dataclass(frozen=True)
@@ -141,7 +57,7 @@ def audit(deliveries: list[Delivery], expected: set[tuple[str, str]]) -> Audit:
             continue
         seen_ids.add(d.webhook_id)
         contents[d.content()] += 1
-        got |= {w for w in d.firing() if w in expected}
+        got |= {w for w in d.firing(ALERT) if w in expected}
     return Audit(
         expected=len(expected),
         delivered=len(got),

@@ -20,7 +20,8 @@ from .kueue import objects as k
 from .kueue.manager import VISIBILITY_API, KueueManager
 from .kueue.story import GPUS, Story
 from .scenario import Scenario
-from .test_service_api import HookReceiver, metric, service_watching
+from .test_service_api import metric, service_watching
+from .webhooks import HookReceiver
 
 pytestmark = pytest.mark.e2e
 

@@ -4,7 +4,7 @@ follower takes over once the lease has run out and finishes the storm, nothing l
 beyond what the webhook-id lets a receiver drop; stopped by SIGTERM, the leader finishes, hands the Lease
 back and the follower takes over at once.
 
-The machinery (replicas, the slow signed receiver, the audit) is in failover.py, shared with
+The machinery (replicas, the audit) is in failover.py and the slow signed receiver in webhooks.py, shared with
 bench/failover.py, which repeats the kill ten times and prints the figures.
 """
 
@@ -23,9 +23,10 @@ from watchtower.domain.leader import JITTER
 
 from .api import wait_for
 from .controlplane.cluster import ControlPlane
-from .failover import Replica, SlowReceiver, audit, lease_of, new_secret, replica_config, storm
+from .failover import Replica, audit, lease_of, replica_config, storm
 from .identity import apply_rbac, token_kubeconfig
 from .scenario import Scenario
+from .webhooks import HookReceiver, new_secret
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +44,7 @@ def _t(ts: str) -> float:
 @contextlib.contextmanager
 def two_replicas(
     s: Scenario, control_plane: ControlPlane, *, lease: tuple[float, float, float], suffix: str
-) -> Iterator[tuple[Replica, Replica, SlowReceiver, str]]:
+) -> Iterator[tuple[Replica, Replica, HookReceiver, str]]:
     """Start replica-a (which leads) then replica-b (which follows) on one store; yield them, the
     receiver and the storm's namespace. Afterwards: the API server never refused them."""
     home = s.namespace(HOME + suffix)
@@ -51,7 +52,7 @@ def two_replicas(
     with contextlib.ExitStack() as stack:
         identity = apply_rbac(s.api, namespace=home, suffix=suffix)
         stack.callback(identity.remove)
-        hooks = SlowReceiver(new_secret(), delay=0.2).start()
+        hooks = HookReceiver(new_secret(), delay=0.2).start()
         stack.callback(hooks.stop)
         kubeconfig = token_kubeconfig(
             s.workdir / "watchtower.kubeconfig",

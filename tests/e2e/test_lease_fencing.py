@@ -27,9 +27,10 @@ from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.leadership import LeaderElector
 
 from .controlplane.cluster import ControlPlane
-from .failover import SlowReceiver, lease_of, new_secret
+from .failover import lease_of
 from .identity import apply_rbac, token_kubeconfig
 from .scenario import Scenario
+from .webhooks import HookReceiver, new_secret
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +77,7 @@ def test_a_leader_that_cannot_renew_stops_sending_at_its_deadline_before_the_oth
             tmp_path / "a.kubeconfig", server=cp, ca=ca, token=identity.token(name="replica-a")
         )
         kube_b = token_kubeconfig(tmp_path / "b.kubeconfig", server=cp, ca=ca, token=identity.token())
-        hooks = SlowReceiver(new_secret(), delay=0.2).start()
+        hooks = HookReceiver(new_secret(), delay=0.2).start()
         store = SQLiteAlertStore(tmp_path / "alerts.db")
         try:
             asyncio.run(_scenario(s, kube_a, kube_b, hooks, store, rolebindings))
@@ -88,7 +89,7 @@ def test_a_leader_that_cannot_renew_stops_sending_at_its_deadline_before_the_oth
 
 
 async def _scenario(
-    s: Scenario, kube_a: Path, kube_b: Path, hooks: SlowReceiver, store: SQLiteAlertStore, rolebindings: str
+    s: Scenario, kube_a: Path, kube_b: Path, hooks: HookReceiver, store: SQLiteAlertStore, rolebindings: str
 ) -> None:
     a, b = _elector(kube_a, "replica-a"), _elector(kube_b, "replica-b")
     # Both try at once on no Lease: one creates it; the other's create gets 409, or it reads the Lease

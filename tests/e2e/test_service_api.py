@@ -8,23 +8,15 @@ every request it made: GETs only.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
-import hmac
-import json
 import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +30,7 @@ from .controlplane.cluster import ControlPlane, tail
 from .identity import apply_rbac, token_kubeconfig
 from .recording_proxy import RecordingProxy
 from .scenario import Scenario, pod_manifest
+from .webhooks import HookReceiver, new_secret
 
 pytestmark = pytest.mark.e2e
 
@@ -53,90 +46,6 @@ def _t(ts: str) -> float:
 
 def _condition(pod: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return next((c for c in (pod.get("status") or {}).get("conditions", []) if c["type"] == type_), None)
-
-
-# ---- a webhook receiver that checks Standard Webhooks signatures itself -----------------------------------
-
-
-def signature_problem(secret: str, headers: dict[str, str], body: bytes, *, now: float) -> str:
-    """Return "" when the headers sign `body` per Standard Webhooks (HMAC-SHA256 of id.timestamp.body)."""
-    msg_id, ts, sigs = (headers.get(h, "") for h in ("webhook-id", "webhook-timestamp", "webhook-signature"))
-    if not (msg_id and ts.isdigit() and sigs):
-        return f"headers missing or malformed: {headers}"
-    if abs(now - int(ts)) > 300:
-        return f"webhook-timestamp {ts} is {now - int(ts):+.0f}s off"
-    key = base64.b64decode(secret.removeprefix("whsec_"))
-    want = base64.b64encode(hmac.new(key, f"{msg_id}.{ts}.".encode() + body, hashlib.sha256).digest())
-    if not any(s == "v1," + want.decode() for s in sigs.split()):
-        return f"no v1 signature matches: {sigs}"
-    return ""
-
-
-@dataclass
-class Delivery:
-    headers: dict[str, str]
-    body: bytes
-    problem: str
-
-    @property
-    def payload(self) -> dict[str, Any]:
-        return dict(json.loads(self.body))
-
-
-@dataclass
-class HookReceiver:
-    secret: str
-    deliveries: list[Delivery] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                problem = signature_problem(receiver.secret, headers, body, now=time.time())
-                with receiver._lock:
-                    receiver.deliveries.append(Delivery(headers, body, problem))
-                self.send_response(401 if problem else 204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="hook-receiver", daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
-
-    def start(self) -> HookReceiver:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
-
-    def received(self) -> list[Delivery]:
-        with self._lock:
-            return list(self.deliveries)
-
-    def alerts(self, alertname: str, namespace: str, status: str) -> list[dict[str, Any]]:
-        """Return the (verified) deliveries' alerts with this alertname, namespace and status."""
-        return [
-            a
-            for d in self.received()
-            if not d.problem
-            for a in d.payload.get("alerts", [])
-            if a["labels"].get("alertname") == alertname
-            and a["labels"].get("namespace") == namespace
-            and a.get("status") == status
-        ]
 
 
 # ---- the service, as a subprocess ------------------------------------------------------------------------
@@ -200,7 +109,7 @@ def service_watching(
     with contextlib.ExitStack() as stack:
         identity = apply_rbac(s.api, namespace=home, suffix=suffix)
         stack.callback(identity.remove)
-        secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+        secret = new_secret()
         hooks = HookReceiver(secret).start()
         stack.callback(hooks.stop)
         kubeconfig = token_kubeconfig(
@@ -284,7 +193,7 @@ def test_running_service_reports_real_preemption_wait_and_quota_through_its_api_
             control_plane.apiserver_port, ca=pki.ca_cert, cert=pki.serving_cert, key=pki.serving_key
         ).start()
         stack.callback(proxy.stop)
-        secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+        secret = new_secret()
         hooks = HookReceiver(secret).start()
         stack.callback(hooks.stop)
         kubeconfig = token_kubeconfig(

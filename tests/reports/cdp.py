@@ -22,6 +22,18 @@ from websockets.sync.client import ClientConnection, connect
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
+# Each table's header cells against the cells of its first full data row, column by column: the computed
+# text-align of a header and of the figures under it (a "none" row spanning the table is no column). Read on
+# the fairness report page and the status page, whose numeric headers once sat left over right-aligned figures.
+HEADER_ALIGN = """[...document.querySelectorAll('table')].flatMap(t => {
+  const head = [...t.rows].find(r => r.querySelector('th'));
+  const row = [...t.rows].find(r => !r.querySelector('th') && r.cells.length === (head ? head.cells.length : -1));
+  if (!head || !row) return [];
+  return [...head.cells].map((h, i) => ({
+    header: h.textContent, header_align: getComputedStyle(h).textAlign, cell_align: getComputedStyle(row.cells[i]).textAlign,
+  }));
+})"""
+
 
 class Page:
     def __init__(self, ws: ClientConnection) -> None:

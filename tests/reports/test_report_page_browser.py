@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from api.conftest import live_server
 
-from reports.cdp import chromium_page
+from reports.cdp import HEADER_ALIGN, chromium_page
 from reports.sample import HOSTILE_TEAM
 from reports.service import report_app
 
@@ -22,17 +22,6 @@ SHOTS = os.environ.get("WATCHTOWER_SCREENSHOTS")
 def shot_path(tmp_path: Path, name: str) -> Path:
     return Path(SHOTS) / name if SHOTS else tmp_path / name
 
-
-# Each table's header cells against the cells of its first full data row, column by column: the computed
-# text-align of a header and of the figures under it (a "none" row spanning the table is no column).
-HEADER_ALIGN = """[...document.querySelectorAll('table')].flatMap(t => {
-  const head = [...t.rows].find(r => r.querySelector('th'));
-  const row = [...t.rows].find(r => !r.querySelector('th') && r.cells.length === (head ? head.cells.length : -1));
-  if (!head || !row) return [];
-  return [...head.cells].map((h, i) => ({
-    header: h.textContent, header_align: getComputedStyle(h).textAlign, cell_align: getComputedStyle(row.cells[i]).textAlign,
-  }));
-})"""
 
 IMAGES = "[...document.images].map(i => ({ok: i.complete && i.naturalWidth > 0, w: i.naturalWidth, right: i.getBoundingClientRect().right, src: i.src.slice(0, 22)}))"
 

@@ -1,11 +1,13 @@
-"""The fairness history's rows and statements, shared by the SQLite and PostgreSQL histories: the same
-upserts by key on both, only the parameter marker differs. The tables are the store's migration 4."""
+"""The fairness history's rows, statements and reads, shared by the SQLite and PostgreSQL histories: the
+same upserts by key and the same rows back to domain objects on both; only the parameter marker, the
+connection and its locking differ. The tables are the store's migration 4."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode
 
@@ -128,3 +130,62 @@ def rows(
 def coverage_hours(minutes: int, start: float, end: float) -> float:
     """Return the hours recorded in [start, end) from the count of its heartbeat minutes."""
     return min(float(minutes) / 60.0, max(0.0, (end - start) / 3600.0))
+
+
+class SqlHistory:
+    """What the two histories do alike: record, read back, cover, prune. A subclass gives its `_sql`, a
+    `_tx()` that yields a DB-API connection inside one transaction, and `_rows()` for reads (SQLite reads
+    under its lock outside a transaction; PostgreSQL in one)."""
+
+    _sql: ClassVar[Statements]
+
+    def _tx(self) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _rows(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def record(
+        self,
+        episodes: Iterable[WaitEpisode] = (),
+        preemptions: Iterable[PreemptionRecord] = (),
+        incidents: Iterable[Incident] = (),
+        *,
+        heartbeats: Iterable[float] = (),
+    ) -> None:
+        got = rows(episodes, preemptions, incidents, heartbeats)
+        if not got:
+            return
+        with self._tx() as db:
+            cur = db.cursor()
+            for sql, batch in (
+                (self._sql.upsert_episode, got.episodes),
+                (self._sql.upsert_preemption, got.preemptions),
+                (self._sql.upsert_incident, got.incidents),
+                (self._sql.heartbeat, got.heartbeats),
+            ):
+                if batch:
+                    cur.executemany(sql, batch)
+
+    def episodes(self, start: float, end: float) -> list[WaitEpisode]:
+        return [WaitEpisode(*r) for r in self._rows(self._sql.episodes, (end, start))]
+
+    def preemptions(self, start: float, end: float) -> list[PreemptionRecord]:
+        return [PreemptionRecord(*r) for r in self._rows(self._sql.preemptions, (start, end))]
+
+    def incidents(self, start: float, end: float) -> list[Incident]:
+        return [Incident(*r) for r in self._rows(self._sql.incidents, (end, start))]
+
+    def open_waits(self) -> tuple[list[WaitEpisode], list[Incident]]:
+        """Return the episodes and incidents still open, for a restarted recorder to start from."""
+        eps = self._rows(self._sql.open_episodes)
+        inc = self._rows(self._sql.open_incidents)
+        return [WaitEpisode(*r) for r in eps], [Incident(*r) for r in inc]
+
+    def history_coverage(self, start: float, end: float) -> float:
+        ((n,),) = self._rows(self._sql.coverage, (start, end))
+        return coverage_hours(int(n), start, end)
+
+    def prune_history(self, before: float) -> int:
+        with self._tx() as db:
+            return sum(db.execute(sql, (before,)).rowcount for sql in self._sql.prune)

@@ -17,16 +17,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode
-
 from . import history_rows
 from .store_migrations import migrate_sqlite
 
 log = logging.getLogger(__name__)
-_SQL = history_rows.statements("?")
 
 
-class SQLiteFairnessHistory:
+class SQLiteFairnessHistory(history_rows.SqlHistory):
+    _sql = history_rows.statements("?")
+
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
@@ -54,49 +53,3 @@ class SQLiteFairnessHistory:
     def _rows(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self.db.execute(sql, tuple(args)).fetchall()
-
-    def record(
-        self,
-        episodes: Iterable[WaitEpisode] = (),
-        preemptions: Iterable[PreemptionRecord] = (),
-        incidents: Iterable[Incident] = (),
-        *,
-        heartbeats: Iterable[float] = (),
-    ) -> None:
-        got = history_rows.rows(episodes, preemptions, incidents, heartbeats)
-        if not got:
-            return
-        with self._tx() as db:
-            db.executemany(_SQL.upsert_episode, got.episodes)
-            db.executemany(_SQL.upsert_preemption, got.preemptions)
-            db.executemany(_SQL.upsert_incident, got.incidents)
-            db.executemany(_SQL.heartbeat, got.heartbeats)
-
-    def episodes(self, start: float, end: float) -> list[WaitEpisode]:
-        rows = self._rows(_SQL.episodes, (end, start))
-        return [WaitEpisode(*r) for r in rows]
-
-    def preemptions(self, start: float, end: float) -> list[PreemptionRecord]:
-        rows = self._rows(_SQL.preemptions, (start, end))
-        return [PreemptionRecord(*r) for r in rows]
-
-    def incidents(self, start: float, end: float) -> list[Incident]:
-        rows = self._rows(_SQL.incidents, (end, start))
-        return [Incident(*r) for r in rows]
-
-    def open_waits(self) -> tuple[list[WaitEpisode], list[Incident]]:
-        """Return the episodes and incidents still open, for a restarted recorder to start from."""
-        eps = self._rows(_SQL.open_episodes)
-        inc = self._rows(_SQL.open_incidents)
-        return [WaitEpisode(*r) for r in eps], [Incident(*r) for r in inc]
-
-    def history_coverage(self, start: float, end: float) -> float:
-        ((n,),) = self._rows(_SQL.coverage, (start, end))
-        return history_rows.coverage_hours(n, start, end)
-
-    def prune_history(self, before: float) -> int:
-        with self._tx() as db:
-            n = 0
-            for sql in _SQL.prune:
-                n += db.execute(sql, (before,)).rowcount
-            return n
