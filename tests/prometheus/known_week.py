@@ -38,7 +38,7 @@ class PodRun:
     memory_gib: int
     start: int
     end: int  # runs in [start, end)
-    util: Callable[[int], float]
+    util: Callable[[float], float]
 
 
 NODES = ("n1", "n2", "n3")  # 8 GPUs, 64 cores, 512 GiB each
@@ -110,24 +110,32 @@ EXPECTED_CLUSTER = {
 EXPECTED_HOURS_PRESENT = 162.0  # of 168, for each of the three sources
 
 
-def _times() -> list[int]:
-    return [t for t in range(T0 + OFFSET, END, SAMPLE) if not GAP[0] <= t < GAP[1]]
+def _times(sample: int, offset: float) -> list[float]:
+    """Sample instants `offset` s after each `sample`-second tick from T0 (changes fall on 300 s steps, so
+    any sample dividing 300 and offset under it give the same hand figures)."""
+    ticks = range(T0, END, sample)
+    return [t + offset for t in ticks if not GAP[0] <= t + offset < GAP[1]]
+
+
+def _stamp(t: float) -> str:
+    return str(int(t)) if float(t).is_integer() else f"{t:.3f}"
 
 
 def _num(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else repr(float(v))
 
 
-def _inside(t: int, span: tuple[int, int] | None) -> bool:
+def _inside(t: float, span: tuple[int, int] | None) -> bool:
     return span is not None and span[0] <= t < span[1]
 
 
-def openmetrics() -> str:
-    """Return the week as an OpenMetrics text (gauges; every series' samples together, in time order)."""
-    times = _times()
-    families: dict[str, list[tuple[str, list[tuple[int, float]]]]] = {}
+def openmetrics(sample: int = SAMPLE, offset: float = OFFSET) -> str:
+    """Return the week as an OpenMetrics text (gauges; every series' samples together, in time order),
+    sampled every `sample` s, `offset` s after each tick."""
+    times = _times(sample, offset)
+    families: dict[str, list[tuple[str, list[tuple[float, float]]]]] = {}
 
-    def series(name: str, labels: str, samples: list[tuple[int, float]]) -> None:
+    def series(name: str, labels: str, samples: list[tuple[float, float]]) -> None:
         if samples:
             families.setdefault(name, []).append((labels, samples))
 
@@ -157,7 +165,7 @@ def openmetrics() -> str:
     for ns, pieces in QUOTAS.items():
         base = f'{KSM},namespace="{ns}",resourcequota="gpu",resource="requests.nvidia.com/gpu"'
 
-        def hard(t: int, pieces: list[tuple[int, int]] = pieces) -> float:
+        def hard(t: float, pieces: list[tuple[int, int]] = pieces) -> float:
             return float([v for v, since in pieces if since <= t][-1])
 
         series("kube_resourcequota", f'{base},type="hard"', [(t, hard(t)) for t in times])
@@ -207,6 +215,6 @@ def openmetrics() -> str:
     for name, group in families.items():
         lines.append(f"# TYPE {name} gauge")
         for labels, samples in group:
-            lines.extend(f"{name}{{{labels}}} {_num(v)} {t}" for t, v in samples)
+            lines.extend(f"{name}{{{labels}}} {_num(v)} {_stamp(t)}" for t, v in samples)
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
