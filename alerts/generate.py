@@ -11,7 +11,7 @@ from .alerting import alerting_group
 from .alertmanager import alertmanager_config
 from .grafana import DATASOURCE_UID, provisioning
 from .params import params_from
-from .recording import fairness_group, gpu_group, queue_group
+from .recording import fairness_group, fairness_usage_group, gpu_group, queue_group
 from .render import to_yaml
 from .unit_tests import unit_tests
 
@@ -29,7 +29,15 @@ def render_all(
     """Return {path relative to alerts/: text} for every generated file; raise ValueError (or
     SecretInlineError) for a configuration the artefacts cannot follow."""
     p = params_from(settings)
-    rules = {"groups": [queue_group(p), gpu_group(p), fairness_group(p), alerting_group(p)]}
+    rules = {
+        "groups": [
+            queue_group(p),
+            gpu_group(p),
+            fairness_group(p),
+            fairness_usage_group(p),
+            alerting_group(p),
+        ]
+    }
     rule_file = Path("..") / RULES  # promtool resolves rule_files from the test file's directory
     return {
         RULES: to_yaml(rules, command=COMMAND, source=source),

@@ -36,6 +36,7 @@ class RuleParams:
     runbook_base: str
     thrash_count: int = 3
     thrash_window: float = 3600.0
+    fairness_step: float = 300.0  # fairness.step: the interval of the fairness usage rules
 
     @property
     def own(self) -> OwnQueries:
@@ -100,4 +101,5 @@ def params_from(
         runbook_base=runbook_base,
         thrash_count=rules.thrash_count,
         thrash_window=settings.queue.thrash_window,
+        fairness_step=settings.fairness.step,
     )

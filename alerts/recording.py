@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from watchtower.domain.promql import (
     CLUSTER_IDLE_SHARE,
+    FAIRNESS_EVALUATION,
     JAIN_INDEX,
     MIG_PROFILE,
     OLDEST_WAIT,
@@ -20,6 +21,8 @@ from watchtower.domain.promql import (
     TEAM_IDLE_SHARE,
     TIME_TO_SCHEDULE_P50,
     TIME_TO_SCHEDULE_P95,
+    FairnessQueries,
+    duration,
 )
 
 from .params import RuleParams
@@ -107,5 +110,22 @@ def fairness_group(p: RuleParams) -> dict[str, object]:
             _rule(TEAM_ATTAINMENT, own.attainment()),
             _rule(TEAM_IDLE_SHARE, f"(({idle}) or ({allocated}) * 0) / (({allocated}) > 0)"),
             _rule(CLUSTER_IDLE_SHARE, f"(sum ({idle}) or vector(0)) / (sum ({allocated}) > 0)"),
+        ],
+    }
+
+
+def fairness_usage_group(p: RuleParams) -> dict[str, object]:
+    """Return the rule group of the fairness report's per-step values, evaluated every `fairness.step`:
+    the week figures sum these (`sum_over_time(rec[1w])`) instead of re-evaluating a subquery per step,
+    which takes a minute for 200 teams. The evaluation-time series says when and at what interval the
+    group ran, so the reader takes this path only for weeks the rules cover at the report's step."""
+    f = FairnessQueries(p.queries, p.own)
+    step = p.fairness_step
+    return {
+        "name": "watchtower.fairness.usage.rules",
+        "interval": duration(step),
+        "rules": [
+            *(_rule(name, expr) for name, expr in f.recorded_rules(step, p.idle_threshold)),
+            {"record": FAIRNESS_EVALUATION, "expr": "vector(time())", "labels": {"step": f"{step:g}"}},
         ],
     }

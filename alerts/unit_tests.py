@@ -9,6 +9,20 @@ import math
 from watchtower.domain.alerts.rules.base import human
 from watchtower.domain.promql import (
     CONFIG_VALID,
+    FAIRNESS_ALLOCATED_GPUS,
+    FAIRNESS_CAPACITY_CPU_CORES,
+    FAIRNESS_CAPACITY_GPUS,
+    FAIRNESS_CAPACITY_MEMORY_BYTES,
+    FAIRNESS_EVALUATION,
+    FAIRNESS_FREE_WHILE_WAITING_GPUS,
+    FAIRNESS_IDLE_ALLOCATED_GPUS,
+    FAIRNESS_TEAM_CPU_CORES,
+    FAIRNESS_TEAM_GPUS,
+    FAIRNESS_TEAM_IDLE_GPUS,
+    FAIRNESS_TEAM_MEMORY_BYTES,
+    FAIRNESS_TEAM_QUOTA_GPUS,
+    FAIRNESS_UNAVAILABLE_GPUS,
+    GPU_UTIL,
     JAIN_INDEX,
     LAST_EVALUATION,
     MOST_PREEMPTIONS,
@@ -17,6 +31,7 @@ from watchtower.domain.promql import (
     TEAM_GPUS_ENTITLED,
     TEAM_GPUS_USED,
     TEAM_SATISFACTION,
+    WAITING_GPUS,
     duration,
 )
 from watchtower.domain.tiers import Tier
@@ -275,6 +290,76 @@ def fairness_test(p: RuleParams) -> dict[str, object]:
     }
 
 
+GIB = 2**30
+
+
+def fairness_usage_test(p: RuleParams) -> dict[str, object]:
+    """Return one test of the fairness report's per-step values, worked out by hand.
+
+    Nodes n1 and n2 have 8 GPUs, 64 cores and 512 GiB each; n2 is cordoned (8 GPUs unavailable). Namespace
+    ml (team label vision) runs pod p-0 on n1: 4 GPUs at 5 % (under θ: idle), 8 cores, 32 GiB, under a
+    ResourceQuota of 8 GPUs; namespace lone (no team label: its own team) runs pod q-0 with 2 GPUs at 90 %.
+    Vision waits for 6 more GPUs: free on schedulable nodes are n1's 8 − 6 = 2, so min(2, 6) = 2 GPUs free
+    while work waited. At 10 minutes the evaluation-time series is 600 (s), labelled with the step."""
+    ksm = p.queries.config.ksm_selector
+    k = f"{ksm}," if ksm else ""
+    series: list[dict[str, str]] = []
+    for node, cordoned in (("n1", 0), ("n2", 1)):
+        for resource, v in (("nvidia_com_gpu", 8), ("cpu", 64), ("memory", 512 * GIB)):
+            sel = f'{k}node="{node}",resource="{resource}"'
+            series.append({"series": f"kube_node_status_allocatable{{{sel}}}", "values": f"{v}x15"})
+        series.append(
+            {"series": f'kube_node_spec_unschedulable{{{k}node="{node}"}}', "values": f"{cordoned}x15"}
+        )
+        ready = f'{k}node="{node}",condition="Ready",status="true"'
+        series.append({"series": f"kube_node_status_condition{{{ready}}}", "values": "1x15"})
+    series.append(
+        {"series": f'kube_namespace_labels{{{k}namespace="ml",label_team="vision"}}', "values": "1x15"}
+    )
+    series.append({"series": f'kube_namespace_labels{{{k}namespace="lone"}}', "values": "1x15"})
+    quota = f'{k}namespace="ml",resource="requests.nvidia.com/gpu",type="hard"'
+    series.append({"series": f"kube_resourcequota{{{quota}}}", "values": "8x15"})
+    for ns, pod, gpus, cpu, mem, util in (("ml", "p-0", 4, 8, 32, 5), ("lone", "q-0", 2, 4, 16, 90)):
+        base = f'{k}namespace="{ns}",pod="{pod}",uid="u-{pod}"'
+        series.append({"series": f'kube_pod_status_phase{{{base},phase="Running"}}', "values": "1x15"})
+        for resource, v in (("nvidia_com_gpu", gpus), ("cpu", cpu), ("memory", mem * GIB)):
+            sel = f'{base},node="n1",container="main",resource="{resource}"'
+            series.append({"series": f"kube_pod_container_resource_requests{{{sel}}}", "values": f"{v}x15"})
+        dev = f'gpu="0",UUID="GPU-{pod}",Hostname="n1",namespace="{ns}",pod="{pod}",container="main"'
+        series.append({"series": f"{GPU_UTIL}{{{dev}}}", "values": f"{util}x15"})
+    series.append({"series": _series(p, WAITING_GPUS, 'team="vision",tier="low"'), "values": "6x15"})
+    at = duration(10 * STEP)
+
+    def one(name: str, value: float, labels: str = "") -> dict[str, object]:
+        return {"expr": name, "eval_time": at, "exp_samples": [{"labels": f"{name}{labels}", "value": value}]}
+
+    def teams(name: str, vision: float, lone: float | None) -> dict[str, object]:
+        got = [{"labels": f'{name}{{team="vision"}}', "value": vision}]
+        if lone is not None:
+            got.append({"labels": f'{name}{{team="lone"}}', "value": lone})
+        return {"expr": name, "eval_time": at, "exp_samples": got}
+
+    return {
+        "interval": duration(STEP),
+        "input_series": series,
+        "promql_expr_test": [
+            teams(FAIRNESS_TEAM_GPUS, 4, 2),
+            teams(FAIRNESS_TEAM_IDLE_GPUS, 1, None),  # one device of 4 GPUs' pod reported: counted once
+            teams(FAIRNESS_TEAM_CPU_CORES, 8, 4),
+            teams(FAIRNESS_TEAM_MEMORY_BYTES, 32 * GIB, 16 * GIB),
+            teams(FAIRNESS_TEAM_QUOTA_GPUS, 8, None),
+            one(FAIRNESS_CAPACITY_GPUS, 16),
+            one(FAIRNESS_ALLOCATED_GPUS, 6),
+            one(FAIRNESS_IDLE_ALLOCATED_GPUS, 1),
+            one(FAIRNESS_FREE_WHILE_WAITING_GPUS, 2),
+            one(FAIRNESS_UNAVAILABLE_GPUS, 8),
+            one(FAIRNESS_CAPACITY_CPU_CORES, 128),
+            one(FAIRNESS_CAPACITY_MEMORY_BYTES, 1024 * GIB),
+            one(FAIRNESS_EVALUATION, 10 * STEP, f'{{step="{p.fairness_step:g}"}}'),
+        ],
+    }
+
+
 def _selector_labels(p: RuleParams) -> dict[str, str]:
     """The equality matchers of the Watchtower selector, as labels a scraped series carries."""
     out = {}
@@ -325,5 +410,6 @@ def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
             thrash_test(p, p.tiers.tiers[-1]),
             config_test(p),
             fairness_test(p),
+            fairness_usage_test(p),
         ],
     }

@@ -221,7 +221,20 @@ def test_every_generated_rule_evaluates_without_error(prom) -> None:
     # Every rule of the file Prometheus was given is loaded (none dropped by a parse it did not report).
     shipped = yaml.safe_load((ROOT / "alerts" / alerts_generate.RULES).read_text())["groups"]
     assert len(rules) == sum(len(g["rules"]) for g in shipped) >= 39
-    bad = [(r["name"], r.get("lastError")) for r in rules if r["health"] != "ok"]
+    bad = []
+    for g in groups:
+        for r in g["rules"]:
+            if r["health"] == "ok":
+                continue
+            if r["health"] == "unknown" and g["interval"] > 60:
+                # Not evaluated yet: its group runs every fairness.step (5 min), at an offset Prometheus picks.
+                # Its expression, evaluated now, must run as well.
+                got = _query(prom, r["query"])
+                if got["status"] == "success":
+                    continue
+                bad.append((r["name"], got.get("error")))
+            else:
+                bad.append((r["name"], r.get("lastError")))
     assert bad == []
 
 

@@ -273,3 +273,28 @@ async def test_a_source_short_by_minutes_is_not_called_100_percent(history: SQLi
     history.record(heartbeats=[E + 60 * m for m in range(2, 168 * 60)])  # the week's first 2 minutes missed
     r = await reports(history, FixedUsage({})).build(WEEK.previous(-1), now=E + 200 * H)
     assert any(n.startswith("watchtower history covered 167.97 of 168.0 hours (99 %)") for n in r.notes)
+
+
+async def test_the_method_says_which_path_integrated_the_weeks_usage(history: SQLiteFairnessHistory) -> None:
+    from dataclasses import replace
+
+    from watchtower.adapters.report_html import FairnessPresenter
+    from watchtower.api.fairness.json_view import report_dict
+
+    by_rules = replace(
+        w47_usage(), path="rules", recorded_hours=168.0, path_reason="168.0 recorded hours cover the 168.0 h"
+    )
+    r = await reports(history, FixedUsage({S: by_rules})).build(WEEK, now=E + 3 * 86400)
+    words = "sums of the per-step values of the recording rules watchtower.fairness.usage.rules"
+    assert r.method.usage_path == f"{words} (168.0 recorded hours cover the 168.0 h)"
+    assert report_dict(r)["method"]["usage_path"] == r.method.usage_path
+    assert report_dict(r)["method"]["recorded_hours"] == 168.0
+    assert f"GPU-hours from Prometheus: {r.method.usage_path}" in FairnessPresenter().text(r)
+    assert f"GPU-hours from Prometheus: {r.method.usage_path}." in FairnessPresenter().html(
+        r, img=lambda name: name
+    )
+
+    slow = await reports(history, FixedUsage({S: w47_usage()})).build(WEEK, now=E + 3 * 86400)
+    assert slow.method.usage_path.startswith("subqueries over the raw series")
+    none = await reports(history, None).build(WEEK, now=E + 3 * 86400)
+    assert none.method.usage_path == "no usage from Prometheus" and none.method.recorded_hours is None

@@ -42,7 +42,7 @@ class PodRun:
     memory_gib: int
     start: int  # offsets from the week's start
     end: int  # runs in [start, end)
-    util: Callable[[int], float]  # of the offset
+    util: Callable[[float], float]  # of the offset
 
 
 NODES = ("n1", "n2", "n3")  # 8 GPUs, 64 cores, 512 GiB each
@@ -114,27 +114,33 @@ EXPECTED_CLUSTER = {
 EXPECTED_HOURS_PRESENT = 162.0  # of 168, for each of the three sources
 
 
-def _offsets() -> list[int]:
-    return [t for t in range(OFFSET, WEEK, SAMPLE) if not GAP[0] <= t < GAP[1]]
+def _offsets(sample: int, offset: float) -> list[float]:
+    """Sample offsets from the week's start: `offset` s after each `sample`-second tick (changes fall on
+    300 s steps, so any sample dividing 300 and offset under it give the same hand figures)."""
+    return [t + offset for t in range(0, WEEK, sample) if not GAP[0] <= t + offset < GAP[1]]
+
+
+def _stamp(t: float) -> str:
+    return str(int(t)) if float(t).is_integer() else f"{t:.3f}"
 
 
 def _num(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else repr(float(v))
 
 
-def _inside(t: int, span: tuple[int, int] | None) -> bool:
+def _inside(t: float, span: tuple[int, int] | None) -> bool:
     return span is not None and span[0] <= t < span[1]
 
 
-def openmetrics(t0: int = T0) -> str:
+def openmetrics(t0: int = T0, sample: int = SAMPLE, offset: float = OFFSET) -> str:
     """Return the week starting at `t0` as an OpenMetrics text (gauges; every series' samples together, in
     time order)."""
     if t0 % int(STEP):
         raise ValueError(f"t0 must be a multiple of {STEP:g} s for the integrals to be exact: {t0}")
-    times = _offsets()  # offsets; a sample's timestamp is t0 + offset
-    families: dict[str, list[tuple[str, list[tuple[int, float]]]]] = {}
+    times = _offsets(sample, offset)  # a sample's timestamp is t0 + its offset
+    families: dict[str, list[tuple[str, list[tuple[float, float]]]]] = {}
 
-    def series(name: str, labels: str, samples: list[tuple[int, float]]) -> None:
+    def series(name: str, labels: str, samples: list[tuple[float, float]]) -> None:
         if samples:
             families.setdefault(name, []).append((labels, samples))
 
@@ -164,7 +170,7 @@ def openmetrics(t0: int = T0) -> str:
     for ns, pieces in QUOTAS.items():
         base = f'{KSM},namespace="{ns}",resourcequota="gpu",resource="requests.nvidia.com/gpu"'
 
-        def hard(t: int, pieces: list[tuple[int, int]] = pieces) -> float:
+        def hard(t: float, pieces: list[tuple[int, int]] = pieces) -> float:
             return float([v for v, since in pieces if since <= t][-1])
 
         series("kube_resourcequota", f'{base},type="hard"', [(t, hard(t)) for t in times])
@@ -214,6 +220,6 @@ def openmetrics(t0: int = T0) -> str:
     for name, group in families.items():
         lines.append(f"# TYPE {name} gauge")
         for labels, samples in group:
-            lines.extend(f"{name}{{{labels}}} {_num(v)} {t0 + t}" for t, v in samples)
+            lines.extend(f"{name}{{{labels}}} {_num(v)} {_stamp(t0 + t)}" for t, v in samples)
     lines.append("# EOF")
     return "\n".join(lines) + "\n"

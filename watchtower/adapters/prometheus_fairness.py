@@ -1,7 +1,22 @@
 """The fairness report's week from Prometheus (the FairnessMetrics port): one aggregated answer per query.
 
-Every figure is integrated on the server (domain/promql.py's FairnessQueries, subqueries evaluated once at
-the week's end), so an answer is one number per team or one for the cluster, whatever the week's length.
+Every figure is integrated on the server (domain/promql.py's FairnessQueries), so an answer is one number per
+team or one for the cluster, whatever the week's length. Two paths, chosen per week by one cheap probe:
+
+- rules: the recording rules watchtower.fairness.usage.rules stored each step's values; a figure is
+  `sum_over_time(rec[1w]) * step / 3600`, read at the week's end plus the rules' evaluation offset. Taken
+  when the rules ran at the report's step and their recorded hours cover the raw KSM hours (within a step).
+- subqueries: `sum_over_time((expr)[1w:step])`, every expression evaluated again at each step: right
+  whatever was recorded, but a minute for 200 teams.
+
+How far the paths can differ: Prometheus evaluates a rule group at k·step + o, o an offset it derives from
+a hash of the group's name and file, while subquery steps fall on k·step. The rules path pairs the
+recorded instant k·step + o with the subquery step k·step (hence the read at end + o). Both see the same
+samples, and give the same figures, when no sample lands in (k·step, k·step + o]; a sample that does
+(a scrape just after a step) lets each change in the data (a pod starting or stopping, a node going down,
+the edge of a scrape gap) count up to one step earlier on the rules path: at most one step of that
+change's value per change. A report read before the rules ran at end + o lacks that last step.
+
 What "missing" means: a source with no sample in the whole week makes its figures None; a source that was
 there makes a team's absent figure 0 (the team ran nothing of that kind). Coverage says how many hours of
 each source were present.
@@ -14,14 +29,20 @@ import logging
 import math
 
 from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.domain.fairness.usage import ClusterUsage, SourceCoverage, TeamUsage, UsageFigures
+from watchtower.domain.fairness.usage import (
+    ClusterUsage,
+    SourceCoverage,
+    TeamUsage,
+    UsageFigures,
+    UsagePath,
+)
 from watchtower.domain.gpu_usage import Sample
 from watchtower.domain.promql import FairnessQueries
 
 log = logging.getLogger(__name__)
 
 KSM, DCGM, OWN = "kube-state-metrics", "dcgm-exporter", "watchtower"
-# The subquery range is this much shorter than the window, so that its steps are those of (start, end] on
+# The ranges are this much shorter than the window, so that the steps (or recorded steps) read are those of (start, end] on
 # Prometheus 2 (closed ranges) as on 3 (left-open): a step on `start` stands for the 5 minutes before it, the
 # previous week's, and counted by Prometheus 2 it put them in both weeks (found by the joined report test,
 # tests/reports/test_report_joined.py, whose two weeks are back to back). 1 ms: less than any step.
@@ -29,12 +50,21 @@ EDGE = 0.001
 
 
 class PrometheusFairness:
-    """Reads a week's usage through `reader`; `idle_threshold` is θ (prometheus.idle_threshold), percent."""
+    """Reads a week's usage through `reader`; `idle_threshold` is θ (prometheus.idle_threshold), percent.
+    `use_rules` False keeps to the subquery path (to compare the two)."""
 
-    def __init__(self, reader: PrometheusReader, queries: FairnessQueries, *, idle_threshold: float) -> None:
+    def __init__(
+        self,
+        reader: PrometheusReader,
+        queries: FairnessQueries,
+        *,
+        idle_threshold: float,
+        use_rules: bool = True,
+    ) -> None:
         self.reader = reader
         self.queries = queries
         self.idle_threshold = idle_threshold
+        self.use_rules = use_rules
 
     async def week_usage(self, start: float, end: float, step: float) -> UsageFigures:
         """Return the usage of [start, end) at `step` resolution; raise PromReadError when Prometheus cannot
@@ -49,27 +79,55 @@ class PrometheusFairness:
             )
         f, theta = self.queries, self.idle_threshold
         span = window - EDGE
-        exprs = {
-            "gpu": f.team_gpu_hours(span, step),
-            "idle": f.team_idle_gpu_hours(span, step, theta),
-            "cpu": f.team_cpu_core_hours(span, step),
-            "memory": f.team_memory_gib_hours(span, step),
-            "quota": f.team_quota_gpus_mean(span, step),
-            "capacity": f.capacity_gpu_hours(span, step),
-            "capacity_gpus": f.capacity_gpus_mean(span, step),
-            "allocated": f.allocated_gpu_hours(span, step),
-            "idle_allocated": f.idle_allocated_gpu_hours(span, step, theta),
-            "free_while_waiting": f.free_while_waiting_gpu_hours(span, step),
-            "unavailable": f.unavailable_gpu_hours(span, step),
-            "cpu_capacity": f.capacity_cpu_core_hours(span, step),
-            "memory_capacity": f.capacity_memory_gib_hours(span, step),
+        expected = window / 3600
+        # The probe: the hours the rules were evaluated at this step, when they last ran, and each source's
+        # hours (KSM's are the raw hours the rules must cover). Cheap: one series, or a few node series.
+        probe = {
+            "recorded": f.recorded_hours(span, step),
+            "last": f.last_evaluation(span, step),
             **{f"coverage:{src}": f.hours_present(src, span, step) for src in f.sources()},
         }
-        answers = dict(zip(exprs, self.reader.query_many_sync(list(exprs.values()), at=end), strict=True))
-        expected = window / 3600
+        found = dict(zip(probe, self.reader.query_many_sync(list(probe.values()), at=end), strict=True))
         coverage = tuple(
-            SourceCoverage(src, _single(answers[f"coverage:{src}"]) or 0.0, expected) for src in f.sources()
+            SourceCoverage(src, _single(found[f"coverage:{src}"]) or 0.0, expected) for src in f.sources()
         )
+        recorded = _single(found["recorded"]) or 0.0
+        raw = next((c.hours_present for c in coverage if c.name == KSM), 0.0)
+        last = _single(found["last"])
+        path: UsagePath = "subqueries"
+        if not self.use_rules:
+            reason = "recording rules not used by this reader"
+        elif recorded <= 0 or last is None:
+            reason = f"no recording-rule series at the {step:g} s step for this week"
+        elif recorded + step / 3600 < raw:
+            reason = f"the rules cover {recorded:.1f} h of the {raw:.1f} h of raw data"
+        else:
+            path = "rules"
+            reason = f"{recorded:.1f} recorded hours cover the {raw:.1f} h of raw data"
+        if path == "rules":
+            assert last is not None
+            # The recorded instant k·step + o stands for the subquery step k·step: read at end + o.
+            offset = round((last - end) % step, 3) % step
+            exprs = f.recorded(span, step)
+            at = end + offset
+        else:
+            exprs = {
+                "gpu": f.team_gpu_hours(span, step),
+                "idle": f.team_idle_gpu_hours(span, step, theta),
+                "cpu": f.team_cpu_core_hours(span, step),
+                "memory": f.team_memory_gib_hours(span, step),
+                "quota": f.team_quota_gpus_mean(span, step),
+                "capacity": f.capacity_gpu_hours(span, step),
+                "capacity_gpus": f.capacity_gpus_mean(span, step),
+                "allocated": f.allocated_gpu_hours(span, step),
+                "idle_allocated": f.idle_allocated_gpu_hours(span, step, theta),
+                "free_while_waiting": f.free_while_waiting_gpu_hours(span, step),
+                "unavailable": f.unavailable_gpu_hours(span, step),
+                "cpu_capacity": f.capacity_cpu_core_hours(span, step),
+                "memory_capacity": f.capacity_memory_gib_hours(span, step),
+            }
+            at = end
+        answers = dict(zip(exprs, self.reader.query_many_sync(list(exprs.values()), at=at), strict=True))
         present = {c.name: c.hours_present > 0 for c in coverage}
         ksm, dcgm, own = present.get(KSM, False), present.get(DCGM, False), present.get(OWN, False)
         per_team = {k: _by_team(answers[k]) for k in ("gpu", "idle", "cpu", "memory", "quota")}
@@ -108,7 +166,17 @@ class PrometheusFairness:
             if ksm
             else None
         )
-        return UsageFigures(start=start, end=end, step=step, teams=teams, cluster=cluster, coverage=coverage)
+        return UsageFigures(
+            start=start,
+            end=end,
+            step=step,
+            teams=teams,
+            cluster=cluster,
+            coverage=coverage,
+            path=path,
+            recorded_hours=recorded,
+            path_reason=reason,
+        )
 
 
 def _finite(samples: list[Sample]) -> list[Sample]:

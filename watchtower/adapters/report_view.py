@@ -174,6 +174,7 @@ def report_view(r: FairnessReport) -> dict[str, Any]:
             "long_running_after": format_duration(m.long_running_after, spoken=True),
             "step": format_duration(m.step, spoken=True),
             "entitlement": m.entitlement,
+            "usage_path": m.usage_path or "not recorded",
         },
         "formulas": [
             (name, text.format(entitlement=m.entitlement, theta=f"{m.idle_threshold:g}", critical=critical))

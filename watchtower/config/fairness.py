@@ -41,7 +41,7 @@ class FairnessConfig(BaseModel):
     weights: dict[str, float] = {}
     """Team name → weight, for `entitlement: weight` (teams not named weigh 1)."""
     step: PositiveDuration = 300.0
-    """Resolution of the GPU-hours integrals taken from Prometheus."""
+    """Resolution of the GPU-hours integrals taken from Prometheus, and the interval of the generated fairness usage recording rules (`watchtower.fairness.usage.rules`)."""
     long_running_after: PositiveDuration = 259200.0
     """Workloads running longer than this are listed (72 h)."""
     top_waiting: int = Field(10, ge=0, le=100)

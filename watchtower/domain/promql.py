@@ -91,6 +91,23 @@ JAIN_INDEX = f"cluster:{TEAM_SATISFACTION}:jain_index"
 TEAM_ATTAINMENT = "team:watchtower_gpu_attainment:ratio"
 TEAM_IDLE_SHARE = "team:watchtower_idle_allocated_gpus:ratio"
 CLUSTER_IDLE_SHARE = "cluster:watchtower_idle_allocated_gpus:ratio"
+# The fairness report's per-step values (group watchtower.fairness.usage.rules, evaluated every
+# `fairness.step`): the week figures integrate these instead of subqueries (FairnessQueries.recorded).
+FAIRNESS_TEAM_GPUS = "team:watchtower_fairness_gpus:step"
+FAIRNESS_TEAM_IDLE_GPUS = "team:watchtower_fairness_idle_gpus:step"
+FAIRNESS_TEAM_CPU_CORES = "team:watchtower_fairness_cpu_cores:step"
+FAIRNESS_TEAM_MEMORY_BYTES = "team:watchtower_fairness_memory_bytes:step"
+FAIRNESS_TEAM_QUOTA_GPUS = "team:watchtower_fairness_quota_gpus:step"
+FAIRNESS_CAPACITY_GPUS = "cluster:watchtower_fairness_capacity_gpus:step"
+FAIRNESS_ALLOCATED_GPUS = "cluster:watchtower_fairness_allocated_gpus:step"
+FAIRNESS_IDLE_ALLOCATED_GPUS = "cluster:watchtower_fairness_idle_allocated_gpus:step"
+FAIRNESS_FREE_WHILE_WAITING_GPUS = "cluster:watchtower_fairness_free_while_waiting_gpus:step"
+FAIRNESS_UNAVAILABLE_GPUS = "cluster:watchtower_fairness_unavailable_gpus:step"
+FAIRNESS_CAPACITY_CPU_CORES = "cluster:watchtower_fairness_capacity_cpu_cores:step"
+FAIRNESS_CAPACITY_MEMORY_BYTES = "cluster:watchtower_fairness_capacity_memory_bytes:step"
+# vector(time()) with a `step` label: when the group ran (its evaluation offset within the step) and at
+# what interval, whatever the cluster sent; counting its samples gives the hours the rules cover.
+FAIRNESS_EVALUATION = "cluster:watchtower_fairness_evaluation_timestamp:step"
 
 # Prometheus 3 drops the sample at the left edge of a range: with fewer than 4 scrapes per window a single
 # missed scrape empties the range.
@@ -677,6 +694,71 @@ class FairnessQueries:
     def capacity_memory_gib_hours(self, window: float, step: float) -> str:
         """Allocatable memory GiB-hours of all nodes over `window`."""
         return self._hours(f"sum ({self.node_allocatable('memory')})", window, step, f" / {GIB}")
+
+    # --- over the week, from the recorded per-step values (watchtower.fairness.usage.rules) -----------
+
+    def recorded_rules(self, step: float, threshold: float) -> list[tuple[str, str]]:
+        """Return (record name, expression) of each per-step value the week figures integrate, the
+        expressions the subquery path integrates, so both paths add up the same values."""
+
+        def alloc(resource: str) -> str:
+            return f"sum ({self.node_allocatable(resource)})"
+
+        return [
+            (FAIRNESS_TEAM_GPUS, self.q.team_gpus_allocated()),
+            (FAIRNESS_TEAM_IDLE_GPUS, self.q.team_idle_devices(step, threshold, kind="gpu")),
+            (FAIRNESS_TEAM_CPU_CORES, self.q.team_requests("cpu")),
+            (FAIRNESS_TEAM_MEMORY_BYTES, self.q.team_requests("memory")),
+            (FAIRNESS_TEAM_QUOTA_GPUS, self.team_quota_gpus()),
+            (FAIRNESS_CAPACITY_GPUS, alloc(GPU_RESOURCE)),
+            (FAIRNESS_ALLOCATED_GPUS, self.q.cluster_gpus_allocated()),
+            (FAIRNESS_IDLE_ALLOCATED_GPUS, self.idle_allocated_gpus(step, threshold)),
+            (FAIRNESS_FREE_WHILE_WAITING_GPUS, self.free_while_waiting()),
+            (FAIRNESS_UNAVAILABLE_GPUS, self.unavailable_gpus()),
+            (FAIRNESS_CAPACITY_CPU_CORES, alloc("cpu")),
+            (FAIRNESS_CAPACITY_MEMORY_BYTES, alloc("memory")),
+        ]
+
+    def recorded(self, window: float, step: float) -> dict[str, str]:
+        """Return the week figures over the recorded series, keyed as PrometheusFairness keys them:
+        `sum_over_time(rec[window]) * step / 3600` for hours, `avg_over_time` for means. Evaluated at the
+        week's end plus the rules' evaluation offset, so each recorded step pairs with a subquery step."""
+        w = duration(window)
+
+        def hours(rec: str, scale: str = "") -> str:
+            return f"sum_over_time({rec}[{w}]) * {step:g} / 3600{scale}"
+
+        def mean(rec: str) -> str:
+            return f"avg_over_time({rec}[{w}])"
+
+        return {
+            "gpu": hours(FAIRNESS_TEAM_GPUS),
+            "idle": hours(FAIRNESS_TEAM_IDLE_GPUS),
+            "cpu": hours(FAIRNESS_TEAM_CPU_CORES),
+            "memory": hours(FAIRNESS_TEAM_MEMORY_BYTES, f" / {GIB}"),
+            "quota": mean(FAIRNESS_TEAM_QUOTA_GPUS),
+            "capacity": hours(FAIRNESS_CAPACITY_GPUS),
+            "capacity_gpus": mean(FAIRNESS_CAPACITY_GPUS),
+            "allocated": hours(FAIRNESS_ALLOCATED_GPUS),
+            "idle_allocated": hours(FAIRNESS_IDLE_ALLOCATED_GPUS),
+            "free_while_waiting": hours(FAIRNESS_FREE_WHILE_WAITING_GPUS),
+            "unavailable": hours(FAIRNESS_UNAVAILABLE_GPUS),
+            "cpu_capacity": hours(FAIRNESS_CAPACITY_CPU_CORES),
+            "memory_capacity": hours(FAIRNESS_CAPACITY_MEMORY_BYTES, f" / {GIB}"),
+        }
+
+    def evaluation(self, step: float) -> str:
+        """The rules' evaluation-time series recorded at the interval `step` (rules recorded at another
+        interval integrate other steps: not taken)."""
+        return f'{FAIRNESS_EVALUATION}{{step="{step:g}"}}'
+
+    def recorded_hours(self, window: float, step: float) -> str:
+        """Hours of `window` the fairness usage rules were evaluated in at the interval `step`."""
+        return f"count_over_time({self.evaluation(step)}[{duration(window)}]) * {step:g} / 3600"
+
+    def last_evaluation(self, window: float, step: float) -> str:
+        """When within `window` the rules last ran at the interval `step` (epoch s): their offset in the step."""
+        return f"max_over_time({self.evaluation(step)}[{duration(window)}])"
 
     # --- coverage --------------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from watchtower.domain.fairness.compute import (
 )
 from watchtower.domain.fairness.inputs import entitlements
 from watchtower.domain.fairness.report import FairnessReport, Method
-from watchtower.domain.fairness.usage import UsageFigures
+from watchtower.domain.fairness.usage import UsageFigures, usage_path_words
 from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.tick import Tick
 from watchtower.ports import FairnessHistory, FairnessMetrics, PromReadError
@@ -79,9 +79,11 @@ class FairnessReports:
         """Return the last complete ISO week before `now`, in the configured timezone."""
         return IsoWeek.containing(now, self.tz).previous()
 
-    def method(self) -> Method:
+    def method(self, usage: UsageFigures | None = None) -> Method:
         prom = self.settings.prometheus
         return Method(
+            usage_path=usage_path_words(usage),
+            recorded_hours=usage.recorded_hours if usage is not None else None,
             idle_threshold=prom.idle_threshold if prom is not None else _DEFAULT_IDLE_THRESHOLD,
             critical_after={t.name: t.critical_after for t in self.settings.tiers},
             long_running_after=self.cfg.long_running_after,
@@ -133,7 +135,7 @@ class FairnessReports:
             history_hours=hours,
             entitlement=ent,
             namespaces=self.cluster.namespaces() if self.cluster is not None else {},
-            method=self.method(),
+            method=self.method(usages[-1]),
             entitlement_mode=self.cfg.entitlement,
             weights=self.cfg.weights,
             running=self.cluster.running() if self.cluster is not None else (),

@@ -129,6 +129,8 @@ def report_dict(r: FairnessReport) -> dict[str, Any]:
             "long_running_after_seconds": m.long_running_after,
             "step_seconds": m.step,
             "entitlement": m.entitlement,
+            "usage_path": m.usage_path,
+            "recorded_hours": m.recorded_hours,
             "percentiles": "nearest rank",
             "formulas": list(m.formulas),
         },

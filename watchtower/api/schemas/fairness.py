@@ -152,6 +152,10 @@ class Method(Body):
     """the resolution of the Prometheus integrals"""
     entitlement: str
     """how E was found, in words"""
+    usage_path: str
+    """how the week's usage was integrated: sums of the fairness usage recording rules, or subqueries"""
+    recorded_hours: Number | None
+    """hours of the week the fairness usage recording rules recorded; null without Prometheus"""
     percentiles: str
     """`nearest rank`: the ⌈p/100·n⌉-th smallest"""
     formulas: list[str]

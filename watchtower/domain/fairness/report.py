@@ -108,6 +108,8 @@ class Method:
     step: float  # Prometheus integration step, seconds
     entitlement: str  # how E was found, in words
     formulas: tuple[str, ...] = ()  # the "how these are computed" lines, one formula each
+    usage_path: str = ""  # how the week's usage was integrated (recording rules or subqueries), in words
+    recorded_hours: float | None = None  # hours of the week the fairness usage rules recorded
 
 
 @dataclass(frozen=True, slots=True)

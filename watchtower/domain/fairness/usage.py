@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
+
+UsagePath = Literal["rules", "subqueries"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +53,19 @@ class UsageFigures:
     teams: Mapping[str, TeamUsage] = field(default_factory=dict)
     cluster: ClusterUsage | None = None  # None: Prometheus had nothing for the week
     coverage: tuple[SourceCoverage, ...] = ()
+    # How the figures were integrated: "rules" sums the per-step values the fairness usage recording rules
+    # stored; "subqueries" evaluates the expressions at every step of the week (slow for many teams).
+    path: UsagePath = "subqueries"
+    recorded_hours: float = 0.0  # hours of the week the rules were evaluated at this step
+    path_reason: str = ""  # why this path, in words
+
+
+def usage_path_words(u: UsageFigures | None) -> str:
+    """Return how the week's usage was integrated, in words, for the report's "how these are computed"."""
+    if u is None:
+        return "no usage from Prometheus"
+    if u.path == "rules":
+        how = "sums of the per-step values of the recording rules watchtower.fairness.usage.rules"
+    else:
+        how = "subqueries over the raw series, evaluated at every step of the week"
+    return f"{how} ({u.path_reason})" if u.path_reason else how
