@@ -42,24 +42,9 @@ class PrometheusFairness:
             raise ValueError(
                 f"the step ({step:g} s) must be positive and no longer than the window ({window:g} s)"
             )
-        f, theta = self.queries, self.idle_threshold
-        exprs = {
-            "gpu": f.team_gpu_hours(window, step),
-            "idle": f.team_idle_gpu_hours(window, step, theta),
-            "cpu": f.team_cpu_core_hours(window, step),
-            "memory": f.team_memory_gib_hours(window, step),
-            "quota": f.team_quota_gpus_mean(window, step),
-            "capacity": f.capacity_gpu_hours(window, step),
-            "capacity_gpus": f.capacity_gpus_mean(window, step),
-            "allocated": f.allocated_gpu_hours(window, step),
-            "idle_allocated": f.idle_allocated_gpu_hours(window, step, theta),
-            "free_while_waiting": f.free_while_waiting_gpu_hours(window, step),
-            "unavailable": f.unavailable_gpu_hours(window, step),
-            "cpu_capacity": f.capacity_cpu_core_hours(window, step),
-            "memory_capacity": f.capacity_memory_gib_hours(window, step),
-            **{f"coverage:{src}": f.hours_present(src, window, step) for src in f.sources()},
-        }
+        exprs = week_expressions(self.queries, window, step, self.idle_threshold)
         answers = dict(zip(exprs, self.reader.query_many_sync(list(exprs.values()), at=end), strict=True))
+        f = self.queries
         expected = window / 3600
         coverage = tuple(
             SourceCoverage(src, _single(answers[f"coverage:{src}"]) or 0.0, expected) for src in f.sources()
@@ -103,6 +88,27 @@ class PrometheusFairness:
             else None
         )
         return UsageFigures(start=start, end=end, step=step, teams=teams, cluster=cluster, coverage=coverage)
+
+
+def week_expressions(f: FairnessQueries, window: float, step: float, theta: float) -> dict[str, str]:
+    """Return every expression the report reads for a window of `window` s ending at its evaluation time,
+    by the name its answer is read under (the backfill keeps the series these name, and only those)."""
+    return {
+        "gpu": f.team_gpu_hours(window, step),
+        "idle": f.team_idle_gpu_hours(window, step, theta),
+        "cpu": f.team_cpu_core_hours(window, step),
+        "memory": f.team_memory_gib_hours(window, step),
+        "quota": f.team_quota_gpus_mean(window, step),
+        "capacity": f.capacity_gpu_hours(window, step),
+        "capacity_gpus": f.capacity_gpus_mean(window, step),
+        "allocated": f.allocated_gpu_hours(window, step),
+        "idle_allocated": f.idle_allocated_gpu_hours(window, step, theta),
+        "free_while_waiting": f.free_while_waiting_gpu_hours(window, step),
+        "unavailable": f.unavailable_gpu_hours(window, step),
+        "cpu_capacity": f.capacity_cpu_core_hours(window, step),
+        "memory_capacity": f.capacity_memory_gib_hours(window, step),
+        **{f"coverage:{src}": f.hours_present(src, window, step) for src in f.sources()},
+    }
 
 
 def _finite(samples: list[Sample]) -> list[Sample]:

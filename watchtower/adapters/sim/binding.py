@@ -121,9 +121,7 @@ def schedule(sim: SimulatedCluster, t: float) -> None:
     sim.volcano.session(sim, ledger, t)
 
 
-def _schedule_gang(
-    sim: SimulatedCluster, ledger: Callable[[], Scheduler], w: SimWorkload, t: float
-) -> None:
+def _schedule_gang(sim: SimulatedCluster, ledger: Callable[[], Scheduler], w: SimWorkload, t: float) -> None:
     """Place a 1.36 gang all together or not at all (KEP-4671, the GangScheduling plugin).
 
     Until minCount of its pods exist they are held in PreEnqueue: no attempt, no condition, no event."""
