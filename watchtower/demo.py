@@ -318,16 +318,16 @@ def _record_and_backfill(
     """Record the past week (worker thread); with `backfill`, write its samples into the demo's Prometheus
     as blocks and restart it so they are loaded now. Return what was recorded and a note on the metrics."""
     from watchtower.adapters.prometheus_backfill import PromtoolMissing, find_promtool
-    from watchtower.demo_past_week import MetricsTargets, record_past_week
+    from watchtower.demo_past_week import MetricsTargets
 
     if backfill is None:
-        recorded = record_past_week(settings, week, stop, span=span)
+        recorded = _in_own_process(settings, week, stop, span, None)
         return recorded, "no Prometheus: its GPU-hours are shown as missing"
     try:
         promtool = find_promtool()
     except PromtoolMissing as e:
         log.warning("the past week's metrics are not backfilled: %s", e)
-        return record_past_week(settings, week, stop, span=span), f"metrics not backfilled ({e})"
+        return _in_own_process(settings, week, stop, span, None), f"metrics not backfilled ({e})"
     targets = MetricsTargets(
         workdir=backfill.workdir,
         into=backfill.prom.data_dir,
@@ -336,7 +336,7 @@ def _record_and_backfill(
         watchtower=backfill.watchtower,
         step=settings.fairness.step,
     )
-    done = record_past_week(settings, week, stop, span=span, metrics=targets)
+    done = _in_own_process(settings, week, stop, span, targets)
     if not done.completed or done.blocks is None:
         return done, ""
     t0 = time.perf_counter()
@@ -347,6 +347,54 @@ def _record_and_backfill(
     )
 
 
+def _past_week_process(
+    settings: Settings, week: Any, stop: Any, span: Any, metrics: Any, results: Any
+) -> None:
+    """The past week's process: record it and put ("ok", PastWeek) or ("error", words) on `results`."""
+    from watchtower.demo_past_week import record_past_week
+
+    try:
+        results.put(("ok", record_past_week(settings, week, stop, span=span, metrics=metrics)))
+    except BaseException as e:  # reported to the demo, which logs it
+        results.put(("error", f"{type(e).__name__}: {e}"))
+
+
+def _in_own_process(settings: Settings, week: Any, stop: Any, span: float | None, metrics: Any) -> Any:
+    """Run record_past_week in a process of its own (blocking; a worker thread calls it): its own core and
+    interpreter, so neither it nor the live demo waits for the other's GIL. `stop` is a multiprocessing
+    Event of the spawn context. Raises RuntimeError when the process fails or dies."""
+    import multiprocessing
+    import queue
+
+    ctx = multiprocessing.get_context("spawn")  # not fork: the demo's threads and loop are not inherited
+    results = ctx.Queue()
+    proc = ctx.Process(
+        target=_past_week_process,
+        args=(settings, week, stop, span, metrics, results),
+        name="watchtower-past-week",
+        daemon=True,
+    )
+    proc.start()
+    try:
+        while True:
+            try:
+                status, value = results.get(timeout=0.5)
+                break
+            except queue.Empty:
+                if not proc.is_alive():
+                    raise RuntimeError(
+                        f"the past week's process exited with status {proc.exitcode}"
+                    ) from None
+        proc.join(30)
+    finally:
+        if proc.is_alive():  # only ours, by its pid
+            proc.terminate()
+            proc.join(10)
+    if status != "ok":
+        raise RuntimeError(value)
+    return value
+
+
 def _past_week_in_background(
     settings: Settings,
     week: Any,
@@ -355,11 +403,12 @@ def _past_week_in_background(
     *,
     span: float | None = None,
 ) -> Callable[[], Any]:
-    """Start recording the simulated past week (and backfilling its metrics) in a worker thread; return
-    what stops it and waits for it (so the store is closed only after its last write)."""
-    import threading
+    """Start recording the simulated past week (and backfilling its metrics) in a process of its own,
+    watched by a worker thread; return what stops it and waits for it (so the store is closed only after
+    its last write)."""
+    import multiprocessing
 
-    stop = threading.Event()
+    stop = multiprocessing.get_context("spawn").Event()
     task = asyncio.create_task(asyncio.to_thread(_record_and_backfill, settings, week, stop, backfill, span))
 
     def done(t: asyncio.Task[Any]) -> None:

@@ -110,7 +110,7 @@ async def test_the_demos_past_week_report_reads_the_simulators_gpu_hours_backfil
         settings = run.container.settings
         week = past_week_of(settings, run.sim.now())
         start, _ = week.bounds(UTC)
-        async with httpx.AsyncClient(base_url=run.url, timeout=60) as c:
+        async with httpx.AsyncClient(base_url=run.url, timeout=180) as c:  # a loaded machine
             got = await c.get("/api/v1/reports/fairness", params={"week": str(week)})
             page = await c.get(f"/reports/fairness/{week}")
         assert got.status_code == 200, got.text
