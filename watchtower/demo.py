@@ -315,7 +315,7 @@ class _Backfill:
 def _record_and_backfill(
     settings: Settings, week: Any, stop: Any, backfill: _Backfill | None, span: float | None
 ) -> tuple[Any, str]:
-    """Record the past week (worker thread); with `backfill`, write its samples into the demo's Prometheus
+    """Record the past week (in a worker thread, the recording in a process of its own); with `backfill`, write its samples into the demo's Prometheus
     as blocks and restart it so they are loaded now. Return what was recorded and a note on the metrics."""
     from watchtower.adapters.prometheus_backfill import PromtoolMissing, find_promtool
     from watchtower.demo_past_week import MetricsTargets
