@@ -127,10 +127,14 @@ def fairness_metrics(settings: Settings) -> FairnessMetrics | None:
     reader = PrometheusReader(
         url=cfg.url, timeout=max(60.0, cfg.timeout), retries=cfg.retries, backoff=cfg.backoff
     )
-    queries = FairnessQueries(
-        Queries(cfg.query_config(settings.teams.label)), OwnQueries(settings.artefacts.job_selector)
-    )
-    return PrometheusFairness(reader, queries, idle_threshold=cfg.idle_threshold)
+    return PrometheusFairness(reader, fairness_queries(settings), idle_threshold=cfg.idle_threshold)
+
+
+def fairness_queries(settings: Settings) -> FairnessQueries:
+    """Return the fairness report's queries as the settings configure them (labels, selectors)."""
+    cfg = settings.prometheus
+    config = cfg.query_config(settings.teams.label) if cfg is not None else None
+    return FairnessQueries(Queries(config), OwnQueries(settings.artefacts.job_selector))
 
 
 def open_alert_store(settings: Settings) -> AlertStore | None:

@@ -14,6 +14,7 @@ import logging
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,12 @@ MAIL_TO = "oncall@demo.invalid"
 # Wall-clock seconds: Prometheus stamps samples with real time, however fast the simulator runs.
 SCRAPE_EVERY = 2.0
 IDLE_WINDOW = 30.0
+WEEK = 7 * 86400.0
+# The demo's Prometheus: an instant selector sees a series this long after its last sample. Backfilled
+# samples (every fairness.step, 5 minutes by default) have no staleness markers: with Prometheus' default
+# of 5 minutes a pod gone at one step would still be counted at the next. Live scrapes (every 2 s, with
+# staleness markers) are not affected.
+BACKFILL_LOOKBACK = 240.0
 DEMO_DRA_NODES = 2  # nodes whose GPUs NVIDIA's DRA driver offers: the story's DRA Job waits for them
 
 
@@ -51,6 +58,7 @@ class DemoOptions:
     speed: float | None = None  # simulated seconds per real second (default: the simulator's, 60)
     evaluate_every: float = 2.0  # real seconds between evaluations
     past_week: bool = True  # simulate the last complete week at full speed, for its fairness report
+    past_week_span: float | None = None  # simulate only its first seconds (a shorter past, for tests)
 
 
 @dataclass
@@ -194,6 +202,10 @@ async def run_demo(
                     exporter_port=exporter.port,
                     watchtower_port=port,
                     scrape_interval=SCRAPE_EVERY,
+                    # The past week's blocks (simulated time) may be months older than the live samples
+                    # (real time): kept for that long and a week, whatever the machine's clock says.
+                    retention=max(15 * 86400.0, time.time() - sim.now()) + 2 * WEEK,
+                    lookback_delta=BACKFILL_LOOKBACK,
                 )
             except LocalPrometheusError as e:
                 prom_note = f"did not start ({str(e)[:300]})"
@@ -249,7 +261,16 @@ async def run_demo(
         echo(f"  API token       {token} (Authorization: Bearer …, to create silences)")
         if past is not None:
             echo(f"  past week       {url}/reports/fairness/{past} (being simulated at full speed)")
-            stack.push_async_callback(_past_week_in_background(settings, past, echo))
+            backfill = (
+                _Backfill(
+                    prom, workdir, exporter=f"127.0.0.1:{exporter.port}", watchtower=f"127.0.0.1:{port}"
+                )
+                if prom is not None
+                else None
+            )
+            stack.push_async_callback(
+                _past_week_in_background(settings, past, echo, backfill, span=opts.past_week_span)
+            )
         started = asyncio.Event()
         serving = asyncio.create_task(
             serve(container, sim, sock, started=started, handle_signals=handle_signals)
@@ -281,27 +302,125 @@ async def run_demo(
         await stack.aclose()
 
 
-def _past_week_in_background(
-    settings: Settings, week: Any, echo: Callable[[str], object]
-) -> Callable[[], Any]:
-    """Start recording the simulated past week in a worker thread; return what stops it and waits for it
-    (so the store is closed only after its last write)."""
-    import threading
+@dataclass(frozen=True)
+class _Backfill:
+    """The demo's Prometheus and its scrape targets, for the past week's samples."""
 
+    prom: Any  # LocalPrometheus
+    workdir: Path
+    exporter: str
+    watchtower: str
+
+
+def _record_and_backfill(
+    settings: Settings, week: Any, stop: Any, backfill: _Backfill | None, span: float | None
+) -> tuple[Any, str]:
+    """Record the past week (in a worker thread, the recording in a process of its own); with `backfill`, write its samples into the demo's Prometheus
+    as blocks and restart it so they are loaded now. Return what was recorded and a note on the metrics."""
+    from watchtower.adapters.prometheus_backfill import PromtoolMissing, find_promtool
+    from watchtower.demo_past_week import MetricsTargets
+
+    if backfill is None:
+        recorded = _in_own_process(settings, week, stop, span, None)
+        return recorded, "no Prometheus: its GPU-hours are shown as missing"
+    try:
+        promtool = find_promtool()
+    except PromtoolMissing as e:
+        log.warning("the past week's metrics are not backfilled: %s", e)
+        return _in_own_process(settings, week, stop, span, None), f"metrics not backfilled ({e})"
+    targets = MetricsTargets(
+        workdir=backfill.workdir,
+        into=backfill.prom.data_dir,
+        promtool=promtool,
+        exporter=backfill.exporter,
+        watchtower=backfill.watchtower,
+        step=settings.fairness.step,
+    )
+    done = _in_own_process(settings, week, stop, span, targets)
+    if not done.completed or done.blocks is None:
+        return done, ""
+    t0 = time.perf_counter()
+    backfill.prom.restart()
+    return done, (
+        f"{done.blocks.samples} samples backfilled into Prometheus (promtool on {done.blocks.files} files, "
+        f"{done.blocks.waited:.1f} s after the last; restart {time.perf_counter() - t0:.1f} s)"
+    )
+
+
+def _past_week_process(
+    settings: Settings, week: Any, stop: Any, span: Any, metrics: Any, results: Any
+) -> None:
+    """The past week's process: record it and put ("ok", PastWeek) or ("error", words) on `results`."""
     from watchtower.demo_past_week import record_past_week
 
-    stop = threading.Event()
-    task = asyncio.create_task(asyncio.to_thread(record_past_week, settings, week, stop))
+    try:
+        results.put(("ok", record_past_week(settings, week, stop, span=span, metrics=metrics)))
+    except BaseException as e:  # reported to the demo, which logs it
+        results.put(("error", f"{type(e).__name__}: {e}"))
+
+
+def _in_own_process(settings: Settings, week: Any, stop: Any, span: float | None, metrics: Any) -> Any:
+    """Run record_past_week in a process of its own (blocking; a worker thread calls it): its own core and
+    interpreter, so neither it nor the live demo waits for the other's GIL. `stop` is a multiprocessing
+    Event of the spawn context. Raises RuntimeError when the process fails or dies."""
+    import multiprocessing
+    import queue
+
+    ctx = multiprocessing.get_context("spawn")  # not fork: the demo's threads and loop are not inherited
+    results = ctx.Queue()
+    proc = ctx.Process(
+        target=_past_week_process,
+        args=(settings, week, stop, span, metrics, results),
+        name="watchtower-past-week",
+        daemon=True,
+    )
+    proc.start()
+    try:
+        while True:
+            try:
+                status, value = results.get(timeout=0.5)
+                break
+            except queue.Empty:
+                if not proc.is_alive():
+                    raise RuntimeError(
+                        f"the past week's process exited with status {proc.exitcode}"
+                    ) from None
+        proc.join(30)
+    finally:
+        if proc.is_alive():  # only ours, by its pid
+            proc.terminate()
+            proc.join(10)
+    if status != "ok":
+        raise RuntimeError(value)
+    return value
+
+
+def _past_week_in_background(
+    settings: Settings,
+    week: Any,
+    echo: Callable[[str], object],
+    backfill: _Backfill | None = None,
+    *,
+    span: float | None = None,
+) -> Callable[[], Any]:
+    """Start recording the simulated past week (and backfilling its metrics) in a process of its own,
+    watched by a worker thread; return what stops it and waits for it (so the store is closed only after
+    its last write)."""
+    import multiprocessing
+
+    stop = multiprocessing.get_context("spawn").Event()
+    task = asyncio.create_task(asyncio.to_thread(_record_and_backfill, settings, week, stop, backfill, span))
 
     def done(t: asyncio.Task[Any]) -> None:
         if t.cancelled():
             return
         if (e := t.exception()) is not None:
             log.error("the simulated past week %s could not be recorded: %s", week, e)
-        elif t.result().completed:
-            echo(
-                f"  past week       {week} recorded ({t.result().ticks} ticks): its fairness report is ready"
-            )
+            return
+        recorded, note = t.result()
+        if recorded.completed:
+            echo(f"  past week       {week} recorded ({recorded.ticks} ticks), {note}")
+            echo(f"  past week       {week}: its fairness report is ready")
 
     task.add_done_callback(done)
 

@@ -3,10 +3,16 @@ speed through the last complete ISO week before the demo's clock, recorded into 
 service's own recorder (the same `record_tick` through the same FairnessHistory), so the report of that week
 is made by the same code path as any other.
 
-It runs in a worker thread beside the live demo. The waits still open at the week's end are closed there as
+It runs in a process of its own beside the live demo (demo.py). The waits still open at the week's end are closed there as
 `gone`: that cluster ends with the week, and a wait ended exactly at the end is still censored in that week's
 report and adds nothing to the next. Every write is an upsert by key, so a live recorder that read one of
 these waits while it was open and closed it later changes nothing (the earlier closing is kept).
+
+With `metrics` (the demo's Prometheus is there), it also samples, every `metrics.step` simulated seconds,
+what the demo's Prometheus would have scraped: the simulator's kube-state-metrics and DCGM series (rendered
+as its exporter serves them) and Watchtower's own /metrics after the latest evaluation, each with the job
+and instance of the demo's scrape configuration, keeping the series the fairness report reads. The demo
+turns that file into blocks for its Prometheus (watchtower/adapters/prometheus_backfill.py).
 """
 
 from __future__ import annotations
@@ -14,10 +20,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import threading
 import zoneinfo
 from dataclasses import dataclass
+from pathlib import Path
 
+from watchtower.adapters.prometheus_backfill import BlocksWritten, Wanted
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.week import IsoWeek
 
@@ -27,10 +36,34 @@ STEP = 120.0  # simulated seconds between ticks: within the recorder's heartbeat
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsTargets:
+    """Where the past week's samples go and the scrape targets they are labelled with (host:port)."""
+
+    workdir: Path  # for the OpenMetrics files (removed once turned into blocks)
+    into: Path  # the Prometheus data directory the blocks are written to
+    promtool: str  # its path
+    exporter: str  # the simulator's exporter: jobs dcgm-exporter and kube-state-metrics
+    watchtower: str  # Watchtower's /metrics: job watchtower
+    step: float = 300.0  # simulated seconds between samples: the report's step (fairness.step)
+
+
+@dataclass(frozen=True, slots=True)
 class PastWeek:
     week: IsoWeek
     ticks: int
     completed: bool  # False: stopped before the week's end (the demo was stopped)
+    blocks: BlocksWritten | None = None  # with MetricsTargets: what was backfilled
+
+
+def kept_metrics(settings: Settings) -> Wanted:
+    """Return the series the fairness report's queries read (prometheus_backfill.selected_series)."""
+    from watchtower.adapters.prometheus_backfill import selected_series
+    from watchtower.adapters.prometheus_fairness import week_expressions
+    from watchtower.bootstrap import fairness_queries
+
+    theta = settings.prometheus.idle_threshold if settings.prometheus is not None else 10.0
+    exprs = week_expressions(fairness_queries(settings), 86400.0, 300.0, theta)
+    return selected_series(exprs.values())
 
 
 def past_week_of(settings: Settings, now: float) -> IsoWeek:
@@ -39,18 +72,33 @@ def past_week_of(settings: Settings, now: float) -> IsoWeek:
 
 
 def record_past_week(
-    settings: Settings, week: IsoWeek, stop: threading.Event, *, span: float | None = None
+    settings: Settings,
+    week: IsoWeek,
+    stop: threading.Event,
+    *,
+    span: float | None = None,
+    metrics: MetricsTargets | None = None,
 ) -> PastWeek:
     """Simulate `week` at full speed and record it into the store `settings` name; return what was done.
     Blocking (run it in a thread); `stop` ends it early. `span`: simulate only the week's first `span`
-    seconds, the cluster ending there (a shorter past, for tests)."""
-    return asyncio.run(_record(settings, week, stop, span))
+    seconds, the cluster ending there (a shorter past, for tests). `metrics`: also backfill the samples the
+    demo's Prometheus would have scraped into `metrics.into`."""
+    return asyncio.run(_record(settings, week, stop, span, metrics))
 
 
-async def _record(settings: Settings, week: IsoWeek, stop: threading.Event, span: float | None) -> PastWeek:
+async def _record(
+    settings: Settings,
+    week: IsoWeek,
+    stop: threading.Event,
+    span: float | None,
+    metrics: MetricsTargets | None,
+) -> PastWeek:
     import msgspec
 
+    from watchtower.adapters.metrics import WatchtowerMetrics
+    from watchtower.adapters.prometheus_backfill import Backfill
     from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
+    from watchtower.adapters.sim.exporter import render_metrics
     from watchtower.bootstrap import build_container, fairness_recorder, open_history
 
     start, end = week.bounds(zoneinfo.ZoneInfo(settings.fairness.timezone))
@@ -72,23 +120,66 @@ async def _record(settings: Settings, week: IsoWeek, stop: threading.Event, span
         w = c.watcher
         for kind in KINDS:
             w.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
+        out = (
+            Backfill(
+                metrics.workdir, keep=kept_metrics(settings), into=metrics.into, promtool=metrics.promtool
+            )
+            if metrics is not None
+            else None
+        )
+
+        names = set(out.keep) if out is not None else set()
+        assert isinstance(c.metrics, WatchtowerMetrics)  # build_container's
+        own = c.metrics
+
+        def sample(at: float) -> None:
+            # What a scrape at `at` reads: the exporter's series now, Watchtower's after its last evaluation.
+            assert out is not None and metrics is not None
+            for job, which in (("dcgm-exporter", "dcgm"), ("kube-state-metrics", "kube-state-metrics")):
+                text = render_metrics(sim, at, which=which, only=names)
+                out.add(text, at, job=job, instance=metrics.exporter)
+            out.add(own.render_queue(names).decode(), at, job="watchtower", instance=metrics.watchtower)
+
+        # Samples on the step's grid (epoch multiples, where the report's subqueries evaluate) in
+        # (start, end]: Prometheus 2 counts a subquery step at the window's left edge and 3 does not, and
+        # with none there both give the same figure.
+        every = metrics.step if metrics is not None else math.inf
+        grid = (math.floor(start / every) + 1) * every if metrics is not None else math.inf
         ticks = 0
-        while sim.now() < end and not stop.is_set():
-            sim.step(min(STEP, end - sim.now()))
-            for kind, type_, raw in sim.drain():
-                w.on_change(kind, type_, raw)
-            now = sim.now()
-            tick = w.evaluate(now)
-            w.prune(now)
-            await recorder.on_tick(tick)
-            ticks += 1
+        try:
+            while sim.now() < end and not stop.is_set():
+                until = min(sim.now() + STEP, end)
+                # The simulator steps in 10 s substeps whatever it is asked: stopping at a grid point
+                # between two ticks changes nothing of the cluster.
+                while grid < until:
+                    sim.step(grid - sim.now())
+                    sample(grid)
+                    grid += every
+                sim.step(until - sim.now())
+                for kind, type_, raw in sim.drain():
+                    w.on_change(kind, type_, raw)
+                now = sim.now()
+                tick = w.evaluate(now)
+                w.prune(now)
+                await recorder.on_tick(tick)
+                ticks += 1
+                if grid == now:  # a grid point on a tick: sampled after its evaluation, as scraped then
+                    sample(grid)
+                    grid += every
+        except BaseException:
+            if out is not None:
+                out.abort()
+            raise
         if stop.is_set():
+            if out is not None:
+                out.abort()
             return PastWeek(week, ticks, False)
+        blocks = out.close() if out is not None else None
         episodes, incidents = history.open_waits()
         history.record(
             [dataclasses.replace(e, ended=end, outcome="gone") for e in episodes if e.started < end],
             incidents=[dataclasses.replace(i, ended=end) for i in incidents if i.started < end],
         )
-        return PastWeek(week, ticks, True)
+        return PastWeek(week, ticks, True, blocks)
     finally:
         history.close()

@@ -6,14 +6,21 @@ service. A shortened week (`span`) keeps the run to seconds; `watchtower demo` s
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
 import threading
 from datetime import UTC
 from pathlib import Path
 
+import httpx
+import pytest
+
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-from watchtower.adapters.sim.cluster import DEFAULT_START
+from watchtower.adapters.sim.cluster import DEFAULT_START, SimulatedCluster
 from watchtower.bootstrap import report_once
 from watchtower.config import settings_from_mapping
+from watchtower.config.model import SimulatorConfig
+from watchtower.demo import DemoOptions, DemoRun, run_demo
 from watchtower.demo_past_week import past_week_of, record_past_week
 from watchtower.domain.fairness.history import WaitEpisode
 
@@ -57,3 +64,72 @@ def test_stopping_it_ends_the_run_early(tmp_path: Path) -> None:
     stop.set()
     done = record_past_week(settings, past_week_of(settings, DEFAULT_START), stop)
     assert not done.completed and done.ticks == 0
+
+
+def _simulated_gpu_hours(cfg: SimulatorConfig, start: float, span: float, step: float) -> dict[str, float]:
+    """GPU-hours per team as the past week's cluster ran them, from the simulator's own pods: the
+    `nvidia.com/gpu` of each Running pod at every `step` of (start, start + span], held for the step. The
+    same seed and 10 s substeps give the cluster the demo simulated."""
+    sim = SimulatedCluster(cfg.model_copy(update={"seed": cfg.seed + 1, "metrics_port": 0}), start=start)
+    hours: dict[str, float] = {}
+    t = start + step
+    while t <= start + span:
+        sim.step(t - sim.now())
+        for p in sim.live_pods():
+            if p.phase == "Running" and p.gpus:
+                team = sim.namespaces[p.namespace]["metadata"]["labels"].get("team", p.namespace)
+                hours[team] = hours.get(team, 0.0) + p.gpus * step / 3600
+        t += step
+    return hours
+
+
+@pytest.mark.prometheus
+async def test_the_demos_past_week_report_reads_the_simulators_gpu_hours_backfilled_into_its_prometheus() -> (
+    None
+):
+    """The demo as `make demo` runs it (its real Prometheus, promtool, the service's report page), with a
+    shortened past week: the report shows Prometheus figures, and they are the simulator's."""
+    if shutil.which("prometheus") is None or shutil.which("promtool") is None:
+        pytest.fail("prometheus/promtool not on PATH: run tests/setup/system-deps.sh")
+    lines: list[str] = []
+    ready = asyncio.Event()
+    runs: list[DemoRun] = []
+
+    def echo(line: str) -> None:
+        lines.append(line)
+        if "fairness report is ready" in line:
+            ready.set()
+
+    demo = asyncio.create_task(run_demo(DemoOptions(past_week_span=SPAN), echo=echo, on_ready=runs.append))
+    try:
+        waiter = asyncio.create_task(ready.wait())
+        await asyncio.wait({demo, waiter}, timeout=300, return_when=asyncio.FIRST_COMPLETED)
+        assert ready.is_set(), lines
+        assert any("samples backfilled into Prometheus" in line for line in lines), lines
+        run = runs[0]
+        settings = run.container.settings
+        week = past_week_of(settings, run.sim.now())
+        start, _ = week.bounds(UTC)
+        async with httpx.AsyncClient(base_url=run.url, timeout=180) as c:  # a loaded machine
+            got = await c.get("/api/v1/reports/fairness", params={"week": str(week)})
+            page = await c.get(f"/reports/fairness/{week}")
+        assert got.status_code == 200, got.text
+        report = got.json()
+        step = settings.fairness.step
+        # Every step of the simulated span has each source's samples (and the step after it sees the last).
+        hours = {s["source"]: s["hours_present"] for s in report["coverage"]}
+        for source in ("kube-state-metrics", "dcgm-exporter", "watchtower"):
+            assert SPAN / 3600 <= hours[source] <= (SPAN + step) / 3600, (source, hours)
+        expected = _simulated_gpu_hours(settings.simulator, start, SPAN, step)
+        assert expected and sum(expected.values()) > 0
+        used = {t["team"]: t["used_gpu_hours"] for t in report["teams"] if t["used_gpu_hours"]}
+        assert used == pytest.approx(expected, abs=1e-4)  # the JSON rounds to 4 digits
+        # Capacity: the nodes' allocatable nvidia.com/gpu (DRA nodes publish theirs in ResourceSlices).
+        gpus = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", 0)) for n in run.sim.nodes.values())
+        assert report["cluster"]["gpu_hours"]["capacity"] == pytest.approx(gpus * SPAN / 3600, abs=1e-4)
+        # The page a user opens from the status page: the week's data is there (not "no source reported").
+        assert page.status_code == 200 and "No source reported any data" not in page.text
+    finally:
+        demo.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await demo

@@ -111,21 +111,9 @@ class PrometheusFairness:
             exprs = f.recorded(span, step)
             at = end + offset
         else:
-            exprs = {
-                "gpu": f.team_gpu_hours(span, step),
-                "idle": f.team_idle_gpu_hours(span, step, theta),
-                "cpu": f.team_cpu_core_hours(span, step),
-                "memory": f.team_memory_gib_hours(span, step),
-                "quota": f.team_quota_gpus_mean(span, step),
-                "capacity": f.capacity_gpu_hours(span, step),
-                "capacity_gpus": f.capacity_gpus_mean(span, step),
-                "allocated": f.allocated_gpu_hours(span, step),
-                "idle_allocated": f.idle_allocated_gpu_hours(span, step, theta),
-                "free_while_waiting": f.free_while_waiting_gpu_hours(span, step),
-                "unavailable": f.unavailable_gpu_hours(span, step),
-                "cpu_capacity": f.capacity_cpu_core_hours(span, step),
-                "memory_capacity": f.capacity_memory_gib_hours(span, step),
-            }
+            # Coverage came with the probe.
+            every = week_expressions(f, span, step, theta)
+            exprs = {k: e for k, e in every.items() if not k.startswith("coverage:")}
             at = end
         answers = dict(zip(exprs, self.reader.query_many_sync(list(exprs.values()), at=at), strict=True))
         present = {c.name: c.hours_present > 0 for c in coverage}
@@ -177,6 +165,27 @@ class PrometheusFairness:
             recorded_hours=recorded,
             path_reason=reason,
         )
+
+
+def week_expressions(f: FairnessQueries, window: float, step: float, theta: float) -> dict[str, str]:
+    """Return every expression the report reads for a window of `window` s ending at its evaluation time,
+    by the name its answer is read under (the backfill keeps the series these name, and only those)."""
+    return {
+        "gpu": f.team_gpu_hours(window, step),
+        "idle": f.team_idle_gpu_hours(window, step, theta),
+        "cpu": f.team_cpu_core_hours(window, step),
+        "memory": f.team_memory_gib_hours(window, step),
+        "quota": f.team_quota_gpus_mean(window, step),
+        "capacity": f.capacity_gpu_hours(window, step),
+        "capacity_gpus": f.capacity_gpus_mean(window, step),
+        "allocated": f.allocated_gpu_hours(window, step),
+        "idle_allocated": f.idle_allocated_gpu_hours(window, step, theta),
+        "free_while_waiting": f.free_while_waiting_gpu_hours(window, step),
+        "unavailable": f.unavailable_gpu_hours(window, step),
+        "cpu_capacity": f.capacity_cpu_core_hours(window, step),
+        "memory_capacity": f.capacity_memory_gib_hours(window, step),
+        **{f"coverage:{src}": f.hours_present(src, window, step) for src in f.sources()},
+    }
 
 
 def _finite(samples: list[Sample]) -> list[Sample]:

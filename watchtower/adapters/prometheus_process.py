@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +74,11 @@ class LocalPrometheus:
     url: str
     workdir: Path
     _owns_workdir: bool = True
+    command: tuple[str, ...] = ()  # how it was started, for `restart`
+
+    @property
+    def data_dir(self) -> Path:
+        return self.workdir / "data"
 
     @property
     def log_path(self) -> Path:
@@ -84,8 +90,16 @@ class LocalPrometheus:
         except OSError:
             return ""
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop this process (by its pid, SIGTERM then SIGKILL) and remove the work directory if ours."""
+    def restart(self, ready_timeout: float = 60.0) -> None:
+        """Stop this process and start it again with the same flags, port and data, and wait until it is
+        ready: what makes it load blocks written into its data directory now rather than on its next
+        block reload (every minute after it started, in Prometheus 2 and 3). Its head (the live samples)
+        is replayed from the write-ahead log; queries meanwhile fail for a second or two."""
+        self._terminate()
+        self.process = _spawn(self.command, self.log_path)
+        _wait_ready(self, ready_timeout)
+
+    def _terminate(self, timeout: float = 30.0) -> None:
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -93,6 +107,10 @@ class LocalPrometheus:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop this process (by its pid, SIGTERM then SIGKILL) and remove the work directory if ours."""
+        self._terminate(timeout)
         if self._owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -119,12 +137,19 @@ def start_local_prometheus(
     workdir: Path | None = None,
     binary: str = "prometheus",
     ready_timeout: float = 60.0,
+    retention: float | None = None,
+    lookback_delta: float | None = None,
 ) -> LocalPrometheus | None:
     """Start Prometheus on 127.0.0.1:`port` (0: a free port) scraping the simulator's exporter on
     127.0.0.1:`exporter_port` and Watchtower on 127.0.0.1:`watchtower_port`; return it once ready.
 
     Returns None (and logs INSTALL_HINT) when `binary` is not on PATH; raises LocalPrometheusError when it
-    is but does not become ready within `ready_timeout` seconds (the process is stopped then)."""
+    is but does not become ready within `ready_timeout` seconds (the process is stopped then).
+
+    `retention` (seconds; default Prometheus' 15 days, counted back from its newest block) keeps blocks
+    written for an older past; `lookback_delta` (seconds; default 5 minutes) is how long an instant
+    selector sees a series after its last sample, which for backfilled samples (no staleness markers)
+    must be shorter than their step."""
     exe = shutil.which(binary)
     if exe is None:
         log.warning(INSTALL_HINT)
@@ -142,30 +167,41 @@ def start_local_prometheus(
     )
     listen = port or _free_port()
     url = f"http://127.0.0.1:{listen}"
-    with (wd / "prometheus.log").open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                exe,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={wd / 'data'}",
-                f"--web.listen-address=127.0.0.1:{listen}",
-                "--log.level=warn",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    prom = LocalPrometheus(proc, url, wd, owns)
+    command = [
+        exe,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={wd / 'data'}",
+        f"--web.listen-address=127.0.0.1:{listen}",
+        "--log.level=warn",
+    ]
+    if retention is not None:
+        command.append(f"--storage.tsdb.retention.time={duration(retention)}")
+    if lookback_delta is not None:
+        command.append(f"--query.lookback-delta={duration(lookback_delta)}")
+    prom = LocalPrometheus(_spawn(command, wd / "prometheus.log"), url, wd, owns, tuple(command))
+    _wait_ready(prom, ready_timeout)
+    log.info("local Prometheus on %s (pid %d, data in %s)", url, prom.process.pid, wd)
+    return prom
+
+
+def _spawn(command: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
+    with log_path.open("ab") as out:
+        return subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def _wait_ready(prom: LocalPrometheus, ready_timeout: float) -> None:
+    """Return once `prom` answers /-/ready; stop it and raise LocalPrometheusError if it exits or is not
+    ready within `ready_timeout` seconds."""
+    proc = prom.process
     deadline = time.monotonic() + ready_timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = prom.log_tail()
             prom.stop()
             raise LocalPrometheusError(f"prometheus exited with status {proc.returncode}: {tail}")
-        if _ready(url):
-            log.info("local Prometheus on %s (pid %d, data in %s)", url, proc.pid, wd)
-            return prom
+        if _ready(prom.url):
+            return
         time.sleep(0.2)
     tail = prom.log_tail()
     prom.stop()
-    raise LocalPrometheusError(f"prometheus at {url} not ready within {ready_timeout:g}s: {tail}")
+    raise LocalPrometheusError(f"prometheus at {prom.url} not ready within {ready_timeout:g}s: {tail}")

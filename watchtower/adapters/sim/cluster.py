@@ -20,7 +20,7 @@ import orjson
 
 from watchtower.adapters.sim import binding, controllers, exporter, lifecycle, pod_json, story, warm
 from watchtower.adapters.sim import objects as obj
-from watchtower.adapters.sim.controllers import GPU_KEY, QUOTA_NAME, quota_used
+from watchtower.adapters.sim.controllers import GPU_KEY, QUOTA_NAME, quota_used, quotas_used
 from watchtower.adapters.sim.dra import KINDS as DRA_KIND_NAMES
 from watchtower.adapters.sim.dra import DraDriver
 from watchtower.adapters.sim.events import EventLog
@@ -81,6 +81,7 @@ class SimulatedCluster:
         self.pods_changed: set[str] = set()  # workloads whose pods changed this tick (their status follows)
         self.dra = DraDriver(cfg.seed, self._now - 90 * 86400)
         self.log = EventLog(self)
+        self.node_table = binding.NodeTable()  # the scheduler's view of the nodes, kept across ticks
         self.fold_event = self.log.fold  # for the Volcano stand-in, whose recorder folds as client-go's does
         self.nodes = self._make_nodes()
         self.namespaces = {team_namespace(t): obj.namespace(team_namespace(t), team=t) for t in cfg.teams}
@@ -383,8 +384,9 @@ class SimulatedCluster:
             self._next_arrival += self.generator.gap(self.config.arrivals_per_hour)
 
     def _refresh_quotas(self) -> None:
+        charged = quotas_used(self) if self.quotas else {}
         for ns, q in self.quotas.items():
-            used = str(quota_used(self, ns))
+            used = str(charged.get(ns, 0))
             if q["status"]["used"][GPU_KEY] != used:
                 q["status"]["used"][GPU_KEY] = used
                 self.emit_object("ResourceQuota", q, "MODIFIED")

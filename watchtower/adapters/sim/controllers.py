@@ -152,6 +152,15 @@ def quota_used(sim: SimulatedCluster, ns: str) -> int:
     return sum(p.gpus for p in sim.pods.values() if p.namespace == ns and not p.terminal)
 
 
+def quotas_used(sim: SimulatedCluster) -> dict[str, int]:
+    """Return quota_used of every namespace with a pod, in one pass over the pods (run every tick)."""
+    out: dict[str, int] = {}
+    for p in sim.pods.values():
+        if p.gpus and not p.terminal:
+            out[p.namespace] = out.get(p.namespace, 0) + p.gpus
+    return out
+
+
 def reconcile(sim: SimulatedCluster, t: float) -> None:
     """Create the missing pods of each workload whose controller is due, until quota refuses one."""
     for w in sim.workloads:

@@ -66,6 +66,9 @@ class EventLog:
         self.sim = sim
         self.events: dict[str, dict[str, Any]] = {}
         self._seen: dict[str, float] = {}
+        # No event was last written before this (a lower bound: writes only move times forward), so a tick
+        # before it + EVENT_TTL has nothing to expire and skips the scan of every event held.
+        self._oldest: float | None = None
         self._scheduling: dict[str, _SchedEvent] = {}  # the scheduler's last event on a pod, by the pod's uid
 
     def current(self, ev: dict[str, Any]) -> bool:
@@ -75,14 +78,20 @@ class EventLog:
     def emit(self, ev: dict[str, Any], type_: str) -> None:
         name = ev["metadata"]["name"]
         self.events[name] = ev
-        self._seen[name] = self.sim.now()
+        now = self.sim.now()
+        self._seen[name] = now
+        if self._oldest is None or now < self._oldest:
+            self._oldest = now
         self.sim.emit_object("Event", ev, type_)
 
     def expire(self, t: float) -> None:
+        if self._oldest is None or t - self._oldest <= EVENT_TTL:
+            return
         for name in [n for n, seen in self._seen.items() if t - seen > EVENT_TTL]:
             ev = self.events.pop(name)
             del self._seen[name]
             self.sim.emit_object("Event", ev, "DELETED")  # a deletion is a write: it gets its own version
+        self._oldest = min(self._seen.values(), default=None)
 
     def _name(self, involved: str, t: float) -> str:
         return f"{involved}.{int(t * 1e9) + self.sim.next_serial():x}"

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import math
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,9 +61,16 @@ class _Family:
     name: str
     help: str
     lines: list[str] = field(default_factory=list)
+    wanted: bool = True  # False: rendered by nobody (`render_metrics(only=...)`), its lines not made
 
     def add(self, labels: Iterable[tuple[str, str]], value: str) -> None:
-        self.lines.append(f"{self.name}{_labels(labels)} {value}")
+        if self.wanted:
+            self.lines.append(f"{self.name}{_labels(labels)} {value}")
+
+    def add_text(self, labels: str, value: str) -> None:
+        """Add a line whose label set is already rendered (`_labels`): one GPU's, shared by five families."""
+        if self.wanted:
+            self.lines.append(f"{self.name}{labels} {value}")
 
     def text(self) -> str:
         return f"# HELP {self.name} {self.help}\n# TYPE {self.name} gauge\n" + "".join(
@@ -105,12 +112,13 @@ def _gpu_labels(node: str, i: int) -> list[tuple[str, str]]:
     ]
 
 
-def _dcgm(sim: ClusterView, now: float) -> list[_Family]:
+def _dcgm(sim: ClusterView, now: float, only: Collection[str] | None = None) -> list[_Family]:
     util = _Family("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).")
     used = _Family("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).")
     free = _Family("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).")
     power = _Family("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).")
     gr = _Family("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.")
+    _only([util, used, free, power, gr], only)
     owner: dict[tuple[str, int], SimPod] = {}
     for q in sim.live_pods():
         if q.node and not q.terminal:
@@ -130,15 +138,16 @@ def _dcgm(sim: ClusterView, now: float) -> list[_Family]:
             if p is not None:
                 # Kubernetes attributes come last, alphabetical (container, namespace, pod).
                 labels += [("container", "main"), ("namespace", p.namespace), ("pod", p.name)]
-            util.add(labels, str(u))
-            used.add(labels, str(mem))
-            free.add(labels, str(FB_TOTAL_MIB - mem))
-            power.add(labels, f"{IDLE_WATTS + (MAX_WATTS - IDLE_WATTS) * u / 100:.6f}")
-            gr.add(labels, f"{min(1.0, u / 100 * 0.97):.6f}")
+            text = _labels(labels)
+            util.add_text(text, str(u))
+            used.add_text(text, str(mem))
+            free.add_text(text, str(FB_TOTAL_MIB - mem))
+            power.add_text(text, f"{IDLE_WATTS + (MAX_WATTS - IDLE_WATTS) * u / 100:.6f}")
+            gr.add_text(text, f"{min(1.0, u / 100 * 0.97):.6f}")
     return [util, used, free, power, gr]
 
 
-def _ksm(sim: ClusterView) -> list[_Family]:
+def _ksm(sim: ClusterView, only: Collection[str] | None = None) -> list[_Family]:
     info = _Family("kube_pod_info", "Information about pod.")
     owner = _Family("kube_pod_owner", "Information about the Pod's owner.")
     phase = _Family("kube_pod_status_phase", "The pods current phase.")
@@ -157,6 +166,7 @@ def _ksm(sim: ClusterView) -> list[_Family]:
         "kube_pod_status_reason",
         "The pod status reasons",
     )
+    _only([info, owner, phase, sched, created, started, sched_t, req, reason], only)
     for p in sorted(sim.live_pods(), key=lambda p: (p.namespace, p.name, p.uid)):
         base = [("namespace", p.namespace), ("pod", p.name), ("uid", p.uid)]
         o = p.owner
@@ -216,6 +226,7 @@ def _ksm(sim: ClusterView) -> list[_Family]:
         "The allocatable for different resources of a node that are available for scheduling.",
     )
     cap = _Family("kube_node_status_capacity", "The capacity for different resources of a node.")
+    _only([alloc, cap], only)
     for name, n in sim.nodes.items():
         a = n["status"]["allocatable"]
         for fam in (alloc, cap):
@@ -229,10 +240,12 @@ def _ksm(sim: ClusterView) -> list[_Family]:
     # KSM's namespaces collector, run with --metric-labels-allowlist=namespaces=[*]: every namespace label
     # as `label_<name>` with the name sanitised; the team of a namespace is read from its `team` label.
     ns_labels = _Family("kube_namespace_labels", "Kubernetes labels converted to Prometheus labels.")
+    _only([ns_labels], only)
     for ns, nobj in sorted(sim.namespaces.items()):
         labels = nobj["metadata"].get("labels", {})
         ns_labels.add([("namespace", ns), *sorted((_label_name(k), str(v)) for k, v in labels.items())], "1")
     quota = _Family("kube_resourcequota", "Information about resource quota.")
+    _only([quota], only)
     for ns, q in sim.quotas.items():
         for typ in ("hard", "used"):
             for res, val in sorted(q["status"][typ].items()):
@@ -248,6 +261,14 @@ def _ksm(sim: ClusterView) -> list[_Family]:
     return [info, owner, phase, sched, created, started, sched_t, req, reason, alloc, cap, ns_labels, quota]
 
 
+def _only(fams: list[_Family], only: Collection[str] | None) -> list[_Family]:
+    """Mark the families not in `only` (all when None) as unwanted; return them all."""
+    if only is not None:
+        for f in fams:
+            f.wanted = f.name in only
+    return fams
+
+
 def _label_name(k: str) -> str:
     return "label_" + "".join(c if c.isalnum() and c.isascii() else "_" for c in k)
 
@@ -258,13 +279,16 @@ def _ts(s: str) -> float:
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
-def render_metrics(sim: ClusterView, now: float, *, which: str = "all") -> str:
-    """Return the exposition text: `which` is "all", "dcgm" or "kube-state-metrics"."""
+def render_metrics(
+    sim: ClusterView, now: float, *, which: str = "all", only: Collection[str] | None = None
+) -> str:
+    """Return the exposition text: `which` is "all", "dcgm" or "kube-state-metrics"; `only`: just these
+    metric families (the demo's past week samples those its report reads, every 5 simulated minutes)."""
     fams: list[_Family] = []
     if which in ("all", "dcgm"):
-        fams += _dcgm(sim, now)
+        fams += _dcgm(sim, now, only)
     if which in ("all", "kube-state-metrics"):
-        fams += _ksm(sim)
+        fams += _ksm(sim, only)
     if which not in ("all", "dcgm", "kube-state-metrics"):
         raise ValueError(f"unknown metrics set {which!r}")
     return "".join(f.text() for f in fams if f.lines)

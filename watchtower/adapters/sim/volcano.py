@@ -13,7 +13,7 @@ What it does each tick, as vc-scheduler's session does (sources in volcano_objec
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -89,8 +89,9 @@ class VolcanoScheduler:
 
     # ---- the session ------------------------------------------------------------------------------
 
-    def session(self, sim: SimulatedCluster, sched: Scheduler, t: float) -> None:
-        """Run one scheduling session at `t` against the ledger kube-scheduler's cycle left."""
+    def session(self, sim: SimulatedCluster, ledger: Callable[[], Scheduler], t: float) -> None:
+        """Run one scheduling session at `t` against the ledger kube-scheduler's cycle left (`ledger()`
+        builds it on first use)."""
         self._session += 1
         gen = sim.generation
         for g in sorted(self.groups.values(), key=_order):
@@ -103,12 +104,12 @@ class VolcanoScheduler:
                 phase = "Pending"
             if phase == "Pending" and fresh:
                 g.tried_at, g.tried_generation = t, gen
-                self._enqueue(sim, sched, g, t)
+                self._enqueue(sim, ledger(), g, t)
             elif phase == "Inqueue" and fresh:
                 members = [p for p in g.workload.slots.values() if p is not None and not p.terminal]
                 if len(members) == len(g.workload.spec.pods) and not any(p.node for p in members):
                     g.tried_at, g.tried_generation = t, gen
-                    self._allocate(sim, sched, g, members, t)
+                    self._allocate(sim, ledger(), g, members, t)
             if st.get("phase") == "Running":
                 running = sum(1 for p in g.workload.slots.values() if p is not None and p.phase == "Running")
                 if st.get("running", 0) != running:
