@@ -95,3 +95,19 @@ def test_an_earlier_snapshot_is_not_changed_by_a_later_tick():
     first = ev.evaluate(state, now=T0 + 10)
     second = ev.evaluate(state, now=T0 + 20)
     assert (first.workloads[0].wait_seconds, second.workloads[0].wait_seconds) == (10, 20)
+
+
+def test_a_change_the_evaluator_had_not_read_when_the_log_forgot_it_still_shows():
+    # The service drops the change log's read entries every tick (services/watch.py); an evaluator that
+    # had not read them (another reader's tick) must start over, not read a slice from the wrong place.
+    state = ClusterState()
+    pending = Pod("u1", "a", "p", T0, gpus=1, scheduled=Condition("False", "Unschedulable", GPU_FULL, T0))
+    state.upsert_pod(pending)
+    ev = QueueEvaluator(POLICY)
+    assert [w.facts.pods_pending for w in ev.evaluate(state, now=T0 + 10).workloads] == [1]
+    state.upsert_pod(replace(pending, uid="u2", name="q"))
+    state.upsert_pod(replace(pending, gpus=8))
+    state.forget_before(state.changes_end)
+    got = ev.evaluate(state, now=T0 + 20)
+    assert got == QueueEvaluator(POLICY).evaluate(state, now=T0 + 20)
+    assert sorted((w.facts.key.name, w.facts.gpus_per_pod) for w in got.workloads) == [("p", 8), ("q", 1)]
