@@ -6,7 +6,6 @@ week falls on a sample and every change happens on a step."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -22,7 +21,7 @@ from known_week import (
     WEEK,
     openmetrics,
 )
-from prom_server import PrometheusProcess, free_port
+from prom_server import PrometheusProcess, backfill, free_port
 
 from watchtower.adapters.prometheus import PrometheusReader, PrometheusUnavailable
 from watchtower.adapters.prometheus_fairness import PrometheusFairness
@@ -42,23 +41,8 @@ def _reader_of(url: str, **kw: float) -> PrometheusFairness:
 @pytest.fixture(scope="module")
 def fairness(tmp_path_factory: pytest.TempPathFactory, real_prometheus: None) -> Iterator[PrometheusFairness]:
     tmp = tmp_path_factory.mktemp("prom-fairness")
-    src = tmp / "week.om.txt"
-    src.write_text(openmetrics())
     data = tmp / "data"
-    subprocess.run(
-        # One block a week, not 2-hour ones: the backfill takes seconds instead of a minute.
-        [
-            "promtool",
-            "tsdb",
-            "create-blocks-from",
-            "openmetrics",
-            "--max-block-duration=168h",
-            str(src),
-            str(data),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    backfill(openmetrics(), data)
     prom = PrometheusProcess(config="global:\n  scrape_interval: 1m\n", data_dir=data)
     prom.start()
     reader = _reader_of(prom.url)

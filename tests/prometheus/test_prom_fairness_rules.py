@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from known_week import DAY, END, EXPECTED_CLUSTER, EXPECTED_TEAMS, STEP, T0, THETA, openmetrics
-from prom_server import PrometheusProcess
+from prom_server import PrometheusProcess, backfill
 
 from alerts.params import params_from
 from alerts.recording import fairness_usage_group
@@ -117,14 +117,7 @@ def stages(tmp_path_factory: pytest.TempPathFactory, real_prometheus: None) -> I
         _backfill_rules(rules, prom.url, tmp / "probe", T0, T0 + 3 * STEP)
         prom.stop()
         o = _offset_ms(tmp / "probe") / 1000
-        src = tmp / "week.om.txt"
-        src.write_text(openmetrics(sample=int(STEP), offset=o + (STEP - o) / 2))
-        subprocess.run(
-            ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=168h"]
-            + [str(src), str(data)],
-            check=True,
-            capture_output=True,
-        )
+        backfill(openmetrics(sample=int(STEP), offset=o + (STEP - o) / 2), data)
         prom.start()
         raw_only = _week(prom.url)
         # Rules added mid-week: recorded from day 3 on (to one step past the end, where the reader reads).

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.prometheus.known_week import DAY, EXPECTED_CLUSTER, EXPECTED_TEAMS, GAP, WEEK, H, openmetrics
-from tests.prometheus.prom_server import PrometheusProcess, have_prometheus
+from tests.prometheus.prom_server import PrometheusProcess, backfill, have_prometheus
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.report_csv import report_csv
 from watchtower.bootstrap import fairness_metrics
@@ -152,22 +151,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FairnessReport]
     tmp = tmp_path_factory.mktemp("report-joined")
     data = tmp / "data"
     for start in (P, S):  # one block each: the same known week twice, back to back
-        src = tmp / f"week-{start}.om.txt"
-        src.write_text(openmetrics(start))
-        subprocess.run(
-            [
-                "promtool",
-                "tsdb",
-                "create-blocks-from",
-                "openmetrics",
-                "--max-block-duration=168h",
-                str(src),
-                str(data),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        src.unlink()
+        backfill(openmetrics(start), data)
     prom = PrometheusProcess(config="global:\n  scrape_interval: 1m\n", data_dir=data)
     prom.start()
     history = SQLiteFairnessHistory(tmp / "watchtower.db")
