@@ -10,7 +10,7 @@ from prom_exposition import Device, KsmPod, dcgm_text, ksm_text
 from prom_server import HTTPServer, PrometheusProcess, metrics_route
 from prom_snapshots import snapshot_waiting
 
-from watchtower.adapters.prometheus import PrometheusReader
+from watchtower.adapters.prometheus import PrometheusQueryError, PrometheusReader
 from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import IdlePolicy
 from watchtower.domain.promql import Queries
@@ -206,3 +206,16 @@ def test_every_catalogued_query_runs_on_the_real_prometheus(live) -> None:
     assert teams["vision"] == 4 and teams["v-lower"] == 4 and teams["nlp"] == 3 and teams["unlabelled"] == 1
     cluster = results["cluster_gpus_allocated"][0].value
     assert cluster == 4 * 4 + 3 + 1
+
+
+def test_queries_run_side_by_side_come_back_in_order_and_leave_no_session_open(live) -> None:
+    """The subquery path of the fairness report sends its pieces two at a time: each answer must be its own
+    query's, a failure must reach the caller, and the sessions of the ended worker threads are closed."""
+    _, reader = live
+    asked = [(f"vector({i})", time.time()) for i in range(12)]
+    got = reader.query_each_sync(asked, workers=3)
+    assert [s[0].value for s in got] == [float(i) for i in range(12)]
+    assert all(t.is_alive() for t, _ in reader._clients), "a finished worker's session was kept"
+    with pytest.raises(PrometheusQueryError):
+        reader.query_each_sync([("vector(1)", time.time()), ("sum(", time.time())], workers=2)
+    assert all(t.is_alive() for t, _ in reader._clients)

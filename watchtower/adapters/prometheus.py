@@ -6,10 +6,13 @@ The client is blocking (requests); queries run in a worker thread so the event l
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import requests
@@ -60,20 +63,41 @@ class PrometheusReader:
         self.retries = retries
         self.backoff = backoff
         self._sleep = sleep
-        # The library's own urllib3 retries would multiply our timeout; we retry ourselves, visibly.
-        self._client = PrometheusConnect(
-            url=self.url,
-            retry=Retry(
-                total=0, read=False, raise_on_status=False
-            ),  # read=False: a read timeout stays a timeout
-            timeout=cast(int, timeout),  # annotated int; requests takes float seconds
-        )
+        # One HTTP session per thread: a requests session is not safe to share across threads, and
+        # query_each_sync runs queries from several.
+        self._local = threading.local()
+        self._clients: list[tuple[threading.Thread, PrometheusConnect]] = []
+        self._lock = threading.Lock()
         self.queries_run = 0
         self.failures = 0
         self.skipped_series = 0  # malformed series dropped from answers
 
+    @property
+    def _client(self) -> PrometheusConnect:
+        client: PrometheusConnect | None = getattr(self._local, "client", None)
+        if client is None:
+            # The library's own urllib3 retries would multiply our timeout; we retry ourselves, visibly.
+            client = PrometheusConnect(
+                url=self.url,
+                retry=Retry(
+                    total=0, read=False, raise_on_status=False
+                ),  # read=False: a read timeout stays a timeout
+                timeout=cast(int, self.timeout),  # annotated int; requests takes float seconds
+            )
+            self._local.client = client
+            with self._lock:
+                self._clients.append((threading.current_thread(), client))
+        return client
+
+    def _close_clients(self, *, only_dead_threads: bool) -> None:
+        with self._lock:
+            gone = [c for t, c in self._clients if not (only_dead_threads and t.is_alive())]
+            self._clients = [(t, c) for t, c in self._clients if only_dead_threads and t.is_alive()]
+        for client in gone:
+            client.close()
+
     def close(self) -> None:
-        self._client.close()
+        self._close_clients(only_dead_threads=False)
 
     def query_sync(self, promql: str, *, at: float | None = None) -> list[Sample]:
         """Return the instant-query result at `at` (default: Prometheus' now) as samples."""
@@ -119,6 +143,20 @@ class PrometheusReader:
 
     def query_many_sync(self, queries: Sequence[str], *, at: float | None = None) -> list[list[Sample]]:
         return [self.query_sync(q, at=at) for q in queries]
+
+    def query_each_sync(
+        self, queries: Sequence[tuple[str, float]], *, workers: int = 2
+    ) -> list[list[Sample]]:
+        """Run each (query, time) with up to `workers` at once (Prometheus evaluates concurrent queries on
+        its cores) and return the results in order; the first failure is raised once all have ended."""
+        if workers <= 1 or len(queries) <= 1:
+            return [self.query_sync(q, at=at) for q, at in queries]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prom-query") as pool:
+            futures = [pool.submit(self.query_sync, q, at=at) for q, at in queries]
+            concurrent.futures.wait(futures)
+        # The pool's threads have ended: their sessions would otherwise stay open until close().
+        self._close_clients(only_dead_threads=True)
+        return [f.result() for f in futures]
 
     async def query(self, promql: str, *, at: float | None = None) -> list[Sample]:
         return await asyncio.to_thread(self.query_sync, promql, at=at)

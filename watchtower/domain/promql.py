@@ -663,6 +663,19 @@ class FairnessQueries:
         """Each team's hard GPU quota, averaged over the steps of `window` at which it was reported."""
         return self._mean(self.team_quota_gpus(), window, step)
 
+    def team_quota_gpus_parts(self, window: float, step: float) -> tuple[str, str]:
+        """(sum, count) over the steps of `window` of each team's hard GPU quota: the mean's two parts,
+        so that means over pieces of a week add up to the week's."""
+        return self._parts(self.team_quota_gpus(), window, step)
+
+    def capacity_gpus_parts(self, window: float, step: float) -> tuple[str, str]:
+        """(sum, count) over the steps of `window` of the allocatable GPUs of all nodes."""
+        return self._parts(f"sum ({self.node_allocatable(GPU_RESOURCE)})", window, step)
+
+    def _parts(self, expr: str, window: float, step: float) -> tuple[str, str]:
+        r = f"[{duration(window)}:{duration(step)}]"
+        return f"sum_over_time(({expr}){r})", f"count_over_time(({expr}){r})"
+
     def capacity_gpu_hours(self, window: float, step: float) -> str:
         """Allocatable GPU-hours of all nodes over `window`."""
         return self._hours(f"sum ({self.node_allocatable(GPU_RESOURCE)})", window, step)
