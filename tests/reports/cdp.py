@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +52,25 @@ class Page:
                 return msg.get("result", {})
             self.events.append(msg)
 
-    def wait_for(self, event: str, timeout: float = 60) -> None:
+    def wait_for(
+        self,
+        event: str,
+        timeout: float = 60,
+        *,
+        since: int = 0,
+        where: Callable[[dict[str, Any]], bool] = lambda p: True,
+    ) -> int:
+        """Wait for `event` among the events from index `since` on (and matching `where` on its params);
+        return the index just after it."""
         deadline = time.monotonic() + timeout
-        if any(e.get("method") == event for e in self.events):
-            return
+        for i, e in enumerate(self.events[since:], start=since):
+            if e.get("method") == event and where(e.get("params", {})):
+                return i + 1
         while time.monotonic() < deadline:
             msg = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
             self.events.append(msg)
-            if msg.get("method") == event:
-                return
+            if msg.get("method") == event and where(msg.get("params", {})):
+                return len(self.events)
         raise TimeoutError(event)
 
     def evaluate(self, expression: str) -> Any:
@@ -140,8 +150,19 @@ def chromium_page(url: str, *, width: int, height: int = 900, mobile: bool = Tru
                     deviceScaleFactor=1,
                     mobile=mobile,
                 )
+                # The blank first page can fire its own load event after Page.enable (seen on a busy
+                # machine, the page then read before its images): wait for the load after our navigation.
+                since = len(page.events)
                 page.call("Page.navigate", url=url)
-                page.wait_for("Page.loadEventFired")
+                after = page.wait_for(
+                    "Page.frameNavigated",
+                    since=since,
+                    where=lambda p: (
+                        not p.get("frame", {}).get("url", "").startswith("about:")
+                        and not p.get("frame", {}).get("parentId")
+                    ),
+                )
+                page.wait_for("Page.loadEventFired", since=after)
                 yield page
         finally:
             proc.kill()
