@@ -254,7 +254,9 @@ class PostgresAlertStore:
                 "  SELECT DISTINCT ON (integration) id FROM outbox WHERE status = 'pending'"
                 "  ORDER BY integration, id"
                 ") h ON o.id = h.id"
-                " WHERE o.next_attempt <= %(now)s"
+                # Repeated on o: the row lock re-checks o's conditions on the row as committed since our
+                # snapshot, not the head subquery's, and a head delivered meanwhile carries no claim.
+                " WHERE o.status = 'pending' AND o.next_attempt <= %(now)s"
                 " AND o.integration NOT IN (SELECT integration FROM disabled_integrations)"
                 " AND (o.claim_pid IS NULL OR o.claimed_until < %(now)s"
                 "  OR (o.claim_pid = %(pid)s AND o.claim_started IS NOT DISTINCT FROM %(started)s)"
