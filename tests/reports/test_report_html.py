@@ -18,6 +18,8 @@ from watchtower.adapters.report_html import FairnessPresenter
 from watchtower.domain.fairness.report import FairnessReport, GpuHoursBreakdown
 
 P = FairnessPresenter()
+# matplotlib warns where it gives up on a layout ("Tight layout not applied"): a label is then cut off.
+pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
 
 def page(**kw: object) -> str:
@@ -171,6 +173,18 @@ CHART_CASES = {
     "all known": report(),
     "idle missing (no DCGM)": _with_breakdown(allocated_busy=None, allocated_idle=None),
     "every part missing": _with_breakdown(**NOTHING),
+    # The demo's first report: its past week alone has data (the trend once autoscaled to it).
+    "only this week in the trend": dataclasses.replace(
+        report(),
+        cluster=dataclasses.replace(
+            report().cluster,
+            trend=tuple(
+                dataclasses.replace(p, jain=None, used=None, capacity=None)
+                for p in report().cluster.trend[:-1]
+            )
+            + report().cluster.trend[-1:],
+        ),
+    ),
     "no teams, no trend": dataclasses.replace(
         report(teams=()),
         cluster=dataclasses.replace(report().cluster, trend=(), breakdown=GpuHoursBreakdown(**NOTHING)),

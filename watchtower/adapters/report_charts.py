@@ -227,6 +227,9 @@ def trend_figure(report: FairnessReport) -> Figure:
         if p.jain is None:
             ax.text(x, 0.02, "missing", ha="center", color=MISSING_COLOUR, fontdict={**FONT, "size": 7})
     ax.set_ylim(0, 1.05)
+    # Fixed: autoscaled to the weeks with data alone, one known week put the others' "missing" far
+    # outside and left no room for the right axis.
+    ax.set_xlim(-0.5, max(len(pts), 1) - 0.5)
     ax.set_ylabel("Jain's index", fontdict=FONT)
     ax.set_xticks(xs, [p.week for p in pts], fontdict={**FONT, "size": 7})
     ax2 = ax.twinx()
@@ -244,6 +247,8 @@ def trend_figure(report: FairnessReport) -> Figure:
         cx,
         [p.capacity for p in pts if p.capacity is not None],
         linestyle="--",
+        marker="_",  # a week alone draws no line: its capacity still shows
+        markersize=16,
         color="#1d232a",
         linewidth=1,
         label="capacity",
@@ -255,8 +260,11 @@ def trend_figure(report: FairnessReport) -> Figure:
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     if h1 or h2:
-        ax.legend(h1 + h2, l1 + l2, loc="lower left", fontsize=8, frameon=False)
-    fig.tight_layout()
+        # Below the axes: inside, it covered the "missing" marks and low weeks' points.
+        fig.legend(h1 + h2, l1 + l2, loc="lower center", ncol=3, fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
+    else:
+        fig.tight_layout()
     return fig
 
 
