@@ -54,3 +54,64 @@ def test_only_work_running_past_the_threshold_at_the_week_end_is_listed() -> Non
     )
     (t,) = compute_report(inp).teams
     assert [(w.workload, w.seconds) for w in t.long_running] == [("Job/long", 80 * 3600)]
+
+
+def test_auto_entitlement_goes_team_by_team_as_the_live_gauges_do() -> None:
+    # The demo's cluster: Kueue's ClusterQueue names production only, the research teams have quota. Taking
+    # Kueue for every team once gave the research teams E = 0.
+    from watchtower.domain.fairness.compute import TeamEntitlement
+    from watchtower.domain.fairness.live import Pool, entitled_gpus
+    from watchtower.domain.fairness.usage import ClusterUsage, TeamUsage, UsageFigures
+
+    end = NOW
+    start = end - 168 * 3600
+    # 10 GPUs measured for 84 of the week's hours (a gap): capacity 840 GPU-hours.
+    cluster = ClusterUsage(840.0, 600.0, 0.0, 0.0, 0.0, None, None, 10.0)
+    usage = UsageFigures(
+        start=start,
+        end=end,
+        step=300,
+        teams={t: TeamUsage(200.0, 0.0, None, None, None) for t in ("prod", "vision", "nlp")},
+        cluster=cluster,
+    )
+    ent = {
+        "prod": TeamEntitlement(kueue_nominal_gpus=2.0, quota_gpus=8.0),  # Kueue first
+        "vision": TeamEntitlement(quota_gpus=6.0),
+        "nlp": TeamEntitlement(quota_gpus=2.0),
+        "guests": TeamEntitlement(weight=3.0),  # named by nothing the cluster has
+    }
+    inp = ReportInputs(
+        week="2027-W03",
+        timezone="UTC",
+        start=start,
+        end=end,
+        generated_at=end + 10,
+        usage=usage,
+        earlier=[],
+        episodes=[],
+        preemptions=[],
+        incidents=[],
+        history_hours=168,
+        entitlement=ent,
+        namespaces={},
+        method=Method(10, {"low": 28800}, 72 * 3600, 300, "auto"),
+        weights={"guests": 3.0},
+    )
+    got = {t.team: (t.entitlement, t.entitlement_source) for t in compute_report(inp).teams}
+    # prod: 2 nominal GPUs × 84 h = 168. Quota shares of capacity over the quotas (prod's 8 included, as
+    # the live gauge has it): vision 840 × 6/16 = 315, nlp 840 × 2/16 = 105. guests: none names it, 0.
+    assert got == {
+        "prod": (168.0, "kueue"),
+        "vision": (315.0, "quota"),
+        "nlp": (105.0, "quota"),
+        "guests": (0.0, "none"),
+    }
+    live = entitled_gpus(
+        10.0,
+        ["prod", "vision", "nlp", "guests"],
+        mode="auto",
+        quotas={"prod": 8.0, "vision": 6.0, "nlp": 2.0},
+        weights={"guests": 3.0},
+        kueue=[Pool(2.0, ("prod",))],
+    )
+    assert {t: (g * 84, s) for t, (g, s) in live.items()} == got

@@ -177,9 +177,9 @@ C = EXPECTED_CLUSTER["capacity_gpu_hours"]  # 24 GPUs × 162 h present = 3888 GP
 # vision 936, nlp 456, speech 72 GPU-hours (known_week.py counts them)
 U: dict[str, float] = {t: float(f["gpu_hours"]) for t, f in EXPECTED_TEAMS.items()}  # type: ignore[index]
 U["audio"] = 0.0  # Prometheus answered and has no series of the team: 0, not missing
-# Entitlement: no Kueue or Volcano queue and no live quota (tick None), so `auto` takes the quota, from
+# Entitlement: no Kueue or Volcano queue and no live quota (tick None), so `auto` takes, team by team, the quota, from
 # Prometheus's week averages: vision 16, nlp (16 × 864 + 8 × 1080) / 1944 = 104/9 steps-weighted, speech and
-# audio none (0). E = C × g / Σg with Σg = 16 + 104/9 = 248/9.
+# audio none (0, source none). E = C × g / Σg with Σg = 16 + 104/9 = 248/9.
 G = {"vision": 16.0, "nlp": 104 / 9, "speech": 0.0, "audio": 0.0}
 # vision 3888 × 144/248 = 2257.55, nlp 3888 × 104/248 = 1630.45, speech and audio 0
 E_ = {t: C * g / (248 / 9) for t, g in G.items()}
@@ -288,8 +288,8 @@ EXPECTED = {
     "speech": {
         "namespaces": ("speech",),
         "used": 72.0,
-        "entitlement": 0.0,  # no quota: g = 0
-        "entitlement_source": "quota",
+        "entitlement": 0.0,  # no quota, Kueue or Volcano queue names it: 0, from none
+        "entitlement_source": "none",
         "attainment": None,  # U / 0: missing, not infinite
         "borrowed": 72.0,  # max(0, 72 − 0)
         "lent": 0.0,
@@ -312,7 +312,7 @@ EXPECTED = {
         "namespaces": ("audio",),
         "used": 0.0,
         "entitlement": 0.0,
-        "entitlement_source": "quota",
+        "entitlement_source": "none",
         "attainment": None,
         "borrowed": 0.0,
         "lent": 0.0,

@@ -32,8 +32,9 @@ TREND_WEEKS = 8  # this week and the 7 before it
 _DEFAULT_IDLE_THRESHOLD = 10.0
 
 _ENTITLEMENT_WORDS = {
-    "auto": "Kueue ClusterQueue nominal GPUs where Kueue runs, else Volcano Queue deserved GPUs, else "
-    "ResourceQuota GPUs, else the configured weights (1 for a team not named)",
+    "auto": "team by team, its Kueue ClusterQueue nominal GPUs, else its Volcano Queue deserved GPUs, else "
+    "its ResourceQuota GPUs as a share of capacity (0 for a team none of them names); equal weights when "
+    "none names any team",
     "quota": "each team's ResourceQuota GPUs as a share of capacity",
     "weight": "the configured weights as shares of capacity (1 for a team not named)",
     "volcano": "each team's Volcano Queue deserved GPUs as a share of capacity",

@@ -11,8 +11,10 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from .history import Incident, PreemptionRecord, WaitEpisode
+from .live import EntitlementMode, Pool, entitled_gpus
 from .report import (
     ClusterReport,
     EntitlementSource,
@@ -25,7 +27,7 @@ from .report import (
     WorkloadLine,
 )
 from .shares import jain_index, max_min_shares, satisfaction
-from .usage import SourceCoverage, TeamUsage, UsageFigures
+from .usage import ClusterUsage, SourceCoverage, TeamUsage, UsageFigures
 
 # Preemption records are per victim pod; the pods of one workload preempted within this many seconds of
 # each other are one preemption (a gang goes at once), as the queue's thrash count has it.
@@ -35,8 +37,10 @@ HISTORY_SOURCE = "watchtower history"
 
 FORMULAS: tuple[str, ...] = (
     "U: GPU-hours the team's running pods requested, integrated over the week by Prometheus.",
-    "E: capacity × g / Σg, g being the team's Kueue ClusterQueue nominal GPUs, Volcano Queue deserved GPUs, "
-    "ResourceQuota GPUs or configured weight (the source the report names); attainment = U / E.",
+    "E: a Kueue ClusterQueue's nominal GPUs or a Volcano Queue's deserved GPUs (split evenly among the teams "
+    "sharing it) × the hours capacity was measured; ResourceQuota GPUs or configured weights as a share of "
+    "capacity, capacity × g / Σg. `auto` takes, team by team, the first of Kueue, Volcano and quota that names "
+    "the team (the report names it), equal weights when none names any team. attainment = U / E.",
     "borrowed = max(0, U − E); lent = max(0, E − D): entitlement the team had no demand for.",
     "D = U + Σ GPUs × hours of the team's wait episodes within the week (still-waiting ones up to the week's end).",
     "F: max-min fair share of capacity over the demands (progressive filling), weighted by E where every team "
@@ -102,7 +106,7 @@ class ReportInputs:
     entitlement: Mapping[str, TeamEntitlement]
     namespaces: Mapping[str, Sequence[str]]  # team → namespaces
     method: Method
-    entitlement_mode: str = "auto"  # the fairness.entitlement setting
+    entitlement_mode: EntitlementMode = "auto"  # the fairness.entitlement setting
     weights: Mapping[str, float] = field(default_factory=dict)
     running: Sequence[RunningLine] = ()
     top_waiting: int = 10
@@ -129,32 +133,6 @@ def waiting_gpu_hours(episodes: Iterable[WaitEpisode], start: float, end: float)
         stop = e.ended if e.ended is not None else end
         out[e.team] += e.gpus * _overlap(e.started, stop, start, end) / 3600.0
     return dict(out)
-
-
-def _pick_source(mode: str, ent: Mapping[str, TeamEntitlement]) -> EntitlementSource:
-    if mode in ("quota", "weight", "volcano", "kueue"):
-        return mode  # type: ignore[return-value]
-    vals = list(ent.values())
-    if any(e.kueue_nominal_gpus for e in vals):
-        return "kueue"
-    if any(e.volcano_deserved_gpus for e in vals):
-        return "volcano"
-    if any(e.quota_gpus for e in vals):
-        return "quota"
-    return "weight"
-
-
-def _amount(source: EntitlementSource, e: TeamEntitlement | None, weight: float) -> float:
-    if source == "weight":
-        return weight
-    if e is None:
-        return 0.0
-    v = {
-        "quota": e.quota_gpus,
-        "volcano": e.volcano_deserved_gpus,
-        "kueue": e.kueue_nominal_gpus,
-    }.get(source)
-    return float(v or 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,13 +268,28 @@ def _breakdown(usage: UsageFigures | None) -> GpuHoursBreakdown:
 
 
 def _entitled(
-    teams: Sequence[str], source: EntitlementSource, inp: ReportInputs, cap: float | None
-) -> dict[str, float | None]:
-    amounts = {t: _amount(source, inp.entitlement.get(t), inp.weights.get(t, 1.0)) for t in teams}
-    total = sum(amounts.values())
-    if cap is None or total <= 0:
-        return dict.fromkeys(teams)
-    return {t: cap * a / total for t, a in amounts.items()}
+    teams: Sequence[str], inp: ReportInputs, cluster: ClusterUsage | None
+) -> tuple[dict[str, float | None], dict[str, EntitlementSource]]:
+    """Return team → E in GPU-hours and where it came from, by the rule Grafana's live gauges use."""
+    cap = cluster.capacity_gpu_hours if cluster is not None else None
+    gpus = cluster.capacity_gpus if cluster is not None else None
+    if cap is None or not gpus:
+        return dict.fromkeys(teams), dict.fromkeys(teams, "none")
+    ent = inp.entitlement
+    got = entitled_gpus(
+        gpus,
+        teams,
+        mode=inp.entitlement_mode,
+        quotas={t: e.quota_gpus for t, e in ent.items() if e.quota_gpus},
+        weights=inp.weights,
+        kueue=[Pool(e.kueue_nominal_gpus, (t,)) for t, e in ent.items() if e.kueue_nominal_gpus],
+        volcano=[Pool(e.volcano_deserved_gpus, (t,)) for t, e in ent.items() if e.volcano_deserved_gpus],
+    )
+    hours = cap / gpus  # the hours capacity was measured: a gap in the data shortens E as it does U
+    return (
+        {t: got[t][0] * hours for t in teams},
+        {t: cast(EntitlementSource, got[t][1]) for t in teams},  # entitled_gpus names one
+    )
 
 
 def compute_report(inp: ReportInputs) -> FairnessReport:
@@ -314,9 +307,7 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
     names |= {p.preemptor_team for p in week_pre if p.preemptor_team}
     teams = sorted(n for n in names if n)
     cluster = usage.cluster if usage is not None else None
-    cap = cluster.capacity_gpu_hours if cluster is not None else None
-    source = _pick_source(inp.entitlement_mode, inp.entitlement)
-    entitled = _entitled(teams, source, inp, cap)
+    entitled, source = _entitled(teams, inp, cluster)
     this = _week_fairness(teams, usage, week_eps, start, upto, entitled)
     tiers = list(inp.method.critical_after)
     events = preemption_events(week_pre)
@@ -342,7 +333,7 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
                 namespaces=tuple(sorted(inp.namespaces.get(t, ()))),
                 used=u,
                 entitlement=e,
-                entitlement_source=source if e is not None else "none",
+                entitlement_source=source[t] if e is not None else "none",
                 attainment=_div(u, e),
                 borrowed=None if u is None or e is None else max(0.0, u - e),
                 lent=None if d is None or e is None else max(0.0, e - d),
