@@ -933,10 +933,8 @@ async def again_after_failure(
 def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:
     r = settings.alerting.retention
     removed = store.prune(clock.now(), silence_retention=r.silences, delivered_retention=r.delivered)
-    prune_keys = getattr(store, "prune_keys", None)
-    if prune_keys is not None:
-        # A week's send keys are kept as long as its history: no report of a kept week is sent twice.
-        prune_keys(clock.now() - settings.fairness.retention_weeks * 7 * 86400.0)
+    # A week's send keys are kept as long as its history: no report of a kept week is sent twice.
+    store.prune_keys(clock.now() - settings.fairness.retention_weeks * 7 * 86400.0)
     log.info("alert store pruned: %s", removed)
 
 
