@@ -147,6 +147,11 @@ async def _record(
         grid = (math.floor(start / every) + 1) * every if metrics is not None else math.inf
         ticks = 0
         try:
+            # A first tick at the week's start: the recorder marks the minutes from it, so the week's
+            # first two minutes are not "missing" from the history's coverage.
+            if not stop.is_set():
+                await recorder.on_tick(w.evaluate(sim.now()))
+                ticks += 1
             while sim.now() < end and not stop.is_set():
                 until = min(sim.now() + STEP, end)
                 # The simulator steps in 10 s substeps whatever it is asked: stopping at a grid point
