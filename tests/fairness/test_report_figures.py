@@ -298,3 +298,33 @@ async def test_the_method_says_which_path_integrated_the_weeks_usage(history: SQ
     assert slow.method.usage_path.startswith("subqueries over the raw series")
     none = await reports(history, None).build(WEEK, now=E + 3 * 86400)
     assert none.method.usage_path == "no usage from Prometheus" and none.method.recorded_hours is None
+
+
+async def test_a_settled_week_is_asked_of_prometheus_once_a_week_with_a_gap_each_time(
+    history: SQLiteFairnessHistory,
+) -> None:
+    from dataclasses import replace
+
+    whole = replace(
+        w47_usage(),
+        coverage=(SourceCoverage("kube-state-metrics", 168, 168), SourceCoverage("dcgm-exporter", 168, 168)),
+    )
+    metrics = FixedUsage({S: whole})
+    rep = reports(history, metrics)
+    # Read 10 minutes after the week's end: late scrapes may still come, asked again.
+    await rep.build(WEEK, now=E + 600)
+    await rep.build(WEEK, now=E + 600)
+    assert [a[0] for a in metrics.asked].count(S) == 2
+    metrics.asked.clear()
+    first = await rep.build(WEEK, now=E + 2 * H)
+    again = await rep.build(WEEK, now=E + 3 * H)
+    assert [a[0] for a in metrics.asked].count(S) == 1  # kept after its first answer
+    assert again.team("alpha") == first.team("alpha")
+    # The weeks before it have no data at all (a gap): asked each time, so a backfill would be seen.
+    assert [a[0] for a in metrics.asked].count(S - 168 * H) == 2
+
+    gap = FixedUsage({S: w47_usage()})  # dcgm-exporter covered 84 of 168 h
+    rep = reports(history, gap)
+    await rep.build(WEEK, now=E + 2 * H)
+    await rep.build(WEEK, now=E + 2 * H)
+    assert [a[0] for a in gap.asked].count(S) == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from known_week import (
@@ -98,10 +99,25 @@ def test_the_six_hour_gap_shows_as_coverage_below_one_for_every_source(week: Usa
     assert all(c.fraction == pytest.approx(162 / 168) for c in week.coverage)
 
 
-def test_a_week_before_any_data_is_missing_not_zero(fairness: PrometheusFairness) -> None:
+def test_a_week_before_any_data_is_missing_not_zero(
+    fairness: PrometheusFairness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[object] = []
+    real = fairness.reader.query_each_sync
+
+    def each(queries: Any, **kw: Any) -> Any:
+        asked.append(queries)
+        return real(queries, **kw)
+
+    monkeypatch.setattr(fairness.reader, "query_each_sync", each)
     got = asyncio.run(fairness.week_usage(T0 - WEEK, T0, STEP))
     assert got.teams == {} and got.cluster is None
     assert [c.hours_present for c in got.coverage] == [0.0, 0.0, 0.0]
+    # The probe found no source: the week's hundred integrals are not asked (each trend week of a new
+    # install once cost them on every view).
+    assert asked == [] and got.path_reason == "no source has a sample in this week"
+    partial = asyncio.run(fairness.week_usage(T0 - WEEK / 2, T0 + WEEK / 2, STEP))
+    assert asked and partial.cluster is not None
 
 
 def test_a_partial_window_counts_only_its_own_steps(fairness: PrometheusFairness) -> None:

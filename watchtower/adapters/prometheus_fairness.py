@@ -28,6 +28,7 @@ import asyncio
 import itertools
 import logging
 import math
+from collections import defaultdict
 
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.domain.fairness.usage import (
@@ -160,8 +161,13 @@ class PrometheusFairness:
             exprs = f.recorded(span, step)
             at = end + offset
             answers = dict(zip(exprs, self.reader.query_many_sync(list(exprs.values()), at=at), strict=True))
-        else:
+        elif any(c.hours_present > 0 for c in coverage):
             answers = self._by_pieces(start, end, step)
+        else:
+            # No source has a sample in the week: every answer would be empty, and asking costs a hundred
+            # queries (the earlier weeks of a new install's trend, each time a report is read).
+            answers = defaultdict(list)
+            reason = "no source has a sample in this week"
         present = {c.name: c.hours_present > 0 for c in coverage}
         ksm, dcgm, own = present.get(KSM, False), present.get(DCGM, False), present.get(OWN, False)
         per_team = {k: _by_team(answers[k]) for k in ("gpu", "idle", "cpu", "memory", "quota")}

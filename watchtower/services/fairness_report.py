@@ -29,6 +29,12 @@ from watchtower.ports import FairnessHistory, FairnessMetrics, PromReadError
 log = logging.getLogger("watchtower.fairness")
 
 TREND_WEEKS = 8  # this week and the 7 before it
+# An ended week's usage is kept once every source covered all of it and this long has passed since its
+# end (late scrapes and rule evaluations are in): Prometheus's answer for it cannot change any more, and
+# the subquery path takes half a minute for a busy week. A week with a gap is asked again each time, so a
+# backfill that fills it is seen.
+SETTLED_AFTER = 3600.0
+_KEPT_WEEKS = 64
 _DEFAULT_IDLE_THRESHOLD = 10.0
 
 _ENTITLEMENT_WORDS = {
@@ -75,6 +81,7 @@ class FairnessReports:
         self.metrics = metrics
         self.cluster = cluster
         self.tz = zoneinfo.ZoneInfo(self.cfg.timezone)
+        self._settled: dict[tuple[float, float, float], UsageFigures] = {}  # (start, end, step) → figures
 
     def default_week(self, now: float) -> IsoWeek:
         """Return the last complete ISO week before `now`, in the configured timezone."""
@@ -101,7 +108,7 @@ class FairnessReports:
         bounds = [w.bounds(self.tz) for w in weeks]
         start, end = bounds[-1]
         notes: list[str] = []
-        usages = await self._usages(bounds, notes)
+        usages = await self._usages(bounds, notes, now)
         h = self.history
         episodes, preemptions, incidents, hours = await asyncio.to_thread(
             lambda: (
@@ -152,7 +159,7 @@ class FairnessReports:
         return replace(report, teams=(one,))
 
     async def _usages(
-        self, bounds: Sequence[tuple[float, float]], notes: list[str]
+        self, bounds: Sequence[tuple[float, float]], notes: list[str], now: float
     ) -> list[UsageFigures | None]:
         if self.metrics is None:
             why = (
@@ -165,8 +172,17 @@ class FairnessReports:
         out: list[UsageFigures | None] = []
         failed = False
         for s, e in bounds:
+            key = (s, e, self.cfg.step)
+            if (kept := self._settled.get(key)) is not None:
+                out.append(kept)
+                continue
             try:
-                out.append(await self.metrics.week_usage(s, e, self.cfg.step))
+                got = await self.metrics.week_usage(s, e, self.cfg.step)
+                out.append(got)
+                if _settled(got, now):
+                    if len(self._settled) >= _KEPT_WEEKS:
+                        del self._settled[min(self._settled)]  # the oldest week
+                    self._settled[key] = got
             except PromReadError as err:
                 log.warning("fairness report: Prometheus could not answer for %s..%s: %s", s, e, err)
                 out.append(None)
@@ -174,6 +190,15 @@ class FairnessReports:
         if failed:
             notes.append("Prometheus could not answer for some weeks: their usage figures are missing")
         return out
+
+
+def _settled(u: UsageFigures, now: float) -> bool:
+    """Whether `u` is an ended week every source covered wholly (to within a step), read long enough
+    after its end."""
+    if now < u.end + SETTLED_AFTER or not u.coverage:
+        return False
+    slack = u.step / 3600.0
+    return all(c.hours_present >= c.hours_expected - slack for c in u.coverage)
 
 
 def _with_prometheus_quota(
