@@ -3,6 +3,8 @@ namespaces, and the workloads running longer than the threshold at the week's en
 
 from __future__ import annotations
 
+from typing import Any
+
 from services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 
 from watchtower.bootstrap import build_container
@@ -31,18 +33,9 @@ def test_quota_namespaces_and_running_work_from_the_demo_cluster() -> None:
 
 def test_only_work_running_past_the_threshold_at_the_week_end_is_listed() -> None:
     end = NOW
-    inp = ReportInputs(
-        week="2027-W03",
-        timezone="UTC",
-        start=end - 168 * 3600,
-        end=end,
-        generated_at=end + 10,
+    inp = _week_ending(
+        end,
         usage=None,
-        earlier=[],
-        episodes=[],
-        preemptions=[],
-        incidents=[],
-        history_hours=168,
         entitlement={},
         namespaces={"t": ("ns",)},
         method=Method(10, {"low": 28800}, 72 * 3600, 300, "weights"),
@@ -80,18 +73,9 @@ def test_auto_entitlement_goes_team_by_team_as_the_live_gauges_do() -> None:
         "nlp": TeamEntitlement(quota_gpus=2.0),
         "guests": TeamEntitlement(weight=3.0),  # named by nothing the cluster has
     }
-    inp = ReportInputs(
-        week="2027-W03",
-        timezone="UTC",
-        start=start,
-        end=end,
-        generated_at=end + 10,
+    inp = _week_ending(
+        end,
         usage=usage,
-        earlier=[],
-        episodes=[],
-        preemptions=[],
-        incidents=[],
-        history_hours=168,
         entitlement=ent,
         namespaces={},
         method=Method(10, {"low": 28800}, 72 * 3600, 300, "auto"),
@@ -115,3 +99,20 @@ def test_auto_entitlement_goes_team_by_team_as_the_live_gauges_do() -> None:
         kueue=[Pool(2.0, ("prod",))],
     )
     assert {t: (g * 84, s) for t, (g, s) in live.items()} == got
+
+
+def _week_ending(end: float, **kw: Any) -> ReportInputs:
+    """The inputs of a week ending at `end` with no history but what `kw` gives."""
+    base: dict[str, Any] = dict(
+        week="2027-W03",
+        timezone="UTC",
+        start=end - 168 * 3600,
+        end=end,
+        generated_at=end + 10,
+        earlier=[],
+        episodes=[],
+        preemptions=[],
+        incidents=[],
+        history_hours=168,
+    )
+    return ReportInputs(**(base | kw))
