@@ -37,7 +37,7 @@ class FairnessConfig(BaseModel):
     recipients_annotation: str = "watchtower.io/report-to"
     """Namespace annotation with comma-separated addresses for the team's report, used when `team_recipients` has no entry for the team."""
     entitlement: Literal["auto", "quota", "weight", "volcano", "kueue"] = "auto"
-    """How a team's entitlement E is found: `quota` (its ResourceQuota GPUs as a share of capacity), `weight` (`weights`), `volcano` (its Queue's deserved GPUs), `kueue` (its ClusterQueue's nominal GPU quota); `auto` takes, team by team, the first of Kueue, Volcano and quota that names the team (0 for a team none names), equal weights when none names any team; Grafana's live gauges use the same rule."""
+    """How a team's entitlement E is found: `quota` (its ResourceQuota GPUs as a share of capacity), `weight` (`weights`), `volcano` (its Queue's deserved GPUs), `kueue` (its ClusterQueue's nominal GPU quota); `auto` takes, team by team, the first of Kueue, Volcano and quota that names the team (0 for a team none names), the configured weights (1 where not named) when none names any team; Grafana's live gauges use the same rule."""
     weights: dict[str, float] = {}
     """Team name → weight, for `entitlement: weight` (teams not named weigh 1)."""
     step: PositiveDuration = 300.0

@@ -39,12 +39,12 @@ _DEFAULT_IDLE_THRESHOLD = 10.0
 
 _ENTITLEMENT_WORDS = {
     "auto": "team by team, its Kueue ClusterQueue nominal GPUs, else its Volcano Queue deserved GPUs, else "
-    "its ResourceQuota GPUs as a share of capacity (0 for a team none of them names); equal weights when "
-    "none names any team",
+    "its ResourceQuota GPUs as a share of capacity (0 for a team none of them names); the configured "
+    "weights (1 for a team not named) when none names any team",
     "quota": "each team's ResourceQuota GPUs as a share of capacity",
     "weight": "the configured weights as shares of capacity (1 for a team not named)",
-    "volcano": "each team's Volcano Queue deserved GPUs as a share of capacity",
-    "kueue": "each team's Kueue ClusterQueue nominal GPUs as a share of capacity",
+    "volcano": "each team's Volcano Queue deserved GPUs × the hours capacity was measured",
+    "kueue": "each team's Kueue ClusterQueue nominal GPUs × the hours capacity was measured",
 }
 
 

@@ -40,7 +40,7 @@ FORMULAS: tuple[str, ...] = (
     "E: a Kueue ClusterQueue's nominal GPUs or a Volcano Queue's deserved GPUs (split evenly among the teams "
     "sharing it) × the hours capacity was measured; ResourceQuota GPUs or configured weights as a share of "
     "capacity, capacity × g / Σg. `auto` takes, team by team, the first of Kueue, Volcano and quota that names "
-    "the team (the report names it), equal weights when none names any team. attainment = U / E.",
+    "the team (the report names it), the configured weights when none names any team. attainment = U / E.",
     "borrowed = max(0, U − E); lent = max(0, E − D): entitlement the team had no demand for.",
     "D = U + Σ GPUs × hours of the team's wait episodes within the week (still-waiting ones up to the week's end).",
     "F: max-min fair share of capacity over the demands (progressive filling), weighted by E where every team "
