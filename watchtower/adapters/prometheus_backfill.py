@@ -31,6 +31,7 @@ MAX_BLOCK_DURATION = "480h"
 
 
 _OWN_TARGET = re.compile(r'(^|,)(job|instance)="')
+SEEN_MAX = 200_000  # lines remembered per target and file (Backfill.add); a day of the demo's has ~35,000
 
 
 def _metric_name(line: str) -> str:
@@ -113,10 +114,12 @@ class Backfill:
         self._files = 0
         self._running: list[tuple[subprocess.Popen[bytes], Path]] = []
         self._started: float | None = None
+        self._seen: dict[tuple[str, str], dict[str, str | None]] = {}
         into.mkdir(parents=True, exist_ok=True)
 
     def _rotate(self, at: float) -> None:
         self._finish_file()
+        self._seen.clear()
         self._files += 1
         path = self.workdir / f"backfill-{self._files:03d}.om"
         self._out = path.open("w", encoding="utf-8")
@@ -158,37 +161,48 @@ class Backfill:
             self._rotate(at)
         assert self._out is not None
         stamp = f" {at:.3f}\n"
-        target = f'job="{job}",instance="{instance}"'
+        # A line's fate depends on the line and the target alone, and most lines of one target come back
+        # unchanged at the next sample (a pod's requests, phase, owner): each is worked out once.
+        seen = self._seen.setdefault((job, instance), {})
+        if len(seen) > SEEN_MAX:
+            seen.clear()
         out = []
         for line in text.splitlines():
             if not line or line[0] == "#":
                 continue
-            name = _metric_name(line)
-            if name not in self.keep:
-                continue
-            rest = line[len(name) :]
-            wanted = self.keep[name]
-            if wanted is not None:
-                own_pairs = "," + rest[1 : rest.rfind("}")] + ","
-                if not any(all(f",{p}," in own_pairs for p in pairs) for pairs in wanted):
-                    continue
-            if rest[0] == "{":
-                labels_end = rest.rfind("}")
-                own = rest[1:labels_end]
-                if _OWN_TARGET.search(own):
-                    # Rare (an exporter naming them): the text's own are kept, as honor_labels does.
-                    named = {m.group(2) for m in _OWN_TARGET.finditer(own)}
-                    pairs = [
-                        f'{k}="{v}"' for k, v in (("job", job), ("instance", instance)) if k not in named
-                    ]
-                    labels = ",".join([*pairs, own])
-                else:
-                    labels = f"{target},{own}" if own else target
-                out.append(f"{name}{{{labels}}}{rest[labels_end + 1 :].rstrip()}{stamp}")
+            if line in seen:
+                head = seen[line]
             else:
-                out.append(f"{name}{{{target}}}{rest.rstrip()}{stamp}")
+                head = seen[line] = self._series_line(line, job, instance)
+            if head is not None:
+                out.append(head + stamp)
         self._out.writelines(out)
         self.samples += len(out)
+
+    def _series_line(self, line: str, job: str, instance: str) -> str | None:
+        """Return a sample line as written to the file, without its timestamp; None when not kept."""
+        name = _metric_name(line)
+        if name not in self.keep:
+            return None
+        rest = line[len(name) :]
+        wanted = self.keep[name]
+        if wanted is not None:
+            own_pairs = "," + rest[1 : rest.rfind("}")] + ","
+            if not any(all(f",{p}," in own_pairs for p in pairs) for pairs in wanted):
+                return None
+        target = f'job="{job}",instance="{instance}"'
+        if rest[0] != "{":
+            return f"{name}{{{target}}}{rest.rstrip()}"
+        labels_end = rest.rfind("}")
+        own = rest[1:labels_end]
+        if _OWN_TARGET.search(own):
+            # Rare (an exporter naming them): the text's own are kept, as honor_labels does.
+            named = {m.group(2) for m in _OWN_TARGET.finditer(own)}
+            pairs = [f'{k}="{v}"' for k, v in (("job", job), ("instance", instance)) if k not in named]
+            labels = ",".join([*pairs, own])
+        else:
+            labels = f"{target},{own}" if own else target
+        return f"{name}{{{labels}}}{rest[labels_end + 1 :].rstrip()}"
 
     def close(self) -> BlocksWritten:
         """Hand the last file to promtool and wait for every run; the files are removed. Raises

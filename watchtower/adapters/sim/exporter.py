@@ -43,11 +43,17 @@ class ClusterView(Protocol):
 
 
 def _esc(v: str) -> str:
+    if "\\" not in v and "\n" not in v and '"' not in v:
+        return v  # most values: half a million a simulated day go through here
     return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+def _pairs(pairs: Iterable[tuple[str, str]]) -> str:
+    return ",".join(f'{k}="{_esc(v)}"' for k, v in pairs)
+
+
 def _labels(pairs: Iterable[tuple[str, str]]) -> str:
-    return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in pairs) + "}"
+    return "{" + _pairs(pairs) + "}"
 
 
 def _num(v: float) -> str:
@@ -66,6 +72,15 @@ class _Family:
     def add(self, labels: Iterable[tuple[str, str]], value: str) -> None:
         if self.wanted:
             self.lines.append(f"{self.name}{_labels(labels)} {value}")
+
+    def add_after(self, base: str, more: Iterable[tuple[str, str]], value: str) -> None:
+        """Add a line whose first labels are already rendered (`_pairs`), then `more`: a pod's namespace,
+        pod and uid, shared by all its lines."""
+        if self.wanted:
+            rest = _pairs(more)
+            self.lines.append(
+                f"{self.name}{{{base},{rest}}} {value}" if rest else f"{self.name}{{{base}}} {value}"
+            )
 
     def add_text(self, labels: str, value: str) -> None:
         """Add a line whose label set is already rendered (`_labels`): one GPU's, shared by five families."""
@@ -168,11 +183,11 @@ def _ksm(sim: ClusterView, only: Collection[str] | None = None) -> list[_Family]
     )
     _only([info, owner, phase, sched, created, started, sched_t, req, reason], only)
     for p in sorted(sim.live_pods(), key=lambda p: (p.namespace, p.name, p.uid)):
-        base = [("namespace", p.namespace), ("pod", p.name), ("uid", p.uid)]
+        base = _pairs((("namespace", p.namespace), ("pod", p.name), ("uid", p.uid)))
         o = p.owner
-        info.add(
+        info.add_after(
+            base,
             [
-                *base,
                 ("host_ip", sim.node_ip(p.node) if p.node else ""),
                 ("pod_ip", p.ip),
                 ("node", p.node),
@@ -184,43 +199,35 @@ def _ksm(sim: ClusterView, only: Collection[str] | None = None) -> list[_Family]
             "1",
         )
         if o:
-            owner.add(
-                [
-                    *base,
-                    ("owner_kind", o["kind"]),
-                    ("owner_name", o["name"]),
-                    ("owner_is_controller", "true"),
-                ],
+            owner.add_after(
+                base,
+                [("owner_kind", o["kind"]), ("owner_name", o["name"]), ("owner_is_controller", "true")],
                 "1",
             )
         else:
-            owner.add(
-                [
-                    *base,
-                    ("owner_kind", "<none>"),
-                    ("owner_name", "<none>"),
-                    ("owner_is_controller", "<none>"),
-                ],
+            owner.add_after(
+                base,
+                [("owner_kind", "<none>"), ("owner_name", "<none>"), ("owner_is_controller", "<none>")],
                 "1",
             )
         for ph in PHASES:
-            phase.add([*base, ("phase", ph)], "1" if p.phase == ph else "0")
+            phase.add_after(base, [("phase", ph)], "1" if p.phase == ph else "0")
         c = p.sched_cond
         if c is not None:
             for cond in ("true", "false", "unknown"):
-                sched.add([*base, ("condition", cond)], "1" if c["status"].lower() == cond else "0")
+                sched.add_after(base, [("condition", cond)], "1" if c["status"].lower() == cond else "0")
             if c["status"] == "True":
-                sched_t.add(base, _num(_ts(c["lastTransitionTime"])))
-        created.add(base, _num(p.created))
+                sched_t.add_after(base, (), _num(_ts(c["lastTransitionTime"])))
+        created.add_after(base, (), _num(p.created))
         if p.start_time is not None:
-            started.add(base, _num(p.start_time))
-        cbase = [*base, ("container", "main"), ("node", p.node)]
+            started.add_after(base, (), _num(p.start_time))
+        cbase = f"{base},{_pairs((('container', 'main'), ('node', p.node)))}"
         if p.gpus:
-            req.add([*cbase, ("resource", "nvidia_com_gpu"), ("unit", "integer")], str(p.gpus))
-        req.add([*cbase, ("resource", "cpu"), ("unit", "core")], _num(p.cpu_millis / 1000))
-        req.add([*cbase, ("resource", "memory"), ("unit", "byte")], _num(p.memory_bytes))
+            req.add_after(cbase, [("resource", "nvidia_com_gpu"), ("unit", "integer")], str(p.gpus))
+        req.add_after(cbase, [("resource", "cpu"), ("unit", "core")], _num(p.cpu_millis / 1000))
+        req.add_after(cbase, [("resource", "memory"), ("unit", "byte")], _num(p.memory_bytes))
         if p.disruption is not None and p.disruption.get("reason"):
-            reason.add([*base, ("reason", p.disruption["reason"])], "1")
+            reason.add_after(base, [("reason", p.disruption["reason"])], "1")
     alloc = _Family(
         "kube_node_status_allocatable",
         "The allocatable for different resources of a node that are available for scheduling.",
