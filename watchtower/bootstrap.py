@@ -169,10 +169,13 @@ def open_alert_store(settings: Settings) -> AlertStore | None:
         raise StartupError(str(e)) from None
 
 
-def open_history(settings: Settings, store: AlertStore | None = None) -> FairnessHistory | None:
+def open_history(
+    settings: Settings, store: AlertStore | None = None, *, sync_each_commit: bool = True
+) -> FairnessHistory | None:
     """Open the fairness history in the state store's database (migration 4 of either store); None when
     `fairness.enabled` is off. On PostgreSQL it shares `store`'s connection (a store of its own is opened
-    when alerting is off); on SQLite it has its own connection to the same file.
+    when alerting is off); on SQLite it has its own connection to the same file, which with
+    `sync_each_commit` False does not wait for the disk at each commit (SQLiteFairnessHistory).
 
     Raises StartupError as open_alert_store does."""
     if not settings.fairness.enabled:
@@ -197,7 +200,7 @@ def open_history(settings: Settings, store: AlertStore | None = None) -> Fairnes
             return PostgresFairnessHistory(own.transaction, on_close=own.close)
         from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 
-        return SQLiteFairnessHistory(_sqlite_path(settings))
+        return SQLiteFairnessHistory(_sqlite_path(settings), sync_each_commit=sync_each_commit)
     except (StoreUrlError, StoreVersionError) as e:
         raise StartupError(str(e)) from None
 

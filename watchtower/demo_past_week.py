@@ -108,7 +108,9 @@ async def _record(
         settings.simulator.model_copy(update={"seed": settings.simulator.seed + 1, "metrics_port": 0}),
         start=start,
     )
-    history = open_history(settings)  # its own connection to the demo's store file
+    # Its own connection to the demo's store file; the week can be simulated again, so its commits do
+    # not wait for the disk.
+    history = open_history(settings, sync_each_commit=False)
     if history is None:
         return PastWeek(week, 0, False)
     try:
