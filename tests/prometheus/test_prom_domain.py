@@ -267,3 +267,16 @@ def test_a_gpu_handed_to_a_new_pod_is_not_idle_on_the_old_pods_coverage() -> Non
         assert d.first_seen == NOW - 60 and d.util_avg == 0.0
         view = usage_view(devices, [PodAllocation("ml", "debug-new", 1)], policy=IdlePolicy(), now=NOW)
         assert view.idle() == []
+
+
+def test_a_gpu_whose_pod_started_after_the_windows_last_step_is_not_idle() -> None:
+    """The first-seen figure is read at the query step: a pod given a GPU since the last step (0 % while it
+    pulls its image) has no first-seen sample at all. That is "seen just now", not "seen all window"."""
+    new = {"Hostname": "n1", "UUID": "GPU-new-0", "gpu": "0", "namespace": "ml", "pod": "worker-1"}
+    devices, _ = devices_from_samples([Sample(new, 0.0)], [Sample(new, 0.0)], [])
+    view = usage_view(devices, [PodAllocation("ml", "worker-1", 1)], policy=IdlePolicy(), now=NOW)
+    assert view.idle() == []
+    # Without a first-seen query at all, the window's figures are all there is to go by.
+    devices, _ = devices_from_samples([Sample(new, 0.0)], [Sample(new, 0.0)])
+    view = usage_view(devices, [PodAllocation("ml", "worker-1", 1)], policy=IdlePolicy(), now=NOW)
+    assert [w.idle_gpus for w in view.idle()] == [1]

@@ -59,7 +59,9 @@ class DeviceUsage:
     profile: str  # GPU_I_PROFILE: "" for a whole GPU
     util_max: float  # percent over the window
     util_avg: float
-    first_seen: float | None = None  # earliest sample within the window
+    # Earliest sample within the window, at the query step; inf: the first-seen figure was asked and the
+    # device has none yet (its first sample came after the window's last step); None: not asked.
+    first_seen: float | None = None
 
     @property
     def is_slice(self) -> bool:
@@ -147,9 +149,10 @@ def _finite(v: float) -> bool:
 def devices_from_samples(
     util_max: Iterable[Sample],
     util_avg: Iterable[Sample],
-    first_seen: Iterable[Sample] = (),
+    first_seen: Iterable[Sample] | None = None,
 ) -> tuple[list[DeviceUsage], int]:
     """Return the devices used by a pod, and how many samples were skipped (no pod, no host, not a number).
+    `first_seen` None: the first-seen figure was not asked, and a device's window is trusted.
 
     The samples carry canonical labels (see `promql.Queries.normalise_dcgm`)."""
     skipped = 0
@@ -169,7 +172,7 @@ def devices_from_samples(
         if k is not None and _finite(s.value):
             avg[(k, s.labels.get("namespace", ""), s.labels.get("pod", ""))] = s.value
     seen: dict[tuple[DeviceId, str, str], float] = {}
-    for s in first_seen:
+    for s in first_seen or ():
         k = key(s)
         if k is not None and _finite(s.value):
             seen[(k, s.labels.get("namespace", ""), s.labels.get("pod", ""))] = s.value
@@ -190,7 +193,9 @@ def devices_from_samples(
                 profile=s.labels.get(MIG_PROFILE, ""),
                 util_max=s.value,
                 util_avg=avg.get((k, ns, pod), s.value),
-                first_seen=seen.get((k, ns, pod)),
+                # A pod that got a GPU since the window's last step (zero while its image is pulled)
+                # has no first-seen sample: newer than any, not idle for the window.
+                first_seen=seen.get((k, ns, pod), math.inf) if first_seen is not None else None,
             )
         )
     return out, skipped
