@@ -92,6 +92,8 @@ class Backfill:
     turned into TSDB blocks in `into` (a Prometheus data directory) by promtool as soon as it is complete,
     in the background: the conversion of one day runs on another core while the next is being sampled.
     `close()` waits for the last; the server loads the blocks on its next block reload, or restart.
+    A file holds the samples of (origin + k·chunk, origin + (k+1)·chunk]: those a range query evaluated at
+    the chunk's end reads, so that `settled()` can say which ranges are complete on disk.
 
     `keep`: the series to write (`selected_series`); others are dropped. A week of every series the
     simulator's exporters serve is ~450 MB of text; of those the fairness report reads, ~300 MB.
@@ -100,19 +102,29 @@ class Backfill:
     handed to promtool once a later sample arrives)."""
 
     def __init__(
-        self, workdir: Path, *, keep: Wanted, into: Path, promtool: str, chunk: float = 86400.0
+        self,
+        workdir: Path,
+        *,
+        keep: Wanted,
+        into: Path,
+        promtool: str,
+        chunk: float = 86400.0,
+        origin: float = 0.0,
     ) -> None:
         self.workdir = workdir
         self.keep = dict(keep)
         self.into = into
         self.promtool = promtool
         self.chunk = chunk
+        self.origin = origin
         self.samples = 0
         self._out: TextIO | None = None
         self._path = workdir / "backfill-000.om"
         self._chunk_end = -math.inf
         self._files = 0
-        self._running: list[tuple[subprocess.Popen[bytes], Path]] = []
+        # Each promtool run, with the file it reads and the end of that file's chunk.
+        self._running: list[tuple[subprocess.Popen[bytes], Path, float]] = []
+        self._settled = -math.inf
         self._started: float | None = None
         self._seen: dict[tuple[str, str], dict[str, str | None]] = {}
         into.mkdir(parents=True, exist_ok=True)
@@ -124,7 +136,7 @@ class Backfill:
         path = self.workdir / f"backfill-{self._files:03d}.om"
         self._out = path.open("w", encoding="utf-8")
         self._path = path
-        self._chunk_end = (math.floor(at / self.chunk) + 1) * self.chunk
+        self._chunk_end = self.origin + math.ceil((at - self.origin) / self.chunk) * self.chunk
 
     def _finish_file(self) -> None:
         if self._out is None:
@@ -151,13 +163,13 @@ class Backfill:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
-        self._running.append((proc, self._path))
+        self._running.append((proc, self._path, self._chunk_end))
 
     def add(self, text: str, at: float, *, job: str, instance: str) -> None:
         """Add every kept sample of exposition `text` at `at` (epoch seconds), labelled with the target's
         `job` and `instance` where the text does not name them itself (as `honor_labels: true` keeps an
         exporter's own; Watchtower's /metrics names neither)."""
-        if at >= self._chunk_end:
+        if at > self._chunk_end:
             self._rotate(at)
         assert self._out is not None
         stamp = f" {at:.3f}\n"
@@ -204,13 +216,25 @@ class Backfill:
             labels = f"{target},{own}" if own else target
         return f"{name}{{{labels}}}{rest[labels_end + 1 :].rstrip()}"
 
+    def settled(self) -> float:
+        """Return the time up to which (inclusive) every sample added is in blocks in `into`: the end of
+        the last chunk of the unbroken run of files promtool has converted without error (-inf before
+        the first). Polls the runs; never waits."""
+        for proc, _, chunk_end in self._running:
+            if chunk_end <= self._settled:
+                continue
+            if proc.poll() != 0:  # still running, or failed (close() reports it)
+                break
+            self._settled = chunk_end
+        return self._settled
+
     def close(self) -> BlocksWritten:
         """Hand the last file to promtool and wait for every run; the files are removed. Raises
         RuntimeError naming the first promtool run that failed."""
         t0 = time.perf_counter()
         self._finish_file()
         failed = ""
-        for proc, path in self._running:
+        for proc, path, _ in self._running:
             proc.wait()
             log_path = path.with_suffix(".log")
             if proc.returncode != 0 and not failed:
@@ -230,7 +254,7 @@ class Backfill:
             self._out.close()
             self._out = None
             self._path.unlink(missing_ok=True)
-        for proc, path in self._running:
+        for proc, path, _ in self._running:
             if proc.poll() is None:
                 proc.terminate()
             proc.wait()
