@@ -155,3 +155,33 @@ def test_the_service_reads_its_own_series_with_the_job_selector_of_the_generated
     assert isinstance(got, PrometheusFairness)
     assert 'watchtower_waiting_gpus{job="wt"}' in got.queries.free_while_waiting()
     got.reader.close()
+
+
+class _CountingReader(PrometheusReader):
+    """The real reader, counting the (query, time) pairs the subquery path asks."""
+
+    asked = 0
+
+    def query_each_sync(self, queries: Any, *, workers: int = 2) -> Any:
+        self.asked += len(queries)
+        return super().query_each_sync(queries, workers=workers)
+
+
+def test_answers_kept_ahead_give_the_same_week_and_are_not_asked_again(
+    fairness: PrometheusFairness, week: UsageFigures
+) -> None:
+    """What the demo does while its past week is backfilled a day at a time: the days already in blocks
+    are asked ahead; the report then asks only the rest, and its figures are those of asking it all."""
+    reader = _CountingReader(url=fairness.reader.url, timeout=60, retries=1)
+    ahead = PrometheusFairness(reader, fairness.queries, idle_threshold=THETA)
+    try:
+        kept = ahead.keep_settled(T0, END, STEP, T0 + 3 * DAY + STEP)  # days 1-3 end by then; day 4 does not
+        assert kept == reader.asked > 0
+        assert ahead.keep_settled(T0, END, STEP, T0 + 3 * DAY + STEP) == kept  # nothing asked twice
+        assert reader.asked == kept
+        again = ahead.week_usage_sync(T0, END, STEP)
+        per_piece = kept // 3
+        assert reader.asked == kept + 4 * per_piece  # the four days not kept, not the seven
+        assert (again.teams, again.cluster, again.coverage) == (week.teams, week.cluster, week.coverage)
+    finally:
+        reader.close()

@@ -71,21 +71,16 @@ class PrometheusFairness:
         self.idle_threshold = idle_threshold
         self.use_rules = use_rules
         self.workers = workers  # queries in flight at once on the subquery path
+        self._kept: dict[tuple[str, float], list[Sample]] = {}  # keep_settled's answers
 
     async def week_usage(self, start: float, end: float, step: float) -> UsageFigures:
         """Return the usage of [start, end) at `step` resolution; raise PromReadError when Prometheus cannot
         answer, ValueError for a step longer than the window."""
         return await asyncio.to_thread(self.week_usage_sync, start, end, step)
 
-    def _by_pieces(self, start: float, end: float, step: float) -> dict[str, list[Sample]]:
-        """The subquery path's answers, each expression integrated over pieces of at most PIECE seconds
-        and the pieces added up. A subquery walks every series its selectors match anywhere in its range
-        at every step, and pods come and go: the demo's week holds 69,683 series of which about 625 are
-        there at any one time, and day-long pieces took its expressions from 109 s to 47 s.
-        The pieces (a, b] tile (start, end], each step in exactly one, so the sums are those of one range.
-        Means are the pieces' sums over their counts. Cluster-wide allocated and idle-allocated GPU-hours
-        are the sums of the per-team figures (each running pod belongs to exactly one team, the
-        namespace's own name when it has no team label), which saves their two slowest expressions."""
+    def _pieces(self, start: float, end: float, step: float) -> list[tuple[str, str, float]]:
+        """Return the subquery path's queries as (answer key, expression, evaluation time), piece by piece
+        in time order (see _by_pieces)."""
         f, theta = self.queries, self.idle_threshold
         cuts = [start]
         while cuts[-1] + PIECE < end:
@@ -100,7 +95,40 @@ class PrometheusFairness:
             every["quota:sum"], every["quota:count"] = f.team_quota_gpus_parts(span, step)
             every["capacity_gpus:sum"], every["capacity_gpus:count"] = f.capacity_gpus_parts(span, step)
             asked.extend((key, expr, b) for key, expr in every.items())
-        got = self.reader.query_each_sync([(e, at) for _, e, at in asked], workers=self.workers)
+        return asked
+
+    def keep_settled(self, start: float, end: float, step: float, settled: float) -> int:
+        """Ask now, and keep for the report of [start, end), the answers of its subquery pieces that end
+        by `settled`; return how many queries are kept. For a caller that knows no sample at or before
+        `settled` will be added or removed any more (the demo, whose past week is backfilled a day at a
+        time): the report then asks only the rest. Asked with one query at a time, beside the caller's
+        other work."""
+        wanted = [(e, at) for _, e, at in self._pieces(start, end, step) if at <= settled]
+        wanted = [p for p in wanted if p not in self._kept]
+        for pair, samples in zip(wanted, self.reader.query_each_sync(wanted, workers=1), strict=True):
+            self._kept[pair] = samples
+        return len(self._kept)
+
+    @property
+    def kept(self) -> int:
+        """How many answers keep_settled holds."""
+        return len(self._kept)
+
+    def _by_pieces(self, start: float, end: float, step: float) -> dict[str, list[Sample]]:
+        """The subquery path's answers, each expression integrated over pieces of at most PIECE seconds
+        and the pieces added up. A subquery walks every series its selectors match anywhere in its range
+        at every step, and pods come and go: the demo's week holds 69,683 series of which about 625 are
+        there at any one time, and day-long pieces took its expressions from 109 s to 47 s.
+        The pieces (a, b] tile (start, end], each step in exactly one, so the sums are those of one range.
+        Means are the pieces' sums over their counts. Cluster-wide allocated and idle-allocated GPU-hours
+        are the sums of the per-team figures (each running pod belongs to exactly one team, the
+        namespace's own name when it has no team label), which saves their two slowest expressions.
+        Answers keep_settled kept are not asked again."""
+        asked = self._pieces(start, end, step)
+        pairs = [(e, at) for _, e, at in asked]
+        ask = [p for p in pairs if p not in self._kept]
+        fresh = dict(zip(ask, self.reader.query_each_sync(ask, workers=self.workers), strict=True))
+        got = [self._kept[p] if p in self._kept else fresh[p] for p in pairs]
         added: dict[str, dict[tuple[tuple[str, str], ...], Sample]] = {}
         for (key, _, _), samples in zip(asked, got, strict=True):
             into = added.setdefault(key, {})
