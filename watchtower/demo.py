@@ -15,6 +15,7 @@ import secrets
 import shutil
 import tempfile
 import time
+import zoneinfo
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -276,8 +277,22 @@ async def run_demo(
                 if reports is not None:
                     await reports.build(past, now=sim.now())
 
+            async def keep(settled: float) -> None:
+                # A day of the past week is in blocks: Prometheus loads them, and that day's answers are
+                # asked while the next is recorded, so that the report waits only for the last.
+                from watchtower.adapters.prometheus_fairness import PrometheusFairness
+
+                usage = reports.metrics if reports is not None else None
+                if backfill is None or not isinstance(usage, PrometheusFairness):
+                    return
+                await asyncio.to_thread(backfill.prom.restart)
+                start, end = past.bounds(zoneinfo.ZoneInfo(settings.fairness.timezone))
+                await asyncio.to_thread(usage.keep_settled, start, end, settings.fairness.step, settled)
+
             stack.push_async_callback(
-                _past_week_in_background(settings, past, echo, backfill, span=opts.past_week_span, warm=warm)
+                _past_week_in_background(
+                    settings, past, echo, backfill, span=opts.past_week_span, warm=warm, keep=keep
+                )
             )
         started = asyncio.Event()
         serving = asyncio.create_task(
@@ -321,7 +336,12 @@ class _Backfill:
 
 
 def _record_and_backfill(
-    settings: Settings, week: Any, stop: Any, backfill: _Backfill | None, span: float | None
+    settings: Settings,
+    week: Any,
+    stop: Any,
+    backfill: _Backfill | None,
+    span: float | None,
+    on_settled: Callable[[float], object] | None = None,
 ) -> tuple[Any, str]:
     """Record the past week (in a worker thread, the recording in a process of its own); with `backfill`, write its samples into the demo's Prometheus
     as blocks and restart it so they are loaded now. Return what was recorded and a note on the metrics."""
@@ -344,7 +364,7 @@ def _record_and_backfill(
         watchtower=backfill.watchtower,
         step=settings.fairness.step,
     )
-    done = _in_own_process(settings, week, stop, span, targets)
+    done = _in_own_process(settings, week, stop, span, targets, on_settled)
     if not done.completed or done.blocks is None:
         return done, ""
     t0 = time.perf_counter()
@@ -358,19 +378,33 @@ def _record_and_backfill(
 def _past_week_process(
     settings: Settings, week: Any, stop: Any, span: Any, metrics: Any, results: Any
 ) -> None:
-    """The past week's process: record it and put ("ok", PastWeek) or ("error", words) on `results`."""
+    """The past week's process: record it and put ("ok", PastWeek) or ("error", words) on `results`,
+    with ("settled", t) before them each time more of its metrics are blocks."""
     from watchtower.demo_past_week import record_past_week
 
+    def settled(t: float) -> None:
+        results.put(("settled", t))
+
     try:
-        results.put(("ok", record_past_week(settings, week, stop, span=span, metrics=metrics)))
+        results.put(
+            ("ok", record_past_week(settings, week, stop, span=span, metrics=metrics, on_settled=settled))
+        )
     except BaseException as e:  # reported to the demo, which logs it
         results.put(("error", f"{type(e).__name__}: {e}"))
 
 
-def _in_own_process(settings: Settings, week: Any, stop: Any, span: float | None, metrics: Any) -> Any:
+def _in_own_process(
+    settings: Settings,
+    week: Any,
+    stop: Any,
+    span: float | None,
+    metrics: Any,
+    on_settled: Callable[[float], object] | None = None,
+) -> Any:
     """Run record_past_week in a process of its own (blocking; a worker thread calls it): its own core and
     interpreter, so neither it nor the live demo waits for the other's GIL. `stop` is a multiprocessing
-    Event of the spawn context. Raises RuntimeError when the process fails or dies."""
+    Event of the spawn context; `on_settled` is called (in this thread) with each ("settled", t) it sends.
+    Raises RuntimeError when the process fails or dies."""
     import multiprocessing
     import queue
 
@@ -387,7 +421,10 @@ def _in_own_process(settings: Settings, week: Any, stop: Any, span: float | None
         while True:
             try:
                 status, value = results.get(timeout=0.5)
-                break
+                if status != "settled":
+                    break
+                if on_settled is not None:
+                    on_settled(value)
             except queue.Empty:
                 if not proc.is_alive():
                     raise RuntimeError(
@@ -411,16 +448,45 @@ def _past_week_in_background(
     *,
     span: float | None = None,
     warm: Callable[[], Awaitable[None]] | None = None,
+    keep: Callable[[float], Awaitable[None]] | None = None,
 ) -> Callable[[], Any]:
     """Start recording the simulated past week (and backfilling its metrics) in a process of its own,
     watched by a worker thread; return what stops it and waits for it (so the store is closed only after
-    its last write)."""
+    its last write). While it records, `keep(t)` is awaited, one at a time, each time its metrics up to
+    `t` are blocks (only the latest `t` when several came meanwhile); once it is recorded, the `keep`
+    under way ends and `warm()` is awaited."""
     import multiprocessing
 
+    loop = asyncio.get_running_loop()
+    settled: asyncio.Queue[float | None] = asyncio.Queue()  # None: recorded, keep no more
+
+    def on_settled(t: float) -> None:  # in the worker thread
+        loop.call_soon_threadsafe(settled.put_nowait, t)
+
+    async def keep_up() -> None:
+        assert keep is not None
+        while True:
+            got = [await settled.get()]
+            while not settled.empty():
+                got.append(settled.get_nowait())
+            if None in got:
+                return
+            t = max(x for x in got if x is not None)
+            try:
+                await keep(t)
+            except Exception as e:  # the report asks again what was not kept
+                log.info("the past week's answers up to %s were not kept ahead: %s", t, e)
+
+    keeper = asyncio.create_task(keep_up()) if keep is not None else None
     stop = multiprocessing.get_context("spawn").Event()
-    task = asyncio.create_task(asyncio.to_thread(_record_and_backfill, settings, week, stop, backfill, span))
+    task = asyncio.create_task(
+        asyncio.to_thread(
+            _record_and_backfill, settings, week, stop, backfill, span, on_settled if keeper else None
+        )
+    )
 
     def done(t: asyncio.Task[Any]) -> None:
+        settled.put_nowait(None)
         if t.cancelled():
             return
         if (e := t.exception()) is not None:
@@ -435,6 +501,8 @@ def _past_week_in_background(
         t0 = time.perf_counter()
         how = "built ahead in {:.0f} s"
         try:
+            if keeper is not None:
+                await keeper
             if warm is not None:
                 await warm()
         except Exception as e:  # the page will say what is wrong; the demo goes on
@@ -451,7 +519,7 @@ def _past_week_in_background(
         stop.set()
         with contextlib.suppress(Exception):
             await task
-        for w in warming:
+        for w in [*warming, *([keeper] if keeper is not None else [])]:
             w.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await w

@@ -23,6 +23,7 @@ import logging
 import math
 import threading
 import zoneinfo
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,12 +79,14 @@ def record_past_week(
     *,
     span: float | None = None,
     metrics: MetricsTargets | None = None,
+    on_settled: Callable[[float], object] | None = None,
 ) -> PastWeek:
     """Simulate `week` at full speed and record it into the store `settings` name; return what was done.
     Blocking (run it in a thread); `stop` ends it early. `span`: simulate only the week's first `span`
     seconds, the cluster ending there (a shorter past, for tests). `metrics`: also backfill the samples the
-    demo's Prometheus would have scraped into `metrics.into`."""
-    return asyncio.run(_record(settings, week, stop, span, metrics))
+    demo's Prometheus would have scraped into `metrics.into`, in files of a day from the week's start;
+    `on_settled(t)` is called each time more of them are blocks: every sample up to `t` is in `into`."""
+    return asyncio.run(_record(settings, week, stop, span, metrics, on_settled))
 
 
 async def _record(
@@ -92,6 +95,7 @@ async def _record(
     stop: threading.Event,
     span: float | None,
     metrics: MetricsTargets | None,
+    on_settled: Callable[[float], object] | None = None,
 ) -> PastWeek:
     import msgspec
 
@@ -124,7 +128,11 @@ async def _record(
             w.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
         out = (
             Backfill(
-                metrics.workdir, keep=kept_metrics(settings), into=metrics.into, promtool=metrics.promtool
+                metrics.workdir,
+                keep=kept_metrics(settings),
+                into=metrics.into,
+                promtool=metrics.promtool,
+                origin=start,
             )
             if metrics is not None
             else None
@@ -148,6 +156,7 @@ async def _record(
         every = metrics.step if metrics is not None else math.inf
         grid = (math.floor(start / every) + 1) * every if metrics is not None else math.inf
         ticks = 0
+        settled = -math.inf
         try:
             # A first tick at the week's start: the recorder marks the minutes from it, so the week's
             # first two minutes are not "missing" from the history's coverage.
@@ -173,6 +182,9 @@ async def _record(
                 if grid == now:  # a grid point on a tick: sampled after its evaluation, as scraped then
                     sample(grid)
                     grid += every
+                if out is not None and on_settled is not None and out.settled() > settled:
+                    settled = out.settled()
+                    on_settled(settled)
         except BaseException:
             if out is not None:
                 out.abort()

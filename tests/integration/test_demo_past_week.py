@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.prometheus_fairness import PrometheusFairness
 from watchtower.adapters.sim.cluster import DEFAULT_START, SimulatedCluster
 from watchtower.bootstrap import report_once
 from watchtower.config import settings_from_mapping
@@ -25,6 +26,7 @@ from watchtower.demo_past_week import past_week_of, record_past_week
 from watchtower.domain.fairness.history import WaitEpisode
 
 SPAN = 6 * 3600.0
+DEMO_SPAN = 30 * 3600.0  # past a day: the first day's answers are asked while the rest is recorded
 
 
 async def test_the_past_week_is_recorded_closed_at_its_end_and_reported(tmp_path: Path) -> None:
@@ -102,7 +104,9 @@ async def test_the_demos_past_week_report_reads_the_simulators_gpu_hours_backfil
         if "fairness report is ready" in line:
             ready.set()
 
-    demo = asyncio.create_task(run_demo(DemoOptions(past_week_span=SPAN), echo=echo, on_ready=runs.append))
+    demo = asyncio.create_task(
+        run_demo(DemoOptions(past_week_span=DEMO_SPAN), echo=echo, on_ready=runs.append)
+    )
     try:
         waiter = asyncio.create_task(ready.wait())
         await asyncio.wait({demo, waiter}, timeout=300, return_when=asyncio.FIRST_COMPLETED)
@@ -121,14 +125,17 @@ async def test_the_demos_past_week_report_reads_the_simulators_gpu_hours_backfil
         # Every step of the simulated span has each source's samples (and the step after it sees the last).
         hours = {s["source"]: s["hours_present"] for s in report["coverage"]}
         for source in ("kube-state-metrics", "dcgm-exporter", "watchtower"):
-            assert SPAN / 3600 <= hours[source] <= (SPAN + step) / 3600, (source, hours)
-        expected = _simulated_gpu_hours(settings.simulator, start, SPAN, step)
+            assert DEMO_SPAN / 3600 <= hours[source] <= (DEMO_SPAN + step) / 3600, (source, hours)
+        expected = _simulated_gpu_hours(settings.simulator, start, DEMO_SPAN, step)
         assert expected and sum(expected.values()) > 0
         used = {t["team"]: t["used_gpu_hours"] for t in report["teams"] if t["used_gpu_hours"]}
         assert used == pytest.approx(expected, abs=1e-4)  # the JSON rounds to 4 digits
         # Capacity: the nodes' allocatable nvidia.com/gpu (DRA nodes publish theirs in ResourceSlices).
         gpus = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", 0)) for n in run.sim.nodes.values())
-        assert report["cluster"]["gpu_hours"]["capacity"] == pytest.approx(gpus * SPAN / 3600, abs=1e-4)
+        assert report["cluster"]["gpu_hours"]["capacity"] == pytest.approx(gpus * DEMO_SPAN / 3600, abs=1e-4)
+        # The first day was in blocks while the rest was recorded: its answers were asked ahead.
+        usage = run.container.fairness.metrics if run.container.fairness is not None else None
+        assert isinstance(usage, PrometheusFairness) and usage.kept > 0
         # The page a user opens from the status page: the week's data is there (not "no source reported").
         assert page.status_code == 200 and "No source reported any data" not in page.text
     finally:

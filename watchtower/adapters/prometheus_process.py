@@ -14,9 +14,10 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -75,6 +76,8 @@ class LocalPrometheus:
     workdir: Path
     _owns_workdir: bool = True
     command: tuple[str, ...] = ()  # how it was started, for `restart`
+    # Restarts may come from two threads (the demo's past week: each day's blocks, then the last): one at a time.
+    _restarting: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def data_dir(self) -> Path:
@@ -95,9 +98,10 @@ class LocalPrometheus:
         ready: what makes it load blocks written into its data directory now rather than on its next
         block reload (every minute after it started, in Prometheus 2 and 3). Its head (the live samples)
         is replayed from the write-ahead log; queries meanwhile fail for a second or two."""
-        self._terminate()
-        self.process = _spawn(self.command, self.log_path)
-        _wait_ready(self, ready_timeout)
+        with self._restarting:
+            self._terminate()
+            self.process = _spawn(self.command, self.log_path)
+            _wait_ready(self, ready_timeout)
 
     def _terminate(self, timeout: float = 30.0) -> None:
         if self.process.poll() is None:
