@@ -106,6 +106,9 @@ def test_kube_state_metrics_series_carry_the_real_label_sets():
     assert gpu.labels["unit"] == "integer" and gpu.value == 2 and gpu.labels["container"] == "main"
     (alloc,) = sample("kube_node_status_allocatable", node="gpu-node-000", resource="nvidia_com_gpu")
     assert alloc.value == 8
+    # Memory in bytes, as kube-state-metrics converts the quantity: the report's memory share needs it.
+    (mem,) = sample("kube_node_status_allocatable", node="gpu-node-000", resource="memory")
+    assert mem.labels["unit"] == "byte" and mem.value == 768 * 2**30
     quota = {
         s.labels["type"]: s.value
         for s in sample("kube_resourcequota", namespace="team-a", resource="requests.nvidia.com/gpu")

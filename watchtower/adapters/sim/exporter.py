@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from watchtower.adapters.sim.objects import new_uid
-from watchtower.adapters.sim.pods import SimPod
+from watchtower.adapters.sim.pods import SimPod, memory_bytes
 from watchtower.adapters.sim.workloads import Pattern
 from watchtower.config.model import SimulatorConfig
 
@@ -243,6 +243,11 @@ def _ksm(sim: ClusterView, only: Collection[str] | None = None) -> list[_Family]
                     a["nvidia.com/gpu"],
                 )
             fam.add([("node", name), ("resource", "cpu"), ("unit", "core")], a["cpu"])
+            if "memory" in a:  # bytes, as kube-state-metrics converts the quantity
+                fam.add(
+                    [("node", name), ("resource", "memory"), ("unit", "byte")],
+                    str(memory_bytes(a["memory"])),
+                )
             fam.add([("node", name), ("resource", "pods"), ("unit", "integer")], a["pods"])
     # KSM's namespaces collector, run with --metric-labels-allowlist=namespaces=[*]: every namespace label
     # as `label_<name>` with the name sanitised; the team of a namespace is read from its `team` label.
