@@ -30,7 +30,8 @@ class SQLiteFairnessHistory(history_rows.SqlHistory):
         """`sync_each_commit` False: commits do not wait for the disk (synchronous=NORMAL under WAL; a
         power cut may lose the last commits, a crash of the process loses none). For a writer whose
         history can be made again, as the demo's simulated past week: one commit per simulated tick
-        waited for the disk a tenth of that week's recording."""
+        waited for the disk about a tenth of that week's recording (1 s of 9.2 s a simulated
+        day, measured 2026-12-03)."""
         self.path = str(path)
         self._lock = threading.RLock()
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
