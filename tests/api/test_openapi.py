@@ -179,7 +179,7 @@ class ScenarioPrometheus:
         self.state = state
 
     async def query_many(self, queries: Any, *, at: float | None = None) -> list[list[Sample]]:
-        util, gpus, owners = [], [], []
+        util, seen, gpus, owners = [], [], [], []
         for p in self.state.pods.values():
             if p.phase != "Running" or not p.gpus or not p.node:
                 continue
@@ -187,10 +187,11 @@ class ScenarioPrometheus:
             for i in range(p.gpus):
                 device = {"Hostname": p.node, "UUID": f"GPU-{p.name}-{i}", **pod}
                 util.append(Sample(device, 1.0 if p.namespace == "vision" else 80.0))
+                seen.append(Sample(device, (at or 0.0) - 86400.0))  # there all window, and long before
             gpus.append(Sample(pod, float(p.gpus)))
             if p.owner is not None:
                 owners.append(Sample({**pod, "owner_kind": p.owner.kind, "owner_name": p.owner.name}, 1.0))
-        return [util, util, [], gpus, owners, []]
+        return [util, util, seen, gpus, owners, []]
 
 
 def scenario_gpu(c: Container) -> GpuUsageService:
