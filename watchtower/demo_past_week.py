@@ -101,6 +101,7 @@ async def _record(
 
     from watchtower.adapters.metrics import WatchtowerMetrics
     from watchtower.adapters.prometheus_backfill import Backfill
+    from watchtower.adapters.prometheus_fairness import PIECE
     from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
     from watchtower.adapters.sim.exporter import render_metrics
     from watchtower.bootstrap import build_container, fairness_recorder, open_history
@@ -132,6 +133,7 @@ async def _record(
                 keep=kept_metrics(settings),
                 into=metrics.into,
                 promtool=metrics.promtool,
+                chunk=PIECE,  # a file per piece of the report's subqueries: each day can be asked once done
                 origin=start,
             )
             if metrics is not None
@@ -182,8 +184,8 @@ async def _record(
                 if grid == now:  # a grid point on a tick: sampled after its evaluation, as scraped then
                     sample(grid)
                     grid += every
-                if out is not None and on_settled is not None and out.settled() > settled:
-                    settled = out.settled()
+                if out is not None and on_settled is not None and (now_settled := out.settled()) > settled:
+                    settled = now_settled
                     on_settled(settled)
         except BaseException:
             if out is not None:

@@ -107,7 +107,7 @@ class PrometheusFairness:
         wanted = [p for p in wanted if p not in self._kept]
         for pair, samples in zip(wanted, self.reader.query_each_sync(wanted, workers=1), strict=True):
             self._kept[pair] = samples
-        return len(self._kept)
+        return self.kept
 
     @property
     def kept(self) -> int:
