@@ -1,6 +1,6 @@
 """Synthetic, realistic pod JSON for the benchmarks, and a small API server process that serves it.
 
-Pods are built with watchtower.adapters.sim.objects and given what real pods carry and Watchtower never
+Pods are built with watchtower.simulator.objects and given what real pods carry and Watchtower never
 reads: managedFields, env vars, volumes and mounts, probes, annotations, podIPs, more conditions. Each
 pod serialises to about 4 KB, as PaddleJob pods on a production cluster do.
 
@@ -26,7 +26,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watchtower.adapters.sim import objects as o
+from watchtower.simulator import objects as o
 
 T0 = 1_800_000_000.0
 TEAMS = ["vision", "nlp", "speech", "recsys", "ads", "search", "rl", "multimodal"]

@@ -44,12 +44,12 @@ def serve(pending: int) -> None:
     """Child: build the state, evaluate once, print the port and the build costs, serve until killed."""
     import uvicorn
 
-    from watchtower.adapters.sim import objects as o
     from watchtower.api.app import create_app
     from watchtower.bootstrap import bind, build_container
     from watchtower.config import Settings
     from watchtower.domain.health import HEALTHY
     from watchtower.services.ingest import KINDS
+    from watchtower.simulator import objects as o
 
     class Clock:
         def now(self) -> float:

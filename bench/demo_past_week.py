@@ -17,10 +17,10 @@ import os
 import time
 import zoneinfo
 
-from watchtower.adapters.sim.cluster import SimulatedCluster
 from watchtower.config.model import Settings
 from watchtower.demo import DemoOptions, run_demo
 from watchtower.demo_past_week import STEP, past_week_of
+from watchtower.simulator.cluster import SimulatedCluster
 
 
 async def offered(prometheus: bool) -> tuple[float, list[str]]:

@@ -48,7 +48,6 @@ from _harness import rss_bytes  # noqa: E402
 from soak import NODES, PROBE_NS, _probe_pod  # noqa: E402
 
 from watchtower.adapters.process_runtime import limit_malloc_arenas  # noqa: E402
-from watchtower.adapters.sim import objects as o  # noqa: E402
 from watchtower.api.app import create_app  # noqa: E402
 from watchtower.bootstrap import (  # noqa: E402
     TickLoop,
@@ -60,6 +59,7 @@ from watchtower.bootstrap import (  # noqa: E402
 from watchtower.config.loading import settings_from_mapping  # noqa: E402
 from watchtower.domain.health import HEALTHY  # noqa: E402
 from watchtower.services.ingest import KINDS  # noqa: E402
+from watchtower.simulator import objects as o  # noqa: E402
 
 
 class Clock:

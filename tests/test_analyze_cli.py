@@ -294,7 +294,7 @@ def test_a_deployment_refused_by_its_quota_is_shown_in_its_templates_tier(tmp_pa
     """No pod exists: the tier comes from the ReplicaSet's template, and the row names the Deployment."""
     from datetime import datetime
 
-    from watchtower.adapters.sim import objects as o
+    from watchtower.simulator import objects as o
 
     t = datetime.fromisoformat(AT).timestamp()
     rs = "serve-0010-7d9f8b6c5"
@@ -409,8 +409,8 @@ def test_a_train_jobs_pods_and_refused_child_job_are_one_workload(tmp_path):
     """A `kubectl get jobsets,jobs,pods,events -A -o json` dump: the TrainJob is one row, not one per Job."""
     from datetime import datetime
 
-    from watchtower.adapters.sim import jobset_objects as js_o
-    from watchtower.adapters.sim import objects as o
+    from watchtower.simulator import jobset_objects as js_o
+    from watchtower.simulator import objects as o
 
     t = datetime.fromisoformat(AT).timestamp()
     tpl = o.pod_template(gpus=8, priority_class="batch")
@@ -474,7 +474,7 @@ def test_a_head_stuck_despite_capacity_is_alerted_as_the_service_would(tmp_path)
     """The one node has 8 free GPUs; the head of the medium tier asks for 4 and has waited 20 minutes."""
     from datetime import datetime
 
-    from watchtower.adapters.sim import objects as o
+    from watchtower.simulator import objects as o
 
     t = datetime.fromisoformat(AT).timestamp()
     said = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."

@@ -993,7 +993,7 @@ def run_service(
     if settings.leader_election.enabled and settings.cluster.source != "kube":
         raise StartupError("leader_election needs cluster.source kube: the Lease lives on the API server")
     if settings.cluster.source == "sim":
-        from watchtower.adapters.sim.cluster import SimulatedCluster
+        from watchtower.simulator.cluster import SimulatedCluster
 
         sim = SimulatedCluster(settings.simulator)
         # Simulated time drives waits and thresholds.

@@ -163,10 +163,10 @@ async def run_demo(
         LocalPrometheusError,
         start_local_prometheus,
     )
-    from watchtower.adapters.sim.cluster import SimulatedCluster
     from watchtower.adapters.store_sqlite import SQLiteAlertStore
     from watchtower.bootstrap import bind, build_container, open_history, serve
     from watchtower.demo_past_week import past_week_of
+    from watchtower.simulator.cluster import SimulatedCluster
 
     base = base or Settings()
     workdir = Path(tempfile.mkdtemp(prefix="watchtower-demo-"))

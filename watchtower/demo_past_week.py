@@ -102,9 +102,9 @@ async def _record(
     from watchtower.adapters.metrics import WatchtowerMetrics
     from watchtower.adapters.prometheus_backfill import Backfill
     from watchtower.adapters.prometheus_fairness import PIECE
-    from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
-    from watchtower.adapters.sim.exporter import render_metrics
     from watchtower.bootstrap import build_container, fairness_recorder, open_history
+    from watchtower.simulator.cluster import KINDS, SimulatedCluster
+    from watchtower.simulator.exporter import render_metrics
 
     start, end = week.bounds(zoneinfo.ZoneInfo(settings.fairness.timezone))
     if span is not None:

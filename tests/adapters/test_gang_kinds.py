@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.gangs import REF_PODGROUP, REF_VOLCANO, REF_WORKLOAD, GroupRef
+from watchtower.simulator import objects as o
 
 from .conftest import SERVED, running, until
 from .fake_apiserver import FakeApiServer

@@ -22,11 +22,11 @@ from watchtower.adapters.kube import RESOURCES, KubeSource, Resource
 from watchtower.adapters.kube.backoff import Backoff
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.lines import LineSplitter
-from watchtower.adapters.sim import objects as o
 from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container
 from watchtower.config import Settings
 from watchtower.domain.kinds import PADDLE_JOB
+from watchtower.simulator import objects as o
 
 from .conftest import PODS, SERVED, ManualClock, running, until
 from .fake_apiserver import FakeApiServer, write_kubeconfig

@@ -14,9 +14,9 @@ import msgspec
 
 from watchtower.adapters.kube import KubeSource, Resource
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
+from watchtower.simulator import objects as o
 
 from .conftest import PODS, running, until
 from .fake_apiserver import FakeApiServer

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
-from watchtower.adapters.sim import objects as o
+from watchtower.simulator import objects as o
 
 T0 = 1_800_000_000.0
 

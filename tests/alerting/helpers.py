@@ -7,12 +7,12 @@ from typing import Any
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim import objects as o
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import Settings
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.state import ClusterState
 from watchtower.services.analyze import analyze
+from watchtower.simulator import objects as o
 
 T0 = 1_760_000_000.0
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="

@@ -16,13 +16,13 @@ import yaml
 
 from alerts.alertmanager import alertmanager_config
 from watchtower.adapters.senders import build_senders
-from watchtower.adapters.sim import objects as o
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.model import fingerprint
 from watchtower.domain.alerts.push import PUSH_LABELS, pushed_labels
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
+from watchtower.simulator import objects as o
 
 from .alertmanager import Alertmanager, binaries
 from .helpers import Clock, pending, settings, snapshot

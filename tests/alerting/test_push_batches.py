@@ -9,11 +9,11 @@ import orjson
 import pytest
 
 from alerts.alertmanager import alertmanager_config
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.ports import AlertStore
 from watchtower.services.alerting import build_alerting
+from watchtower.simulator import objects as o
 
 from .helpers import pending, settings, snapshot
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.alerts.holders import gpu_holders
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.health import SourceHealth
@@ -19,6 +18,7 @@ from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import stuck_heads
 from watchtower.domain.tick import Tick
+from watchtower.simulator import objects as o
 
 from .helpers import (
     SECRET,

@@ -8,7 +8,6 @@ from pathlib import Path
 import httpx
 from services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 
-from watchtower.adapters.sim import objects as o
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.deps import require_token
@@ -19,6 +18,7 @@ from watchtower.config.loading import settings_from_mapping
 from watchtower.domain.alerts.payload import generator_url
 from watchtower.domain.gpu_usage import IdleWhileWaiting, WorkloadUsage, idle_alerts
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator import objects as o
 
 from .conftest import live_server
 

@@ -18,8 +18,8 @@ import pytest
 from markupsafe import escape
 from services.scenario import HOSTILE, NOW, base_cluster
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.promql import OLDEST_WAIT, PENDING_WORKLOADS
+from watchtower.simulator import objects as o
 
 from .conftest import Service, make_service
 

@@ -14,9 +14,9 @@ import httpx
 import orjson
 from services.scenario import NOW
 
-from watchtower.adapters.sim import kueue_objects as k
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.promql import PENDING_WORKLOADS
+from watchtower.simulator import kueue_objects as k
+from watchtower.simulator import objects as o
 
 from .conftest import Service, make_service
 

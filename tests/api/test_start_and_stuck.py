@@ -8,7 +8,7 @@ import orjson
 from markupsafe import escape
 from services.scenario import NO_GPU, NOW
 
-from watchtower.adapters.sim import objects as o
+from watchtower.simulator import objects as o
 
 from .conftest import Service, make_service
 

@@ -22,7 +22,6 @@ from services.scenario import (
     paddle_owner,
 )
 
-from watchtower.adapters.sim import objects as o
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.container import Container
@@ -31,6 +30,7 @@ from watchtower.bootstrap import build_container
 from watchtower.config import Settings
 from watchtower.config.model import ServerConfig
 from watchtower.services.alerting import build_alerting
+from watchtower.simulator import objects as o
 
 # Kubernetes would refuse such a name; the page must not trust that it did. (No "/": a path could not hold it.)
 HOSTILE_NAME = "evil<b>bold<img src=x onerror=\"document.title='pwned'\">&"

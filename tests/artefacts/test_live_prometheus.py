@@ -27,10 +27,10 @@ from prometheus_client import CollectorRegistry
 from alerts import alerting, recording
 from alerts import generate as alerts_generate
 from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
-from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.services.watch import Watcher
+from watchtower.simulator.cluster import KINDS, SimulatedCluster
 
 pytestmark = pytest.mark.prometheus
 ROOT = Path(__file__).parents[2]

@@ -7,12 +7,12 @@ from typing import Any
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim import objects as o
 from watchtower.config.model import Settings
 from watchtower.domain.model import Event, Pod
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
 from watchtower.domain.state import ClusterState, Happening
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator import objects as o
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 NS = "vision"

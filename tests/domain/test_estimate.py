@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.estimate import ScheduleHistory
+from watchtower.simulator import objects as o
 
 from .helpers import NS, T0, evaluate, state_of
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator import objects as o
 
 from .helpers import DECODER, NS, POLICY, T0, apply, job_owner, raw
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState, PodScheduled, PodStarted
+from watchtower.simulator import objects as o
 
 from .helpers import NS, T0, apply
 

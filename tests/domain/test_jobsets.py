@@ -1,17 +1,17 @@
 """JobSet and TrainJob work is one workload, never one per child Job (DESIGN §3.17).
 
 Objects shaped as the JobSet controller (kubernetes-sigs/jobset) and the TrainJob controller
-(kubeflow/trainer) write them: watchtower/adapters/sim/jobset_objects.py.
+(kubeflow/trainer) write them: watchtower/simulator/jobset_objects.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from watchtower.adapters.sim import jobset_objects as js_o
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator import jobset_objects as js_o
+from watchtower.simulator import objects as o
 
 from .helpers import DECODER, GPU_FULL, NS, T0, apply, evaluate, raw, state_of
 

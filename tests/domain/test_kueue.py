@@ -1,7 +1,7 @@
 """Kueue-held jobs: suspended with no pods, waiting for quota, admitted, preempted by another Workload.
 
 The objects are shaped from Kueue's own types, test wrappers and condition words (tests/fixtures/real/
-kueue-shaped-*.json, written by watchtower/adapters/sim/kueue_objects.py; see the fixtures README)."""
+kueue-shaped-*.json, written by watchtower/simulator/kueue_objects.py; see the fixtures README)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from watchtower.adapters.kube.decoder import DecodeError
-from watchtower.adapters.sim import kueue_objects as k
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.queue_view import snapshot_dict, workload_dict
+from watchtower.simulator import kueue_objects as k
+from watchtower.simulator import objects as o
 
 from .helpers import DECODER, NS, T0, TIERS, apply, evaluate, raw, running_pod
 

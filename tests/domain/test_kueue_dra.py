@@ -4,7 +4,7 @@ A Kueue-held job has no pods, so no claim is made yet: the template its pod set 
 will ask. Kueue v0.17 counts the same templates (pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates:
 per pod set, ExactCount requests per DeviceClass, mapped to a resource name of its `deviceClassMappings`,
 times the pod set's count) when its alpha `DynamicResourceAllocation` gate is on. Objects: the Kueue shapes
-of watchtower/adapters/sim/kueue_objects.py and the DRA shapes of dra_objects.py (from the real captures).
+of watchtower/simulator/kueue_objects.py and the DRA shapes of dra_objects.py (from the real captures).
 """
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ from typing import Any
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim import dra_objects as d
-from watchtower.adapters.sim import kueue_objects as k
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
@@ -24,6 +21,9 @@ from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import stuck_heads
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.queue_view import workload_dict
+from watchtower.simulator import dra_objects as d
+from watchtower.simulator import kueue_objects as k
+from watchtower.simulator import objects as o
 
 from .helpers import NS, POLICY, T0, apply, evaluate
 

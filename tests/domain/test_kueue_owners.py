@@ -8,7 +8,7 @@ top-level job and owns it (`jobset-<name>-<hash>`), and only the JobSet's own ow
 TrainJob. Kueue keeps that JobSet suspended while the Workload waits. The real capture of a Job's Workload
 (tests/fixtures/real/kueue/pending.json) has that one reference, `controller` and `blockOwnerDeletion` true,
 and the name `job-train-b4bf7`. Objects shaped from those sources:
-watchtower/adapters/sim/kueue_objects.py, jobset_objects.py.
+watchtower/simulator/kueue_objects.py, jobset_objects.py.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from watchtower.adapters.sim import jobset_objects as js_o
-from watchtower.adapters.sim import kueue_objects as k
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.alerts.rules import tiered_wait
 from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.queue_view import workload_dict
+from watchtower.simulator import jobset_objects as js_o
+from watchtower.simulator import kueue_objects as k
+from watchtower.simulator import objects as o
 
 from .alerts.builders import rule_input
 from .helpers import GPU_FULL, NS, T0, apply, evaluate, state_of

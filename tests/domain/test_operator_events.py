@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator import objects as o
 
 from .helpers import NS, POLICY, T0, apply
 from .test_gangs import classes, load, only, paddle_job, put

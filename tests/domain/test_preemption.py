@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from watchtower.adapters.sim import objects as o
 from watchtower.config import Settings
 from watchtower.domain.state import DisruptionSeen, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.ingest import Ingestor
+from watchtower.simulator import objects as o
 
 from .helpers import DECODER, NS, T0, apply, evaluate, paddle_owner, pending_pod, raw, running_pod, state_of
 

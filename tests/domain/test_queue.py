@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.messages import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import PodScheduled, PodStarted
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator import objects as o
 
 from .helpers import GPU_FULL, NS, T0, apply, evaluate, paddle_owner, pending_pod, pod, running_pod, state_of
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator import objects as o
 
 from .helpers import NS, T0, apply, evaluate, paddle_owner, running_pod, state_of
 

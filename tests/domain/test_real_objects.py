@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.queue import QueueEvaluator, WorkloadState, is_gated
 from watchtower.domain.quota import quota_refusal
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey, workload_of_controller
+from watchtower.simulator import objects as o
 
 from .helpers import POLICY
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import stuck_heads
+from watchtower.simulator import objects as o
 
 from .helpers import NS, POLICY, T0, apply, evaluate, paddle_owner, state_of
 

@@ -18,10 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
-from watchtower.adapters.sim.workloads import PodTemplate, WorkloadSpec, team_namespace
 from watchtower.config import Settings
 from watchtower.demo import DemoOptions, DemoRun, run_demo
 from watchtower.domain.fairness.week import IsoWeek
+from watchtower.simulator.workloads import PodTemplate, WorkloadSpec, team_namespace
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 OVERSIZED = "e2e-oversized"  # asks for 16 GPUs in one pod: no 8-GPU node ever fits it

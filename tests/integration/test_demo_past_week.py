@@ -17,13 +17,13 @@ import pytest
 
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.prometheus_fairness import PrometheusFairness
-from watchtower.adapters.sim.cluster import DEFAULT_START, SimulatedCluster
 from watchtower.bootstrap import report_once
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import SimulatorConfig
 from watchtower.demo import DemoOptions, DemoRun, run_demo
 from watchtower.demo_past_week import past_week_of, record_past_week
 from watchtower.domain.fairness.history import WaitEpisode
+from watchtower.simulator.cluster import DEFAULT_START, SimulatedCluster
 
 SPAN = 6 * 3600.0
 DEMO_SPAN = 30 * 3600.0  # past a day: the first day's answers are asked while the rest is recorded

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim import objects as o
 from watchtower.config.model import Settings
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
+from watchtower.simulator import objects as o
 
 
 def snapshot_waiting(

@@ -20,8 +20,8 @@ from watchtower.adapters.prometheus_process import (
     scrape_config,
     start_local_prometheus,
 )
-from watchtower.adapters.sim.cluster import SimulatedCluster
 from watchtower.config.model import SimulatorConfig
+from watchtower.simulator.cluster import SimulatedCluster
 
 
 def test_without_the_binary_it_returns_none_and_says_how_to_install_it(caplog) -> None:

@@ -22,8 +22,6 @@ from prom_server import SimExporter
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.adapters.prometheus_process import start_local_prometheus
-from watchtower.adapters.sim.cluster import DEFAULT_START, KINDS, SimulatedCluster
-from watchtower.adapters.sim.workloads import Pattern, paddle_job, single_pod
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.gpu_usage import IDLE_ALERT, IdlePolicy, UsageView
 from watchtower.domain.promql import Queries
@@ -32,6 +30,8 @@ from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.ingest import Ingestor
+from watchtower.simulator.cluster import DEFAULT_START, KINDS, SimulatedCluster
+from watchtower.simulator.workloads import Pattern, paddle_job, single_pod
 
 SCRAPE = 1.0
 WINDOW = 6.0  # ≥ 4 scrapes

@@ -14,11 +14,11 @@ from typing import Any
 import msgspec
 import orjson
 
-from watchtower.adapters.sim import objects as o
 from watchtower.config import Settings
 from watchtower.domain.health import KindFreshness, SourceHealth
 from watchtower.domain.kinds import WATCHED
 from watchtower.ports import ListSink, ObjectSink
+from watchtower.simulator import objects as o
 
 NOW = 1_800_000_000.0
 HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"

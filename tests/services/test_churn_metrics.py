@@ -11,10 +11,10 @@ import msgspec
 from prometheus_client import CollectorRegistry
 
 from watchtower.adapters.metrics import WatchtowerMetrics
-from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.services.watch import Watcher
+from watchtower.simulator.cluster import KINDS, SimulatedCluster
 
 
 class SimClock:

@@ -15,9 +15,9 @@ import orjson
 import pytest
 
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.services.ingest import Ingestor, Skipped
+from watchtower.simulator import objects as o
 
 T0 = 1_800_000_000.0
 

@@ -9,10 +9,10 @@ import orjson
 import pytest
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
+from watchtower.simulator.cluster import KINDS, SimulatedCluster
 
 # PaddleJobs are read now (a quota-refused one's tier is in its template); StatefulSets are not.
 UNREAD = {

@@ -7,9 +7,9 @@ import orjson
 import pytest
 
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
-from watchtower.adapters.sim import objects as o
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
+from watchtower.simulator import objects as o
 
 T0 = 1_800_000_000.0
 

@@ -9,11 +9,11 @@ import msgspec
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim.cluster import KINDS, SimPod, SimulatedCluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
+from watchtower.simulator.cluster import KINDS, SimPod, SimulatedCluster
 
 
 def small(nodes: int = 1, *, quota: int = 0, seed: int = 3, **kw: Any) -> SimulatedCluster:

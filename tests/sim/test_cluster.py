@@ -6,12 +6,12 @@ from collections import Counter
 import msgspec
 
 from watchtower.adapters.kube.decoder import ObjectDecoder, parse_time
-from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
-from watchtower.adapters.sim.workloads import paddle_job, single_pod
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator.cluster import KINDS, SimulatedCluster
+from watchtower.simulator.workloads import paddle_job, single_pod
 
 from .helpers import Watched, one, pods, small
 

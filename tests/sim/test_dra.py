@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from watchtower.adapters.sim.cluster import SimulatedCluster
-from watchtower.adapters.sim.story import DRA_AT, DRA_FREED, DRA_HOLDER, DRA_JOB
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
+from watchtower.simulator.cluster import SimulatedCluster
+from watchtower.simulator.story import DRA_AT, DRA_FREED, DRA_HOLDER, DRA_JOB
 
 from .helpers import Watched, pods, small
 
@@ -72,7 +72,7 @@ def test_the_dra_job_waits_in_the_plugins_words_then_its_claims_are_allocated_an
 def test_a_pod_is_not_tried_before_its_claim_is_made() -> None:
     """PreEnqueue: no condition and no event while the claim a template entry names does not exist."""
     sim = small(nodes=1, dra_nodes=1)
-    from watchtower.adapters.sim.workloads import dra_job
+    from watchtower.simulator.workloads import dra_job
 
     sim.submit(dra_job(name="d", team="a", priority_class="batch", gpus=2, replicas=1, duration=600))
     w = Watched(sim)

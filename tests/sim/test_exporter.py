@@ -6,10 +6,10 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from watchtower.adapters.kube.decoder import parse_time
-from watchtower.adapters.sim.cluster import SimulatedCluster
-from watchtower.adapters.sim.exporter import CONTENT_TYPE, utilisation
-from watchtower.adapters.sim.workloads import Pattern, single_pod
 from watchtower.config.model import SimulatorConfig
+from watchtower.simulator.cluster import SimulatedCluster
+from watchtower.simulator.exporter import CONTENT_TYPE, utilisation
+from watchtower.simulator.workloads import Pattern, single_pod
 
 from .helpers import pods, small
 

@@ -3,10 +3,10 @@ PodGroup, the scheduler holding an incomplete gang with no word, and paddle-oper
 
 import msgspec
 
-from watchtower.adapters.sim.cluster import GPU_KEY
-from watchtower.adapters.sim.workloads import paddle_job, single_pod
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.simulator.cluster import GPU_KEY
+from watchtower.simulator.workloads import paddle_job, single_pod
 
 from .helpers import Watched, pods, small
 

@@ -1,15 +1,15 @@
 """Kueue in the simulator, read back as the service reads it: a Job queued by Kueue waits suspended with no
 pods at its ClusterQueue's quota, is admitted later, and one Workload is preempted by a higher-priority one.
 
-The stand-in's shapes and words are Kueue's (watchtower/adapters/sim/kueue.py, kueue_objects.py)."""
+The stand-in's shapes and words are Kueue's (watchtower/simulator/kueue.py, kueue_objects.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from watchtower.adapters.sim.cluster import SimulatedCluster
-from watchtower.adapters.sim.story import KUEUE_JOBS, KUEUE_URGENT
 from watchtower.config.model import SimulatorConfig
+from watchtower.simulator.cluster import SimulatedCluster
+from watchtower.simulator.story import KUEUE_JOBS, KUEUE_URGENT
 
 from .helpers import Watched
 

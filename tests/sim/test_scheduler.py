@@ -6,7 +6,8 @@ Pods here are plain records handed to the real Scheduler: data, not mocks.
 import random
 from dataclasses import dataclass
 
-from watchtower.adapters.sim.scheduler import (
+from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
+from watchtower.simulator.scheduler import (
     Bind,
     Preempt,
     SchedNode,
@@ -15,7 +16,6 @@ from watchtower.adapters.sim.scheduler import (
     fit_error,
     queue_order,
 )
-from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
 
 GI = 2**30
 

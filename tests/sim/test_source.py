@@ -5,10 +5,10 @@ import asyncio
 import httpx
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.sim.cluster import KINDS, SimulatedCluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
+from watchtower.simulator.cluster import KINDS, SimulatedCluster
 
 
 async def test_run_lists_every_kind_then_streams_changes_until_cancelled():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from watchtower.adapters.sim.cluster import SimulatedCluster
-from watchtower.adapters.sim.story import GANG_NAME, PRODUCTION_TEAM
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
+from watchtower.simulator.cluster import SimulatedCluster
+from watchtower.simulator.story import GANG_NAME, PRODUCTION_TEAM
 
 from .helpers import Watched
 

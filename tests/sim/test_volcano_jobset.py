@@ -1,17 +1,17 @@
 """Volcano's PodGroup and Queue and a JobSet/TrainJob in the simulator, read back as the service reads them.
 
-The shapes and words are vc-scheduler's and paddle-operator's (watchtower/adapters/sim/volcano_objects.py)."""
+The shapes and words are vc-scheduler's and paddle-operator's (watchtower/simulator/volcano_objects.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from watchtower.adapters.sim import volcano_objects as vo
-from watchtower.adapters.sim.cluster import SimulatedCluster
-from watchtower.adapters.sim.story import JOBSET_NAME, TRAINJOB_NAME, VOLCANO_JOB, VOLCANO_QUEUE
-from watchtower.adapters.sim.workloads import paddle_job
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
+from watchtower.simulator import volcano_objects as vo
+from watchtower.simulator.cluster import SimulatedCluster
+from watchtower.simulator.story import JOBSET_NAME, TRAINJOB_NAME, VOLCANO_JOB, VOLCANO_QUEUE
+from watchtower.simulator.workloads import paddle_job
 
 from .helpers import Watched, pods, small
 

@@ -106,7 +106,7 @@ def refusal_story():
     """Yield (time, objects) for a 4-pod Job of the high tier whose quota admits 2 pods: the controller
     retries the rest with back-off (10 s doubling to 5 min) and one refused message per used count; at 1 h
     30 a running pod succeeds and is replaced; at 3 h the quota is raised and the missing pods created."""
-    from watchtower.adapters.sim import objects as o
+    from watchtower.simulator import objects as o
 
     owner = o.owner_ref("Job", "train", api_version="batch/v1", uid="uid-job-train")
     involved = {

@@ -12,8 +12,9 @@ import random
 from collections.abc import Callable
 from typing import Protocol
 
-from watchtower.adapters.sim import story
-from watchtower.adapters.sim.workloads import (
+from watchtower.config.model import SimulatorConfig
+from watchtower.simulator import story
+from watchtower.simulator.workloads import (
     Pattern,
     WorkloadGenerator,
     WorkloadSpec,
@@ -21,7 +22,6 @@ from watchtower.adapters.sim.workloads import (
     paddle_job,
     single_pod,
 )
-from watchtower.config.model import SimulatorConfig
 
 WARMUP = 2 * 3600.0
 # A sharded checkpoint of a large model to object storage: a preempted pretraining worker takes minutes to go,

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from watchtower.adapters.sim import events
-from watchtower.adapters.sim import group_objects as grp
-from watchtower.adapters.sim import objects as obj
-from watchtower.adapters.sim.lifecycle import terminate
-from watchtower.adapters.sim.pods import SimPod, SimWorkload, memory_bytes
-from watchtower.adapters.sim.scheduler import (
+from watchtower.simulator import events
+from watchtower.simulator import group_objects as grp
+from watchtower.simulator import objects as obj
+from watchtower.simulator.lifecycle import terminate
+from watchtower.simulator.pods import SimPod, SimWorkload, memory_bytes
+from watchtower.simulator.scheduler import (
     TERMINATING_ON_NOMINATED,
     Bind,
     Preempt,
@@ -25,7 +25,7 @@ from watchtower.adapters.sim.scheduler import (
 )
 
 if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimulatedCluster
+    from watchtower.simulator.cluster import SimulatedCluster
 
 # An unschedulable pod is retried when the cluster frees something, or after this long (the scheduler's
 # queueing hints and its periodic flush of the unschedulable queue).

@@ -18,25 +18,25 @@ from typing import Any
 
 import orjson
 
-from watchtower.adapters.sim import binding, controllers, exporter, lifecycle, pod_json, story, warm
-from watchtower.adapters.sim import objects as obj
-from watchtower.adapters.sim.controllers import GPU_KEY, QUOTA_NAME, quota_used, quotas_used
-from watchtower.adapters.sim.dra import KINDS as DRA_KIND_NAMES
-from watchtower.adapters.sim.dra import DraDriver
-from watchtower.adapters.sim.events import EventLog
-from watchtower.adapters.sim.kueue import KueueStandIn
-from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload
-from watchtower.adapters.sim.volcano import VolcanoScheduler
-from watchtower.adapters.sim.workloads import (
+from watchtower.config.model import SimulatorConfig
+from watchtower.domain.health import SourceHealth
+from watchtower.domain.kinds import WATCHED
+from watchtower.ports import ListSink, ObjectSink
+from watchtower.simulator import binding, controllers, exporter, lifecycle, pod_json, story, warm
+from watchtower.simulator import objects as obj
+from watchtower.simulator.controllers import GPU_KEY, QUOTA_NAME, quota_used, quotas_used
+from watchtower.simulator.dra import KINDS as DRA_KIND_NAMES
+from watchtower.simulator.dra import DraDriver
+from watchtower.simulator.events import EventLog
+from watchtower.simulator.kueue import KueueStandIn
+from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
+from watchtower.simulator.volcano import VolcanoScheduler
+from watchtower.simulator.workloads import (
     PRIORITY_CLASSES,
     WorkloadGenerator,
     WorkloadSpec,
     team_namespace,
 )
-from watchtower.config.model import SimulatorConfig
-from watchtower.domain.health import SourceHealth
-from watchtower.domain.kinds import WATCHED
-from watchtower.ports import ListSink, ObjectSink
 
 __all__ = ["DEFAULT_START", "GPU_KEY", "KINDS", "QUOTA_NAME", "SimPod", "SimulatedCluster"]
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from watchtower.adapters.sim import kueue_objects as ko
-from watchtower.adapters.sim.lifecycle import terminate
-from watchtower.adapters.sim.objects import ts
-from watchtower.adapters.sim.pods import SimWorkload
+from watchtower.simulator import kueue_objects as ko
+from watchtower.simulator.lifecycle import terminate
+from watchtower.simulator.objects import ts
+from watchtower.simulator.pods import SimWorkload
 
 if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimulatedCluster
+    from watchtower.simulator.cluster import SimulatedCluster
 
 CLUSTER_QUEUE = "research-cq"
 LOCAL_QUEUE = "research"

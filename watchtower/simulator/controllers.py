@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from watchtower.adapters.sim import dra_objects
-from watchtower.adapters.sim import group_objects as grp
-from watchtower.adapters.sim import jobset_objects as jso
-from watchtower.adapters.sim import objects as obj
-from watchtower.adapters.sim import volcano_objects as vo
-from watchtower.adapters.sim.lifecycle import terminate
-from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload
-from watchtower.adapters.sim.workloads import CLASS_BY_NAME, PodTemplate
+from watchtower.simulator import dra_objects
+from watchtower.simulator import group_objects as grp
+from watchtower.simulator import jobset_objects as jso
+from watchtower.simulator import objects as obj
+from watchtower.simulator import volcano_objects as vo
+from watchtower.simulator.lifecycle import terminate
+from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
+from watchtower.simulator.workloads import CLASS_BY_NAME, PodTemplate
 
 if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimulatedCluster
+    from watchtower.simulator.cluster import SimulatedCluster
 
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"

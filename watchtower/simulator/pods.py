@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from watchtower.adapters.sim import objects as obj
-from watchtower.adapters.sim.jobset_objects import JOBSET_API
-from watchtower.adapters.sim.workloads import Pattern, PodTemplate, WorkloadSpec
+from watchtower.simulator import objects as obj
+from watchtower.simulator.jobset_objects import JOBSET_API
+from watchtower.simulator.workloads import Pattern, PodTemplate, WorkloadSpec
 
 _MI = 2**20
 _GI = 2**30

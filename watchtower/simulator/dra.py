@@ -14,12 +14,12 @@ import random
 import string
 from typing import TYPE_CHECKING, Any
 
-from watchtower.adapters.sim import dra_objects as dro
+from watchtower.simulator import dra_objects as dro
 
 if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimulatedCluster
-    from watchtower.adapters.sim.pods import SimPod
-    from watchtower.adapters.sim.workloads import WorkloadSpec
+    from watchtower.simulator.cluster import SimulatedCluster
+    from watchtower.simulator.pods import SimPod
+    from watchtower.simulator.workloads import WorkloadSpec
 
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim")
 

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from watchtower.adapters.sim import volcano_objects as vo
-from watchtower.adapters.sim.pods import SimPod, SimWorkload
-from watchtower.adapters.sim.scheduler import SchedNode, Scheduler
-from watchtower.adapters.sim.workloads import CLASS_BY_NAME
+from watchtower.simulator import volcano_objects as vo
+from watchtower.simulator.pods import SimPod, SimWorkload
+from watchtower.simulator.scheduler import SchedNode, Scheduler
+from watchtower.simulator.workloads import CLASS_BY_NAME
 
 if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimulatedCluster
+    from watchtower.simulator.cluster import SimulatedCluster
 
 ROOT_QUEUE, DEFAULT_QUEUE = "root", "default"  # vc-scheduler's own queues (the capture)
 RETRY_EVERY = 60.0  # a group refused at enqueue or allocate is tried again after this long, or on a change

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from watchtower.adapters.sim import objects as obj
-from watchtower.adapters.sim.pods import SimPod
+from watchtower.simulator import objects as obj
+from watchtower.simulator.pods import SimPod
 
 if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimulatedCluster
+    from watchtower.simulator.cluster import SimulatedCluster
 
 EVENT_TTL = 3600.0  # kube-apiserver --event-ttl default
 RETRY_EVENT_EVERY = 60.0  # repeated FailedScheduling attempts are folded into the event's series

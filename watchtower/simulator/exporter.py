@@ -15,10 +15,10 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from watchtower.adapters.sim.objects import new_uid
-from watchtower.adapters.sim.pods import SimPod, memory_bytes
-from watchtower.adapters.sim.workloads import Pattern
 from watchtower.config.model import SimulatorConfig
+from watchtower.simulator.objects import new_uid
+from watchtower.simulator.pods import SimPod, memory_bytes
+from watchtower.simulator.workloads import Pattern
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MODEL = "NVIDIA H100 80GB HBM3"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from watchtower.adapters.sim.workloads import (
+from watchtower.simulator.workloads import (
     WorkloadGenerator,
     WorkloadSpec,
     dra_job,

@@ -6,9 +6,9 @@ from typing import Any
 
 import orjson
 
-from watchtower.adapters.sim import dra_objects
-from watchtower.adapters.sim import objects as obj
-from watchtower.adapters.sim.pods import SimPod
+from watchtower.simulator import dra_objects
+from watchtower.simulator import objects as obj
+from watchtower.simulator.pods import SimPod
 
 
 def render(p: SimPod, host_ip: str) -> bytes:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from watchtower.adapters.sim.pods import CONTROLLER, SimPod, SimWorkload
+from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 
 if TYPE_CHECKING:
-    from watchtower.adapters.sim.cluster import SimulatedCluster
+    from watchtower.simulator.cluster import SimulatedCluster
 
 FINISHED_POD_TTL = 900.0  # finished pods are cleaned up after a while (Job TTL, operator cleanup)
 
