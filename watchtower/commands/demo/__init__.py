@@ -1,0 +1,1 @@
+"""`watchtower demo`: the service on a simulated cluster, its sinks, its past week and the script it plays."""
