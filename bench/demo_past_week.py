@@ -17,10 +17,10 @@ import os
 import time
 import zoneinfo
 
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings
 from watchtower.demo import DemoOptions, run_demo
 from watchtower.demo_past_week import STEP, past_week_of
-from watchtower.simulator.cluster import SimulatedCluster
 
 
 async def offered(prometheus: bool) -> tuple[float, list[str]]:
@@ -48,11 +48,11 @@ async def offered(prometheus: bool) -> tuple[float, list[str]]:
 def bare_week() -> float:
     settings = Settings()
     cfg = settings.simulator
-    sim = SimulatedCluster(cfg.model_copy(update={"seed": cfg.seed + 1, "metrics_port": 0}))
+    sim = demo_cluster(cfg.model_copy(update={"seed": cfg.seed + 1, "metrics_port": 0}))
     week = past_week_of(settings, sim.now())
     start, end = week.bounds(zoneinfo.ZoneInfo(settings.fairness.timezone))
     t0 = time.perf_counter()
-    sim = SimulatedCluster(cfg.model_copy(update={"seed": cfg.seed + 1, "metrics_port": 0}), start=start)
+    sim = demo_cluster(cfg.model_copy(update={"seed": cfg.seed + 1, "metrics_port": 0}), start=start)
     while sim.now() < end:
         sim.step(min(STEP, end - sim.now()))
         sim.drain()

@@ -993,9 +993,9 @@ def run_service(
     if settings.leader_election.enabled and settings.cluster.source != "kube":
         raise StartupError("leader_election needs cluster.source kube: the Lease lives on the API server")
     if settings.cluster.source == "sim":
-        from watchtower.simulator.cluster import SimulatedCluster
+        from watchtower.commands.demo.warm import demo_cluster
 
-        sim = SimulatedCluster(settings.simulator)
+        sim = demo_cluster(settings.simulator)
         # Simulated time drives waits and thresholds.
         source, clock, health = sim, sim, sim.feed_health
     else:

@@ -165,8 +165,8 @@ async def run_demo(
     )
     from watchtower.adapters.store_sqlite import SQLiteAlertStore
     from watchtower.bootstrap import bind, build_container, open_history, serve
+    from watchtower.commands.demo.warm import demo_cluster
     from watchtower.demo_past_week import past_week_of
-    from watchtower.simulator.cluster import SimulatedCluster
 
     base = base or Settings()
     workdir = Path(tempfile.mkdtemp(prefix="watchtower-demo-"))
@@ -183,7 +183,7 @@ async def run_demo(
                 **{k: v for k, v in (("seed", opts.seed), ("speed", opts.speed)) if v is not None},
             }
         )
-        sim = SimulatedCluster(sim_cfg)
+        sim = demo_cluster(sim_cfg)
         # The sender signs with the cluster's clock (simulated here): the sink checks against the same.
         webhooks = WebhookSink(secret=secret, now=sim.now, smtp=smtp).start()
         stack.callback(webhooks.stop)

@@ -103,13 +103,14 @@ async def _record(
     from watchtower.adapters.prometheus_backfill import Backfill
     from watchtower.adapters.prometheus_fairness import PIECE
     from watchtower.bootstrap import build_container, fairness_recorder, open_history
-    from watchtower.simulator.cluster import KINDS, SimulatedCluster
+    from watchtower.commands.demo.warm import demo_cluster
+    from watchtower.simulator.cluster import KINDS
     from watchtower.simulator.exporter import render_metrics
 
     start, end = week.bounds(zoneinfo.ZoneInfo(settings.fairness.timezone))
     if span is not None:
         end = min(end, start + span)
-    sim = SimulatedCluster(
+    sim = demo_cluster(
         settings.simulator.model_copy(update={"seed": settings.simulator.seed + 1, "metrics_port": 0}),
         start=start,
     )

@@ -28,6 +28,7 @@ from alerts import alerting, recording
 from alerts import generate as alerts_generate
 from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.services.watch import Watcher
 from watchtower.simulator.cluster import KINDS, SimulatedCluster
@@ -80,7 +81,7 @@ def _panel_queries() -> list[tuple[str, str, str]]:
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory, real_prometheus_bin):
     tmp = tmp_path_factory.mktemp("artefacts-prom")
-    sim = SimulatedCluster(SimulatorConfig(seed=5, nodes=4))
+    sim = demo_cluster(SimulatorConfig(seed=5, nodes=4))
     settings = Settings()
     metrics = WatchtowerMetrics(
         registry=CollectorRegistry(), tier_bounds=[t.warn_after for t in settings.tier_policy().tiers]

@@ -18,12 +18,13 @@ import pytest
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.prometheus_fairness import PrometheusFairness
 from watchtower.bootstrap import report_once
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import SimulatorConfig
 from watchtower.demo import DemoOptions, DemoRun, run_demo
 from watchtower.demo_past_week import past_week_of, record_past_week
 from watchtower.domain.fairness.history import WaitEpisode
-from watchtower.simulator.cluster import DEFAULT_START, SimulatedCluster
+from watchtower.simulator.cluster import DEFAULT_START
 
 SPAN = 6 * 3600.0
 DEMO_SPAN = 30 * 3600.0  # past a day: the first day's answers are asked while the rest is recorded
@@ -74,7 +75,7 @@ def _simulated_gpu_hours(cfg: SimulatorConfig, start: float, span: float, step: 
     """GPU-hours per team as the past week's cluster ran them, from the simulator's own pods: the
     `nvidia.com/gpu` of each Running pod at every `step` of (start, start + span], held for the step. The
     same seed and 10 s substeps give the cluster the demo simulated."""
-    sim = SimulatedCluster(cfg.model_copy(update={"seed": cfg.seed + 1, "metrics_port": 0}), start=start)
+    sim = demo_cluster(cfg.model_copy(update={"seed": cfg.seed + 1, "metrics_port": 0}), start=start)
     hours: dict[str, float] = {}
     t = start + step
     while t <= start + span:

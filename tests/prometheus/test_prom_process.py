@@ -20,8 +20,8 @@ from watchtower.adapters.prometheus_process import (
     scrape_config,
     start_local_prometheus,
 )
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
-from watchtower.simulator.cluster import SimulatedCluster
 
 
 def test_without_the_binary_it_returns_none_and_says_how_to_install_it(caplog) -> None:
@@ -41,7 +41,7 @@ def test_the_generated_configuration_passes_promtool(tmp_path: Path, promtool: s
 def test_it_scrapes_the_simulator_and_watchtower_then_stops_by_pid_and_cleans_up(
     real_prometheus: None,
 ) -> None:
-    sim = SimulatedCluster(SimulatorConfig(seed=3, nodes=2))
+    sim = demo_cluster(SimulatorConfig(seed=3, nodes=2))
     sim.step(600)
     exporter = SimExporter(sim).start()
     metrics = WatchtowerMetrics(registry=CollectorRegistry())

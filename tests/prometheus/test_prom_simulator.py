@@ -22,6 +22,7 @@ from prom_server import SimExporter
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.adapters.prometheus_process import start_local_prometheus
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.gpu_usage import IDLE_ALERT, IdlePolicy, UsageView
 from watchtower.domain.promql import Queries
@@ -264,7 +265,7 @@ def test_gpu_allocation_per_team_from_kube_state_metrics_matches_the_live_model(
 def test_seeded_default_cluster_idle_workloads_and_team_allocation_match_the_simulator(
     tmp_path: Path, real_prometheus: None
 ) -> None:
-    sim = SimulatedCluster(SimulatorConfig(seed=11), start=MIDDAY - 1800)
+    sim = demo_cluster(SimulatorConfig(seed=11), start=MIDDAY - 1800)
     model = LiveModel(sim)
     model.step(1800)
     truth_idle = made_idle(sim)

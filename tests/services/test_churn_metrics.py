@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from watchtower.adapters.metrics import WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.services.watch import Watcher
 from watchtower.simulator.cluster import KINDS, SimulatedCluster
@@ -26,7 +27,7 @@ class SimClock:
 
 
 def _run(minutes: int = 40):
-    sim = SimulatedCluster(SimulatorConfig(seed=5, nodes=4))
+    sim = demo_cluster(SimulatorConfig(seed=5, nodes=4))
     settings = Settings()
     registry = CollectorRegistry()
     metrics = WatchtowerMetrics(registry=registry)

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from watchtower.adapters.metrics import WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.queue import WAITING_STATES
 from watchtower.services.watch import Watcher
@@ -26,7 +27,7 @@ class SimClock:
 
 @pytest.fixture(scope="module")
 def run():
-    sim = SimulatedCluster(SimulatorConfig(seed=7, nodes=6))
+    sim = demo_cluster(SimulatorConfig(seed=7, nodes=6))
     settings = Settings()
     registry = CollectorRegistry()
     watcher = Watcher(

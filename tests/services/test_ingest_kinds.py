@@ -9,10 +9,11 @@ import orjson
 import pytest
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
-from watchtower.simulator.cluster import KINDS, SimulatedCluster
+from watchtower.simulator.cluster import KINDS
 
 # PaddleJobs are read now (a quota-refused one's tier is in its template); StatefulSets are not.
 UNREAD = {
@@ -41,7 +42,7 @@ def test_objects_of_a_kind_nobody_reads_are_counted_per_kind_and_logged_once(
 
 
 def test_every_kind_the_simulator_serves_reaches_the_state() -> None:
-    sim = SimulatedCluster(SimulatorConfig(seed=3))
+    sim = demo_cluster(SimulatorConfig(seed=3))
     sim.step(600)
     state = ClusterState()
     ing = Ingestor(state, ObjectDecoder())

@@ -6,11 +6,12 @@ from collections import Counter
 import msgspec
 
 from watchtower.adapters.kube.decoder import ObjectDecoder, parse_time
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
-from watchtower.simulator.cluster import KINDS, SimulatedCluster
+from watchtower.simulator.cluster import KINDS
 from watchtower.simulator.workloads import paddle_job, single_pod
 
 from .helpers import Watched, one, pods, small
@@ -245,7 +246,7 @@ def test_pods_start_after_an_image_pull_and_finished_pods_are_deleted_later():
 
 
 def test_every_change_has_a_fresh_resource_version_and_decodes():
-    sim = SimulatedCluster(SimulatorConfig(seed=11))
+    sim = demo_cluster(SimulatorConfig(seed=11))
     w = Watched(sim)
     w.step(3600)
     rvs = [int(o["metadata"]["resourceVersion"]) for _, _, o in w.changes]
@@ -260,7 +261,7 @@ def test_every_change_has_a_fresh_resource_version_and_decodes():
 
 
 def test_every_scheduler_message_follows_the_real_grammar():
-    sim = SimulatedCluster(SimulatorConfig(seed=5))
+    sim = demo_cluster(SimulatorConfig(seed=5))
     w = Watched(sim)
     w.step(2 * 3600)
     # kube-scheduler's grammar and Volcano's (the story's PaddleJob): both are read.
@@ -285,7 +286,7 @@ def test_every_scheduler_message_follows_the_real_grammar():
 
 def test_the_same_seed_gives_the_same_cluster_and_another_seed_another():
     def run(seed: int) -> list[tuple[str, str, bytes]]:
-        sim = SimulatedCluster(SimulatorConfig(seed=seed))
+        sim = demo_cluster(SimulatorConfig(seed=seed))
         sim.step(1800)
         return [(k, "LIST", b) for k in KINDS for b in sim.list_objects(k)] + sim.drain()
 
@@ -295,7 +296,7 @@ def test_the_same_seed_gives_the_same_cluster_and_another_seed_another():
 
 def test_the_warm_start_shows_every_tier_waiting_preemptions_a_partial_gang_and_a_quota_refusal():
     for seed in (1, 7, 42):
-        sim = SimulatedCluster(SimulatorConfig(seed=seed))
+        sim = demo_cluster(SimulatorConfig(seed=seed))
         w = Watched(sim)
         w.step(60)  # one real second of the demo at the default speed
         snap = w.snapshot()

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from watchtower.commands.demo.story import DRA_AT, DRA_FREED, DRA_HOLDER, DRA_JOB
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
-from watchtower.simulator.cluster import SimulatedCluster
-from watchtower.simulator.story import DRA_AT, DRA_FREED, DRA_HOLDER, DRA_JOB
 
 from .helpers import Watched, pods, small
 
@@ -38,7 +38,7 @@ def test_dra_nodes_offer_their_gpus_only_in_resource_slices() -> None:
 
 @pytest.mark.parametrize("seed", [7, 42])
 def test_the_dra_job_waits_in_the_plugins_words_then_its_claims_are_allocated_and_it_runs(seed: int) -> None:
-    sim = SimulatedCluster(SimulatorConfig(seed=seed, dra_nodes=2))  # as the demo runs it
+    sim = demo_cluster(SimulatorConfig(seed=seed, dra_nodes=2))  # as the demo runs it
     w = Watched(sim)
     w.step(DRA_AT + 120)
     snap = w.snapshot()

@@ -6,8 +6,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from watchtower.adapters.kube.decoder import parse_time
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
-from watchtower.simulator.cluster import SimulatedCluster
 from watchtower.simulator.exporter import CONTENT_TYPE, utilisation
 from watchtower.simulator.workloads import Pattern, single_pod
 
@@ -41,7 +41,7 @@ def families(text: str) -> dict:
 
 
 def test_the_text_parses_and_has_every_series_with_help_and_type():
-    sim = SimulatedCluster(SimulatorConfig(seed=2))
+    sim = demo_cluster(SimulatorConfig(seed=2))
     text = sim.render_metrics()
     fams = families(text)
     for name in DCGM + KSM:
@@ -136,7 +136,7 @@ def test_a_preempted_pod_shows_its_reason():
 
 
 async def test_the_server_serves_prometheus_text_with_the_content_type_prometheus_3_requires():
-    sim = SimulatedCluster(SimulatorConfig(seed=2))
+    sim = demo_cluster(SimulatorConfig(seed=2))
     server = await sim.serve_metrics("127.0.0.1", 0)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as client:

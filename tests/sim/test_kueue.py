@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from watchtower.commands.demo.story import KUEUE_JOBS, KUEUE_URGENT
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
-from watchtower.simulator.cluster import SimulatedCluster
-from watchtower.simulator.story import KUEUE_JOBS, KUEUE_URGENT
 
 from .helpers import Watched
 
@@ -20,7 +20,7 @@ HELD, LOW_A, URGENT = KUEUE_JOBS[1][0], KUEUE_JOBS[0][0], KUEUE_URGENT[0]
 def test_a_kueue_job_waits_with_no_pods_at_its_quota_is_admitted_later_and_one_is_preempted(
     seed: int,
 ) -> None:
-    w = Watched(SimulatedCluster(SimulatorConfig(seed=seed)))
+    w = Watched(demo_cluster(SimulatorConfig(seed=seed)))
     held: set[tuple[str, str, str]] = set()
     admitted_with_pods = False
     for _minute in range(60):

@@ -5,14 +5,15 @@ import asyncio
 import httpx
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
-from watchtower.simulator.cluster import KINDS, SimulatedCluster
+from watchtower.simulator.cluster import KINDS
 
 
 async def test_run_lists_every_kind_then_streams_changes_until_cancelled():
-    sim = SimulatedCluster(SimulatorConfig(seed=9, speed=600), tick=0.05)
+    sim = demo_cluster(SimulatorConfig(seed=9, speed=600), tick=0.05)
     start = sim.now()
     state = ClusterState()
     ingest = Ingestor(state, ObjectDecoder())
@@ -50,7 +51,7 @@ async def test_run_serves_metrics_when_a_port_is_configured_and_stops_serving_wh
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    sim = SimulatedCluster(SimulatorConfig(seed=9, metrics_port=port), tick=0.05)
+    sim = demo_cluster(SimulatorConfig(seed=9, metrics_port=port), tick=0.05)
     listed = asyncio.Event()
     task = asyncio.create_task(sim.run(on_list=lambda k, r: listed.set(), on_change=lambda *a: None))
     try:

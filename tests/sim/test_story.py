@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from watchtower.commands.demo.story import GANG_NAME, PRODUCTION_TEAM
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
-from watchtower.simulator.cluster import SimulatedCluster
-from watchtower.simulator.story import GANG_NAME, PRODUCTION_TEAM
 
 from .helpers import Watched
 
@@ -18,7 +18,7 @@ WAITING = (WorkloadState.PENDING, WorkloadState.PARTIAL)
 def test_the_first_two_hours_show_every_tier_waiting_the_sweep_warning_and_preemptions_by_critical_work(
     seed: int,
 ) -> None:
-    sim = SimulatedCluster(SimulatorConfig(seed=seed))
+    sim = demo_cluster(SimulatorConfig(seed=seed))
     w = Watched(sim)
     tiers_seen: list[set[str]] = []
     sweep_waits: list[float] = []
@@ -56,7 +56,7 @@ def test_the_first_two_hours_show_every_tier_waiting_the_sweep_warning_and_preem
 @pytest.mark.parametrize("seed", [7, 1, 42])
 def test_within_the_first_minutes_a_gang_is_held_one_pod_short_and_watchtower_says_why(seed: int) -> None:
     """The 1.36 gang's pods have no condition and no event: only Watchtower's words say why they wait."""
-    sim = SimulatedCluster(SimulatorConfig(seed=seed))
+    sim = demo_cluster(SimulatorConfig(seed=seed))
     w = Watched(sim)
     seen = None
     for _minute in range(5):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from watchtower.commands.demo.story import JOBSET_NAME, TRAINJOB_NAME, VOLCANO_JOB, VOLCANO_QUEUE
+from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
 from watchtower.simulator import volcano_objects as vo
-from watchtower.simulator.cluster import SimulatedCluster
-from watchtower.simulator.story import JOBSET_NAME, TRAINJOB_NAME, VOLCANO_JOB, VOLCANO_QUEUE
 from watchtower.simulator.workloads import paddle_job
 
 from .helpers import Watched, pods, small
@@ -22,7 +22,7 @@ GANG_HEAD = "4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending,
 def test_within_the_first_minutes_a_volcano_paddlejob_and_two_jobsets_wait_each_as_one_workload(
     seed: int,
 ) -> None:
-    w = Watched(SimulatedCluster(SimulatorConfig(seed=seed)))
+    w = Watched(demo_cluster(SimulatorConfig(seed=seed)))
     seen: dict[str, set[tuple[str, str, str, str]]] = {}
     for _minute in range(16):
         w.step(60)

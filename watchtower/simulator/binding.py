@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from watchtower.simulator import events
 from watchtower.simulator import group_objects as grp
 from watchtower.simulator import objects as obj
-from watchtower.simulator.lifecycle import terminate
 from watchtower.simulator.pods import SimPod, SimWorkload, memory_bytes
 from watchtower.simulator.scheduler import (
     TERMINATING_ON_NOMINATED,
@@ -25,17 +24,20 @@ from watchtower.simulator.scheduler import (
 )
 
 if TYPE_CHECKING:
-    from watchtower.simulator.cluster import SimulatedCluster
+    from watchtower.simulator.dra import DraDriver
+    from watchtower.simulator.events import EventLog
+    from watchtower.simulator.store import Store
+    from watchtower.simulator.volcano import VolcanoScheduler
 
 # An unschedulable pod is retried when the cluster frees something, or after this long (the scheduler's
 # queueing hints and its periodic flush of the unschedulable queue).
 RETRY_UNSCHEDULABLE = 60.0
 
 
-def sched_nodes(sim: SimulatedCluster) -> list[SchedNode]:
+def sched_nodes(store: Store, dra: DraDriver) -> list[SchedNode]:
     """Return the nodes as the scheduler reads them: allocatable and whether cordoned."""
     out = []
-    for name, n in sim.nodes.items():
+    for name, n in store.nodes.items():
         a = n["status"]["allocatable"]
         out.append(
             SchedNode(
@@ -45,18 +47,18 @@ def sched_nodes(sim: SimulatedCluster) -> list[SchedNode]:
                 memory_bytes(a["memory"]),
                 int(a["pods"]),
                 bool(n["spec"].get("unschedulable")),
-                sim.dra.gpus.get(name, 0),
+                dra.gpus.get(name, 0),
             )
         )
     return out
 
 
-def _node_key(sim: SimulatedCluster) -> tuple[object, ...]:
+def _node_key(store: Store, dra: DraDriver) -> tuple[object, ...]:
     """What sched_nodes reads, compared as is: a node cordoned in place (as tests do) changes it."""
-    dra = sim.dra.gpus
+    gpus = dra.gpus
     return tuple(
-        (name, n["spec"].get("unschedulable"), *n["status"]["allocatable"].values(), dra.get(name, 0))
-        for name, n in sim.nodes.items()
+        (name, n["spec"].get("unschedulable"), *n["status"]["allocatable"].values(), gpus.get(name, 0))
+        for name, n in store.nodes.items()
     )
 
 
@@ -68,167 +70,172 @@ class NodeTable:
         self._key: tuple[object, ...] | None = None
         self._nodes: list[SchedNode] = []
 
-    def get(self, sim: SimulatedCluster) -> list[SchedNode]:
-        key = _node_key(sim)
+    def get(self, store: Store, dra: DraDriver) -> list[SchedNode]:
+        key = _node_key(store, dra)
         if key != self._key:
-            self._key, self._nodes = key, sched_nodes(sim)
+            self._key, self._nodes = key, sched_nodes(store, dra)
         return self._nodes
 
 
-def schedule(sim: SimulatedCluster, t: float) -> None:
-    """Take the pending pods in queue order and apply what the scheduler decides for each; then Volcano's."""
-    made: list[Scheduler] = []
+class KubeScheduler:
+    """kube-scheduler's cycle over the store: the pending pods in queue order, each decision applied; then the
+    Volcano stand-in's session, which binds and refuses its pods here too."""
 
-    def ledger() -> Scheduler:
-        # Built at its first use: most ticks of a busy cluster try no pod (each was refused less than a
-        # minute ago with nothing freed since). Nothing before that first use changes what it loads.
-        if not made:
-            s = Scheduler(sim.node_table.get(sim), sim.rng)
-            s.load(p for p in sim.pods.values() if not p.terminal)
-            made.append(s)
-        return made[0]
+    def __init__(self, store: Store, log: EventLog, dra: DraDriver, volcano: VolcanoScheduler) -> None:
+        self.store, self.log, self.dra, self.volcano = store, log, dra, volcano
+        self.node_table = NodeTable()  # the scheduler's view of the nodes, kept across ticks
 
-    # A pod whose claim is not made yet is held in PreEnqueue (DynamicResources): no attempt, no word.
-    # The properties spelled out (terminating, terminal): this runs over every pod every 10 simulated s.
-    pending = [
-        p
-        for p in sim.pods.values()
-        if not p.node
-        and p.deletion is None
-        and p.phase not in ("Succeeded", "Failed")
-        and not p.scheduler
-        and (p.claim is not None or not p.dra_gpus)
-    ]
-    gen = sim.generation
-    gangs_seen: set[str] = set()
-    for p in queue_order(pending):
-        if p.group:
-            # A gang is taken as one, at its first member in queue order.
-            if p.workload.uid not in gangs_seen:
-                gangs_seen.add(p.workload.uid)
-                _schedule_gang(sim, ledger, p.workload, t)
-            continue
-        if p.tried_at is not None and p.tried_generation == gen and t - p.tried_at < RETRY_UNSCHEDULABLE:
-            continue
-        d = ledger().schedule(p)
-        p.tried_at, p.tried_generation = t, gen
-        if isinstance(d, Bind):
-            bind(sim, p, d.node, t)
-        elif isinstance(d, Preempt):
-            _preempt(sim, p, d, t)
-        else:
-            unschedulable(sim, p, d.message, t)
-    sim.volcano.session(sim, ledger, t)
+    def schedule(self, t: float) -> None:
+        """Take the pending pods in queue order and apply what the scheduler decides for each; then Volcano's."""
+        made: list[Scheduler] = []
 
+        def ledger() -> Scheduler:
+            # Built at its first use: most ticks of a busy cluster try no pod (each was refused less than a
+            # minute ago with nothing freed since). Nothing before that first use changes what it loads.
+            if not made:
+                s = Scheduler(self.node_table.get(self.store, self.dra), self.store.rng)
+                s.load(p for p in self.store.pods.values() if not p.terminal)
+                made.append(s)
+            return made[0]
 
-def _schedule_gang(sim: SimulatedCluster, ledger: Callable[[], Scheduler], w: SimWorkload, t: float) -> None:
-    """Place a 1.36 gang all together or not at all (KEP-4671, the GangScheduling plugin).
+        # A pod whose claim is not made yet is held in PreEnqueue (DynamicResources): no attempt, no word.
+        # The properties spelled out (terminating, terminal): this runs over every pod every 10 simulated s.
+        pending = [
+            p
+            for p in self.store.pods.values()
+            if not p.node
+            and p.deletion is None
+            and p.phase not in ("Succeeded", "Failed")
+            and not p.scheduler
+            and (p.claim is not None or not p.dra_gpus)
+        ]
+        gen = self.store.generation
+        gangs_seen: set[str] = set()
+        for p in queue_order(pending):
+            if p.group:
+                # A gang is taken as one, at its first member in queue order.
+                if p.workload.uid not in gangs_seen:
+                    gangs_seen.add(p.workload.uid)
+                    self._schedule_gang(ledger, p.workload, t)
+                continue
+            if p.tried_at is not None and p.tried_generation == gen and t - p.tried_at < RETRY_UNSCHEDULABLE:
+                continue
+            d = ledger().schedule(p)
+            p.tried_at, p.tried_generation = t, gen
+            if isinstance(d, Bind):
+                self.bind(p, d.node, t)
+            elif isinstance(d, Preempt):
+                self._preempt(p, d, t)
+            else:
+                self.unschedulable(p, d.message, t)
+        self.volcano.session(self.store, self.log, self, ledger, t)
 
-    Until minCount of its pods exist they are held in PreEnqueue: no attempt, no condition, no event."""
-    members = [q for q in w.slots.values() if q is not None and not q.terminal]
-    if len(members) < len(w.spec.pods):
-        return
-    waiting = queue_order(q for q in members if not q.node and not q.terminating)
-    gen = sim.generation
-    if not waiting or all(
-        q.tried_at is not None and q.tried_generation == gen and t - q.tried_at < RETRY_UNSCHEDULABLE
-        for q in waiting
-    ):
-        return
-    sched = ledger()
-    saved = sched.save()
-    decisions = [(q, sched.schedule(q)) for q in waiting]
-    for q in waiting:
-        q.tried_at, q.tried_generation = t, gen
-    failed = next((d for _, d in decisions if not isinstance(d, Bind)), None)
-    if failed is None:
-        for q, d in decisions:
-            assert isinstance(d, Bind)
-            bind(sim, q, d.node, t)
-        _pod_group_condition(sim, w, t, scheduled=True)
-        return
-    sched.restore(saved)  # nothing of a gang that does not fit is placed (nor preempts, here)
-    for q in waiting:
-        unschedulable(sim, q, failed.message, t)
-    _pod_group_condition(sim, w, t, scheduled=False, message=failed.message)
+    def _schedule_gang(self, ledger: Callable[[], Scheduler], w: SimWorkload, t: float) -> None:
+        """Place a 1.36 gang all together or not at all (KEP-4671, the GangScheduling plugin).
 
+        Until minCount of its pods exist they are held in PreEnqueue: no attempt, no condition, no event."""
+        members = [q for q in w.slots.values() if q is not None and not q.terminal]
+        if len(members) < len(w.spec.pods):
+            return
+        waiting = queue_order(q for q in members if not q.node and not q.terminating)
+        gen = self.store.generation
+        if not waiting or all(
+            q.tried_at is not None and q.tried_generation == gen and t - q.tried_at < RETRY_UNSCHEDULABLE
+            for q in waiting
+        ):
+            return
+        sched = ledger()
+        saved = sched.save()
+        decisions = [(q, sched.schedule(q)) for q in waiting]
+        for q in waiting:
+            q.tried_at, q.tried_generation = t, gen
+        failed = next((d for _, d in decisions if not isinstance(d, Bind)), None)
+        if failed is None:
+            for q, d in decisions:
+                assert isinstance(d, Bind)
+                self.bind(q, d.node, t)
+            self._pod_group_condition(w, t, scheduled=True)
+            return
+        sched.restore(saved)  # nothing of a gang that does not fit is placed (nor preempts, here)
+        for q in waiting:
+            self.unschedulable(q, failed.message, t)
+        self._pod_group_condition(w, t, scheduled=False, message=failed.message)
 
-def _pod_group_condition(
-    sim: SimulatedCluster, w: SimWorkload, t: float, *, scheduled: bool, message: str = ""
-) -> None:
-    body = sim.pod_groups.get(w.uid)
-    if body is None:
-        return
-    old = (body["status"].get("conditions") or [None])[0]
-    if old is not None and (old["status"] == "True" or (not scheduled and old.get("message") == message)):
-        return  # once scheduled it never goes back; the same words are no change
-    new = grp.pod_group_condition(t, scheduled=scheduled, message=message)
-    if old is not None and old["status"] == new["status"]:
-        new["lastTransitionTime"] = old["lastTransitionTime"]
-    body["status"]["conditions"] = [new]
-    sim.emit_object("PodGroup", body, "MODIFIED")
+    def _pod_group_condition(self, w: SimWorkload, t: float, *, scheduled: bool, message: str = "") -> None:
+        body = self.store.pod_groups.get(w.uid)
+        if body is None:
+            return
+        old = (body["status"].get("conditions") or [None])[0]
+        if old is not None and (old["status"] == "True" or (not scheduled and old.get("message") == message)):
+            return  # once scheduled it never goes back; the same words are no change
+        new = grp.pod_group_condition(t, scheduled=scheduled, message=message)
+        if old is not None and old["status"] == new["status"]:
+            new["lastTransitionTime"] = old["lastTransitionTime"]
+        body["status"]["conditions"] = [new]
+        self.store.emit("PodGroup", body, "MODIFIED")
 
+    def bind(self, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None:
+        """Bind a pod to a node; `scheduler` names another scheduler (Volcano) whose core/v1 event says so."""
+        p.node = node
+        p.nominated = ""
+        p.sched_cond = obj.scheduled(t)
+        p.start_time = t + 1.0
+        p.pulled_at = t + self.store.rng.uniform(20.0, 180.0)  # image pull: GPU images are large
+        taken = {i for q in self.store.pods.values() if q.node == node and not q.terminal for i in q.gpu_ids}
+        free = [i for i in range(self.store.config.gpus_per_node) if i not in taken]
+        p.gpu_ids = tuple(free[: p.gpus + p.dra_gpus])
+        if p.dra_gpus:
+            self.dra.allocate(self.store, p, t)
+        self.store.stats["bound"] += 1
+        self.log.forget(p)
+        self.store.emit_pod(p, "MODIFIED")
+        note = f"Successfully assigned {p.namespace}/{p.name} to {node}"
+        ev = events.scheduling_event(p, "Scheduled", note, t, scheduler=scheduler)
+        self.log.on_pod(ev, p, t)
 
-def bind(sim: SimulatedCluster, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None:
-    """Bind a pod to a node; `scheduler` names another scheduler (Volcano) whose core/v1 event says so."""
-    p.node = node
-    p.nominated = ""
-    p.sched_cond = obj.scheduled(t)
-    p.start_time = t + 1.0
-    p.pulled_at = t + sim.rng.uniform(20.0, 180.0)  # image pull: GPU images are large
-    taken = {i for q in sim.pods.values() if q.node == node and not q.terminal for i in q.gpu_ids}
-    free = [i for i in range(sim.config.gpus_per_node) if i not in taken]
-    p.gpu_ids = tuple(free[: p.gpus + p.dra_gpus])
-    if p.dra_gpus:
-        sim.dra.allocate(sim, p, t)
-    sim.stats["bound"] += 1
-    sim.log.forget(p)
-    sim.emit_pod(p, "MODIFIED")
-    note = f"Successfully assigned {p.namespace}/{p.name} to {node}"
-    ev = events.scheduling_event(p, "Scheduled", note, t, scheduler=scheduler)
-    sim.log.on_pod(ev, p, t)
+    def _preempt(self, p: SimPod, d: Preempt, t: float) -> None:
+        for v in d.victims:
+            assert isinstance(v, SimPod)
+            self.store.stats["preemptions"] += 1
+            v.disruption = obj.condition(
+                "DisruptionTarget",
+                "True",
+                t,
+                reason="PreemptionByScheduler",
+                message="default-scheduler: preempting to accommodate a higher priority pod",
+            )
+            # Training checkpoints before it exits; serving and notebooks stop quickly.
+            actual = (
+                self.store.rng.uniform(0.3, 1.0) * v.grace
+                if v.grace > 60
+                else self.store.rng.uniform(2.0, 10.0)
+            )
+            self.store.terminate(v, t, actual=actual)
+            ev = obj.scheduler_event(
+                namespace=v.namespace,
+                reason="Preempted",
+                note=f"Preempted by pod {p.uid} on node {d.node}",
+                regarding=events.ref(v),
+                related=events.ref(p),
+                at=t,
+            )
+            self.log.on_pod(ev, v, t)
+        p.nominated = d.node
+        self.unschedulable(p, d.message, t, force=True)
 
-
-def _preempt(sim: SimulatedCluster, p: SimPod, d: Preempt, t: float) -> None:
-    for v in d.victims:
-        assert isinstance(v, SimPod)
-        sim.stats["preemptions"] += 1
-        v.disruption = obj.condition(
-            "DisruptionTarget",
-            "True",
-            t,
-            reason="PreemptionByScheduler",
-            message="default-scheduler: preempting to accommodate a higher priority pod",
-        )
-        # Training checkpoints before it exits; serving and notebooks stop quickly.
-        actual = sim.rng.uniform(0.3, 1.0) * v.grace if v.grace > 60 else sim.rng.uniform(2.0, 10.0)
-        terminate(sim, v, t, actual=actual)
-        ev = obj.scheduler_event(
-            namespace=v.namespace,
-            reason="Preempted",
-            note=f"Preempted by pod {p.uid} on node {d.node}",
-            regarding=events.ref(v),
-            related=events.ref(p),
-            at=t,
-        )
-        sim.log.on_pod(ev, v, t)
-    p.nominated = d.node
-    unschedulable(sim, p, d.message, t, force=True)
-
-
-def unschedulable(
-    sim: SimulatedCluster, p: SimPod, message: str, t: float, *, force: bool = False, scheduler: str = ""
-) -> None:
-    """Mark a pod unschedulable in `message`'s words; `scheduler` names another scheduler (Volcano)."""
-    c = p.sched_cond
-    # PodScheduled=False keeps its first lastTransitionTime while the message changes (DESIGN §3.3).
-    if p.unschedulable_since is None:
-        p.unschedulable_since = t
-    changed = c is None or c.get("message") != message
-    if not force and p.nominated and TERMINATING_ON_NOMINATED not in message:
-        p.nominated = ""  # preemption found nothing: the scheduler clears the nomination
-        changed = True
-    if changed or force:
-        p.sched_cond = obj.unschedulable(p.unschedulable_since, message)
-        sim.emit_pod(p, "MODIFIED")
-    sim.log.failed_scheduling(p, message, t, scheduler=scheduler)
+    def unschedulable(
+        self, p: SimPod, message: str, t: float, *, force: bool = False, scheduler: str = ""
+    ) -> None:
+        """Mark a pod unschedulable in `message`'s words; `scheduler` names another scheduler (Volcano)."""
+        c = p.sched_cond
+        # PodScheduled=False keeps its first lastTransitionTime while the message changes (DESIGN §3.3).
+        if p.unschedulable_since is None:
+            p.unschedulable_since = t
+        changed = c is None or c.get("message") != message
+        if not force and p.nominated and TERMINATING_ON_NOMINATED not in message:
+            p.nominated = ""  # preemption found nothing: the scheduler clears the nomination
+            changed = True
+        if changed or force:
+            p.sched_cond = obj.unschedulable(p.unschedulable_since, message)
+            self.store.emit_pod(p, "MODIFIED")
+        self.log.failed_scheduling(p, message, t, scheduler=scheduler)

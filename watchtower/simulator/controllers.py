@@ -1,7 +1,7 @@
 """The simulated controllers: the objects a workload is (Job, ReplicaSet, PaddleJob, JobSet and what they own),
 the pods they create under ResourceQuota admission, and the status they write back.
 
-Each function acts on the one cluster (sim/cluster.py) and writes through its store; the shapes are in
+Each function writes through the store (store/store.py), beside the stand-ins it asks; the shapes are in
 objects.py, group_objects.py, jobset_objects.py and volcano_objects.py, with their upstream sources.
 """
 
@@ -14,12 +14,14 @@ from watchtower.simulator import group_objects as grp
 from watchtower.simulator import jobset_objects as jso
 from watchtower.simulator import objects as obj
 from watchtower.simulator import volcano_objects as vo
-from watchtower.simulator.lifecycle import terminate
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.simulator.workloads import CLASS_BY_NAME, PodTemplate
 
 if TYPE_CHECKING:
-    from watchtower.simulator.cluster import SimulatedCluster
+    from watchtower.simulator.events import EventLog
+    from watchtower.simulator.kueue import KueueStandIn
+    from watchtower.simulator.store import Store
+    from watchtower.simulator.volcano import VolcanoScheduler
 
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"
@@ -30,28 +32,28 @@ GIVE_UP_AFTER = 2 * 3600.0  # people delete a job their quota has refused for th
 # ---- what a workload is, before any pod -----------------------------------------------------------
 
 
-def created(sim: SimulatedCluster, w: SimWorkload) -> None:
+def created(store: Store, volcano: VolcanoScheduler, kueue: KueueStandIn, w: SimWorkload) -> None:
     """Write the objects a new workload is: its controller and what that makes before any pod."""
     spec = w.spec
     if spec.kind in CONTROLLER:
         body = controller_object(w)
-        sim.controllers[w.uid] = (spec.kind, body)
-        sim.emit_object(spec.kind, body, "ADDED")
+        store.controllers[w.uid] = (spec.kind, body)
+        store.emit(spec.kind, body, "ADDED")
     if spec.pod_group:
-        _gang_objects(sim, w)
+        _gang_objects(store, w)
     if spec.volcano_queue:  # paddle-operator's constructPodGroup, before any pod
-        sim.emit_object("VolcanoPodGroup", sim.volcano.pod_group(w), "ADDED")
+        store.emit("VolcanoPodGroup", volcano.pod_group(w), "ADDED")
     if spec.kueue_queue:  # Kueue's job reconciler, for the suspended Job
-        sim.emit_object("KueueWorkload", sim.kueue.workload(w, body, spec.kueue_class), "ADDED")
+        store.emit("KueueWorkload", kueue.workload(w, body, spec.kueue_class), "ADDED")
     if spec.kind == "JobSet":
         jobs = jso.child_jobs(body)
         for j in jobs:
-            j["metadata"]["uid"] = sim.new_uid(f"job/{j['metadata']['name']}")
-            sim.emit_object("Job", j, "ADDED")
-        sim.child_jobs[w.uid] = jobs
+            j["metadata"]["uid"] = store.new_uid(f"job/{j['metadata']['name']}")
+            store.emit("Job", j, "ADDED")
+        store.child_jobs[w.uid] = jobs
 
 
-def _gang_objects(sim: SimulatedCluster, w: SimWorkload) -> None:
+def _gang_objects(store: Store, w: SimWorkload) -> None:
     """Make a gang Job's Workload and PodGroup before any of its pods, as the 1.36 Job controller does."""
     spec, n = w.spec, len(w.spec.pods)
     wl = grp.gang_workload(
@@ -65,9 +67,9 @@ def _gang_objects(sim: SimulatedCluster, w: SimWorkload) -> None:
         job=spec.name,
         job_uid=w.uid,
     )
-    sim.gang_workloads[w.uid], sim.pod_groups[w.uid] = wl, pg
-    sim.emit_object("Workload", wl, "ADDED")
-    sim.emit_object("PodGroup", pg, "ADDED")
+    store.gang_workloads[w.uid], store.pod_groups[w.uid] = wl, pg
+    store.emit("Workload", wl, "ADDED")
+    store.emit("PodGroup", pg, "ADDED")
 
 
 def controller_object(w: SimWorkload) -> dict[str, Any]:
@@ -147,65 +149,65 @@ def controller_object(w: SimWorkload) -> dict[str, Any]:
 # ---- the pods, under quota admission --------------------------------------------------------------
 
 
-def quota_used(sim: SimulatedCluster, ns: str) -> int:
+def quota_used(store: Store, ns: str) -> int:
     """Return the GPUs a namespace's quota charges: every pod not in a terminal phase, terminating ones too."""
-    return sum(p.gpus for p in sim.pods.values() if p.namespace == ns and not p.terminal)
+    return sum(p.gpus for p in store.pods.values() if p.namespace == ns and not p.terminal)
 
 
-def quotas_used(sim: SimulatedCluster) -> dict[str, int]:
+def quotas_used(store: Store) -> dict[str, int]:
     """Return quota_used of every namespace with a pod, in one pass over the pods (run every tick)."""
     out: dict[str, int] = {}
-    for p in sim.pods.values():
+    for p in store.pods.values():
         if p.gpus and not p.terminal:
             out[p.namespace] = out.get(p.namespace, 0) + p.gpus
     return out
 
 
-def reconcile(sim: SimulatedCluster, t: float) -> None:
+def reconcile(store: Store, log: EventLog, volcano: VolcanoScheduler, kueue: KueueStandIn, t: float) -> None:
     """Create the missing pods of each workload whose controller is due, until quota refuses one."""
-    for w in sim.workloads:
+    for w in store.workloads:
         if w.done or t < w.next_create:
             continue
         if w.refused_since is not None and t - w.refused_since > GIVE_UP_AFTER:
-            _abandon(sim, w, t)
+            _abandon(store, w, t)
             continue
-        if w.spec.volcano_queue and not sim.volcano.admits(w):
+        if w.spec.volcano_queue and not volcano.admits(w):
             continue  # paddle-operator requeues until its PodGroup is Inqueue or Running
-        if w.spec.kueue_queue and not sim.kueue.admits(w):
+        if w.spec.kueue_queue and not kueue.admits(w):
             continue  # suspended: the Job controller makes no pod until Kueue unsuspends it
         for slot, live in w.slots.items():
             if live is not None:
                 continue
             tpl = next(x for x in w.spec.pods if x.name == slot)
-            if not _create_pod(sim, w, tpl, t):
+            if not _create_pod(store, log, w, tpl, t):
                 break
 
 
-def _abandon(sim: SimulatedCluster, w: SimWorkload, t: float) -> None:
+def _abandon(store: Store, w: SimWorkload, t: float) -> None:
     w.done = True
-    sim.freed()
+    store.freed()
     for p in w.slots.values():
         if p is not None and not p.terminating:
-            terminate(sim, p, t, actual=sim.rng.uniform(2.0, 10.0))
+            store.terminate(p, t, actual=store.rng.uniform(2.0, 10.0))
 
 
-def _create_pod(sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate, t: float) -> bool:
+def _create_pod(store: Store, log: EventLog, w: SimWorkload, tpl: PodTemplate, t: float) -> bool:
     spec = w.spec
     kind = spec.kind
-    name = tpl.name if kind in ("PaddleJob", "Pod") else f"{spec.name}-{sim.suffix()}"
+    name = tpl.name if kind in ("PaddleJob", "Pod") else f"{spec.name}-{store.suffix()}"
     index = next(i for i, x in enumerate(spec.pods) if x.name == tpl.name)
     if spec.pod_group:  # an Indexed Job's pods: `<job>-<index>-<suffix>`
-        name = f"{spec.name}-{index}-{sim.suffix()}"
-    child = _child_job(sim, w, tpl)
+        name = f"{spec.name}-{index}-{store.suffix()}"
+    child = _child_job(store, w, tpl)
     if child is not None:  # a JobSet's Jobs are Indexed: `<job>-<completion index>-<suffix>`
-        name = f"{tpl.name}-{sim.suffix()}"
+        name = f"{tpl.name}-{store.suffix()}"
     ns = spec.namespace
-    quota = sim.quotas.get(ns)
+    quota = store.quotas.get(ns)
     if quota is not None and tpl.gpus > 0 and not spec.claim_template:
         hard = int(quota["status"]["hard"][GPU_KEY])
-        used = quota_used(sim, ns)
+        used = quota_used(store, ns)
         if used + tpl.gpus > hard:
-            _refused(sim, w, tpl, name, used, hard, t)
+            _refused(store, log, w, tpl, name, used, hard, t)
             return False
     pc = CLASS_BY_NAME[spec.priority_class]
     labels: dict[str, str] = {"app": spec.name, "team": spec.team}
@@ -228,7 +230,7 @@ def _create_pod(sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate, t: floa
     elif kind in CONTROLLER:
         owner = obj.owner_ref(kind, spec.name, api_version=CONTROLLER[kind][1], uid=w.uid)
     p = SimPod(
-        uid=sim.new_uid(f"pod/{ns}/{name}"),
+        uid=store.new_uid(f"pod/{ns}/{name}"),
         name=name,
         namespace=ns,
         created=t,
@@ -246,18 +248,25 @@ def _create_pod(sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate, t: floa
         if spec.volcano_queue
         else None,
     )
-    sim.pods[p.uid] = p
+    store.pods[p.uid] = p
     w.slots[tpl.name] = p
     w.backoff = 10.0
     w.refused_since = None
-    sim.emit_pod(p, "ADDED")
+    store.emit_pod(p, "ADDED")
     return True
 
 
 def _refused(
-    sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate, name: str, used: int, hard: int, t: float
+    store: Store,
+    log: EventLog,
+    w: SimWorkload,
+    tpl: PodTemplate,
+    name: str,
+    used: int,
+    hard: int,
+    t: float,
 ) -> None:
-    sim.stats["quota_refusals"] += 1
+    store.stats["quota_refusals"] += 1
     if w.refused_since is None:
         w.refused_since = t
     w.next_create = t + w.backoff
@@ -275,26 +284,26 @@ def _refused(
         # createResource): the quota is read from the ResourceQuota itself.
         reason, msg = "Create", f"create failed Pod {name}"
     ev = w.failed_create
-    if ev is not None and ev["message"] == msg and sim.log.current(ev):
+    if ev is not None and ev["message"] == msg and log.current(ev):
         ev["count"] += 1
         ev["lastTimestamp"] = obj.ts(t)
-        sim.log.emit(ev, "MODIFIED")
+        log.emit(ev, "MODIFIED")
         return
     involved, component = w.ref, CONTROLLER[w.spec.kind][0]
-    child = _child_job(sim, w, tpl)
+    child = _child_job(store, w, tpl)
     if child is not None:  # the child Job's controller is refused, on the child Job
         cm = child["metadata"]
         involved = {"kind": "Job", "namespace": cm["namespace"], "name": cm["name"], "uid": cm["uid"]}
         involved["apiVersion"], component = "batch/v1", "job-controller"
         msg = msg.replace(f'"{w.spec.name}-"', f'"{cm["name"]}-"')
-    w.failed_create = sim.log.new_core(
+    w.failed_create = log.new_core(
         involved, reason=reason, message=msg, type_="Warning", component=component, t=t
     )
 
 
-def _child_job(sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:
+def _child_job(store: Store, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:
     """Return the JobSet child Job a pod template belongs to; None for any other workload."""
-    jobs = sim.child_jobs.get(w.uid)
+    jobs = store.child_jobs.get(w.uid)
     if not jobs:
         return None
     job = tpl.name.rsplit("-", 1)[0]
@@ -304,11 +313,11 @@ def _child_job(sim: SimulatedCluster, w: SimWorkload, tpl: PodTemplate) -> dict[
 # ---- status written back --------------------------------------------------------------------------
 
 
-def sync_paddle_jobs(sim: SimulatedCluster, t: float, changed: set[str]) -> None:
+def sync_paddle_jobs(store: Store, t: float, changed: set[str]) -> None:
     """Write the status of each PaddleJob whose pods `changed`, when it differs (the operator's
     syncCurrentStatus)."""
-    for w in sim.workloads:
-        known = sim.controllers.get(w.uid) if w.uid in changed else None
+    for w in store.workloads:
+        known = store.controllers.get(w.uid) if w.uid in changed else None
         if known is None or known[0] != "PaddleJob":
             continue
         body = known[1]
@@ -319,4 +328,4 @@ def sync_paddle_jobs(sim: SimulatedCluster, t: float, changed: set[str]) -> None
         status = grp.paddle_status(replicas, pods, old=body["status"], now=t)
         if status != body["status"]:
             body["status"] = status
-            sim.emit_object("PaddleJob", body, "MODIFIED")
+            store.emit("PaddleJob", body, "MODIFIED")

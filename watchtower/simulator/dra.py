@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from watchtower.simulator import dra_objects as dro
 
 if TYPE_CHECKING:
-    from watchtower.simulator.cluster import SimulatedCluster
     from watchtower.simulator.pods import SimPod
+    from watchtower.simulator.store import Store
     from watchtower.simulator.workloads import WorkloadSpec
 
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim")
@@ -60,35 +60,35 @@ class DraDriver:
             return list(self.templates.values())
         return list(self.claims.values())
 
-    def submitted(self, sim: SimulatedCluster, spec: WorkloadSpec) -> None:
+    def submitted(self, store: Store, spec: WorkloadSpec) -> None:
         """Create the template a job's pods name, as its user applies it beside the job."""
         key = (spec.namespace, spec.claim_template)
         if not spec.claim_template or key in self.templates:
             return
-        body = dro.claim_template(spec.namespace, spec.claim_template, spec.pods[0].gpus, sim.now())
+        body = dro.claim_template(spec.namespace, spec.claim_template, spec.pods[0].gpus, store.now())
         self.templates[key] = body
-        sim.emit_object("ResourceClaimTemplate", body, "ADDED")
+        store.emit("ResourceClaimTemplate", body, "ADDED")
 
-    def reconcile(self, sim: SimulatedCluster, t: float) -> None:
+    def reconcile(self, store: Store, t: float) -> None:
         """Make the claims new pods need; delete those whose pod is done or gone."""
         for uid, claim in list(self.claims.items()):
-            p = sim.pods.get(uid)
+            p = store.pods.get(uid)
             if p is None or p.terminal or (p.terminating and not p.node):
                 del self.claims[uid]
                 if p is not None:
                     p.claim = None
-                sim.emit_object("ResourceClaim", claim, "DELETED")
-        for p in sim.pods.values():
+                store.emit("ResourceClaim", claim, "DELETED")
+        for p in store.pods.values():
             if p.claim is None and p.dra_gpus and not p.terminal and not p.terminating:
                 claim = dro.pod_claim(p.namespace, p.name, p.uid, p.dra_gpus, self._suffix(), t)
                 self.claims[p.uid] = p.claim = claim
-                sim.emit_object("ResourceClaim", claim, "ADDED")
-                sim.emit_pod(p, "MODIFIED")
+                store.emit("ResourceClaim", claim, "ADDED")
+                store.emit_pod(p, "MODIFIED")
 
-    def allocate(self, sim: SimulatedCluster, p: SimPod, t: float) -> None:
+    def allocate(self, store: Store, p: SimPod, t: float) -> None:
         """Write the claim's allocation for the devices the pod was bound with (the scheduler's PreBind)."""
         claim = self.claims.get(p.uid)
         if claim is None:
             return
         claim["status"] = dro.allocation(p.node, list(p.gpu_ids), p.name, p.uid, t)
-        sim.emit_object("ResourceClaim", claim, "MODIFIED")
+        store.emit("ResourceClaim", claim, "MODIFIED")

@@ -7,13 +7,11 @@ core/v1 one (a `count` and `lastTimestamp`), which the controllers and Volcano's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from watchtower.simulator import objects as obj
 from watchtower.simulator.pods import SimPod
-
-if TYPE_CHECKING:
-    from watchtower.simulator.cluster import SimulatedCluster
+from watchtower.simulator.store import Store
 
 EVENT_TTL = 3600.0  # kube-apiserver --event-ttl default
 RETRY_EVENT_EVERY = 60.0  # repeated FailedScheduling attempts are folded into the event's series
@@ -62,8 +60,8 @@ def scheduling_event(
 class EventLog:
     """The Events the API server holds, each until EVENT_TTL after its last write."""
 
-    def __init__(self, sim: SimulatedCluster) -> None:
-        self.sim = sim
+    def __init__(self, store: Store) -> None:
+        self.store = store
         self.events: dict[str, dict[str, Any]] = {}
         self._seen: dict[str, float] = {}
         # No event was last written before this (a lower bound: writes only move times forward), so a tick
@@ -78,11 +76,11 @@ class EventLog:
     def emit(self, ev: dict[str, Any], type_: str) -> None:
         name = ev["metadata"]["name"]
         self.events[name] = ev
-        now = self.sim.now()
+        now = self.store.now()
         self._seen[name] = now
         if self._oldest is None or now < self._oldest:
             self._oldest = now
-        self.sim.emit_object("Event", ev, type_)
+        self.store.emit("Event", ev, type_)
 
     def expire(self, t: float) -> None:
         if self._oldest is None or t - self._oldest <= EVENT_TTL:
@@ -90,11 +88,11 @@ class EventLog:
         for name in [n for n, seen in self._seen.items() if t - seen > EVENT_TTL]:
             ev = self.events.pop(name)
             del self._seen[name]
-            self.sim.emit_object("Event", ev, "DELETED")  # a deletion is a write: it gets its own version
+            self.store.emit("Event", ev, "DELETED")  # a deletion is a write: it gets its own version
         self._oldest = min(self._seen.values(), default=None)
 
     def _name(self, involved: str, t: float) -> str:
-        return f"{involved}.{int(t * 1e9) + self.sim.next_serial():x}"
+        return f"{involved}.{int(t * 1e9) + self.store.next_serial():x}"
 
     def new_core(
         self, involved: dict[str, str], *, reason: str, message: str, type_: str, component: str, t: float
@@ -110,7 +108,7 @@ class EventLog:
             component=component,
             name=self._name(involved["name"], t),
         )
-        ev["metadata"]["uid"] = self.sim.new_uid("event")
+        ev["metadata"]["uid"] = self.store.new_uid("event")
         self.emit(ev, "ADDED")
         return ev
 
@@ -141,7 +139,7 @@ class EventLog:
     def on_pod(self, ev: dict[str, Any], p: SimPod, t: float) -> None:
         """Name a scheduler's event on a pod as its recorder does (`<pod>.<hex>`) and record it."""
         ev["metadata"]["name"] = self._name(p.name, t)
-        ev["metadata"]["uid"] = self.sim.new_uid("event")
+        ev["metadata"]["uid"] = self.store.new_uid("event")
         self.emit(ev, "ADDED")
 
     def forget(self, p: SimPod) -> None:

@@ -32,10 +32,17 @@ SAMPLE_EVERY = 15.0  # utilisation changes between scrapes, not within one
 class ClusterView(Protocol):
     """What the series are rendered from: the simulated cluster's nodes, pods, namespaces and quotas."""
 
-    config: SimulatorConfig
-    nodes: dict[str, dict[str, Any]]
-    namespaces: dict[str, dict[str, Any]]
-    quotas: dict[str, dict[str, Any]]
+    @property
+    def config(self) -> SimulatorConfig: ...
+
+    @property
+    def nodes(self) -> dict[str, dict[str, Any]]: ...
+
+    @property
+    def namespaces(self) -> dict[str, dict[str, Any]]: ...
+
+    @property
+    def quotas(self) -> dict[str, dict[str, Any]]: ...
 
     def live_pods(self) -> Iterable[SimPod]: ...
 

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from watchtower.simulator import kueue_objects as ko
-from watchtower.simulator.lifecycle import terminate
 from watchtower.simulator.objects import ts
 from watchtower.simulator.pods import SimWorkload
 
 if TYPE_CHECKING:
-    from watchtower.simulator.cluster import SimulatedCluster
+    from watchtower.simulator.store import Store
 
 CLUSTER_QUEUE = "research-cq"
 LOCAL_QUEUE = "research"
@@ -111,7 +110,7 @@ class KueueStandIn:
     def _used(self) -> int:
         return sum(e.gpus for e in self.entries.values() if e.admitted and not e.finished)
 
-    def session(self, sim: SimulatedCluster, t: float) -> None:
+    def session(self, store: Store, t: float) -> None:
         """Finish, admit and preempt as Kueue's scheduler would at `t`; write what changed."""
         changed: set[str] = set()
         for uid, e in self.entries.items():
@@ -128,17 +127,17 @@ class KueueStandIn:
         )
         for e in waiting:
             if e.gpus <= free:
-                self._admit(sim, e, t)
+                self._admit(store, e, t)
                 free -= e.gpus
                 changed.add(e.w.uid)
                 continue
             victims = self._victims(e, free)
             if victims:
                 for v in victims:
-                    self._evict(sim, v, e, t)
+                    self._evict(store, v, e, t)
                     free += v.gpus
                     changed.add(v.w.uid)
-                self._admit(sim, e, t)
+                self._admit(store, e, t)
                 free -= e.gpus
                 changed.add(e.w.uid)
                 continue
@@ -150,8 +149,8 @@ class KueueStandIn:
                 changed.add(e.w.uid)
         for uid in sorted(changed):
             e = self.entries[uid]
-            sim.emit_object("KueueWorkload", e.body, "MODIFIED")
-        self._status(sim)
+            store.emit("KueueWorkload", e.body, "MODIFIED")
+        self._status(store)
 
     def _pods_ready(self, e: _Entry, t: float) -> bool:
         live = list(e.w.slots.values())
@@ -182,13 +181,13 @@ class KueueStandIn:
             free += v.gpus
         return out if free >= e.gpus else []
 
-    def _job(self, sim: SimulatedCluster, e: _Entry, suspend: bool) -> None:
-        known = sim.controllers.get(e.w.uid)
+    def _job(self, store: Store, e: _Entry, suspend: bool) -> None:
+        known = store.controllers.get(e.w.uid)
         if known is not None:
             known[1]["spec"]["suspend"] = suspend
-            sim.emit_object("Job", known[1], "MODIFIED")
+            store.emit("Job", known[1], "MODIFIED")
 
-    def _admit(self, sim: SimulatedCluster, e: _Entry, t: float) -> None:
+    def _admit(self, store: Store, e: _Entry, t: float) -> None:
         e.admitted = True
         b = e.body
         _set(
@@ -203,10 +202,10 @@ class KueueStandIn:
             "clusterQueue": CLUSTER_QUEUE,
             "podSetAssignments": [{"name": "main", "count": len(e.w.spec.pods), "flavors": {ko.GPU: FLAVOR}}],
         }
-        self._job(sim, e, suspend=False)
+        self._job(store, e, suspend=False)
         e.w.next_create = t
 
-    def _evict(self, sim: SimulatedCluster, v: _Entry, by: _Entry, t: float) -> None:
+    def _evict(self, store: Store, v: _Entry, by: _Entry, t: float) -> None:
         v.admitted = False
         v.queued_at = t  # requeued: the eviction is its queue timestamp
         b = v.body
@@ -225,13 +224,13 @@ class KueueStandIn:
             stats["evictions"].append({"reason": "Preempted", "underlyingCause": "", "count": 1})
         else:
             ev["count"] += 1
-        self._job(sim, v, suspend=True)
-        sim.stats["preemptions"] += 1
+        self._job(store, v, suspend=True)
+        store.stats["preemptions"] += 1
         for p in v.w.slots.values():  # the suspended Job's pods are deleted by the Job controller
             if p is not None and not p.terminating:
-                terminate(sim, p, t, actual=sim.rng.uniform(5.0, 30.0))
+                store.terminate(p, t, actual=store.rng.uniform(5.0, 30.0))
 
-    def _status(self, sim: SimulatedCluster) -> None:
+    def _status(self, store: Store) -> None:
         if not self.nominal:
             return
         used = self._used()
@@ -243,4 +242,4 @@ class KueueStandIn:
         new |= {"reservingWorkloads": admitted, "admittedWorkloads": admitted}
         if any(st.get(k) != v for k, v in new.items()):
             st.update(new)
-            sim.emit_object("ClusterQueue", self.cluster_queue, "MODIFIED")
+            store.emit("ClusterQueue", self.cluster_queue, "MODIFIED")

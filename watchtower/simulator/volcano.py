@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from watchtower.simulator import volcano_objects as vo
 from watchtower.simulator.pods import SimPod, SimWorkload
@@ -23,10 +23,20 @@ from watchtower.simulator.scheduler import SchedNode, Scheduler
 from watchtower.simulator.workloads import CLASS_BY_NAME
 
 if TYPE_CHECKING:
-    from watchtower.simulator.cluster import SimulatedCluster
+    from watchtower.simulator.events import EventLog
+    from watchtower.simulator.store import Store
 
 ROOT_QUEUE, DEFAULT_QUEUE = "root", "default"  # vc-scheduler's own queues (the capture)
 RETRY_EVERY = 60.0  # a group refused at enqueue or allocate is tried again after this long, or on a change
+
+
+class Binder(Protocol):
+    """What Volcano's decisions go through: kube-scheduler's binding and refusals (sim/binding.py), in its
+    own words."""
+
+    def bind(self, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None: ...
+
+    def unschedulable(self, p: SimPod, message: str, t: float, *, scheduler: str = "") -> None: ...
 
 
 @dataclass
@@ -89,33 +99,35 @@ class VolcanoScheduler:
 
     # ---- the session ------------------------------------------------------------------------------
 
-    def session(self, sim: SimulatedCluster, ledger: Callable[[], Scheduler], t: float) -> None:
+    def session(
+        self, store: Store, log: EventLog, binder: Binder, ledger: Callable[[], Scheduler], t: float
+    ) -> None:
         """Run one scheduling session at `t` against the ledger kube-scheduler's cycle left (`ledger()`
-        builds it on first use)."""
+        builds it on first use); its pods are bound and refused through `binder`, its events folded in `log`."""
         self._session += 1
-        gen = sim.generation
+        gen = store.generation
         for g in sorted(self.groups.values(), key=_order):
             st = g.body["status"]
             phase = st.get("phase")
             fresh = g.tried_at is None or g.tried_generation != gen or t - g.tried_at >= RETRY_EVERY
             if phase is None:
                 st["phase"] = "Pending"
-                sim.emit_object("VolcanoPodGroup", g.body, "MODIFIED")
+                store.emit("VolcanoPodGroup", g.body, "MODIFIED")
                 phase = "Pending"
             if phase == "Pending" and fresh:
                 g.tried_at, g.tried_generation = t, gen
-                self._enqueue(sim, ledger(), g, t)
+                self._enqueue(store, log, ledger(), g, t)
             elif phase == "Inqueue" and fresh:
                 members = [p for p in g.workload.slots.values() if p is not None and not p.terminal]
                 if len(members) == len(g.workload.spec.pods) and not any(p.node for p in members):
                     g.tried_at, g.tried_generation = t, gen
-                    self._allocate(sim, ledger(), g, members, t)
+                    self._allocate(store, log, binder, ledger(), g, members, t)
             if st.get("phase") == "Running":
                 running = sum(1 for p in g.workload.slots.values() if p is not None and p.phase == "Running")
                 if st.get("running", 0) != running:
                     st["running"] = running
-                    sim.emit_object("VolcanoPodGroup", g.body, "MODIFIED")
-        self._allocated(sim)
+                    store.emit("VolcanoPodGroup", g.body, "MODIFIED")
+        self._allocated(store)
 
     def _inqueue_gpus(self, queue: str | None = None) -> int:
         """GPUs the Inqueue groups have been let in for and do not hold yet (vc-scheduler's inqueue)."""
@@ -126,7 +138,7 @@ class VolcanoScheduler:
             and (queue is None or g.body["spec"]["queue"] == queue)
         )
 
-    def _enqueue(self, sim: SimulatedCluster, sched: Scheduler, g: _Group, t: float) -> None:
+    def _enqueue(self, store: Store, log: EventLog, sched: Scheduler, g: _Group, t: float) -> None:
         q = self.queues.get(g.body["spec"]["queue"]) or self.queues[DEFAULT_QUEUE]
         refused = ""
         # Tier order of the default configuration: overcommit before proportion.
@@ -138,14 +150,21 @@ class VolcanoScheduler:
             if cap is not None and used + self._inqueue_gpus(q["metadata"]["name"]) + g.gpus > int(cap):
                 refused = vo.QUEUE_FULL
         if refused:
-            self._event(sim, g, "Normal", refused, t)
+            self._event(log, g, "Normal", refused, t)
             return
         g.body["status"]["phase"] = "Inqueue"
-        sim.emit_object("VolcanoPodGroup", g.body, "MODIFIED")
-        sim.wake(g.workload)  # the operator reconciles on its group's change
+        store.emit("VolcanoPodGroup", g.body, "MODIFIED")
+        store.wake(g.workload)  # the operator reconciles on its group's change
 
     def _allocate(
-        self, sim: SimulatedCluster, sched: Scheduler, g: _Group, members: list[SimPod], t: float
+        self,
+        store: Store,
+        log: EventLog,
+        binder: Binder,
+        sched: Scheduler,
+        g: _Group,
+        members: list[SimPod],
+        t: float,
     ) -> None:
         saved = sched.save()
         placed: list[tuple[SimPod, str]] = []
@@ -159,13 +178,13 @@ class VolcanoScheduler:
         st = g.body["status"]
         if failed is None:
             for p, node in placed:
-                sim.bind(p, node, t, scheduler=vo.SCHEDULER)
+                binder.bind(p, node, t, scheduler=vo.SCHEDULER)
             st["phase"] = "Running"
             st["conditions"] = [
                 vo.condition("Scheduled", t, reason=vo.READY_REASON, message="", session=str(self._session))
             ]
-            sim.emit_object("VolcanoPodGroup", g.body, "MODIFIED")
-            self._event(sim, g, "Normal", "pod group is ready", t, reason="Scheduled")
+            store.emit("VolcanoPodGroup", g.body, "MODIFIED")
+            self._event(log, g, "Normal", "pod group is ready", t, reason="Scheduled")
             return
         sched.restore(saved)
         n, schedulable = len(members), len(placed)
@@ -183,8 +202,8 @@ class VolcanoScheduler:
                     "Unschedulable", t, reason=vo.NOT_ENOUGH, message=gang, session=str(self._session)
                 )
             ]
-            sim.emit_object("VolcanoPodGroup", g.body, "MODIFIED")
-        self._event(sim, g, "Warning", f"{n}/{n} tasks in gang unschedulable: {fit}", t)
+            store.emit("VolcanoPodGroup", g.body, "MODIFIED")
+        self._event(log, g, "Warning", f"{n}/{n} tasks in gang unschedulable: {fit}", t)
         nodes = dict(placed)
         for p in members:
             if p in nodes:  # job_info.go TaskSchedulingReason: Allocated in the discarded statement
@@ -194,11 +213,11 @@ class VolcanoScheduler:
                 )
             else:
                 msg = origin if p is failed else fit
-            sim.unschedulable(p, msg, t, scheduler=vo.SCHEDULER)
+            binder.unschedulable(p, msg, t, scheduler=vo.SCHEDULER)
 
     def _event(
         self,
-        sim: SimulatedCluster,
+        log: EventLog,
         g: _Group,
         type_: str,
         message: str,
@@ -214,11 +233,9 @@ class VolcanoScheduler:
             "uid": body["metadata"]["uid"],
             "apiVersion": vo.VOLCANO_API,
         }
-        sim.fold_event(
-            g.events, ref, reason=reason, message=message, type_=type_, component=vo.SCHEDULER, t=t
-        )
+        log.fold(g.events, ref, reason=reason, message=message, type_=type_, component=vo.SCHEDULER, t=t)
 
-    def _allocated(self, sim: SimulatedCluster) -> None:
+    def _allocated(self, store: Store) -> None:
         totals: dict[str, list[int]] = {name: [0, 0, 0, 0] for name in self.queues}
         for g in self.groups.values():
             name = g.body["spec"]["queue"] if g.body["spec"]["queue"] in self.queues else DEFAULT_QUEUE
@@ -235,7 +252,7 @@ class VolcanoScheduler:
             new = vo.allocated(*totals[name])
             if q["status"]["allocated"] != new:
                 q["status"]["allocated"] = new
-                sim.emit_object("VolcanoQueue", q, "MODIFIED")
+                store.emit("VolcanoQueue", q, "MODIFIED")
 
     def objects(self, kind: str) -> Iterable[dict[str, Any]]:
         if kind == "VolcanoQueue":

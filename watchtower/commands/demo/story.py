@@ -27,7 +27,7 @@ GANG_NAME = "allreduce-gang"
 GANG_SIZE = 4
 VOLCANO_AT = 3 * MINUTE
 VOLCANO_JOB = "ocr-train"
-VOLCANO_QUEUE = "research"  # a Volcano Queue the research teams share (the cluster makes it)
+VOLCANO_QUEUE = "research"  # a Volcano Queue the research teams share (warm.py's prelude makes it)
 VOLCANO_WORKERS = 4
 JOBSET_AT = 4 * MINUTE
 JOBSET_NAME = "eval-suite"
@@ -52,7 +52,7 @@ SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
 
 KUEUE_LOCAL_QUEUE = "research"  # the LocalQueue in the production namespace (sim/kueue.py LOCAL_QUEUE)
-PRODUCTION_TEAM = "platform"  # its namespace has no GPU quota (the cluster creates it with the warm start)
+PRODUCTION_TEAM = "platform"  # its namespace has no GPU quota (warm.py's prelude creates it)
 Room = Callable[[str], int]  # namespace → GPUs its quota still admits
 
 

@@ -2,25 +2,24 @@
 
 So that a demo shows, within its first simulated hour, waiting work in every tier, preemptions, a quota
 refusal and a partial gang. It runs the ordinary simulation from two hours before the start; nothing is
-placed by hand.
+placed by hand. `demo_cluster` builds the simulated cluster the demo, `watchtower run` in simulator mode and
+the past week play: the warm start is the cluster's `Prelude`, unless the config's `warm_start` is off.
 """
 
 from __future__ import annotations
 
 import functools
-import random
-from collections.abc import Callable
-from typing import Protocol
 
+from watchtower.commands.demo import story
 from watchtower.config.model import SimulatorConfig
-from watchtower.simulator import story
+from watchtower.simulator import objects as obj
+from watchtower.simulator.cluster import SimulatedCluster
 from watchtower.simulator.workloads import (
     Pattern,
-    WorkloadGenerator,
-    WorkloadSpec,
     dra_job,
     paddle_job,
     single_pod,
+    team_namespace,
 )
 
 WARMUP = 2 * 3600.0
@@ -29,25 +28,7 @@ WARMUP = 2 * 3600.0
 PRETRAIN_GRACE = 1200
 
 
-class Simulation(Protocol):
-    """What the warm start drives of a simulated cluster: it submits and lets the clock run."""
-
-    config: SimulatorConfig
-    rng: random.Random
-    generator: WorkloadGenerator
-
-    def now(self) -> float: ...
-
-    def submit(self, spec: WorkloadSpec, *, at: float | None = None) -> object: ...
-
-    def script(self, at: float, make: Callable[[], WorkloadSpec]) -> None: ...
-
-    def quota_room(self, namespace: str) -> int: ...
-
-    def step(self, dt: float) -> None: ...
-
-
-def warm_start(sim: Simulation) -> None:
+def warm_start(sim: SimulatedCluster) -> None:
     """Fill the cluster and queue the burst, from WARMUP before the start: the clock ends at the start."""
     cfg = sim.config
     t0 = sim.now() + WARMUP
@@ -131,7 +112,51 @@ def warm_start(sim: Simulation) -> None:
     sim.submit(gen.batch_job(team=others[0], gpus=quarter))
     if cfg.team_gpu_quota:
         sim.submit(gen.batch_job(team=first, gpus=g))
-    # 5. The scripted moments after the start (sim/story.py).
+    # 5. The scripted moments after the start (commands/demo/story.py).
     for m in story.moments(gen, teams, g, cfg.dra_nodes):
         sim.script(t0 + m.at, functools.partial(m.make, sim.quota_room))
     sim.step(10)
+
+
+class WarmStart:
+    """The demo's prelude: the story's Volcano queue, production namespace and Kueue ClusterQueue, then the
+    warm start's two hours before the start."""
+
+    lead = WARMUP
+
+    def furnish(self, sim: SimulatedCluster) -> None:
+        cfg = sim.config
+        # The story's Volcano queue (an admin's): room for its PaddleJob, half of it guaranteed.
+        gpus = story.VOLCANO_WORKERS * max(1, cfg.gpus_per_node // 2)
+        # A busy cluster never has a gang's GPUs idle: the demo's vc-scheduler lets groups in on the queue's
+        # capability alone (overcommit-factor 10), so its pods wait in Volcano's allocate words.
+        sim.volcano.overcommit_factor = 10.0
+        sim.volcano.add_queue(
+            story.VOLCANO_QUEUE,
+            weight=2,
+            capability_gpus=gpus,
+            deserved_gpus=gpus,
+            guarantee_gpus=gpus // 2,
+        )
+        # Production serving and on-call debugging are not capped by the research teams' quotas.
+        prod = team_namespace(story.PRODUCTION_TEAM)
+        sim.namespaces.setdefault(prod, obj.namespace(prod, team=story.PRODUCTION_TEAM))
+        # Kueue's ClusterQueue for the story's queued Jobs: room for one of them (2 pods x a quarter node).
+        sim.kueue.setup(2 * max(1, cfg.gpus_per_node // 4), [prod])
+
+    def play(self, sim: SimulatedCluster) -> None:
+        warm_start(sim)
+
+
+def demo_cluster(
+    config: SimulatorConfig | None = None,
+    *,
+    start: float | None = None,
+    warm_start: bool | None = None,
+    tick: float = 0.2,
+) -> SimulatedCluster:
+    """Return the demo's simulated cluster: warm-started with the story unless `warm_start` (by default the
+    config's) is off."""
+    cfg = config or SimulatorConfig()
+    warm = cfg.warm_start if warm_start is None else warm_start
+    return SimulatedCluster(cfg, start=start, tick=tick, prelude=WarmStart() if warm else None)
