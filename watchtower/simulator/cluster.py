@@ -65,7 +65,10 @@ class Prelude(Protocol):
 
 
 class SimulatedCluster:
-    """A seeded cluster on a simulated clock; `step(dt)` advances it, `run()` streams it in real time."""
+    """A seeded cluster on a simulated clock; `step(dt)` advances it, `run()` streams it in real time.
+
+    It plays only the `prelude` it is given: `config.warm_start` is read by the builder that gives one
+    (watchtower/commands/demo/warm.py `demo_cluster`)."""
 
     def __init__(
         self,
