@@ -9,12 +9,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from tests.adapters.fake_apiserver import FakeApiServer
 from watchtower.adapters.kube import RESOURCES, KubeSource
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.state import ClusterState, Happening
 from watchtower.services.ingest import Ingestor
-
-from .fake_apiserver import FakeApiServer
 
 PODS = "/api/v1/pods"
 SERVED = [r.path for r in RESOURCES if not r.optional]

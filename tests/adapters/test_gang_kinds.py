@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
+from tests.adapters.conftest import SERVED, running, until
+from tests.adapters.fake_apiserver import FakeApiServer
+from tests.fixtures import FIXTURES
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.domain.gangs import REF_PODGROUP, REF_VOLCANO, REF_WORKLOAD, GroupRef
 from watchtower.simulator import objects as o
 
-from .conftest import SERVED, running, until
-from .fake_apiserver import FakeApiServer
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+REAL = FIXTURES / "real"
 dec = ObjectDecoder()
 WORKLOAD_V1ALPHA1 = "/apis/scheduling.k8s.io/v1alpha1/workloads"
 WORKLOAD_V1ALPHA2 = "/apis/scheduling.k8s.io/v1alpha2/workloads"

@@ -18,6 +18,8 @@ import httpx
 import pytest
 import yaml
 
+from tests.adapters.conftest import PODS, SERVED, ManualClock, running, until
+from tests.adapters.fake_apiserver import FakeApiServer, write_kubeconfig
 from watchtower.adapters.kube import RESOURCES, KubeSource, Resource
 from watchtower.adapters.kube.backoff import Backoff
 from watchtower.adapters.kube.decoder import ObjectDecoder
@@ -27,9 +29,6 @@ from watchtower.bootstrap import build_container
 from watchtower.config import Settings
 from watchtower.domain.kinds import PADDLE_JOB
 from watchtower.simulator import objects as o
-
-from .conftest import PODS, SERVED, ManualClock, running, until
-from .fake_apiserver import FakeApiServer, write_kubeconfig
 
 PADDLE = "/apis/batch.paddlepaddle.org/v1/paddlejobs"
 # PaddleJobs are watched (a quota-refused one is read from its template), but their CRD is optional.

@@ -12,14 +12,13 @@ from pathlib import Path
 
 import msgspec
 
+from tests.adapters.conftest import PODS, running, until
+from tests.adapters.fake_apiserver import FakeApiServer
 from watchtower.adapters.kube import KubeSource, Resource
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 from watchtower.simulator import objects as o
-
-from .conftest import PODS, running, until
-from .fake_apiserver import FakeApiServer
 
 T0 = 1_800_000_000.0
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
+from tests.fixtures import ROOT
 from watchtower.adapters.kube import RESOURCES
 from watchtower.domain.kinds import PADDLE_JOB, WATCHED
 
-RBAC = Path(__file__).resolve().parents[2] / "deploy" / "base" / "rbac.yaml"
+RBAC = ROOT / "deploy" / "base" / "rbac.yaml"
 
 
 def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:

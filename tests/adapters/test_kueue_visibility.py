@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 
+from tests.adapters.fake_apiserver import write_kubeconfig
 from watchtower.adapters.kube.connection import Transport, api_client
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.visibility import KueueVisibility
 from watchtower.simulator import kueue_objects as k
-
-from .fake_apiserver import write_kubeconfig
 
 
 class Visibility:

@@ -15,6 +15,9 @@ import pytest
 import yaml
 
 from alerts.alertmanager import alertmanager_config
+from tests.alerting.alertmanager import Alertmanager, binaries
+from tests.alerting.helpers import Clock, pending, settings, snapshot
+from tests.alerting.servers import Receiver
 from watchtower.adapters.senders import build_senders
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.model import fingerprint
@@ -23,10 +26,6 @@ from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
 from watchtower.simulator import objects as o
-
-from .alertmanager import Alertmanager, binaries
-from .helpers import Clock, pending, settings, snapshot
-from .servers import Receiver
 
 FLAVOURS = ["debian", "current"]
 EXTERNAL = "https://watchtower.example"

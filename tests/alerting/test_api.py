@@ -9,12 +9,11 @@ import httpx
 import uvicorn
 from fastapi import FastAPI, Header, HTTPException
 
+from tests.alerting.helpers import T0, Clock, pending, settings, snapshot
+from tests.alerting.servers import free_port
 from watchtower.api.routes.alerts import build_router
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import build_alerting
-
-from .helpers import T0, Clock, pending, settings, snapshot
-from .servers import free_port
 
 TOKEN = "t0ken"
 

@@ -3,6 +3,17 @@ words."""
 
 from __future__ import annotations
 
+from tests.alerting.helpers import (
+    NO_FIT,
+    T0,
+    apply,
+    paddle_owner,
+    pending,
+    pending_pod,
+    running_pod,
+    snapshot,
+    state_of,
+)
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import RuleInput, evaluate_rules
@@ -10,8 +21,6 @@ from watchtower.domain.messages import PREEMPTION_WORDS, PreemptionVerdict
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
 from watchtower.simulator import objects as o
-
-from .helpers import NO_FIT, T0, apply, paddle_owner, pending, pending_pod, running_pod, snapshot, state_of
 
 NS = "vision"
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
+from tests.fixtures import ROOT
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import ALERTNAMES
 from watchtower.domain.alerts.rules.base import links
 
-RUNBOOKS = Path(__file__).resolve().parents[2] / "docs" / "runbooks.md"
+RUNBOOKS = ROOT / "docs" / "runbooks.md"
 
 
 def _anchors(markdown: str) -> set[str]:

@@ -13,8 +13,8 @@ import pytest
 import uvicorn
 from fastapi import APIRouter, Depends, FastAPI
 from pydantic import SecretStr
-from services.scenario import Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 
+from tests.services.scenario import Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 from watchtower.api.app import create_app
 from watchtower.api.container import Container
 from watchtower.api.deps import require_token

@@ -6,8 +6,9 @@ import socket
 from pathlib import Path
 
 import httpx
-from services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 
+from tests.api.conftest import live_server
+from tests.services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.deps import require_token
@@ -19,8 +20,6 @@ from watchtower.domain.alerts.payload import generator_url
 from watchtower.domain.gpu_usage import IdleWhileWaiting, WorkloadUsage, idle_alerts
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import objects as o
-
-from .conftest import live_server
 
 
 def test_external_url_is_the_port_actually_bound_unless_the_configuration_names_one() -> None:

@@ -8,14 +8,13 @@ import httpx
 import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from services.scenario import HOSTILE, NOW, demo_cluster
 
+from tests.api.conftest import TOKEN, Service, make_service
+from tests.services.scenario import HOSTILE, NOW, demo_cluster
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.bootstrap import TickLoop
 from watchtower.config import Settings
 from watchtower.services.analyze import analysis_dict, analyze
-
-from .conftest import TOKEN, Service, make_service
 
 
 async def test_healthz_answers_while_the_cluster_is_still_being_listed() -> None:
@@ -251,9 +250,8 @@ async def test_on_the_simulator_the_page_says_which_clock_each_time_is() -> None
     import re
     import time
 
+    from tests.api.test_openapi import scenario_gpu
     from watchtower.api.app import create_app
-
-    from .test_openapi import scenario_gpu
 
     svc = make_service()
     c = svc.container

@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from markupsafe import escape
 
+from tests.api.test_workload_page import HOSTILE_NAME, page_client
+from tests.fixtures import FIXTURES
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.config.model import Settings
 from watchtower.services.analyze import analysis_dict, analyze
 
-from .test_workload_page import HOSTILE_NAME, page_client
-
 POLICY = Settings().queue_policy()
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "dra" / "gpus-all-taken.json"
+REAL = FIXTURES / "real" / "dra" / "gpus-all-taken.json"
 
 
 def real_objects() -> list[dict[str, Any]]:

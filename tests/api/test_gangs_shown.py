@@ -9,21 +9,20 @@ to the scenario's clock.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 from markupsafe import escape
-from services.scenario import HOSTILE, NOW, base_cluster
 
+from tests.api.conftest import Service, make_service
+from tests.fixtures import FIXTURES
+from tests.services.scenario import HOSTILE, NOW, base_cluster
 from watchtower.domain.promql import OLDEST_WAIT, PENDING_WORKLOADS
 from watchtower.simulator import objects as o
 
-from .conftest import Service, make_service
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+REAL = FIXTURES / "real"
 MIN = 60.0
 
 

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from services.scenario import HOSTILE
 
-from .conftest import live_server
-from .test_gangs_shown import service
-from .test_status_page_browser import chromium
+from tests.api.conftest import live_server
+from tests.api.test_gangs_shown import service
+from tests.api.test_status_page_browser import chromium
+from tests.services.scenario import HOSTILE
 
 pytestmark = pytest.mark.browser
 SHOTS = os.environ.get("WATCHTOWER_SCREENSHOTS", "")  # a directory to keep the screenshots in, to look at

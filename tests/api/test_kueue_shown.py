@@ -7,20 +7,19 @@ The objects are tests/fixtures/real/kueue-shaped-*.json (shaped from Kueue's tes
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
-from services.scenario import NOW
 
+from tests.api.conftest import Service, make_service
+from tests.fixtures import FIXTURES
+from tests.services.scenario import NOW
 from watchtower.domain.promql import PENDING_WORKLOADS
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
 
-from .conftest import Service, make_service
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+REAL = FIXTURES / "real"
 AT = NOW + 20 * 60  # the fixtures' Workload was made at NOW + 1
 KINDS = {"Workload": "KueueWorkload"}
 

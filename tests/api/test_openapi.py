@@ -18,8 +18,10 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-from services.scenario import NOW, demo_cluster
 
+from tests.api.conftest import TOKEN, make_service
+from tests.fixtures import FIXTURES, ROOT
+from tests.services.scenario import NOW, demo_cluster
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
@@ -36,10 +38,7 @@ from watchtower.services.alerting import build_alerting
 from watchtower.services.analyze import analysis_dict, analyze
 from watchtower.services.gpu_usage import GpuUsageService
 
-from .conftest import TOKEN, make_service
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DOCS = ROOT / "docs"
 AT = datetime(2027, 1, 15, 10, tzinfo=UTC).timestamp()  # the fixtures' evaluation time
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="

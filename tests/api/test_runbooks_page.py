@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from pathlib import Path
 
 import httpx
 
+from tests.fixtures import ROOT
 from watchtower.api.routes.runbooks import render
 from watchtower.api.routes.status_page import CSP
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import ALERTNAMES
 from watchtower.domain.alerts.rules.base import RUNBOOKS_PATH, links
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "runbooks.md"
+DOCS = ROOT / "docs" / "runbooks.md"
 
 
 async def test_the_runbooks_page_has_the_section_every_alert_links_to(client: httpx.AsyncClient) -> None:

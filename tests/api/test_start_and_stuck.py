@@ -6,11 +6,10 @@ from __future__ import annotations
 import httpx
 import orjson
 from markupsafe import escape
-from services.scenario import NO_GPU, NOW
 
+from tests.api.conftest import Service, make_service
+from tests.services.scenario import NO_GPU, NOW
 from watchtower.simulator import objects as o
-
-from .conftest import Service, make_service
 
 MIN = 60.0
 

@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reports.cdp import HEADER_ALIGN, chromium_page
-from services.scenario import HOSTILE, NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 
-from api.conftest import live_server
+from tests.api.conftest import live_server
+from tests.api.test_openapi import scenario_gpu
+from tests.fixtures import FIXTURES
+from tests.reports.cdp import HEADER_ALIGN, chromium_page
+from tests.services.scenario import HOSTILE, NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container
 from watchtower.config.loading import settings_from_mapping
 from watchtower.simulator import objects as o
-
-from .test_openapi import scenario_gpu
 
 pytestmark = pytest.mark.browser
 
@@ -84,7 +84,7 @@ def test_status_page_screenshot_renders(live: str, tmp_path: Path) -> None:
     assert len(data) > 20_000  # a blank page compresses to a few KB
 
 
-MISSING_CLAIM = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "dra" / "missing-claim.json"
+MISSING_CLAIM = FIXTURES / "real" / "dra" / "missing-claim.json"
 
 
 @contextlib.asynccontextmanager

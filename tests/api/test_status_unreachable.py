@@ -6,9 +6,8 @@ import dataclasses
 
 import httpx
 
+from tests.api.conftest import Service, make_service
 from watchtower.domain.timefmt import rfc3339
-
-from .conftest import Service, make_service
 
 ERROR = "NewConnectionError: <b>Connection refused</b>"
 

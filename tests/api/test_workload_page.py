@@ -11,7 +11,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 from markupsafe import escape
-from services.scenario import (
+
+from tests.services.scenario import (
     HOSTILE,
     NO_GPU,
     NOW,
@@ -21,7 +22,6 @@ from services.scenario import (
     list_everything,
     paddle_owner,
 )
-
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.container import Container

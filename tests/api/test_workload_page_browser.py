@@ -6,13 +6,13 @@ import html
 from pathlib import Path
 
 import pytest
-from reports.cdp import HEADER_ALIGN, chromium_page
-from services.scenario import HOSTILE
 
-from .conftest import live_server
-from .test_dra_page import real_objects
-from .test_gangs_shown import service as gangs_service
-from .test_status_page_browser import chromium, every_table
+from tests.api.conftest import live_server
+from tests.api.test_dra_page import real_objects
+from tests.api.test_gangs_shown import service as gangs_service
+from tests.api.test_status_page_browser import chromium, every_table
+from tests.reports.cdp import HEADER_ALIGN, chromium_page
+from tests.services.scenario import HOSTILE
 
 pytestmark = pytest.mark.browser
 

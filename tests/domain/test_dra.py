@@ -5,19 +5,19 @@ Objects are shaped from the real captures in tests/fixtures/real/dra (same field
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from tests.fixtures import FIXTURES
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.messages import parse_scheduling_message
 from watchtower.domain.state import ClusterState
 from watchtower.domain.state_controllers import ChangeCursor
 from watchtower.ports import DecodeError
 
-DRA = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "dra"
+DRA = FIXTURES / "real" / "dra"
 DEC = ObjectDecoder()
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from tests.domain.helpers import NS, T0, evaluate, state_of
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.simulator import objects as o
-
-from .helpers import NS, T0, evaluate, state_of
 
 MIN = 60.0
 

@@ -8,19 +8,18 @@ victims' `Preempted` events name the PodGroup ("Preempted by podgroup <uid> on n
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.domain.helpers import DECODER, POLICY, TIERS, apply, raw
+from tests.fixtures import FIXTURES
 from watchtower.domain.messages import PreemptionVerdict
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
 
-from .helpers import DECODER, POLICY, TIERS, apply, raw
-
-CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "k8s-gang-preemption.json"
+CAPTURE = FIXTURES / "real" / "k8s-gang-preemption.json"
 GANG = WorkloadKey("e2e-gang-preempt-crit", "PodGroup", "urgent")
 
 

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
+from tests.domain.helpers import DECODER, NS, POLICY, T0, apply, job_owner, raw
+from tests.fixtures import FIXTURES
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import objects as o
 
-from .helpers import DECODER, NS, POLICY, T0, apply, job_owner, raw
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+REAL = FIXTURES / "real"
 
 
 def load(name: str) -> Any:

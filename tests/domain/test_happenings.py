@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from tests.domain.helpers import NS, T0, apply
 from watchtower.domain.state import ClusterState, PodScheduled, PodStarted
 from watchtower.simulator import objects as o
-
-from .helpers import NS, T0, apply
 
 
 def _pending(uid: str) -> dict:

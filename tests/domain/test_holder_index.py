@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from tests.domain.helpers import NS, POLICY, T0, TIERS, apply, pod
 from watchtower.domain.alerts.holders import HolderIndex, gpu_holders
 from watchtower.domain.running import RunningTiers
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import jobset_objects as js_o
 from watchtower.simulator import objects as o
-
-from .helpers import NS, POLICY, T0, TIERS, apply, pod
 
 OWNER = o.owner_ref("PaddleJob", "train", api_version="batch.paddlepaddle.org/v1", uid="pj-1")
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.domain.helpers import DECODER, GPU_FULL, NS, T0, apply, evaluate, raw, state_of
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import jobset_objects as js_o
 from watchtower.simulator import objects as o
-
-from .helpers import DECODER, GPU_FULL, NS, T0, apply, evaluate, raw, state_of
 
 REFUSAL = (
     'Error creating: pods "{job}-0-x7k2p" is forbidden: exceeded quota: gpu-quota, '

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.domain.helpers import DECODER, NS, T0, TIERS, apply, evaluate, raw, running_pod
+from tests.fixtures import FIXTURES
 from watchtower.adapters.kube.decoder import DecodeError
 from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
@@ -21,9 +22,7 @@ from watchtower.services.queue_view import snapshot_dict, workload_dict
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
 
-from .helpers import DECODER, NS, T0, TIERS, apply, evaluate, raw, running_pod
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+REAL = FIXTURES / "real"
 JOB = WorkloadKey(NS, "Job", "resnet")
 SWEEP = WorkloadKey(NS, "Job", "sweep")
 
@@ -232,9 +231,8 @@ def test_a_finished_or_deleted_kueue_workload_waits_no_more() -> None:
 
 
 def test_not_admitted_while_its_cohort_has_quota_free_is_stuck_despite_capacity() -> None:
+    from tests.domain.helpers import POLICY
     from watchtower.domain.stuck import stuck_heads
-
-    from .helpers import POLICY
 
     st, _ = pending_state()
     now = T0 + 30 * 60

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from tests.domain.helpers import NS, POLICY, T0, apply, evaluate
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.kueue import SOURCE_KUEUE
@@ -24,8 +25,6 @@ from watchtower.services.queue_view import workload_dict
 from watchtower.simulator import dra_objects as d
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
-
-from .helpers import NS, POLICY, T0, apply, evaluate
 
 # Kueue's name for the GPU DeviceClass in its deviceClassMappings (the KEP's example), told to Watchtower.
 WHOLE_GPUS = "whole-gpus"

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.domain.alerts.builders import rule_input
+from tests.domain.helpers import GPU_FULL, NS, T0, apply, evaluate, state_of
 from watchtower.domain.alerts.rules import tiered_wait
 from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
@@ -25,9 +27,6 @@ from watchtower.services.queue_view import workload_dict
 from watchtower.simulator import jobset_objects as js_o
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
-
-from .alerts.builders import rule_input
-from .helpers import GPU_FULL, NS, T0, apply, evaluate, state_of
 
 TRAINJOB = WorkloadKey(NS, "TrainJob", "llama-ft")
 

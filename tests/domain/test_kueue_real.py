@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
+from tests.domain.helpers import DECODER, TIERS, apply, evaluate, raw
+from tests.fixtures import FIXTURES
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
 
-from .helpers import DECODER, TIERS, apply, evaluate, raw
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "kueue"
+REAL = FIXTURES / "real" / "kueue"
 NS = "e2e-kueue-real"
 TRAIN = WorkloadKey(NS, "Job", "train")
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from tests.domain.helpers import T0, TIERS
 from watchtower.domain.latency import Distribution, latency_by_tier, quantile
 from watchtower.domain.model import Condition, Pod
-
-from .helpers import T0, TIERS
 
 
 def bound(uid: str, wait: float, startup: float | None, priority: int = 0) -> Pod:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.domain.helpers import NS, POLICY, T0, apply
+from tests.domain.test_gangs import classes, load, only, paddle_job, put
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import objects as o
-
-from .helpers import NS, POLICY, T0, apply
-from .test_gangs import classes, load, only, paddle_job, put
 
 JOB = WorkloadKey(NS, "PaddleJob", "ocr-train")
 JOB_UID = "0b0b0b0b-1111-4222-8333-444455556666"

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import pytest
 
+from tests.domain.helpers import (
+    DECODER,
+    NS,
+    T0,
+    apply,
+    evaluate,
+    paddle_owner,
+    pending_pod,
+    raw,
+    running_pod,
+    state_of,
+)
 from watchtower.config import Settings
 from watchtower.domain.state import DisruptionSeen, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.ingest import Ingestor
 from watchtower.simulator import objects as o
-
-from .helpers import DECODER, NS, T0, apply, evaluate, paddle_owner, pending_pod, raw, running_pod, state_of
 
 NODE = "gpu-7"
 TIERS = Settings().tier_policy()
@@ -174,7 +184,7 @@ def test_replaying_the_same_objects_reports_nothing_twice():
 
 def test_relist_replace_is_idempotent():
     state = state_of(o.node(NODE))
-    from .helpers import pod
+    from tests.domain.helpers import pod
 
     pods = [pod(victim()), pod(pending_pod("p"))]
     ingest = Ingestor(state, DECODER)

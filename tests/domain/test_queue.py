@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from tests.domain.helpers import (
+    GPU_FULL,
+    NS,
+    T0,
+    apply,
+    evaluate,
+    paddle_owner,
+    pending_pod,
+    pod,
+    running_pod,
+    state_of,
+)
 from watchtower.domain.messages import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import PodScheduled, PodStarted
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import objects as o
-
-from .helpers import GPU_FULL, NS, T0, apply, evaluate, paddle_owner, pending_pod, pod, running_pod, state_of
 
 
 def test_a_recreated_pod_with_the_same_name_is_a_new_pod_keyed_by_uid():

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.domain.helpers import NS, T0, apply, evaluate, paddle_owner, running_pod, state_of
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import objects as o
-
-from .helpers import NS, T0, apply, evaluate, paddle_owner, running_pod, state_of
 
 REFUSAL = (
     'Error creating: pods "llm-worker-0" is forbidden: exceeded quota: gpu-quota, '

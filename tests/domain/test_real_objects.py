@@ -7,11 +7,12 @@ tests keep the fast suite honest about real wording and shapes without starting 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.domain.helpers import POLICY
+from tests.fixtures import FIXTURES
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
@@ -21,9 +22,7 @@ from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey, workload_of_controller
 from watchtower.simulator import objects as o
 
-from .helpers import POLICY
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+REAL = FIXTURES / "real"
 dec = ObjectDecoder()
 
 

@@ -15,15 +15,14 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.api import wait_for
+from tests.e2e.controlplane.cluster import ControlPlane
+from tests.e2e.dra import GPU_CLASS, ROOT, claim_pod, device_class, resource_claim, resource_claim_template
+from tests.e2e.kubelet import RUN_SECONDS
+from tests.e2e.scenario import Scenario
+from tests.e2e.test_service_api import metric, service_watching
 from watchtower.api.schemas.workload import Workload
 from watchtower.domain.kinds import WATCHED
-
-from .api import wait_for
-from .controlplane.cluster import ControlPlane
-from .dra import GPU_CLASS, ROOT, claim_pod, device_class, resource_claim, resource_claim_template
-from .kubelet import RUN_SECONDS
-from .scenario import Scenario
-from .test_service_api import metric, service_watching
 
 pytestmark = [
     pytest.mark.e2e,

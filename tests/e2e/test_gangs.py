@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from .api import wait_for
-from .scenario import FIXTURES, Scenario, pod_manifest, rfc3339
-from .workloads import (
+from tests.e2e.api import wait_for
+from tests.e2e.scenario import FIXTURES, Scenario, pod_manifest, rfc3339
+from tests.e2e.workloads import (
     VOLCANO_GROUP_ANNOTATION,
     paddle_pod_name,
     volcano_fit_error,

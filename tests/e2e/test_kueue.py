@@ -14,14 +14,14 @@ from typing import Any
 import httpx
 import pytest
 
-from .api import wait_for
-from .controlplane.cluster import ControlPlane, tail
-from .kueue import objects as k
-from .kueue.manager import VISIBILITY_API, KueueManager
-from .kueue.story import GPUS, Story
-from .scenario import Scenario
-from .test_service_api import metric, service_watching
-from .webhooks import HookReceiver
+from tests.e2e.api import wait_for
+from tests.e2e.controlplane.cluster import ControlPlane, tail
+from tests.e2e.kueue import objects as k
+from tests.e2e.kueue.manager import VISIBILITY_API, KueueManager
+from tests.e2e.kueue.story import GPUS, Story
+from tests.e2e.scenario import Scenario
+from tests.e2e.test_service_api import metric, service_watching
+from tests.e2e.webhooks import HookReceiver
 
 pytestmark = pytest.mark.e2e
 

@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from .api import wait_for
-from .scenario import Scenario
+from tests.e2e.api import wait_for
+from tests.e2e.scenario import Scenario
 
 pytestmark = pytest.mark.e2e
 

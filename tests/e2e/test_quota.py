@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from .api import wait_for
-from .scenario import Scenario, pod_manifest
+from tests.e2e.api import wait_for
+from tests.e2e.scenario import Scenario, pod_manifest
 
 pytestmark = pytest.mark.e2e
 

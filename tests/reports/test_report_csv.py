@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from reports.sample import HOSTILE_TEAM, report
+from tests.reports.sample import HOSTILE_TEAM, report
 from watchtower.adapters.report_csv import report_csv
 
 

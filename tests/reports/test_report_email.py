@@ -11,9 +11,9 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
-from alerting.servers import PASSWORD, USER, client_tls, self_signed, smtp_server
 
-from reports.sample import HOSTILE_TEAM, report
+from tests.alerting.servers import PASSWORD, USER, client_tls, self_signed, smtp_server
+from tests.reports.sample import HOSTILE_TEAM, report
 from watchtower.adapters.email import EmailSender
 from watchtower.adapters.report_html import FairnessPresenter
 from watchtower.domain.alerts.outbox import OutboxMessage, Outcome
@@ -106,7 +106,7 @@ async def test_a_hostile_team_name_adds_no_header_and_is_escaped_in_the_html(smt
 async def test_a_non_ascii_subject_is_encoded_by_rfc_2047(smtp) -> None:  # type: ignore[no-untyped-def]
     import dataclasses
 
-    from reports.sample import vision
+    from tests.reports.sample import vision
 
     rep = report(teams=(dataclasses.replace(vision(), team="équipe-vision"),))
     key = send_key("2026-W47", "v@x.example")

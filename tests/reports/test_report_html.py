@@ -12,7 +12,7 @@ import pytest
 from markupsafe import escape
 from matplotlib.figure import Figure
 
-from reports.sample import HOSTILE_NS, nlp, report, vision
+from tests.reports.sample import HOSTILE_NS, nlp, report, vision
 from watchtower.adapters import report_charts
 from watchtower.adapters.report_html import FairnessPresenter
 from watchtower.domain.fairness.report import FairnessReport, GpuHoursBreakdown

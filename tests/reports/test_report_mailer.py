@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from reports.sample import HOSTILE_NS, StandIn
+from tests.reports.sample import HOSTILE_NS, StandIn
 from watchtower.adapters.report_html import FairnessPresenter
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.config.fairness import FairnessConfig

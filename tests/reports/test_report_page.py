@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from reports.sample import HOSTILE_TEAM
-from reports.service import report_app
+from tests.reports.sample import HOSTILE_TEAM
+from tests.reports.service import report_app
 from watchtower.ports import PromReadError
 
 

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from api.conftest import live_server
 
-from reports.cdp import HEADER_ALIGN, chromium_page
-from reports.sample import HOSTILE_TEAM
-from reports.service import report_app
+from tests.api.conftest import live_server
+from tests.reports.cdp import HEADER_ALIGN, chromium_page
+from tests.reports.sample import HOSTILE_TEAM
+from tests.reports.service import report_app
 
 pytestmark = pytest.mark.browser
 

@@ -3,14 +3,14 @@ by tests/e2e/capture_dra.py): what `analyze` reports for a dump of them."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from tests.fixtures import FIXTURES
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.config.model import Settings
 from watchtower.services.analyze import analysis_dict, analyze
 
-DRA = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "dra"
+DRA = FIXTURES / "real" / "dra"
 POLICY = Settings().queue_policy()
 
 

@@ -9,6 +9,15 @@ import orjson
 import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from tests.services.scenario import (
+    NO_GPU,
+    NOW,
+    ManualClock,
+    ReplaySource,
+    base_cluster,
+    demo_cluster,
+    list_everything,
+)
 from watchtower.adapters.metrics import feed_health_of
 from watchtower.api.container import Container
 from watchtower.bootstrap import TickLoop, build_container
@@ -16,8 +25,6 @@ from watchtower.domain.health import KindFreshness, SourceHealth
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tick import Tick
 from watchtower.simulator import objects as o
-
-from .scenario import NO_GPU, NOW, ManualClock, ReplaySource, base_cluster, demo_cluster, list_everything
 
 
 def make(cluster: Any = None, **settings_update: Any) -> tuple[Container, ReplaySource, ManualClock]:

@@ -5,6 +5,7 @@ from collections import Counter
 
 import msgspec
 
+from tests.sim.helpers import Watched, one, pods, small
 from watchtower.adapters.kube.decoder import ObjectDecoder, parse_time
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
@@ -12,8 +13,6 @@ from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator.cluster import KINDS, SimulatedCluster
 from watchtower.simulator.workloads import paddle_job, single_pod
-
-from .helpers import Watched, one, pods, small
 
 
 def test_the_higher_priority_pod_gets_the_freed_gpus_first():

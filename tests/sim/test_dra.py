@@ -5,18 +5,17 @@ Read through the real decoder, ingestor, state and evaluator, as the service rea
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.fixtures import FIXTURES
+from tests.sim.helpers import Watched, pods, small
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
 from watchtower.simulator.cluster import SimulatedCluster
 from watchtower.simulator.story import DRA_AT, DRA_FREED, DRA_HOLDER, DRA_JOB
 
-from .helpers import Watched, pods, small
-
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "dra" / "gpus-all-taken.json"
+REAL = FIXTURES / "real" / "dra" / "gpus-all-taken.json"
 
 
 def _real_message() -> str:

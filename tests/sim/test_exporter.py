@@ -5,13 +5,12 @@ import asyncio
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.sim.helpers import pods, small
 from watchtower.adapters.kube.decoder import parse_time
 from watchtower.config.model import SimulatorConfig
 from watchtower.simulator.cluster import SimulatedCluster
 from watchtower.simulator.exporter import CONTENT_TYPE, utilisation
 from watchtower.simulator.workloads import Pattern, single_pod
-
-from .helpers import pods, small
 
 DCGM_LABELS = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"]
 DCGM = [

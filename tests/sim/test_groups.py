@@ -3,12 +3,11 @@ PodGroup, the scheduler holding an incomplete gang with no word, and paddle-oper
 
 import msgspec
 
+from tests.sim.helpers import Watched, pods, small
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator.cluster import GPU_KEY
 from watchtower.simulator.workloads import paddle_job, single_pod
-
-from .helpers import Watched, pods, small
 
 GANG = WorkloadKey("team-a", "Job", "gang")
 

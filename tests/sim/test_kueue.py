@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sim.helpers import Watched
 from watchtower.config.model import SimulatorConfig
 from watchtower.simulator.cluster import SimulatedCluster
 from watchtower.simulator.story import KUEUE_JOBS, KUEUE_URGENT
-
-from .helpers import Watched
 
 HELD, LOW_A, URGENT = KUEUE_JOBS[1][0], KUEUE_JOBS[0][0], KUEUE_URGENT[0]
 

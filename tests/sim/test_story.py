@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sim.helpers import Watched
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
 from watchtower.simulator.cluster import SimulatedCluster
 from watchtower.simulator.story import GANG_NAME, PRODUCTION_TEAM
-
-from .helpers import Watched
 
 WAITING = (WorkloadState.PENDING, WorkloadState.PARTIAL)
 

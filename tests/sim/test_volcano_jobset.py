@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sim.helpers import Watched, pods, small
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
 from watchtower.simulator import volcano_objects as vo
 from watchtower.simulator.cluster import SimulatedCluster
 from watchtower.simulator.story import JOBSET_NAME, TRAINJOB_NAME, VOLCANO_JOB, VOLCANO_QUEUE
 from watchtower.simulator.workloads import paddle_job
-
-from .helpers import Watched, pods, small
 
 GANG_HEAD = "4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; Pending: 4 Unschedulable"
 

@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
+from tests.domain.alerts.builders import (
+    GROUP_INTERVAL,
+    GROUP_WAIT,
+    HOUR,
+    REPEAT_INTERVAL,
+    T0,
+    alert_labels,
+    route,
+    tracked,
+)
 from watchtower.domain.alerts.dispatch import Dispatcher
 from watchtower.domain.alerts.model import AlertState
 from watchtower.domain.alerts.notify import NotifyEntry, needs_update
 from watchtower.domain.alerts.routing import GROUP_BY_ALL
-
-from .builders import GROUP_INTERVAL, GROUP_WAIT, HOUR, REPEAT_INTERVAL, T0, alert_labels, route, tracked
 
 
 def workloads_in(flush):

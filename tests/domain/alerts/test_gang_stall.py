@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from watchtower.domain.alerts.rules import gang_stall
-from watchtower.domain.queue import WorkloadState
-
-from .builders import (
+from tests.domain.alerts.builders import (
     GANG_STALL_AFTER,
     HOUR,
     MINUTE,
@@ -21,6 +18,8 @@ from .builders import (
     snapshot,
     workload,
 )
+from watchtower.domain.alerts.rules import gang_stall
+from watchtower.domain.queue import WorkloadState
 
 NAME = "WorkloadGangStalled"
 

@@ -4,6 +4,7 @@ The finding is made from Prometheus figures (domain.gpu_usage); the rule turns e
 
 from __future__ import annotations
 
+from tests.domain.alerts.builders import T0, names, rule_input, settings, snapshot
 from watchtower.domain.alerts.rules import gpu_idle
 from watchtower.domain.gpu_usage import (
     IdleWhileWaiting,
@@ -13,8 +14,6 @@ from watchtower.domain.gpu_usage import (
     unreachable_alert,
 )
 from watchtower.domain.workloads import WorkloadKey
-
-from .builders import T0, names, rule_input, settings, snapshot
 
 NAME = "GPUIdleWhileQueueWaits"
 IDLE = WorkloadKey("nlp", "PaddleJob", "batch-eval")

@@ -5,9 +5,7 @@ rule's read the same preemptions."""
 
 from __future__ import annotations
 
-from watchtower.domain.alerts.rules import preemption_thrash
-
-from .builders import (
+from tests.domain.alerts.builders import (
     MINUTE,
     T0,
     THRASH_WINDOW,
@@ -20,6 +18,7 @@ from .builders import (
     rule_input,
     settings,
 )
+from watchtower.domain.alerts.rules import preemption_thrash
 
 NAME = "WorkloadPreemptionThrash"
 

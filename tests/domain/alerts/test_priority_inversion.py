@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from watchtower.domain.alerts.rules import priority_inversion
-from watchtower.domain.messages import PreemptionVerdict
-from watchtower.domain.queue import WorkloadState
-
-from .builders import (
+from tests.domain.alerts.builders import (
     HOUR,
     MINUTE,
     WARN_AFTER,
@@ -21,6 +17,9 @@ from .builders import (
     snapshot,
     workload,
 )
+from watchtower.domain.alerts.rules import priority_inversion
+from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.queue import WorkloadState
 
 NAME = "WorkloadPriorityInversion"
 FULL = [node("gpu-0", gpus=8, used=8), node("gpu-1", gpus=8, used=8)]

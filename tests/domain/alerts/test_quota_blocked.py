@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from watchtower.domain.alerts.lifecycle import LifecyclePolicy, advance
-from watchtower.domain.alerts.rules import quota_blocked
-from watchtower.domain.model import Controller, Event, ObjectRef, PriorityClass
-from watchtower.domain.queue import QueueEvaluator, WorkloadState
-
-from ..helpers import apply
-from .builders import (
+from tests.domain.alerts.builders import (
     CRITICAL_AFTER,
     HOUR,
     MINUTE,
@@ -27,6 +21,11 @@ from .builders import (
     snapshot,
     workload,
 )
+from tests.domain.helpers import apply
+from watchtower.domain.alerts.lifecycle import LifecyclePolicy, advance
+from watchtower.domain.alerts.rules import quota_blocked
+from watchtower.domain.model import Controller, Event, ObjectRef, PriorityClass
+from watchtower.domain.queue import QueueEvaluator, WorkloadState
 
 NAME = "WorkloadQuotaBlocked"
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from tests.domain.alerts.builders import names, rule_input, snapshot
 from watchtower.domain.alerts.rules import receiver_gone
-
-from .builders import names, rule_input, snapshot
 
 NAME = "WatchtowerReceiverGone"
 

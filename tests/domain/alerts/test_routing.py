@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from tests.domain.alerts.builders import alert_labels, route
 from watchtower.domain.alerts.routing import GROUP_BY_ALL
-
-from .builders import alert_labels, route
 
 TREE = route(
     "default",

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from tests.domain.alerts.builders import MINUTE, T0, UNREACHABLE_AFTER, names, rule_input, settings, snapshot
 from watchtower.domain.alerts.rules import WatchHealth, self_health
-
-from .builders import MINUTE, T0, UNREACHABLE_AFTER, names, rule_input, settings, snapshot
 
 NAME = "WatchtowerKubernetesUnreachable"
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.domain.alerts.builders import HOUR, T0, alert_labels
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.silences import SilenceError, SilenceState, expire, new_silence, silenced_by
-
-from .builders import HOUR, T0, alert_labels
 
 
 def silence(*matchers, id="s1", starts_at=T0, ends_at=T0 + HOUR, now=T0):

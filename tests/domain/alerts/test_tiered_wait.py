@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from watchtower.domain.alerts.rules import tiered_wait
-from watchtower.domain.messages import PreemptionVerdict
-from watchtower.domain.queue import WorkloadState
-
-from .builders import (
+from tests.domain.alerts.builders import (
     CRITICAL_AFTER,
     MINUTE,
     T0,
@@ -22,6 +18,9 @@ from .builders import (
     snapshot,
     workload,
 )
+from watchtower.domain.alerts.rules import tiered_wait
+from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.queue import WorkloadState
 
 WARNING = ("WorkloadWaitWarning", "warning")
 CRITICAL = ("WorkloadWaitCritical", "critical")
