@@ -329,8 +329,8 @@ def test_analyze_json_lists_the_alerts_firing_at_the_given_time(tmp_path):
 async def test_a_job_refused_for_hours_with_back_off_notifies_once_firing_and_once_resolved(
     tmp_path, receiver
 ):
-    from tests.domain.alerts.test_quota_blocked import T0 as STORY_T0
-    from tests.domain.alerts.test_quota_blocked import refusal_story
+    from tests.unit.domain.alerts.rules.test_quota_blocked import T0 as STORY_T0
+    from tests.unit.domain.alerts.rules.test_quota_blocked import refusal_story
 
     s = hook_settings(receiver.url, group_wait="0s", group_by=["alertname", "namespace", "workload"])
     state = ClusterState()

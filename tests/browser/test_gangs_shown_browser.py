@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import live_server
-from tests.api.test_gangs_shown import service
-from tests.api.test_status_page_browser import chromium
-from tests.services.scenario import HOSTILE
+from tests.browser.test_status_page_browser import chromium
+from tests.fixtures.scenario import HOSTILE
+from tests.unit.api.conftest import live_server
+from tests.unit.api.test_gangs_shown import service
 
 pytestmark = pytest.mark.browser
 SHOTS = os.environ.get("WATCHTOWER_SCREENSHOTS", "")  # a directory to keep the screenshots in, to look at

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import live_server
-from tests.reports.cdp import HEADER_ALIGN, chromium_page
+from tests.browser.cdp import HEADER_ALIGN, chromium_page
 from tests.reports.sample import HOSTILE_TEAM
 from tests.reports.service import report_app
+from tests.unit.api.conftest import live_server
 
 pytestmark = pytest.mark.browser
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from tests.api.conftest import live_server
-from tests.api.test_openapi import scenario_gpu
+from tests.browser.cdp import HEADER_ALIGN, chromium_page
 from tests.fixtures import FIXTURES
-from tests.reports.cdp import HEADER_ALIGN, chromium_page
-from tests.services.scenario import HOSTILE, NOW, ManualClock, ReplaySource, demo_cluster, list_everything
+from tests.fixtures.scenario import HOSTILE, NOW, ManualClock, ReplaySource, demo_cluster, list_everything
+from tests.unit.api.conftest import live_server
+from tests.unit.api.test_openapi import scenario_gpu
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import live_server
-from tests.api.test_dra_page import real_objects
-from tests.api.test_gangs_shown import service as gangs_service
-from tests.api.test_status_page_browser import chromium, every_table
-from tests.reports.cdp import HEADER_ALIGN, chromium_page
-from tests.services.scenario import HOSTILE
+from tests.browser.cdp import HEADER_ALIGN, chromium_page
+from tests.browser.test_status_page_browser import chromium, every_table
+from tests.fixtures.scenario import HOSTILE
+from tests.unit.api.conftest import live_server
+from tests.unit.api.test_dra_page import real_objects
+from tests.unit.api.test_gangs_shown import service as gangs_service
 
 pytestmark = pytest.mark.browser
 

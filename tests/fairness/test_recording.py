@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 
 from tests.fairness.history_stores import everything, open_history
+from tests.fixtures.scenario import NOW, Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 from tests.fixtures.stores import StoreBackend
-from tests.services.scenario import NOW, Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.bootstrap import TickLoop, build_container, fairness_recorder
 from watchtower.config import Settings

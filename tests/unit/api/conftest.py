@@ -14,7 +14,7 @@ import uvicorn
 from fastapi import APIRouter, Depends, FastAPI
 from pydantic import SecretStr
 
-from tests.services.scenario import Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
+from tests.fixtures.scenario import Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 from watchtower.api.app import create_app
 from watchtower.api.container import Container
 from watchtower.api.deps import require_token

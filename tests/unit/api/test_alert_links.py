@@ -7,8 +7,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.api.conftest import live_server
-from tests.services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
+from tests.fixtures.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
+from tests.unit.api.conftest import live_server
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.deps import require_token

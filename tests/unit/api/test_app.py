@@ -9,8 +9,8 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.api.conftest import TOKEN, Service, make_service
-from tests.services.scenario import HOSTILE, NOW, demo_cluster
+from tests.fixtures.scenario import HOSTILE, NOW, demo_cluster
+from tests.unit.api.conftest import TOKEN, Service, make_service
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.bootstrap import TickLoop
 from watchtower.config import Settings
@@ -250,7 +250,7 @@ async def test_on_the_simulator_the_page_says_which_clock_each_time_is() -> None
     import re
     import time
 
-    from tests.api.test_openapi import scenario_gpu
+    from tests.unit.api.test_openapi import scenario_gpu
     from watchtower.api.app import create_app
 
     svc = make_service()

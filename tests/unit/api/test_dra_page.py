@@ -12,8 +12,8 @@ import httpx
 import pytest
 from markupsafe import escape
 
-from tests.api.test_workload_page import HOSTILE_NAME, page_client
 from tests.fixtures import FIXTURES
+from tests.unit.api.routes.test_workload_page import HOSTILE_NAME, page_client
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.config.model import Settings
 from watchtower.services.analyze import analysis_dict, analyze

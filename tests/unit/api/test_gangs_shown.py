@@ -16,9 +16,9 @@ import orjson
 import pytest
 from markupsafe import escape
 
-from tests.api.conftest import Service, make_service
 from tests.fixtures import FIXTURES
-from tests.services.scenario import HOSTILE, NOW, base_cluster
+from tests.fixtures.scenario import HOSTILE, NOW, base_cluster
+from tests.unit.api.conftest import Service, make_service
 from watchtower.domain.promql import OLDEST_WAIT, PENDING_WORKLOADS
 from watchtower.simulator import objects as o
 

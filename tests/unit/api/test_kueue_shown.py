@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import orjson
 
-from tests.api.conftest import Service, make_service
 from tests.fixtures import FIXTURES
-from tests.services.scenario import NOW
+from tests.fixtures.scenario import NOW
+from tests.unit.api.conftest import Service, make_service
 from watchtower.domain.promql import PENDING_WORKLOADS
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o

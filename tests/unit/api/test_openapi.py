@@ -19,9 +19,9 @@ import httpx
 import jsonschema
 import pytest
 
-from tests.api.conftest import TOKEN, make_service
 from tests.fixtures import FIXTURES, ROOT
-from tests.services.scenario import NOW, demo_cluster
+from tests.fixtures.scenario import NOW, demo_cluster
+from tests.unit.api.conftest import TOKEN, make_service
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.store_sqlite import SQLiteAlertStore

@@ -7,8 +7,8 @@ import httpx
 import orjson
 from markupsafe import escape
 
-from tests.api.conftest import Service, make_service
-from tests.services.scenario import NO_GPU, NOW
+from tests.fixtures.scenario import NO_GPU, NOW
+from tests.unit.api.conftest import Service, make_service
 from watchtower.simulator import objects as o
 
 MIN = 60.0

@@ -6,7 +6,7 @@ import dataclasses
 
 import httpx
 
-from tests.api.conftest import Service, make_service
+from tests.unit.api.conftest import Service, make_service
 from watchtower.domain.timefmt import rfc3339
 
 ERROR = "NewConnectionError: <b>Connection refused</b>"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.helpers import NS, T0, evaluate, state_of
+from tests.unit.domain.helpers import NS, T0, evaluate, state_of
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.simulator import objects as o
 

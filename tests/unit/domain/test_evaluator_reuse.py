@@ -7,7 +7,7 @@ import random
 import pytest
 from msgspec.structs import replace
 
-from tests.domain.helpers import GPU_FULL, POLICY, T0
+from tests.unit.domain.helpers import GPU_FULL, POLICY, T0
 from watchtower.domain.model import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.domain.helpers import DECODER, POLICY, TIERS, apply, raw
 from tests.fixtures import FIXTURES
+from tests.unit.domain.helpers import DECODER, POLICY, TIERS, apply, raw
 from watchtower.domain.messages import PreemptionVerdict
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState

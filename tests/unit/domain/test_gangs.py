@@ -6,8 +6,8 @@ import copy
 import json
 from typing import Any
 
-from tests.domain.helpers import DECODER, NS, POLICY, T0, apply, job_owner, raw
 from tests.fixtures import FIXTURES
+from tests.unit.domain.helpers import DECODER, NS, POLICY, T0, apply, job_owner, raw
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.helpers import NS, T0, apply
+from tests.unit.domain.helpers import NS, T0, apply
 from watchtower.domain.state import ClusterState, PodScheduled, PodStarted
 from watchtower.simulator import objects as o
 

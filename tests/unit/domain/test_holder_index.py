@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.domain.helpers import NS, POLICY, T0, TIERS, apply, pod
+from tests.unit.domain.helpers import NS, POLICY, T0, TIERS, apply, pod
 from watchtower.domain.alerts.holders import HolderIndex, gpu_holders
 from watchtower.domain.running import RunningTiers
 from watchtower.domain.state import ClusterState

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.helpers import DECODER, GPU_FULL, NS, T0, apply, evaluate, raw, state_of
+from tests.unit.domain.helpers import DECODER, GPU_FULL, NS, T0, apply, evaluate, raw, state_of
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import jobset_objects as js_o

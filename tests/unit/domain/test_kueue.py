@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.domain.helpers import DECODER, NS, T0, TIERS, apply, evaluate, raw, running_pod
 from tests.fixtures import FIXTURES
+from tests.unit.domain.helpers import DECODER, NS, T0, TIERS, apply, evaluate, raw, running_pod
 from watchtower.adapters.kube.decoder import DecodeError
 from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
@@ -231,7 +231,7 @@ def test_a_finished_or_deleted_kueue_workload_waits_no_more() -> None:
 
 
 def test_not_admitted_while_its_cohort_has_quota_free_is_stuck_despite_capacity() -> None:
-    from tests.domain.helpers import POLICY
+    from tests.unit.domain.helpers import POLICY
     from watchtower.domain.stuck import stuck_heads
 
     st, _ = pending_state()

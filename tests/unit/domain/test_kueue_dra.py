@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from tests.domain.helpers import NS, POLICY, T0, apply, evaluate
+from tests.unit.domain.helpers import NS, POLICY, T0, apply, evaluate
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.kueue import SOURCE_KUEUE

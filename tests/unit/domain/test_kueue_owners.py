@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.domain.alerts.builders import rule_input
-from tests.domain.helpers import GPU_FULL, NS, T0, apply, evaluate, state_of
+from tests.unit.domain.alerts.builders import rule_input
+from tests.unit.domain.helpers import GPU_FULL, NS, T0, apply, evaluate, state_of
 from watchtower.domain.alerts.rules import tiered_wait
 from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.domain.helpers import DECODER, TIERS, apply, evaluate, raw
 from tests.fixtures import FIXTURES
+from tests.unit.domain.helpers import DECODER, TIERS, apply, evaluate, raw
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey

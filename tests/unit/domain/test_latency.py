@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.helpers import T0, TIERS
+from tests.unit.domain.helpers import T0, TIERS
 from watchtower.domain.latency import Distribution, latency_by_tier, quantile
 from watchtower.domain.model import Condition, Pod
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.domain.helpers import NS, POLICY, T0, apply
-from tests.domain.test_gangs import classes, load, only, paddle_job, put
+from tests.unit.domain.helpers import NS, POLICY, T0, apply
+from tests.unit.domain.test_gangs import classes, load, only, paddle_job, put
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.helpers import (
+from tests.unit.domain.helpers import (
     DECODER,
     NS,
     T0,
@@ -184,7 +184,7 @@ def test_replaying_the_same_objects_reports_nothing_twice():
 
 def test_relist_replace_is_idempotent():
     state = state_of(o.node(NODE))
-    from tests.domain.helpers import pod
+    from tests.unit.domain.helpers import pod
 
     pods = [pod(victim()), pod(pending_pod("p"))]
     ingest = Ingestor(state, DECODER)

@@ -10,7 +10,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.domain.helpers import GPU_FULL, NS, T0, paddle_owner
+from tests.unit.domain.helpers import GPU_FULL, NS, T0, paddle_owner
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.model import Event, Node, Pod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.helpers import (
+from tests.unit.domain.helpers import (
     GPU_FULL,
     NS,
     T0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.helpers import NS, T0, apply, evaluate, paddle_owner, running_pod, state_of
+from tests.unit.domain.helpers import NS, T0, apply, evaluate, paddle_owner, running_pod, state_of
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import objects as o

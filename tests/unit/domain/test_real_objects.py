@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.domain.helpers import POLICY
 from tests.fixtures import FIXTURES
+from tests.unit.domain.helpers import POLICY
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message

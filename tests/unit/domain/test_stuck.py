@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.domain.helpers import NS, POLICY, T0, apply, evaluate, paddle_owner, state_of
+from tests.unit.domain.helpers import NS, POLICY, T0, apply, evaluate, paddle_owner, state_of
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import stuck_heads
 from watchtower.simulator import objects as o
@@ -159,7 +159,7 @@ def test_only_the_head_of_each_tier_is_looked_at() -> None:
 
 def test_a_head_in_an_incomplete_upstream_gang_says_so_as_the_queue_does() -> None:
     """Pods of a 1.36 gang wait in PreEnqueue with no condition: the PodGroup's minCount says why."""
-    from tests.domain.test_gangs import gang_pod, load, put
+    from tests.unit.domain.test_gangs import gang_pod, load, put
 
     st = _cluster()
     put(st, load("podgroup-v1alpha2-gang-incomplete"))
@@ -173,7 +173,7 @@ def test_a_head_in_an_incomplete_upstream_gang_says_so_as_the_queue_does() -> No
 def test_a_head_in_an_incomplete_volcano_gang_names_its_min_member() -> None:
     import copy
 
-    from tests.domain.test_gangs import load, put
+    from tests.unit.domain.test_gangs import load, put
 
     group = copy.deepcopy(load("volcano-podgroup-shaped"))
     group["metadata"]["namespace"] = NS

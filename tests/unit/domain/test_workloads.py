@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.helpers import NS, T0, TIERS, evaluate, job_owner, paddle_owner, pending_pod, pod, state_of
+from tests.unit.domain.helpers import (
+    NS,
+    T0,
+    TIERS,
+    evaluate,
+    job_owner,
+    paddle_owner,
+    pending_pod,
+    pod,
+    state_of,
+)
 from watchtower.domain.tiers import SYSTEM_PRIORITY_MIN
 from watchtower.domain.workloads import WorkloadKey, workload_of
 from watchtower.simulator import objects as o

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from tests.services.scenario import (
+from tests.fixtures.scenario import (
     NO_GPU,
     NOW,
     ManualClock,

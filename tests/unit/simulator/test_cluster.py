@@ -5,7 +5,7 @@ from collections import Counter
 
 import msgspec
 
-from tests.sim.helpers import Watched, one, pods, small
+from tests.unit.simulator.helpers import Watched, one, pods, small
 from watchtower.adapters.kube.decoder import ObjectDecoder, parse_time
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.fixtures import FIXTURES
-from tests.sim.helpers import Watched, pods, small
+from tests.unit.simulator.helpers import Watched, pods, small
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
 from watchtower.simulator.cluster import SimulatedCluster

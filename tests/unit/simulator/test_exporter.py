@@ -5,7 +5,7 @@ import asyncio
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.sim.helpers import pods, small
+from tests.unit.simulator.helpers import pods, small
 from watchtower.adapters.kube.decoder import parse_time
 from watchtower.config.model import SimulatorConfig
 from watchtower.simulator.cluster import SimulatedCluster

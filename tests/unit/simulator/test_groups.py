@@ -3,7 +3,7 @@ PodGroup, the scheduler holding an incomplete gang with no word, and paddle-oper
 
 import msgspec
 
-from tests.sim.helpers import Watched, pods, small
+from tests.unit.simulator.helpers import Watched, pods, small
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator.cluster import GPU_KEY

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sim.helpers import Watched
+from tests.unit.simulator.helpers import Watched
 from watchtower.config.model import SimulatorConfig
 from watchtower.simulator.cluster import SimulatedCluster
 from watchtower.simulator.story import KUEUE_JOBS, KUEUE_URGENT

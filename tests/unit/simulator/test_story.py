@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sim.helpers import Watched
+from tests.unit.simulator.helpers import Watched
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
 from watchtower.simulator.cluster import SimulatedCluster

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sim.helpers import Watched, pods, small
+from tests.unit.simulator.helpers import Watched, pods, small
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
 from watchtower.simulator import volcano_objects as vo

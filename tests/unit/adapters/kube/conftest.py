@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tests.adapters.fake_apiserver import FakeApiServer
+from tests.unit.adapters.kube.fake_apiserver import FakeApiServer
 from watchtower.adapters.kube import RESOURCES, KubeSource
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.state import ClusterState, Happening

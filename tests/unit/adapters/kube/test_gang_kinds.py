@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.adapters.conftest import SERVED, running, until
-from tests.adapters.fake_apiserver import FakeApiServer
 from tests.fixtures import FIXTURES
+from tests.unit.adapters.kube.conftest import SERVED, running, until
+from tests.unit.adapters.kube.fake_apiserver import FakeApiServer
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
 from watchtower.domain.gangs import REF_PODGROUP, REF_VOLCANO, REF_WORKLOAD, GroupRef
 from watchtower.simulator import objects as o

@@ -18,8 +18,8 @@ import httpx
 import pytest
 import yaml
 
-from tests.adapters.conftest import PODS, SERVED, ManualClock, running, until
-from tests.adapters.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.unit.adapters.kube.conftest import PODS, SERVED, ManualClock, running, until
+from tests.unit.adapters.kube.fake_apiserver import FakeApiServer, write_kubeconfig
 from watchtower.adapters.kube import RESOURCES, KubeSource, Resource
 from watchtower.adapters.kube.backoff import Backoff
 from watchtower.adapters.kube.decoder import ObjectDecoder

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import msgspec
 
-from tests.adapters.conftest import PODS, running, until
-from tests.adapters.fake_apiserver import FakeApiServer
+from tests.unit.adapters.kube.conftest import PODS, running, until
+from tests.unit.adapters.kube.fake_apiserver import FakeApiServer
 from watchtower.adapters.kube import KubeSource, Resource
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.state import ClusterState

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.adapters.fake_apiserver import write_kubeconfig
+from tests.unit.adapters.kube.fake_apiserver import write_kubeconfig
 from watchtower.adapters.kube.connection import Transport, api_client
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.visibility import KueueVisibility

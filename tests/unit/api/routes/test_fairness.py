@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
+from tests.fixtures.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.report_csv import FIXED
 from watchtower.api.app import create_app

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from markupsafe import escape
 
-from tests.services.scenario import (
+from tests.fixtures.scenario import (
     HOSTILE,
     NO_GPU,
     NOW,

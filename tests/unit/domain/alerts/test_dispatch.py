@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import (
+from tests.unit.domain.alerts.builders import (
     GROUP_INTERVAL,
     GROUP_WAIT,
     HOUR,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.alerts.builders import alert_labels, tracked
+from tests.unit.domain.alerts.builders import alert_labels, tracked
 from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_warning, inhibited
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.model import AlertState

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import alert_labels, route
+from tests.unit.domain.alerts.builders import alert_labels, route
 from watchtower.domain.alerts.routing import GROUP_BY_ALL
 
 TREE = route(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.alerts.builders import HOUR, T0, alert_labels
+from tests.unit.domain.alerts.builders import HOUR, T0, alert_labels
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.silences import SilenceError, SilenceState, expire, new_silence, silenced_by
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
+from tests.fixtures.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 from watchtower.bootstrap import build_container
 from watchtower.config import Settings
 from watchtower.domain.fairness.compute import ReportInputs, RunningLine, compute_report

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.domain.helpers import POLICY, T0, apply, pending_pod, running_pod
+from tests.unit.domain.helpers import POLICY, T0, apply, pending_pod, running_pod
 from watchtower.domain.fairness.record import RecordedState, RecordPolicy, TickRecords, record_tick
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.alerts.builders import (
+from tests.unit.domain.alerts.builders import (
     GANG_STALL_AFTER,
     HOUR,
     MINUTE,

@@ -4,7 +4,7 @@ The finding is made from Prometheus figures (domain.gpu_usage); the rule turns e
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import T0, names, rule_input, settings, snapshot
+from tests.unit.domain.alerts.builders import T0, names, rule_input, settings, snapshot
 from watchtower.domain.alerts.rules import gpu_idle
 from watchtower.domain.gpu_usage import (
     IdleWhileWaiting,

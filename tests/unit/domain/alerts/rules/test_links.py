@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import HOUR, MINUTE, T0, rule_input, settings, snapshot, workload
+from tests.unit.domain.alerts.builders import HOUR, MINUTE, T0, rule_input, settings, snapshot, workload
 from watchtower.domain.alerts.rules import WatchHealth, self_health, tiered_wait
 
 

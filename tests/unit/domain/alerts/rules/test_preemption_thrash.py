@@ -5,7 +5,7 @@ rule's read the same preemptions."""
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import (
+from tests.unit.domain.alerts.builders import (
     MINUTE,
     T0,
     THRASH_WINDOW,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.alerts.builders import (
+from tests.unit.domain.alerts.builders import (
     HOUR,
     MINUTE,
     WARN_AFTER,

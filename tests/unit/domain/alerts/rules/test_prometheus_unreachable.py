@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import T0, names, rule_input, snapshot
+from tests.unit.domain.alerts.builders import T0, names, rule_input, snapshot
 from watchtower.domain.alerts.rules import prometheus_unreachable
 from watchtower.domain.gpu_usage import PrometheusHealth, unreachable_alert
 

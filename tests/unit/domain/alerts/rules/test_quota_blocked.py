@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.domain.alerts.builders import (
+from tests.unit.domain.alerts.builders import (
     CRITICAL_AFTER,
     HOUR,
     MINUTE,
@@ -21,7 +21,7 @@ from tests.domain.alerts.builders import (
     snapshot,
     workload,
 )
-from tests.domain.helpers import apply
+from tests.unit.domain.helpers import apply
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy, advance
 from watchtower.domain.alerts.rules import quota_blocked
 from watchtower.domain.model import Controller, Event, ObjectRef, PriorityClass

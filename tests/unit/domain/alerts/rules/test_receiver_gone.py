@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import names, rule_input, snapshot
+from tests.unit.domain.alerts.builders import names, rule_input, snapshot
 from watchtower.domain.alerts.rules import receiver_gone
 
 NAME = "WatchtowerReceiverGone"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import HOUR, T0, names, rule_input, settings, snapshot, workload
+from tests.unit.domain.alerts.builders import HOUR, T0, names, rule_input, settings, snapshot, workload
 from watchtower.domain.alerts.rules import ALERTNAMES, RULES, WatchHealth, evaluate_rules
 from watchtower.domain.queue import WorkloadState
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from tests.domain.alerts.builders import MINUTE, T0, UNREACHABLE_AFTER, names, rule_input, settings, snapshot
+from tests.unit.domain.alerts.builders import (
+    MINUTE,
+    T0,
+    UNREACHABLE_AFTER,
+    names,
+    rule_input,
+    settings,
+    snapshot,
+)
 from watchtower.domain.alerts.rules import WatchHealth, self_health
 
 NAME = "WatchtowerKubernetesUnreachable"
