@@ -5,16 +5,13 @@ test` runs the others while those builds are still going, then these once the bu
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
-# The checkout's root, so that tests/fixtures is importable whichever directory pytest starts from.
-sys.path.insert(0, str(HERE.parent))
+from tests.fixtures.stores import postgres_server, store_backend
 
-from tests.fixtures.stores import postgres_server, store_backend  # noqa: E402
+HERE = Path(__file__).parent
 
 __all__ = ["postgres_server", "store_backend"]
 

@@ -35,12 +35,9 @@ def by_name(doc: dict) -> dict[str, dict]:
 
 
 def test_fixtures_are_reproducible_from_their_script():
-    sys.path.insert(0, str(FIXTURES))
-    try:
-        import make_dumps
-    finally:
-        sys.path.remove(str(FIXTURES))
     import orjson
+
+    from tests.fixtures import make_dumps
 
     for name, content in make_dumps.dumps().items():
         assert json.loads((FIXTURES / name).read_bytes()) == json.loads(orjson.dumps(content)), name

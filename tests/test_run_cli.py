@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from adapters.fake_apiserver import FakeApiServer
+
+from tests.unit.adapters.kube.fake_apiserver import FakeApiServer
 
 CLI = [sys.executable, "-m", "watchtower.cli"]
 FIX = "set cluster.kubeconfig, KUBECONFIG, or run in a pod with a service account"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def test_the_decoder_and_analyze_load_without_the_kubernetes_client() -> None:
     code = (
@@ -17,6 +19,15 @@ def test_the_decoder_and_analyze_load_without_the_kubernetes_client() -> None:
 
 def test_the_adapter_names_are_there_when_asked_for() -> None:
     from watchtower.adapters import kube
+    from watchtower.adapters.kube import connection, health, resources, source
 
-    assert kube.KubeSource.__name__ == "KubeSource"
+    # Each name the package offers is the object its module defines (not a copy or a stand-in), and a name it
+    # does not offer fails as a plain Python import would, naming what was asked for.
+    assert kube.KubeSource is source.KubeSource
+    assert kube.RESOURCES is resources.RESOURCES and kube.Resource is resources.Resource
+    assert kube.KindHealth is health.KindHealth
+    assert kube.api_client is connection.api_client and kube.Transport is connection.Transport
+    assert all(getattr(kube, name) is not None for name in kube.__all__)
+    with pytest.raises(AttributeError, match="KubeSorce"):
+        _ = kube.KubeSorce
     assert {r.kind for r in kube.RESOURCES} >= {"Pod", "Event"}

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .servers import free_port
+from tests.alerting.servers import free_port
 
 ROOT = Path(__file__).parents[2]
 BUILD = ROOT / "tests" / "setup" / "build-alertmanager.sh"

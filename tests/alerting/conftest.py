@@ -1,14 +1,8 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from .alertmanager import built
-
-# alerts/ is a top-level directory of the checkout (the Alertmanager configuration generator).
-sys.path.insert(0, str(Path(__file__).parents[2]))
+from tests.alerting.alertmanager import built
 
 
 @pytest.fixture(scope="session")

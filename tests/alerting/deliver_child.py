@@ -8,12 +8,11 @@ import sys
 
 import httpx
 
+from tests.alerting.helpers import SECRET, settings
 from tests.fixtures.stores import open_spec
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.webhook import WebhookSender
 from watchtower.services.alerting import DeliveryWorker
-
-from .helpers import SECRET, settings
 
 
 async def main(db: str, url: str) -> None:

@@ -9,13 +9,12 @@ import httpx
 import yaml
 
 from alerts.alertmanager import alertmanager_config
+from tests.alerting.alertmanager import check, check_json
+from tests.alerting.helpers import SECRET, T0, settings
 from watchtower.adapters.webhook import WebhookSender
 from watchtower.domain.alerts.model import AlertState, TrackedAlert, fingerprint
 from watchtower.domain.alerts.outbox import OutboxMessage
 from watchtower.domain.alerts.payload import alertmanager_order, webhook_payload
-
-from .alertmanager import check, check_json
-from .helpers import SECRET, T0, settings
 
 # Labels that take every escaping path: quotes, backslashes, control characters, HTML, non-ASCII, the
 # line separators JSON leaves alone and Go escapes, astral planes.

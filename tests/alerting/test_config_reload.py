@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.alerting.helpers import SECRET, T0, Clock, pending, snapshot
+from tests.alerting.servers import Receiver
 from tests.fixtures.configmap import ConfigMapMount
 from watchtower.adapters.senders import build_senders
 from watchtower.bootstrap import build_container, config_reloader
@@ -20,9 +22,6 @@ from watchtower.config import read_settings
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker
-
-from .helpers import SECRET, T0, Clock, pending, snapshot
-from .servers import Receiver
 
 
 def doc(secret_file: Path, url: str, *, route_receiver: str = "hook", critical_warn: str = "5m") -> dict:

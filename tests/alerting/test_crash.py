@@ -11,11 +11,10 @@ import threading
 import time
 from pathlib import Path
 
+from tests.alerting.helpers import SECRET, T0
+from tests.alerting.servers import Receiver
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage
-
-from .helpers import SECRET, T0
-from .servers import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
 

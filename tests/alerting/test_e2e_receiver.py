@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 
 import httpx
-from e2e.webhooks import HookReceiver, new_secret
 
+from tests.e2e.webhooks import HookReceiver, new_secret
 from watchtower.adapters.webhook import WebhookSender
 from watchtower.domain.alerts.outbox import OutboxMessage, Outcome
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import ssl
 
+from tests.alerting.helpers import T0, Clock, pending
+from tests.alerting.servers import client_tls, implicit_tls_smtp_server, plain_smtp_server, self_signed
+from tests.alerting.test_notifications import Rig, email_settings
 from watchtower.adapters.senders import build_senders
 from watchtower.domain.alerts.outbox import OutboxMessage, Outcome
-
-from .helpers import T0, Clock, pending
-from .servers import client_tls, implicit_tls_smtp_server, plain_smtp_server, self_signed
-from .test_notifications import Rig, email_settings
 
 
 def mail_settings(port: int, security: str, *, auth: bool):

@@ -8,15 +8,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.alerting.helpers import SECRET, T0, Clock, pending, settings, snapshot
+from tests.alerting.servers import PASSWORD, USER, Receiver, client_tls, self_signed, smtp_server
 from tests.fixtures.stores import StoreBackend
 from watchtower.adapters.senders import build_senders
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
-
-from .helpers import SECRET, T0, Clock, pending, settings, snapshot
-from .servers import PASSWORD, USER, Receiver, client_tls, self_signed, smtp_server
 
 
 @pytest.fixture
@@ -272,7 +271,7 @@ async def test_many_workloads_of_one_group_arrive_in_one_threaded_email_over_sta
 
 
 async def test_smtp_down_then_up_delivers_every_notification_once_in_order(store_backend, tmp_path):
-    from .servers import free_port
+    from tests.alerting.servers import free_port
 
     cert, key = self_signed(tmp_path)
     port = free_port()

@@ -9,13 +9,12 @@ import orjson
 import pytest
 
 from alerts.alertmanager import alertmanager_config
+from tests.alerting.helpers import pending, settings, snapshot
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.ports import AlertStore
 from watchtower.services.alerting import build_alerting
 from watchtower.simulator import objects as o
-
-from .helpers import pending, settings, snapshot
 
 AM = "http://127.0.0.1:9"  # never contacted: the messages stay in the outbox
 

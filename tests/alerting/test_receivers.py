@@ -9,13 +9,12 @@ import secrets
 import httpx
 from fastapi import FastAPI, Header, HTTPException
 
+from tests.alerting.helpers import SECRET, T0, Clock, pending, snapshot
+from tests.alerting.servers import Receiver, serve
+from tests.alerting.test_notifications import Rig, alerts_in, hook_settings
 from watchtower.api.routes.alerts import build_router
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import build_alerting, integration_configs
-
-from .helpers import SECRET, T0, Clock, pending, snapshot
-from .servers import Receiver, serve
-from .test_notifications import Rig, alerts_in, hook_settings
 
 TOKEN = "t0ken"
 AUTH = {"authorization": f"Bearer {TOKEN}"}

@@ -11,16 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from watchtower.domain.alerts.holders import gpu_holders
-from watchtower.domain.estimate import ScheduleHistory
-from watchtower.domain.health import SourceHealth
-from watchtower.domain.queue import QueueEvaluator
-from watchtower.domain.state import ClusterState
-from watchtower.domain.stuck import stuck_heads
-from watchtower.domain.tick import Tick
-from watchtower.simulator import objects as o
-
-from .helpers import (
+from tests.alerting.helpers import (
     SECRET,
     T0,
     Clock,
@@ -32,8 +23,16 @@ from .helpers import (
     settings,
     state_of,
 )
-from .servers import Receiver
-from .test_notifications import Rig, alerts_in, hook_settings
+from tests.alerting.servers import Receiver
+from tests.alerting.test_notifications import Rig, alerts_in, hook_settings
+from watchtower.domain.alerts.holders import gpu_holders
+from watchtower.domain.estimate import ScheduleHistory
+from watchtower.domain.health import SourceHealth
+from watchtower.domain.queue import QueueEvaluator
+from watchtower.domain.state import ClusterState
+from watchtower.domain.stuck import stuck_heads
+from watchtower.domain.tick import Tick
+from watchtower.simulator import objects as o
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "vision"
@@ -330,8 +329,8 @@ def test_analyze_json_lists_the_alerts_firing_at_the_given_time(tmp_path):
 async def test_a_job_refused_for_hours_with_back_off_notifies_once_firing_and_once_resolved(
     tmp_path, receiver
 ):
-    from domain.alerts.test_quota_blocked import T0 as STORY_T0
-    from domain.alerts.test_quota_blocked import refusal_story
+    from tests.unit.domain.alerts.rules.test_quota_blocked import T0 as STORY_T0
+    from tests.unit.domain.alerts.rules.test_quota_blocked import refusal_story
 
     s = hook_settings(receiver.url, group_wait="0s", group_by=["alertname", "namespace", "workload"])
     state = ClusterState()

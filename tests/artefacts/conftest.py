@@ -1,18 +1,11 @@
 from __future__ import annotations
 
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
-# alerts/ and dashboards/ are top-level directories of the checkout, not installed packages.
-sys.path.insert(0, str(ROOT))
-# The real-Prometheus helpers of tests/prometheus (process by pid, exporter servers on 127.0.0.1).
-sys.path.insert(0, str(Path(__file__).parents[1] / "prometheus"))
-
-import promtools  # noqa: E402
+# alerts/ and dashboards/ are top-level directories of the checkout, importable by pytest's `pythonpath`.
+from tests.prometheus import promtools
 
 
 @pytest.fixture(scope="session", params=promtools.FLAVOURS)

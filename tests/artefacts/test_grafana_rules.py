@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from prom_server import HTTPServer, PrometheusProcess, have_prometheus, metrics_route
 
 from alerts import alerting, generate, grafana
 from alerts.params import params_from
+from tests.prometheus.prom_server import HTTPServer, PrometheusProcess, have_prometheus, metrics_route
 from watchtower.config import Settings
 from watchtower.domain.promql import duration
 

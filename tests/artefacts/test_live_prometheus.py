@@ -20,12 +20,12 @@ from pathlib import Path
 import msgspec
 import pytest
 import yaml
-from prom_server import CONTENT_TYPE as TEXT_FORMAT
-from prom_server import HTTPServer, PrometheusProcess
 from prometheus_client import CollectorRegistry
 
 from alerts import alerting, recording
 from alerts import generate as alerts_generate
+from tests.prometheus.prom_server import CONTENT_TYPE as TEXT_FORMAT
+from tests.prometheus.prom_server import HTTPServer, PrometheusProcess
 from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
 from watchtower.commands.demo.warm import demo_cluster
@@ -187,7 +187,7 @@ def _evict_one_running_pod(sim: SimulatedCluster, watcher: Watcher) -> None:
 
 @pytest.fixture(scope="module")
 def real_prometheus_bin():
-    from prom_server import have_prometheus
+    from tests.prometheus.prom_server import have_prometheus
 
     if not have_prometheus():
         pytest.fail("prometheus/promtool not on PATH: run tests/setup/system-deps.sh")

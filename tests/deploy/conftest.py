@@ -1,17 +1,10 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-# alerts/, dashboards/ and manifests/ are top-level directories of the checkout, not installed packages; the
-# CRD schema helper sits beside the tests; the two promtools are found by tests/prometheus/promtools.py.
-sys.path.insert(0, str(Path(__file__).parents[2]))
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "prometheus"))
-
-import promtools  # noqa: E402
+# alerts/, dashboards/ and manifests/ are top-level directories of the checkout, importable by pytest's
+# `pythonpath`; the two promtools are found by tests/prometheus/promtools.py.
+from tests.prometheus import promtools
 
 
 @pytest.fixture(scope="session", params=promtools.FLAVOURS)

@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from image import ROOT, Runner, Unpacked, build, image_config, runtime, unpack, version
+
+from tests.deploy.image import ROOT, Runner, Unpacked, build, image_config, runtime, unpack, version
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="building and running the image needs root (mmdebstrap, umoci, runc)"

@@ -14,7 +14,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from render import (
+
+from tests.deploy.render import (
     CHART,
     DEPLOY,
     EXTERNAL_URL,
@@ -27,7 +28,6 @@ from render import (
     run,
     tool,
 )
-
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import Settings, StoreConfig
 

@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from crd_schema import load_crds
+
+from tests.deploy.crd_schema import load_crds
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "tests" / "fixtures" / "crds" / "prometheus-operator"

@@ -11,13 +11,13 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from crd_schema import load_crds
 
 from alerts import generate as alerts_generate
 from alerts.alertmanager import route_tree
 from dashboards import generate as dashboards_generate
 from manifests import generate, operator
 from manifests.objects import fixed_labels
+from tests.deploy.crd_schema import load_crds
 from watchtower.config import Settings, settings_from_mapping
 
 ROOT = Path(__file__).resolve().parents[2]

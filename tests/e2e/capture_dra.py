@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .api import Api, wait_for
-from .controlplane.cluster import ControlPlane, binaries_dir
-from .dra import (
+from tests.e2e.api import Api, wait_for
+from tests.e2e.controlplane.cluster import ControlPlane, binaries_dir
+from tests.e2e.dra import (
     DRA_API,
     GPU_CLASS,
     ROOT,
@@ -31,8 +31,8 @@ from .dra import (
     resource_claim,
     resource_claim_template,
 )
-from .kubelet import RUN_SECONDS, Kubelet
-from .scenario import PRIORITY_CLASSES, write_fixture
+from tests.e2e.kubelet import RUN_SECONDS, Kubelet
+from tests.e2e.scenario import PRIORITY_CLASSES, write_fixture
 
 NS = "e2e-dra"
 NODES = ("dra-gpu-1", "dra-gpu-2")

@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import crds
-from .api import Api, wait_for
-from .controlplane.cluster import ControlPlane, binaries_dir
-from .kubelet import Kubelet
-from .kueue.manager import VISIBILITY_API, KueueManager, binary
-from .kueue.story import Story
-from .scenario import FIXTURES, PRIORITY_CLASSES, write_fixture
+from tests.e2e import crds
+from tests.e2e.api import Api, wait_for
+from tests.e2e.controlplane.cluster import ControlPlane, binaries_dir
+from tests.e2e.kubelet import Kubelet
+from tests.e2e.kueue.manager import VISIBILITY_API, KueueManager, binary
+from tests.e2e.kueue.story import Story
+from tests.e2e.scenario import FIXTURES, PRIORITY_CLASSES, write_fixture
 
 NS = "e2e-kueue-real"
 OUT = "kueue"

@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import crds
-from .api import Api, wait_for
-from .controlplane.cluster import ControlPlane, binaries_dir, free_port
-from .kubelet import Kubelet
-from .scenario import PRIORITY_CLASSES, pod_manifest, write_fixture
-from .workloads import VOLCANO_API, VOLCANO_GROUP_ANNOTATION, volcano_queue
+from tests.e2e import crds
+from tests.e2e.api import Api, wait_for
+from tests.e2e.controlplane.cluster import ControlPlane, binaries_dir, free_port
+from tests.e2e.kubelet import Kubelet
+from tests.e2e.scenario import PRIORITY_CLASSES, pod_manifest, write_fixture
+from tests.e2e.workloads import VOLCANO_API, VOLCANO_GROUP_ANNOTATION, volcano_queue
 
 CONF = Path(__file__).resolve().parent / "volcano-scheduler.conf"
 NS = "e2e-volcano-real"

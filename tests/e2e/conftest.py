@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from . import crds
-from .api import Api, ApiError
-from .controlplane.cluster import ControlPlane, binaries_dir
-from .kubelet import Kubelet
-from .kueue.manager import KueueManager, binary
-from .operator import PaddleOperator
-from .scenario import PRIORITY_CLASSES, Scenario
+from tests.e2e import crds
+from tests.e2e.api import Api, ApiError
+from tests.e2e.controlplane.cluster import ControlPlane, binaries_dir
+from tests.e2e.kubelet import Kubelet
+from tests.e2e.kueue.manager import KueueManager, binary
+from tests.e2e.operator import PaddleOperator
+from tests.e2e.scenario import PRIORITY_CLASSES, Scenario
 
 
 @pytest.fixture(scope="session")

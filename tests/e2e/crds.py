@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from .api import Api, ApiError, wait_for
+from tests.e2e.api import Api, ApiError, wait_for
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "crds"
 

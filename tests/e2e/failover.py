@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 import yaml
 
-from .api import Api, wait_for
-from .scenario import pod_manifest
-from .webhooks import Delivery
+from tests.e2e.api import Api, wait_for
+from tests.e2e.scenario import pod_manifest
+from tests.e2e.webhooks import Delivery
 
 WARN_AFTER = 3  # seconds: every storm pod crosses its warning this long after it was made
 STORM_CLASS = "urgent-debug"  # the critical tier's class

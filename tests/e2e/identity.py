@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .api import Api
+from tests.e2e.api import Api
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "base" / "rbac.yaml"
 RBAC_API = "/apis/rbac.authorization.k8s.io/v1"

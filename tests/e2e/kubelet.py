@@ -17,10 +17,10 @@ from typing import Any
 
 import httpx
 
-from .api import Api, ApiError
-from .dra import ROOT as DRA_ROOT
-from .dra import resource_slice
-from .standin import StandIn
+from tests.e2e.api import Api, ApiError
+from tests.e2e.dra import ROOT as DRA_ROOT
+from tests.e2e.dra import resource_slice
+from tests.e2e.standin import StandIn
 
 RUN_SECONDS = "e2e.watchtower.dev/run-seconds"
 TERMINATE_SECONDS = "e2e.watchtower.dev/terminate-seconds"

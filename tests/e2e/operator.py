@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 
-from .api import Api, ApiError
-from .standin import StandIn
-from .workloads import PADDLE_API, paddle_status
+from tests.e2e.api import Api, ApiError
+from tests.e2e.standin import StandIn
+from tests.e2e.workloads import PADDLE_API, paddle_status
 
 log = logging.getLogger(__name__)
 JOBS = f"/apis/{PADDLE_API}/paddlejobs"

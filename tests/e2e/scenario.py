@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .api import Api, ApiError, wait_for
-from .dra import ROOT as DRA_ROOT
-from .kubelet import RUN_SECONDS, TERMINATE_SECONDS, Kubelet
-from .workloads import (
+from tests.e2e.api import Api, ApiError, wait_for
+from tests.e2e.dra import ROOT as DRA_ROOT
+from tests.e2e.kubelet import RUN_SECONDS, TERMINATE_SECONDS, Kubelet
+from tests.e2e.workloads import (
     K8S_SCHEDULING_API,
     VOLCANO_API,
     k8s_podgroup,

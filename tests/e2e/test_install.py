@@ -16,11 +16,11 @@ import json
 from typing import Any
 
 import pytest
-from deploy.render import kustomize_build, tool
 
-from .api import Api, ApiError, wait_for
-from .identity import PATHS as RBAC_PATHS
-from .scenario import Scenario
+from tests.deploy.render import kustomize_build, tool
+from tests.e2e.api import Api, ApiError, wait_for
+from tests.e2e.identity import PATHS as RBAC_PATHS
+from tests.e2e.scenario import Scenario
 
 pytestmark = pytest.mark.e2e
 

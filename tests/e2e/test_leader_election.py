@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.api import wait_for
+from tests.e2e.controlplane.cluster import ControlPlane
+from tests.e2e.failover import Replica, audit, lease_of, replica_config, storm
+from tests.e2e.identity import apply_rbac, token_kubeconfig
+from tests.e2e.scenario import Scenario
+from tests.e2e.webhooks import HookReceiver, new_secret
 from watchtower.domain.leader import JITTER
-
-from .api import wait_for
-from .controlplane.cluster import ControlPlane
-from .failover import Replica, audit, lease_of, replica_config, storm
-from .identity import apply_rbac, token_kubeconfig
-from .scenario import Scenario
-from .webhooks import HookReceiver, new_secret
 
 pytestmark = pytest.mark.e2e
 

@@ -14,6 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.e2e.controlplane.cluster import ControlPlane
+from tests.e2e.failover import lease_of
+from tests.e2e.identity import apply_rbac, token_kubeconfig
+from tests.e2e.scenario import Scenario
+from tests.e2e.webhooks import HookReceiver, new_secret
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.kube.connection import api_client
 from watchtower.adapters.kube.lease import LeaseClient
@@ -25,12 +30,6 @@ from watchtower.domain.alerts.outbox import OutboxMessage, OutboxStatus
 from watchtower.domain.leader import Timings
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.leadership import LeaderElector
-
-from .controlplane.cluster import ControlPlane
-from .failover import lease_of
-from .identity import apply_rbac, token_kubeconfig
-from .scenario import Scenario
-from .webhooks import HookReceiver, new_secret
 
 pytestmark = pytest.mark.e2e
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from .scenario import Scenario, pod_manifest
+from tests.e2e.scenario import Scenario, pod_manifest
 
 pytestmark = pytest.mark.e2e
 

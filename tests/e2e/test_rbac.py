@@ -8,14 +8,13 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.api import Api, ApiError, wait_for
+from tests.e2e.controlplane.cluster import ControlPlane
+from tests.e2e.feed import Feed
+from tests.e2e.identity import PATHS, RBAC
+from tests.e2e.scenario import Scenario, pod_manifest
 from watchtower.adapters.kube import RESOURCES, Resource
 from watchtower.domain.kinds import PADDLE_JOB
-
-from .api import Api, ApiError, wait_for
-from .controlplane.cluster import ControlPlane
-from .feed import Feed
-from .identity import PATHS, RBAC
-from .scenario import Scenario, pod_manifest
 
 pytestmark = pytest.mark.e2e
 

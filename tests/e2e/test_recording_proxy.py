@@ -3,7 +3,7 @@ whatever the bodies contain and however the bytes are split, or say it lost trac
 
 from __future__ import annotations
 
-from .recording_proxy import HeadReader, Request
+from tests.e2e.recording_proxy import HeadReader, Request
 
 
 def test_heads_are_read_across_splits_and_bodies_are_skipped_even_when_they_look_like_requests() -> None:

@@ -25,12 +25,12 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from .api import Api, ApiError, wait_for
-from .controlplane.cluster import ControlPlane, tail
-from .identity import apply_rbac, token_kubeconfig
-from .recording_proxy import RecordingProxy
-from .scenario import Scenario, pod_manifest
-from .webhooks import HookReceiver, new_secret
+from tests.e2e.api import Api, ApiError, wait_for
+from tests.e2e.controlplane.cluster import ControlPlane, tail
+from tests.e2e.identity import apply_rbac, token_kubeconfig
+from tests.e2e.recording_proxy import RecordingProxy
+from tests.e2e.scenario import Scenario, pod_manifest
+from tests.e2e.webhooks import HookReceiver, new_secret
 
 pytestmark = pytest.mark.e2e
 

@@ -8,12 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.e2e.api import wait_for
+from tests.e2e.controlplane.cluster import ControlPlane
+from tests.e2e.feed import Feed
+from tests.e2e.scenario import Scenario
 from watchtower.domain.state import PreemptionSeen
-
-from .api import wait_for
-from .controlplane.cluster import ControlPlane
-from .feed import Feed
-from .scenario import Scenario
 
 pytestmark = pytest.mark.e2e
 

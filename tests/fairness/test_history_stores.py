@@ -8,7 +8,7 @@ import sqlite3
 from datetime import UTC
 from pathlib import Path
 
-from fairness.history_stores import everything, open_history
+from tests.fairness.history_stores import everything, open_history
 from tests.fixtures.stores import StoreBackend
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.store_migrations import POSTGRES, SQLITE, latest

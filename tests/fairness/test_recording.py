@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from services.scenario import NOW, Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 
-from fairness.history_stores import everything, open_history
+from tests.fairness.history_stores import everything, open_history
+from tests.fixtures.scenario import NOW, Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 from tests.fixtures.stores import StoreBackend
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.bootstrap import TickLoop, build_container, fairness_recorder

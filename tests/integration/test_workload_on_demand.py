@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import httpx
-from api.conftest import make_service
-from services.scenario import NOW, demo_cluster
 
+from tests.fixtures.scenario import NOW, demo_cluster
+from tests.unit.api.conftest import make_service
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.config import Settings
 from watchtower.services.analyze import analysis_dict, analyze

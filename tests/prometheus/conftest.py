@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import promtools  # noqa: E402
-from prom_server import have_prometheus  # noqa: E402
+from tests.prometheus import promtools
+from tests.prometheus.prom_server import have_prometheus
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -10,8 +10,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from prom_server import PrometheusProcess
 
+from tests.prometheus.prom_server import PrometheusProcess
 from watchtower.adapters.prometheus_backfill import Backfill
 
 ORIGIN = 1_700_001_800.0  # half past an hour: the chunks follow the origin, not the epoch's hours

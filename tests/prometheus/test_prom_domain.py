@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 
+from tests.prometheus.prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import (
     IDLE_ALERT,

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from known_week import (
+
+from tests.prometheus.known_week import (
     DAY,
     END,
     EXPECTED_CLUSTER,
@@ -22,8 +23,7 @@ from known_week import (
     WEEK,
     openmetrics,
 )
-from prom_server import PrometheusProcess, backfill, free_port
-
+from tests.prometheus.prom_server import PrometheusProcess, backfill, free_port
 from watchtower.adapters.prometheus import PrometheusReader, PrometheusUnavailable
 from watchtower.adapters.prometheus_fairness import PrometheusFairness
 from watchtower.config.prometheus import PrometheusConfig

@@ -22,12 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from known_week import DAY, END, EXPECTED_CLUSTER, EXPECTED_TEAMS, STEP, T0, THETA, openmetrics
-from prom_server import PrometheusProcess, backfill
 
 from alerts.params import params_from
 from alerts.recording import fairness_usage_group
 from alerts.render import to_yaml
+from tests.prometheus.known_week import (
+    DAY,
+    END,
+    EXPECTED_CLUSTER,
+    EXPECTED_TEAMS,
+    STEP,
+    T0,
+    THETA,
+    openmetrics,
+)
+from tests.prometheus.prom_server import PrometheusProcess, backfill
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.adapters.prometheus_fairness import PrometheusFairness
 from watchtower.config import settings_from_mapping

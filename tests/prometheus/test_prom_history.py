@@ -7,8 +7,8 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from prom_server import PrometheusProcess
 
+from tests.prometheus.prom_server import PrometheusProcess
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.domain.promql import Queries
 

@@ -6,10 +6,10 @@ import asyncio
 import time
 
 import pytest
-from prom_exposition import Device, KsmPod, dcgm_text, ksm_text
-from prom_server import HTTPServer, PrometheusProcess, metrics_route
-from prom_snapshots import snapshot_waiting
 
+from tests.prometheus.prom_exposition import Device, KsmPod, dcgm_text, ksm_text
+from tests.prometheus.prom_server import HTTPServer, PrometheusProcess, metrics_route
+from tests.prometheus.prom_snapshots import snapshot_waiting
 from watchtower.adapters.prometheus import PrometheusQueryError, PrometheusReader
 from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import IdlePolicy

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from prom_exposition import Device, KsmPod, dcgm_text, ksm_text
-from prom_server import CONTENT_TYPE, HTTPServer, PrometheusProcess, free_port, metrics_route
-from prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 
+from tests.prometheus.prom_exposition import Device, KsmPod, dcgm_text, ksm_text
+from tests.prometheus.prom_server import CONTENT_TYPE, HTTPServer, PrometheusProcess, free_port, metrics_route
+from tests.prometheus.prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 from watchtower.adapters.prometheus import (
     PrometheusQueryError,
     PrometheusReader,

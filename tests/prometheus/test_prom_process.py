@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from prom_server import HTTPServer, SimExporter
 from prometheus_client import CollectorRegistry
 
+from tests.prometheus.prom_server import HTTPServer, SimExporter
 from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.adapters.prometheus_process import (

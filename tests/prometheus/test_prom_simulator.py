@@ -17,8 +17,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from prom_server import SimExporter
 
+from tests.prometheus.prom_server import SimExporter
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.prometheus import PrometheusReader
 from watchtower.adapters.prometheus_process import start_local_prometheus

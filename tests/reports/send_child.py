@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from reports.sample import StandIn
+from tests.reports.sample import StandIn
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.email import EmailSender
 from watchtower.adapters.report_html import FairnessPresenter

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
-from services.scenario import ManualClock, ReplaySource, demo_cluster, list_everything
 
-from reports.sample import StandIn
+from tests.fixtures.scenario import ManualClock, ReplaySource, demo_cluster, list_everything
+from tests.reports.sample import StandIn
 from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container
 from watchtower.config import Settings

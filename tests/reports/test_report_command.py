@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from alerting.servers import plain_smtp_server
 
-from reports.sample import StandIn, report
+from tests.alerting.servers import plain_smtp_server
+from tests.reports.sample import StandIn, report
 from watchtower.bootstrap import StartupError, render_report, send_reports
 from watchtower.config import settings_from_mapping
 from watchtower.domain.fairness.week import IsoWeek

@@ -16,7 +16,8 @@ from email import message_from_bytes, policy
 from pathlib import Path
 
 from aiosmtpd.controller import Controller
-from alerting.servers import free_port
+
+from tests.alerting.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPIENTS = {"cv@x.example", "lead@x.example", "nlp@x.example", "ops@x.example", "vision@x.example"}
@@ -40,10 +41,10 @@ class HoldingInbox:
 
 
 def child(db: Path, port: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "reports.send_child", str(db), str(port)],
-        cwd=ROOT / "tests",
+        [sys.executable, "-m", "tests.reports.send_child", str(db), str(port)],
+        cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         text=True,

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from reports.sample import StandIn
+from tests.reports.sample import StandIn
 from watchtower.adapters.report_html import FairnessPresenter
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.bootstrap import FAIRNESS_JOB, last_fire_time, schedule_fairness

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).with_name("build-promtool3.sh")
-sys.path.insert(0, str(Path(__file__).parents[1] / "prometheus"))
+from tests.prometheus import promtools
 
-import promtools  # noqa: E402
+SCRIPT = Path(__file__).with_name("build-promtool3.sh")
 
 
 def _bare_path(tmp_path: Path) -> Path:

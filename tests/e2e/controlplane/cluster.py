@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from .pki import PROXY_CLIENT_NAME, Pki, make_pki
+from tests.e2e.controlplane.pki import PROXY_CLIENT_NAME, Pki, make_pki
 
 HERE = Path(__file__).resolve().parent
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")

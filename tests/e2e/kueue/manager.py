@@ -25,9 +25,9 @@ from pathlib import Path
 import httpx
 import yaml
 
-from ..api import Api, ApiError, wait_for
-from ..controlplane.cluster import ControlPlane, ControlPlaneError, Process, free_port
-from ..controlplane.pki import issue_serving_pair
+from tests.e2e.api import Api, ApiError, wait_for
+from tests.e2e.controlplane.cluster import ControlPlane, ControlPlaneError, Process, free_port
+from tests.e2e.controlplane.pki import issue_serving_pair
 
 HERE = Path(__file__).resolve().parent
 VERSION = "v0.17.0"

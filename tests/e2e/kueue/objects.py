@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api import Api, wait_for
-from ..scenario import pod_manifest
+from tests.e2e.api import Api, wait_for
+from tests.e2e.scenario import pod_manifest
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 ROOT = f"/apis/{KUEUE_API}"

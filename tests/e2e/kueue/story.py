@@ -12,8 +12,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import Api, wait_for
-from . import objects as k
+from tests.e2e.api import Api, wait_for
+from tests.e2e.kueue import objects as k
 
 GPUS = 4
 # train's pods checkpoint this long once Kueue suspends their Job: the preempted state can be looked at.
