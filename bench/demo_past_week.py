@@ -17,9 +17,9 @@ import os
 import time
 import zoneinfo
 
+from watchtower.commands.demo.past_week import STEP, past_week_of
+from watchtower.commands.demo.run import DemoOptions, run_demo
 from watchtower.config.model import Settings
-from watchtower.demo import DemoOptions, run_demo
-from watchtower.demo_past_week import STEP, past_week_of
 from watchtower.simulator.cluster import SimulatedCluster
 
 

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from services.scenario import HOSTILE, NOW, demo_cluster
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.bootstrap import TickLoop
 from watchtower.config import Settings
+from watchtower.runtime.tick_loop import TickLoop
 from watchtower.services.analyze import analysis_dict, analyze
 
 from .conftest import TOKEN, Service, make_service

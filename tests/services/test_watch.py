@@ -11,10 +11,11 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from watchtower.adapters.metrics import feed_health_of
 from watchtower.api.container import Container
-from watchtower.bootstrap import TickLoop, build_container
+from watchtower.bootstrap import build_container
 from watchtower.domain.health import KindFreshness, SourceHealth
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tick import Tick
+from watchtower.runtime.tick_loop import TickLoop
 from watchtower.simulator import objects as o
 
 from .scenario import NO_GPU, NOW, ManualClock, ReplaySource, base_cluster, demo_cluster, list_everything
