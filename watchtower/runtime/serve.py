@@ -64,7 +64,7 @@ async def serve(
     class Server(uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            # The signals are the composition root's (`Stopping`): uvicorn's own handling would stop the
+            # The signals are the runtime's (`Stopping`): uvicorn's own handling would stop the
             # server first and re-raise them afterwards, racing the orderly way out.
             yield
 
