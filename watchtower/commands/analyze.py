@@ -19,7 +19,9 @@ def analyze_dump(
     data: bytes, settings: Settings, *, at: float | None, now: float
 ) -> tuple[dict[str, Any], str | None]:
     """Return the analysis of the dump `data` as a document, and a warning when `at` is more than an hour
-    from the newest time in the dump (None otherwise). Raises DecodeError for what is not a Kubernetes List."""
+    from the newest time in the dump (None otherwise).
+
+    Raises DecodeError for what is not a Kubernetes List."""
     policy = settings.queue_policy()
     result = run_analysis(
         data,

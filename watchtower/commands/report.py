@@ -1,4 +1,5 @@
-"""`watchtower report fairness`: the weekly report from the configured store and Prometheus, printed or emailed."""
+"""`watchtower report fairness`: the weekly report from the configured store and Prometheus, printed or
+emailed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The jobs only the leader runs (alert grouping, notification delivery), each started again after a failure."""
+"""The jobs only the leader runs (alert grouping, notification delivery), each started again after a
+failure."""
 
 from __future__ import annotations
 

@@ -7,21 +7,19 @@ import asyncio
 import contextlib
 import logging
 import socket
-import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from watchtower.adapters.scheduled_jobs import ScheduledJobs
 from watchtower.api.container import Container
-from watchtower.bootstrap import fairness_mailer, fairness_recorder
-from watchtower.config.model import Settings
-from watchtower.ports import AlertStore, Clock, ClusterSource
+from watchtower.bootstrap import fairness_recorder
+from watchtower.ports import ClusterSource
 from watchtower.runtime.config_reload import config_reloader
+from watchtower.runtime.delivery import wire_delivery
 from watchtower.runtime.leader_jobs import DELIVERY, leader_jobs
 from watchtower.runtime.stopping import Stopping
 from watchtower.runtime.tick_loop import TickLoop
-from watchtower.runtime.weekly_report import schedule_fairness
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
 from watchtower.services.leadership import LeaderElector
@@ -31,7 +29,6 @@ log = logging.getLogger("watchtower")
 
 SHUTDOWN_GRACE = 10.0
 RELEASE_TIMEOUT = 3.0  # seconds the Lease's release may take on the way out; it expires by itself anyway
-PRUNE_STORE_EVERY = 3600.0  # seconds between prunes of expired silences and delivered outbox rows
 
 
 async def serve(
@@ -56,10 +53,8 @@ async def serve(
     import httpx
     import uvicorn
 
-    from watchtower.adapters.senders import build_report_sender, build_senders
-    from watchtower.api import deps
+    from watchtower.adapters.senders import build_senders
     from watchtower.api.app import create_app
-    from watchtower.api.routes.alerts import build_router
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager
@@ -74,7 +69,6 @@ async def serve(
     http = httpx.AsyncClient()
     tasks: list[asyncio.Task[None]] = []
     leading: dict[str, asyncio.Task[None]] = {}
-    routers = []
 
     def ended(task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
@@ -90,46 +84,11 @@ async def serve(
     loop = TickLoop(container, extra=[recorder.on_tick] if recorder is not None else [])
     container.watcher.on_listed = loop.kick
     scheduler = ScheduledJobs()
-    alerting, store = container.alerting, container.alert_store
-    worker = None
-    report_sender = None
-    if alerting is not None and store is not None:
-        senders = build_senders(settings.alerting, http=http)
-        fairness = settings.fairness
-        report_sender = (
-            build_report_sender(settings.alerting, receiver=fairness.smtp_receiver, http=http)
-            if fairness.send
-            else None
-        )
-        if report_sender is not None:
-            senders[REPORT_INTEGRATION] = report_sender
-        worker = DeliveryWorker(
-            store=store,
-            senders=senders,
-            clock=container.clock,
-            cfg=settings.alerting,
-            metrics=alerting.metrics,
-            fence=fence,
-        )
-        alerting.notifier.on_enqueued = worker.wake.set
-        if alerting.pusher is not None:
-            alerting.pusher.on_enqueued = worker.wake.set
-        routers.append(build_router(alerting.admin, require_token=deps.require_token, clock=container.clock))
-        scheduler.add_job(
-            _prune_store, "interval", seconds=PRUNE_STORE_EVERY, args=(store, settings, container.clock)
-        )
-        # The weekly report is sent where alerts are delivered: in HA by the Lease holder only (DESIGN §2).
-        if fairness.send:
-            mailer = fairness_mailer(container, store, wake=worker.wake.set)
-            if mailer is None or report_sender is None:
-                log.warning(
-                    "fairness.send is on but %s: no weekly report will be emailed",
-                    "no email receiver has SMTP settings"
-                    if report_sender is None
-                    else "there is no report source",
-                )
-            else:
-                schedule_fairness(scheduler, mailer, fairness, now=time.time(), fence=fence)
+    alerting = container.alerting
+    delivery = wire_delivery(container, scheduler, http)
+    worker = delivery.worker if delivery is not None else None
+    report_sender = delivery.report_sender if delivery is not None else None
+    routers = [delivery.router] if delivery is not None else []
     if config_path is not None and settings.server.config_reload_every > 0:
         reloader = config_reloader(
             container,
@@ -257,11 +216,3 @@ async def _finish_sends(
             )
         task.cancel()
         await asyncio.wait([task], timeout=SHUTDOWN_GRACE)
-
-
-def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:
-    r = settings.alerting.retention
-    removed = store.prune(clock.now(), silence_retention=r.silences, delivered_retention=r.delivered)
-    # A week's send keys are kept as long as its history: no report of a kept week is sent twice.
-    store.prune_keys(clock.now() - settings.fairness.retention_weeks * 7 * 86400.0)
-    log.info("alert store pruned: %s", removed)

@@ -1,4 +1,5 @@
-"""SIGTERM and SIGINT, handled on the event loop: the first asks for an orderly stop, a second for a quick one."""
+"""SIGTERM and SIGINT, handled on the event loop: the first asks for an orderly stop, a second for a quick
+one."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The demo's simulated past week, recorded beside the live demo: in a process of its own (its own core
-and interpreter), watched by a worker thread, its metrics backfilled into the demo's Prometheus as blocks,
-and the week's report built ahead once it is recorded (record_past_week in past_week.py does the recording)."""
+"""The demo's simulated past week, recorded beside the live demo: in a process of its own (its own core and
+interpreter), watched by a worker thread, its metrics backfilled into the demo's Prometheus as blocks, and
+the week's report built ahead once it is recorded (past_week.record_past_week does the recording)."""
 
 from __future__ import annotations
 
