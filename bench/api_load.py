@@ -45,9 +45,10 @@ def serve(pending: int) -> None:
     import uvicorn
 
     from watchtower.api.app import create_app
-    from watchtower.bootstrap import bind, build_container
+    from watchtower.bootstrap import build_container
     from watchtower.config import Settings
     from watchtower.domain.health import HEALTHY
+    from watchtower.runtime.sockets import bind
     from watchtower.services.ingest import KINDS
     from watchtower.simulator import objects as o
 

@@ -17,10 +17,10 @@ import os
 import time
 import zoneinfo
 
+from watchtower.commands.demo.past_week import STEP, past_week_of
+from watchtower.commands.demo.run import DemoOptions, run_demo
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings
-from watchtower.demo import DemoOptions, run_demo
-from watchtower.demo_past_week import STEP, past_week_of
 
 
 async def offered(prometheus: bool) -> tuple[float, list[str]]:

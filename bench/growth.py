@@ -1,6 +1,6 @@
 """Does the service's memory grow with the soak's churn? The soak's work in one process, without HTTP load.
 
-Builds the service's container as bootstrap.run_service does (SQLite alert store and fairness history in
+Builds the service's container as commands.run.run_service does (SQLite alert store and fairness history in
 a temporary directory, alerting to a webhook that is never called), lists bench/_podgen.py's realistic
 pods into the watcher, then loops as bench/soak.py drives the service: each tick of `evaluate_every`
 (0.5 s of a clock of its own) takes rate × 0.5 pod MODIFIED events, each giving a random pod a new
@@ -49,15 +49,10 @@ from soak import NODES, PROBE_NS, _probe_pod  # noqa: E402
 
 from watchtower.adapters.process_runtime import limit_malloc_arenas  # noqa: E402
 from watchtower.api.app import create_app  # noqa: E402
-from watchtower.bootstrap import (  # noqa: E402
-    TickLoop,
-    build_container,
-    fairness_recorder,
-    open_alert_store,
-    open_history,
-)
+from watchtower.bootstrap import build_container, fairness_recorder, open_alert_store, open_history  # noqa: E402
 from watchtower.config.loading import settings_from_mapping  # noqa: E402
 from watchtower.domain.health import HEALTHY  # noqa: E402
+from watchtower.runtime.tick_loop import TickLoop  # noqa: E402
 from watchtower.services.ingest import KINDS  # noqa: E402
 from watchtower.simulator import objects as o  # noqa: E402
 

@@ -1,5 +1,5 @@
-"""The command line: `watchtower check-config | analyze | generate | run | demo | report fairness`. It parses arguments and calls the
-composition root (watchtower.bootstrap); nothing imports it."""
+"""The command line: `watchtower check-config | analyze | generate | run | demo | report fairness`. It parses
+arguments and calls what each command runs (watchtower.commands); nothing imports it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Annotated, NoReturn
 
-import orjson
 import typer
 
 from watchtower.config import ConfigError, load_settings, read_settings
@@ -102,11 +101,7 @@ def analyze(
 ) -> None:
     """Print the queue a dump describes: waits vs thresholds and why, gangs, preemptions, quota, fragmentation."""
     from watchtower.adapters.kube.decoder import DecodeError
-    from watchtower.bootstrap import object_decoder
-    from watchtower.domain.timefmt import format_duration, rfc3339
-    from watchtower.services.analyze import FAR_FROM_DUMP, analysis_dict
-    from watchtower.services.analyze import analyze as run_analysis
-    from watchtower.services.table import render
+    from watchtower.commands.analyze import analyze_dump, as_json, as_table
 
     if fmt not in ("table", "json"):
         raise typer.BadParameter("--format is table or json")
@@ -117,32 +112,17 @@ def analyze(
     except OSError as e:
         typer.echo(f"{objects}: cannot read: {e.strerror}", err=True)
         raise typer.Exit(2) from None
-    policy = settings.queue_policy()
     try:
-        result = run_analysis(
-            data,
-            policy=policy,
-            decoder=object_decoder(settings),
-            at=chosen,
-            now=time.time(),
-            gpu_classes=frozenset(settings.gpu.device_classes),
-        )
+        doc, warning = analyze_dump(data, settings, at=chosen, now=time.time())
     except DecodeError as e:
         typer.echo(f"{objects}: not a Kubernetes List in JSON: {e}", err=True)
         raise typer.Exit(2) from None
-    taken = result.dump_time
-    if chosen is not None and taken is not None and abs(chosen - taken) > FAR_FROM_DUMP:
-        typer.echo(
-            f"warning: --at {rfc3339(chosen)} is {format_duration(abs(chosen - taken))} "
-            f"{'after' if chosen > taken else 'before'} the newest time in the dump ({rfc3339(taken)}): "
-            "waits are measured from --at",
-            err=True,
-        )
-    doc = analysis_dict(result, policy, settings)
+    if warning is not None:
+        typer.echo(warning, err=True)
     if fmt == "json":
-        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        sys.stdout.buffer.write(as_json(doc))
     else:
-        typer.echo(render(doc, width=shutil.get_terminal_size((120, 24)).columns), nl=False)
+        typer.echo(as_table(doc, shutil.get_terminal_size((120, 24)).columns), nl=False)
 
 
 @cli.command()
@@ -165,7 +145,7 @@ def generate(
     the Alertmanager configuration."""
     from dataclasses import replace
 
-    from watchtower.artefacts import Options, drifted, render, write
+    from watchtower.commands.generate import Options, drifted, render, write
 
     settings = _settings_or_exit(config)
     options = Options(source=str(config or ""))
@@ -193,7 +173,8 @@ def run(
     ] = None,
 ) -> None:
     """Run the service: watch the cluster (settings.cluster.source), serve the API, /metrics and the page."""
-    from watchtower.bootstrap import StartupError, run_service
+    from watchtower.bootstrap import StartupError
+    from watchtower.commands.run import run_service
 
     settings = _settings_or_exit(config)
     stop_on_sigterm()
@@ -227,8 +208,8 @@ def demo(
     ] = True,
 ) -> None:
     """Run the service on a simulated cluster with mail and webhook sinks (and Prometheus); print the URLs."""
-    from watchtower.bootstrap import configure_logging
-    from watchtower.demo import DemoOptions, run_demo
+    from watchtower.commands.demo.run import DemoOptions, run_demo
+    from watchtower.runtime.logs import configure_logging
 
     configure_logging()
     stop_on_sigterm()
@@ -276,7 +257,8 @@ def report_fairness(
     """Print, write or email the weekly fairness report: the configured store's history and Prometheus's
     usage, computed as the service computes it."""
     from watchtower.api.fairness.formats import FORMATS
-    from watchtower.bootstrap import StartupError, render_report, report_source_for, send_reports
+    from watchtower.bootstrap import StartupError
+    from watchtower.commands.report import render_report, report_source_for, send_reports
     from watchtower.domain.fairness.week import IsoWeek
     from watchtower.services.fairness_report import UnknownTeam
     from watchtower.services.fairness_send import fetch_report, last_complete_week

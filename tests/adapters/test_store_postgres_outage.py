@@ -11,9 +11,9 @@ import pytest
 
 from tests.fixtures import postgres
 from watchtower.adapters.store_url import masked
-from watchtower.bootstrap import again_after_failure
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage
+from watchtower.runtime.leader_jobs import again_after_failure
 
 pytest.importorskip("psycopg", reason="PostgreSQL cannot run here: psycopg is not installed")
 from watchtower.adapters.store_postgres import PostgresAlertStore, StoreConnectError  # noqa: E402

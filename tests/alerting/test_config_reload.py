@@ -1,6 +1,6 @@
 """Config hot reload through the real parts: a configuration directory updated the way the kubelet updates a
 mounted ConfigMap (a new timestamped directory, then the `..data` symlink swapped onto it), the service's
-own wiring (bootstrap.config_reloader), the alert store, the delivery worker and real webhook receivers.
+own wiring (runtime.config_reload.config_reloader), the alert store, the delivery worker and real webhook receivers.
 
 A valid change is applied to what the service does next; a bad one changes nothing it does, and raises
 WatchtowerConfigInvalid through the service's own delivery, naming each problem by its YAML path."""
@@ -17,10 +17,11 @@ from tests.alerting.helpers import SECRET, T0, Clock, pending, snapshot
 from tests.alerting.servers import Receiver
 from tests.fixtures.configmap import ConfigMapMount
 from watchtower.adapters.senders import build_senders
-from watchtower.bootstrap import build_container, config_reloader
+from watchtower.bootstrap import build_container
 from watchtower.config import read_settings
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
+from watchtower.runtime.config_reload import config_reloader
 from watchtower.services.alerting import DeliveryWorker
 
 

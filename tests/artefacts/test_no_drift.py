@@ -14,7 +14,7 @@ import pytest
 from alerts import generate as alerts_generate
 from dashboards import generate as dashboards_generate
 from manifests import generate as manifests_generate
-from watchtower import artefacts
+from watchtower.commands import generate as artefacts
 from watchtower.config import Settings
 
 ROOT = Path(__file__).parents[2]

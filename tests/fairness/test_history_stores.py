@@ -115,7 +115,8 @@ async def test_the_service_and_the_cli_find_the_history_in_the_configured_store(
 ) -> None:
     """`store.url` names the database: the service records into it beside the alert store (on PostgreSQL
     over the store's own connection) and `watchtower report fairness` reads the report back from it."""
-    from watchtower.bootstrap import open_alert_store, open_history, report_source_for
+    from watchtower.bootstrap import open_alert_store, open_history
+    from watchtower.commands.report import report_source_for
     from watchtower.config import settings_from_mapping
     from watchtower.domain.fairness.week import IsoWeek
 

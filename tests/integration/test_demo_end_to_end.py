@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from watchtower.commands.demo.run import DemoOptions, DemoRun, run_demo
 from watchtower.config import Settings
-from watchtower.demo import DemoOptions, DemoRun, run_demo
 from watchtower.domain.fairness.week import IsoWeek
 from watchtower.simulator.workloads import PodTemplate, WorkloadSpec, team_namespace
 

@@ -17,12 +17,12 @@ import pytest
 
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.prometheus_fairness import PrometheusFairness
-from watchtower.bootstrap import report_once
+from watchtower.commands.demo.past_week import past_week_of, record_past_week
+from watchtower.commands.demo.run import DemoOptions, DemoRun, run_demo
 from watchtower.commands.demo.warm import demo_cluster
+from watchtower.commands.report import report_once
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import SimulatorConfig
-from watchtower.demo import DemoOptions, DemoRun, run_demo
-from watchtower.demo_past_week import past_week_of, record_past_week
 from watchtower.domain.fairness.history import WaitEpisode
 from watchtower.simulator.cluster import DEFAULT_START
 

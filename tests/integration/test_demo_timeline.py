@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from watchtower.demo import DemoOptions, DemoRun, run_demo
+from watchtower.commands.demo.run import DemoOptions, DemoRun, run_demo
 
 SPEED = 120.0  # simulated seconds per real second: `make demo` runs at 60
 DEADLINE = 110.0  # real seconds: the README promises all of it within two simulated hours (60 s here)

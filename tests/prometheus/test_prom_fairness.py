@@ -143,7 +143,7 @@ def test_a_step_longer_than_the_window_is_refused(fairness: PrometheusFairness) 
 
 
 def test_the_service_reads_its_own_series_with_the_job_selector_of_the_generated_rules() -> None:
-    from watchtower.bootstrap import fairness_metrics
+    from watchtower.bootstrap import build_fairness_metrics as fairness_metrics
     from watchtower.config import settings_from_mapping
 
     assert fairness_metrics(settings_from_mapping({}, env={})) is None

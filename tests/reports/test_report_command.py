@@ -9,7 +9,8 @@ import pytest
 
 from tests.alerting.servers import plain_smtp_server
 from tests.reports.sample import StandIn, report
-from watchtower.bootstrap import StartupError, render_report, send_reports
+from watchtower.bootstrap import StartupError
+from watchtower.commands.report import render_report, send_reports
 from watchtower.config import settings_from_mapping
 from watchtower.domain.fairness.week import IsoWeek
 

@@ -25,7 +25,7 @@ from tests.prometheus.known_week import DAY, EXPECTED_CLUSTER, EXPECTED_TEAMS, G
 from tests.prometheus.prom_server import PrometheusProcess, backfill, have_prometheus
 from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
 from watchtower.adapters.report_csv import report_csv
-from watchtower.bootstrap import fairness_metrics
+from watchtower.bootstrap import build_fairness_metrics as fairness_metrics
 from watchtower.config import settings_from_mapping
 from watchtower.domain.fairness.compute import RunningLine
 from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode

@@ -14,8 +14,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from tests.reports.sample import StandIn
 from watchtower.adapters.report_html import FairnessPresenter
 from watchtower.adapters.store_sqlite import SQLiteAlertStore
-from watchtower.bootstrap import FAIRNESS_JOB, last_fire_time, schedule_fairness
 from watchtower.config.fairness import FairnessConfig
+from watchtower.domain.fairness.schedule import last_fire_time
+from watchtower.runtime.weekly_report import FAIRNESS_JOB, schedule_fairness
 from watchtower.services.fairness_send import FairnessMailer
 
 BERLIN = ZoneInfo("Europe/Berlin")

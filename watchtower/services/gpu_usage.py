@@ -1,7 +1,7 @@
 """GPU usage as a use case: read Prometheus, build the idle-GPU view, weigh it against the queue.
 
 `GpuUsageService.on_snapshot(snapshot, now)` refreshes the figures when due and derives the alerts; the
-composition root calls it each tick with the Tick's snapshot and the idle holders' statuses
+tick (watchtower.runtime.tick_loop) calls it with the Tick's snapshot and the idle holders' statuses
 (`idle_holders()` names them beforehand). A failed read never raises out of it: Prometheus being down
 must not stop the Kubernetes-based alerts, so the failure becomes health, stale figures and a self-alert.
 """

@@ -2,8 +2,8 @@
 
 `Watcher` owns one `ClusterState`. A `ClusterSource` (the Kubernetes adapter or the simulator) pushes
 objects into `on_list` / `on_change`; what newly happened becomes metrics. `evaluate(now)` returns the
-`Tick` the composition root hands on to GPU usage, alerting and the API. A running workload's status is
-worked out on demand (`status_of`, `find`).
+`Tick` that TickLoop (watchtower.runtime) hands on to GPU usage, alerting and the API. A running
+workload's status is worked out on demand (`status_of`, `find`).
 """
 
 from __future__ import annotations

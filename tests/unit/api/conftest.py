@@ -18,9 +18,10 @@ from tests.fixtures.scenario import Cluster, ManualClock, ReplaySource, demo_clu
 from watchtower.api.app import create_app
 from watchtower.api.container import Container
 from watchtower.api.deps import require_token
-from watchtower.bootstrap import bind, build_container
+from watchtower.bootstrap import build_container
 from watchtower.config import Settings
 from watchtower.config.model import ServerConfig
+from watchtower.runtime.sockets import bind
 
 TOKEN = "s3cret-token-for-tests"
 

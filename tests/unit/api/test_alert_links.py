@@ -13,12 +13,13 @@ from watchtower.adapters.store_sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.deps import require_token
 from watchtower.api.routes.alerts import build_router
-from watchtower.bootstrap import bind, build_container, reachable_at, served_url
+from watchtower.bootstrap import build_container
 from watchtower.config import Settings
 from watchtower.config.loading import settings_from_mapping
 from watchtower.domain.alerts.payload import generator_url
 from watchtower.domain.gpu_usage import IdleWhileWaiting, WorkloadUsage, idle_alerts
 from watchtower.domain.workloads import WorkloadKey
+from watchtower.runtime.sockets import bind, reachable_at, served_url
 from watchtower.simulator import objects as o
 
 

@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.fixtures.scenario import HOSTILE, NOW, demo_cluster
 from tests.unit.api.conftest import TOKEN, Service, make_service
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.bootstrap import TickLoop
 from watchtower.config import Settings
+from watchtower.runtime.tick_loop import TickLoop
 from watchtower.services.analyze import analysis_dict, analyze
 
 

@@ -20,10 +20,11 @@ from tests.fixtures.scenario import (
 )
 from watchtower.adapters.metrics import feed_health_of
 from watchtower.api.container import Container
-from watchtower.bootstrap import TickLoop, build_container
+from watchtower.bootstrap import build_container
 from watchtower.domain.health import KindFreshness, SourceHealth
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tick import Tick
+from watchtower.runtime.tick_loop import TickLoop
 from watchtower.simulator import objects as o
 
 

@@ -2,7 +2,7 @@
 push into Alertmanager (due alerts → outbox), delivery (outbox → senders) and administration (silences,
 receivers, listing).
 
-`build_alerting` wires the first, second and fourth on one store; the composition root adds the delivery
+`build_alerting` wires the first, second and fourth on one store; the serve loop adds the delivery
 worker with the senders it built.
 """
 

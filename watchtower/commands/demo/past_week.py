@@ -3,7 +3,7 @@ speed through the last complete ISO week before the demo's clock, recorded into 
 service's own recorder (the same `record_tick` through the same FairnessHistory), so the report of that week
 is made by the same code path as any other.
 
-It runs in a process of its own beside the live demo (demo.py). The waits still open at the week's end are closed there as
+It runs in a process of its own beside the live demo (past_week_process.py). The waits still open at the week's end are closed there as
 `gone`: that cluster ends with the week, and a wait ended exactly at the end is still censored in that week's
 report and adds nothing to the next. Every write is an upsert by key, so a live recorder that read one of
 these waits while it was open and closed it later changes nothing (the earlier closing is kept).
