@@ -18,7 +18,7 @@ import pytest
 from markupsafe import escape
 from services.scenario import HOSTILE, NOW, base_cluster
 
-from watchtower.domain.promql import OLDEST_WAIT, PENDING_WORKLOADS
+from watchtower.domain.promql.names import OLDEST_WAIT, PENDING_WORKLOADS
 from watchtower.simulator import objects as o
 
 from .conftest import Service, make_service

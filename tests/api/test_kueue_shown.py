@@ -14,7 +14,7 @@ import httpx
 import orjson
 from services.scenario import NOW
 
-from watchtower.domain.promql import PENDING_WORKLOADS
+from watchtower.domain.promql.names import PENDING_WORKLOADS
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
 

@@ -31,7 +31,7 @@ from watchtower.api.schemas import Analysis
 from watchtower.bootstrap import fairness_reports
 from watchtower.config import Settings, settings_from_mapping
 from watchtower.domain.gpu_usage import IdlePolicy, Sample
-from watchtower.domain.promql import Queries
+from watchtower.domain.promql.exporters import ExporterQueries
 from watchtower.services.alerting import build_alerting
 from watchtower.services.analyze import analysis_dict, analyze
 from watchtower.services.gpu_usage import GpuUsageService
@@ -199,7 +199,7 @@ def scenario_gpu(c: Container) -> GpuUsageService:
     builds it."""
     return GpuUsageService(
         reader=ScenarioPrometheus(c.watcher.state),
-        queries=Queries(),
+        queries=ExporterQueries(),
         policy=IdlePolicy(),
         tiers=c.settings.tier_policy(),
         team_of=c.watcher.state.team_of,
