@@ -38,9 +38,9 @@ import httpx
 from alerts.params import params_from
 from alerts.recording import fairness_usage_group
 from alerts.render import to_yaml
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
+from watchtower.adapters.prometheus.fairness import PrometheusFairness
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.config import Settings, settings_from_mapping
 from watchtower.domain.fairness.history import PreemptionRecord, WaitEpisode
 from watchtower.domain.fairness.week import IsoWeek

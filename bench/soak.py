@@ -591,7 +591,7 @@ async def run(a: argparse.Namespace) -> int:
             with fake_cluster(d, a.pods, a.rate, a.seed) as cluster_url:
                 prom_url = None
                 if a.prometheus and shutil.which("prometheus"):
-                    from watchtower.adapters.prometheus_process import start_local_prometheus
+                    from watchtower.adapters.prometheus.process import start_local_prometheus
 
                     prom = start_local_prometheus(
                         exporter_port=int(cluster_url.rsplit(":", 1)[1]), workdir=d / "prom"

@@ -93,7 +93,7 @@ def object_decoder(settings: Settings) -> KubeObjectDecoder:
 
 def gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | None:
     """Return the GPU-usage service the `prometheus:` section describes, or None without that section."""
-    from watchtower.adapters.prometheus import PrometheusReader
+    from watchtower.adapters.prometheus.reader import PrometheusReader
 
     cfg = settings.prometheus
     if cfg is None:
@@ -117,8 +117,8 @@ def gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | None:
 def fairness_metrics(settings: Settings) -> FairnessMetrics | None:
     """Return the fairness report's Prometheus reader (the week's usage), or None without a `prometheus:`
     section. Watchtower's own series are read with `artefacts.job_selector`, as the generated rules do."""
-    from watchtower.adapters.prometheus import PrometheusReader
-    from watchtower.adapters.prometheus_fairness import PrometheusFairness
+    from watchtower.adapters.prometheus.fairness import PrometheusFairness
+    from watchtower.adapters.prometheus.reader import PrometheusReader
 
     cfg = settings.prometheus
     if cfg is None:
@@ -145,15 +145,15 @@ def open_alert_store(settings: Settings) -> AlertStore | None:
     newer than this version knows; the message shows the URL with its password masked."""
     if not settings.alerting.enabled:
         return None
-    from watchtower.adapters.store_migrations import StoreVersionError
-    from watchtower.adapters.store_sqlite import SQLiteAlertStore
-    from watchtower.adapters.store_url import StoreUrlError, store_target
+    from watchtower.adapters.store.migrations import StoreVersionError
+    from watchtower.adapters.store.sqlite import SQLiteAlertStore
+    from watchtower.adapters.store.url import StoreUrlError, store_target
 
     cfg = settings.store
     try:
         target = store_target(cfg.url) if cfg.url else None
         if target is not None and target.kind == "postgresql":
-            from watchtower.adapters.store_postgres import PostgresAlertStore, StoreConnectError
+            from watchtower.adapters.store.postgres import PostgresAlertStore, StoreConnectError
 
             password = cfg.password.get_secret_value() if cfg.password is not None else None
             try:
@@ -180,15 +180,15 @@ def open_history(
     Raises StartupError as open_alert_store does."""
     if not settings.fairness.enabled:
         return None
-    from watchtower.adapters.store_migrations import StoreVersionError
-    from watchtower.adapters.store_url import StoreUrlError, store_target
+    from watchtower.adapters.store.migrations import StoreVersionError
+    from watchtower.adapters.store.url import StoreUrlError, store_target
 
     cfg = settings.store
     try:
         target = store_target(cfg.url) if cfg.url else None
         if target is not None and target.kind == "postgresql":
-            from watchtower.adapters.history_postgres import PostgresFairnessHistory
-            from watchtower.adapters.store_postgres import PostgresAlertStore, StoreConnectError
+            from watchtower.adapters.history.postgres import PostgresFairnessHistory
+            from watchtower.adapters.store.postgres import PostgresAlertStore, StoreConnectError
 
             if isinstance(store, PostgresAlertStore):
                 return PostgresFairnessHistory(store.transaction)
@@ -198,7 +198,7 @@ def open_history(
             except StoreConnectError as e:
                 raise StartupError(str(e)) from None
             return PostgresFairnessHistory(own.transaction, on_close=own.close)
-        from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+        from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 
         return SQLiteFairnessHistory(_sqlite_path(settings), sync_each_commit=sync_each_commit)
     except (StoreUrlError, StoreVersionError) as e:
@@ -206,7 +206,7 @@ def open_history(
 
 
 def _on_postgres(settings: Settings) -> bool:
-    from watchtower.adapters.store_url import StoreUrlError, store_target
+    from watchtower.adapters.store.url import StoreUrlError, store_target
 
     try:
         return bool(settings.store.url) and store_target(settings.store.url).kind == "postgresql"
@@ -215,7 +215,7 @@ def _on_postgres(settings: Settings) -> bool:
 
 
 def _sqlite_path(settings: Settings) -> str:
-    from watchtower.adapters.store_url import store_target
+    from watchtower.adapters.store.url import store_target
 
     if settings.store.url:
         return store_target(settings.store.url).location
@@ -399,7 +399,7 @@ def build_container(
 
 def report_presenter() -> ReportPresenter:
     """Return the presenter of the weekly report (HTML, text, CSV, charts); imports matplotlib."""
-    from watchtower.adapters.report_html import FairnessPresenter
+    from watchtower.adapters.report.presenter import FairnessPresenter
 
     return FairnessPresenter()
 

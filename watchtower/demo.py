@@ -158,12 +158,12 @@ async def run_demo(
 ) -> None:
     """Run the demo until cancelled (or, with `handle_signals`, SIGTERM/SIGINT); every part it started is
     stopped on the way out."""
-    from watchtower.adapters.prometheus_process import (
+    from watchtower.adapters.prometheus.process import (
         INSTALL_HINT,
         LocalPrometheusError,
         start_local_prometheus,
     )
-    from watchtower.adapters.store_sqlite import SQLiteAlertStore
+    from watchtower.adapters.store.sqlite import SQLiteAlertStore
     from watchtower.bootstrap import bind, build_container, open_history, serve
     from watchtower.demo_past_week import past_week_of
     from watchtower.simulator.cluster import SimulatedCluster
@@ -280,7 +280,7 @@ async def run_demo(
             async def keep(settled: float) -> None:
                 # A day of the past week is in blocks: Prometheus loads them, and that day's answers are
                 # asked while the next is recorded, so that the report waits only for the last.
-                from watchtower.adapters.prometheus_fairness import PrometheusFairness
+                from watchtower.adapters.prometheus.fairness import PrometheusFairness
 
                 usage = reports.metrics if reports is not None else None
                 if backfill is None or not isinstance(usage, PrometheusFairness):
@@ -345,7 +345,7 @@ def _record_and_backfill(
 ) -> tuple[Any, str]:
     """Record the past week (in a worker thread, the recording in a process of its own); with `backfill`, write its samples into the demo's Prometheus
     as blocks and restart it so they are loaded now. Return what was recorded and a note on the metrics."""
-    from watchtower.adapters.prometheus_backfill import PromtoolMissing, find_promtool
+    from watchtower.adapters.prometheus.backfill import PromtoolMissing, find_promtool
     from watchtower.demo_past_week import MetricsTargets
 
     if backfill is None:

@@ -16,7 +16,7 @@ import yaml
 
 from alerts.alertmanager import alertmanager_config
 from watchtower.adapters.senders import build_senders
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.model import fingerprint
 from watchtower.domain.alerts.push import PUSH_LABELS, pushed_labels
 from watchtower.domain.health import HEALTHY

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from services.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.deps import require_token
 from watchtower.api.routes.alerts import build_router

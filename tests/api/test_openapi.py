@@ -20,9 +20,9 @@ import jsonschema
 import pytest
 from services.scenario import NOW, demo_cluster
 
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.container import Container
 from watchtower.api.deps import require_token

@@ -19,7 +19,7 @@ from reports.cdp import HEADER_ALIGN, chromium_page
 from services.scenario import HOSTILE, NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 
 from api.conftest import live_server
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container
 from watchtower.config.loading import settings_from_mapping

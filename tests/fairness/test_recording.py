@@ -17,7 +17,7 @@ from services.scenario import NOW, Cluster, ManualClock, ReplaySource, demo_clus
 
 from fairness.history_stores import everything, open_history
 from tests.fixtures.stores import StoreBackend
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.bootstrap import TickLoop, build_container, fairness_recorder
 from watchtower.config import Settings
 from watchtower.services.leadership import SoleLeader

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
+from watchtower.adapters.prometheus.fairness import PrometheusFairness
 from watchtower.bootstrap import report_once
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import SimulatorConfig

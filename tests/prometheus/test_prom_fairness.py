@@ -24,8 +24,8 @@ from known_week import (
 )
 from prom_server import PrometheusProcess, backfill, free_port
 
-from watchtower.adapters.prometheus import PrometheusReader, PrometheusUnavailable
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.prometheus.fairness import PrometheusFairness
+from watchtower.adapters.prometheus.reader import PrometheusReader, PrometheusUnavailable
 from watchtower.config.prometheus import PrometheusConfig
 from watchtower.domain.fairness.usage import UsageFigures
 from watchtower.domain.promql.exporters import ExporterQueries

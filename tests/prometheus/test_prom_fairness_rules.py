@@ -28,8 +28,8 @@ from prom_server import PrometheusProcess, backfill
 from alerts.params import params_from
 from alerts.recording import fairness_usage_group
 from alerts.render import to_yaml
-from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.prometheus.fairness import PrometheusFairness
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.config import settings_from_mapping
 from watchtower.domain.fairness.usage import UsageFigures
 from watchtower.domain.promql.exporters import ExporterQueries

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from prom_server import PrometheusProcess
 
-from watchtower.adapters.prometheus import PrometheusReader
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.domain.promql.exporters import ExporterQueries
 
 T0 = 1_700_000_100  # a multiple of 300 s, so query steps fall on sample times

@@ -10,7 +10,7 @@ from prom_exposition import Device, KsmPod, dcgm_text, ksm_text
 from prom_server import HTTPServer, PrometheusProcess, metrics_route
 from prom_snapshots import snapshot_waiting
 
-from watchtower.adapters.prometheus import PrometheusQueryError, PrometheusReader
+from watchtower.adapters.prometheus.reader import PrometheusQueryError, PrometheusReader
 from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import IdlePolicy
 from watchtower.domain.promql.exporters import ExporterQueries

@@ -13,7 +13,7 @@ from prom_exposition import Device, KsmPod, dcgm_text, ksm_text
 from prom_server import CONTENT_TYPE, HTTPServer, PrometheusProcess, free_port, metrics_route
 from prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
 
-from watchtower.adapters.prometheus import (
+from watchtower.adapters.prometheus.reader import (
     PrometheusQueryError,
     PrometheusReader,
     PrometheusTimeout,

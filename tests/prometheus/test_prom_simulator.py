@@ -20,8 +20,8 @@ import pytest
 from prom_server import SimExporter
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.adapters.prometheus_process import start_local_prometheus
+from watchtower.adapters.prometheus.process import start_local_prometheus
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.gpu_usage import IDLE_ALERT, IdlePolicy, UsageView
 from watchtower.domain.promql.exporters import ExporterQueries

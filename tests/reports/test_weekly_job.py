@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from reports.sample import StandIn
-from watchtower.adapters.report_html import FairnessPresenter
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.report.presenter import FairnessPresenter
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.bootstrap import FAIRNESS_JOB, last_fire_time, schedule_fairness
 from watchtower.config.fairness import FairnessConfig
 from watchtower.services.fairness_send import FairnessMailer

@@ -30,7 +30,7 @@ import logging
 import math
 from collections import defaultdict
 
-from watchtower.adapters.prometheus import PrometheusReader
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.domain.fairness.usage import (
     ClusterUsage,
     SourceCoverage,

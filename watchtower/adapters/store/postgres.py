@@ -28,9 +28,9 @@ from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import DisabledIntegration, OutboxMessage, PruneResult
 from watchtower.domain.alerts.silences import Silence
 
-from . import store_migrations as migrations
-from .store_rows import NOTHING_FIRING, alert, alert_body, message, new_message_row, silence, silence_body
-from .store_url import masked, password_of, scrub
+from . import migrations
+from .rows import NOTHING_FIRING, alert, alert_body, message, new_message_row, silence, silence_body
+from .url import masked, password_of, scrub
 
 log = logging.getLogger(__name__)
 
