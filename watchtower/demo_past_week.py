@@ -57,7 +57,7 @@ class PastWeek:
 
 
 def kept_metrics(settings: Settings) -> Wanted:
-    """Return the series the fairness report's queries read (prometheus_backfill.selected_series)."""
+    """Return the series the fairness report's queries read (prometheus/backfill.selected_series)."""
     from watchtower.adapters.prometheus.backfill import selected_series
     from watchtower.adapters.prometheus.fairness import week_expressions
     from watchtower.bootstrap import fairness_queries

@@ -50,7 +50,7 @@ class FairnessQueries:
     `watchtower_team_gpus_used`, `watchtower_waiting_gpus`), from the claims it watches."""
 
     def __init__(self, queries: ExporterQueries | None = None, own: OwnQueries | None = None) -> None:
-        self.q = queries or ExporterQueries()
+        self.exporters = queries or ExporterQueries()
         self.own = own or OwnQueries()
 
     def _hours(self, expr: str, window: float, step: float, scale: str = "") -> str:
@@ -64,13 +64,13 @@ class FairnessQueries:
 
     def node_allocatable(self, resource: str) -> str:
         """Allocatable `resource` per node (KSM's sanitised name)."""
-        alloc = self.q.ksm("kube_node_status_allocatable", f'resource="{resource}"')
+        alloc = self.exporters.ksm("kube_node_status_allocatable", f'resource="{resource}"')
         return f"sum by (node) ({alloc})"
 
     def node_unavailable(self) -> str:
         """1 per node that is cordoned (spec.unschedulable) or not Ready."""
-        cordoned = f"max by (node) ({self.q.ksm('kube_node_spec_unschedulable')}) == 1"
-        ready = self.q.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"')
+        cordoned = f"max by (node) ({self.exporters.ksm('kube_node_spec_unschedulable')}) == 1"
+        ready = self.exporters.ksm("kube_node_status_condition", 'condition="Ready"', 'status="true"')
         return f"({cordoned}) or (max by (node) ({ready}) == 0)"
 
     def unavailable_gpus(self) -> str:
@@ -80,7 +80,7 @@ class FairnessQueries:
     def free_gpus(self) -> str:
         """GPUs free on Ready, schedulable nodes: allocatable less what running pods request, per node."""
         avail = f"({self.node_allocatable(GPU_RESOURCE)} unless on (node) ({self.node_unavailable()}))"
-        used = f"sum by (node) ({self.q.pod_requests(GPU_RESOURCE)})"
+        used = f"sum by (node) ({self.exporters.pod_requests(GPU_RESOURCE)})"
         return f"sum ((clamp_min({avail} - on (node) {used}, 0)) or {avail})"
 
     def waiting_gpus(self) -> str:
@@ -96,32 +96,32 @@ class FairnessQueries:
 
     def idle_allocated_gpus(self, step: float, threshold: float) -> str:
         """Whole GPUs of running pods with mean utilisation over `step` under `threshold` %, cluster-wide."""
-        return f"sum ({self.q.team_idle_devices(step, threshold, kind='gpu')})"
+        return f"sum ({self.exporters.team_idle_devices(step, threshold, kind='gpu')})"
 
     def team_quota_gpus(self) -> str:
         """The hard `requests.nvidia.com/gpu` of the ResourceQuotas of each team's namespaces."""
-        hard = self.q.normalise_ksm(
-            self.q.ksm("kube_resourcequota", f'resource="{QUOTA_GPU_RESOURCE}"', 'type="hard"')
+        hard = self.exporters.normalise_ksm(
+            self.exporters.ksm("kube_resourcequota", f'resource="{QUOTA_GPU_RESOURCE}"', 'type="hard"')
         )
-        return f"sum by (team) ({self.q.with_team(f'sum by (namespace) ({hard})')})"
+        return f"sum by (team) ({self.exporters.with_team(f'sum by (namespace) ({hard})')})"
 
     # --- over the week ---------------------------------------------------------------------------------
 
     def team_gpu_hours(self, window: float, step: float) -> str:
         """GPU-hours requested by each team's running pods over `window` (U)."""
-        return self.q.team_gpu_hours(window, step)
+        return self.exporters.team_gpu_hours(window, step)
 
     def team_idle_gpu_hours(self, window: float, step: float, threshold: float) -> str:
         """GPU-hours of each team's running pods under `threshold` % utilisation over `window`."""
-        return self.q.team_idle_device_hours(window, step, threshold, kind="gpu")
+        return self.exporters.team_idle_device_hours(window, step, threshold, kind="gpu")
 
     def team_cpu_core_hours(self, window: float, step: float) -> str:
         """CPU core-hours requested by each team's running pods over `window`."""
-        return self._hours(self.q.team_requests("cpu"), window, step)
+        return self._hours(self.exporters.team_requests("cpu"), window, step)
 
     def team_memory_gib_hours(self, window: float, step: float) -> str:
         """Memory GiB-hours requested by each team's running pods over `window`."""
-        return self._hours(self.q.team_requests("memory"), window, step, f" / {GIB}")
+        return self._hours(self.exporters.team_requests("memory"), window, step, f" / {GIB}")
 
     def team_quota_gpus_mean(self, window: float, step: float) -> str:
         """Each team's hard GPU quota, averaged over the steps of `window` at which it was reported."""
@@ -150,7 +150,7 @@ class FairnessQueries:
 
     def allocated_gpu_hours(self, window: float, step: float) -> str:
         """GPU-hours requested by running pods, cluster-wide, over `window`."""
-        return self._hours(self.q.cluster_gpus_allocated(), window, step)
+        return self._hours(self.exporters.cluster_gpus_allocated(), window, step)
 
     def idle_allocated_gpu_hours(self, window: float, step: float, threshold: float) -> str:
         """GPU-hours of running pods under `threshold` % utilisation, cluster-wide, over `window`."""
@@ -182,13 +182,13 @@ class FairnessQueries:
             return f"sum ({self.node_allocatable(resource)})"
 
         return [
-            (FAIRNESS_TEAM_GPUS, self.q.team_gpus_allocated()),
-            (FAIRNESS_TEAM_IDLE_GPUS, self.q.team_idle_devices(step, threshold, kind="gpu")),
-            (FAIRNESS_TEAM_CPU_CORES, self.q.team_requests("cpu")),
-            (FAIRNESS_TEAM_MEMORY_BYTES, self.q.team_requests("memory")),
+            (FAIRNESS_TEAM_GPUS, self.exporters.team_gpus_allocated()),
+            (FAIRNESS_TEAM_IDLE_GPUS, self.exporters.team_idle_devices(step, threshold, kind="gpu")),
+            (FAIRNESS_TEAM_CPU_CORES, self.exporters.team_requests("cpu")),
+            (FAIRNESS_TEAM_MEMORY_BYTES, self.exporters.team_requests("memory")),
             (FAIRNESS_TEAM_QUOTA_GPUS, self.team_quota_gpus()),
             (FAIRNESS_CAPACITY_GPUS, alloc(GPU_RESOURCE)),
-            (FAIRNESS_ALLOCATED_GPUS, self.q.cluster_gpus_allocated()),
+            (FAIRNESS_ALLOCATED_GPUS, self.exporters.cluster_gpus_allocated()),
             (FAIRNESS_IDLE_ALLOCATED_GPUS, self.idle_allocated_gpus(step, threshold)),
             (FAIRNESS_FREE_WHILE_WAITING_GPUS, self.free_while_waiting()),
             (FAIRNESS_UNAVAILABLE_GPUS, self.unavailable_gpus()),
@@ -241,7 +241,7 @@ class FairnessQueries:
 
     def sources(self) -> dict[str, str]:
         """Return {source name: a selector of series that source always sends while it is scraped}."""
-        d, k = self.q.config.dcgm_selector, self.q.config.ksm_selector
+        d, k = self.exporters.config.dcgm_selector, self.exporters.config.ksm_selector
         return {
             "kube-state-metrics": "kube_node_status_allocatable" + braces(k),
             "dcgm-exporter": f"{GPU_UTIL}{braces(d) if d else ''} or {GR_ENGINE_ACTIVE}{braces(d) if d else ''}",
