@@ -18,7 +18,7 @@ from watchtower.domain.alerts.rules import (
     tiered_wait,
 )
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import duration
+from watchtower.domain.promql.syntax import duration
 from watchtower.domain.tiers import Tier
 
 from .params import RuleParams

@@ -12,7 +12,7 @@ from watchtower.config import Settings
 from watchtower.config.alerting import EmailConfig, InhibitConfig, ReceiverConfig, RouteConfig, WebhookConfig
 from watchtower.domain.alerts.inhibition import critical_inhibits_warning
 from watchtower.domain.alerts.routing import workload_grouping
-from watchtower.domain.promql import duration
+from watchtower.domain.promql.syntax import duration
 
 # The service's default inhibition keys on the workload; the per-tier rules carry no workload, so without
 # `tier` a critical wait in one tier would mute the warning of every other tier.

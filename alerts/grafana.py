@@ -24,7 +24,7 @@ from typing import Any
 from grafanalib import core as g
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import duration
+from watchtower.domain.promql.syntax import duration
 
 from . import alerting
 from .params import RuleParams

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from watchtower.config import Settings
 from watchtower.config.prometheus import PrometheusConfig
 from watchtower.domain.alerts.rules.base import RUNBOOK_URL, runbook_link
-from watchtower.domain.promql import MIN_SCRAPES_PER_WINDOW, OwnQueries, Queries, check_window, duration
+from watchtower.domain.promql.exporters import ExporterQueries
+from watchtower.domain.promql.own import OwnQueries
+from watchtower.domain.promql.syntax import MIN_SCRAPES_PER_WINDOW, check_window, duration
 from watchtower.domain.tiers import TierPolicy
 
 # Rate and "nothing changed" windows never shorter than this, whatever the scrape interval: a 2-minute rate
@@ -23,7 +25,7 @@ MIN_RATE_WINDOW = 300.0
 @dataclass(frozen=True, slots=True)
 class RuleParams:
     tiers: TierPolicy
-    queries: Queries
+    queries: ExporterQueries
     scrape_interval: float
     idle_threshold: float
     idle_window: float
@@ -88,7 +90,7 @@ def params_from(
     rules = settings.alerting.rules
     return RuleParams(
         tiers=settings.tier_policy(),
-        queries=Queries(prom.query_config(team_label=settings.teams.label)),
+        queries=ExporterQueries(prom.query_config(team_label=settings.teams.label)),
         scrape_interval=prom.scrape_interval,
         idle_threshold=prom.idle_threshold,
         idle_window=prom.idle_window,

@@ -1,14 +1,15 @@
 """Recording rules: the queue per tier from Watchtower's own metrics, GPUs per team from DCGM and KSM, and
 fairness over time (Jain's index, attainment, idle-allocated share) for the Fairness dashboard.
 
-Names follow `level:metric:operations`. The GPU expressions are the ones the service runs (domain/promql.py),
-so a figure on a dashboard is the figure Watchtower alerts on. The dashboards read these series: they need the
-rules loaded, as kubernetes-mixin dashboards do.
+Names follow `level:metric:operations`. The GPU expressions are the ones the service runs
+(domain/promql/exporters.py), so a figure on a dashboard is the figure Watchtower alerts on. The dashboards read
+these series: they need the rules loaded, as kubernetes-mixin dashboards do.
 """
 
 from __future__ import annotations
 
-from watchtower.domain.promql import (
+from watchtower.domain.promql.fairness import FairnessQueries
+from watchtower.domain.promql.names import (
     CLUSTER_IDLE_SHARE,
     FAIRNESS_EVALUATION,
     JAIN_INDEX,
@@ -21,9 +22,8 @@ from watchtower.domain.promql import (
     TEAM_IDLE_SHARE,
     TIME_TO_SCHEDULE_P50,
     TIME_TO_SCHEDULE_P95,
-    FairnessQueries,
-    duration,
 )
+from watchtower.domain.promql.syntax import duration
 
 from .params import RuleParams
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import (
+from watchtower.domain.promql.names import (
     CONFIG_VALID,
     FAIRNESS_ALLOCATED_GPUS,
     FAIRNESS_CAPACITY_CPU_CORES,
@@ -32,8 +32,8 @@ from watchtower.domain.promql import (
     TEAM_GPUS_USED,
     TEAM_SATISFACTION,
     WAITING_GPUS,
-    duration,
 )
+from watchtower.domain.promql.syntax import duration
 from watchtower.domain.tiers import Tier
 
 from . import alerting, recording

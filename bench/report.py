@@ -38,14 +38,16 @@ import httpx
 from alerts.params import params_from
 from alerts.recording import fairness_usage_group
 from alerts.render import to_yaml
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
+from watchtower.adapters.prometheus.fairness import PrometheusFairness
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.config import Settings, settings_from_mapping
 from watchtower.domain.fairness.history import PreemptionRecord, WaitEpisode
 from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.gpu_usage import Sample
-from watchtower.domain.promql import FairnessQueries, OwnQueries, Queries
+from watchtower.domain.promql.exporters import ExporterQueries
+from watchtower.domain.promql.fairness import FairnessQueries
+from watchtower.domain.promql.own import OwnQueries
 from watchtower.services.fairness_report import TREND_WEEKS, FairnessReports
 
 T0 = 1_699_833_600  # Monday 2023-11-13 00:00 UTC: ISO week 2023-W46 begins, a multiple of 300 s
@@ -284,7 +286,7 @@ def _reports(settings: Settings, history: SQLiteFairnessHistory, *, use_rules: b
     assert cfg is not None
     reader = RecordingReader(url=cfg.url, timeout=300.0, retries=0)
     queries = FairnessQueries(
-        Queries(cfg.query_config(settings.teams.label)), OwnQueries(settings.artefacts.job_selector)
+        ExporterQueries(cfg.query_config(settings.teams.label)), OwnQueries(settings.artefacts.job_selector)
     )
     metrics = PrometheusFairness(reader, queries, idle_threshold=cfg.idle_threshold, use_rules=use_rules)
     return FairnessReports(settings=settings, history=history, metrics=metrics)

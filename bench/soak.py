@@ -64,7 +64,7 @@ from _harness import kubeconfig_for, proc_cpu_seconds, proc_rss_bytes  # noqa: E
 from api_load import pct, wrk  # noqa: E402
 
 from watchtower.domain.kinds import WATCHED  # noqa: E402
-from watchtower.domain.promql import PENDING_WORKLOADS  # noqa: E402
+from watchtower.domain.promql.names import PENDING_WORKLOADS  # noqa: E402
 from watchtower.simulator import objects as o  # noqa: E402
 
 SECRET = "whsec_" + base64.b64encode(b"soak-benchmark-secret-0123456789").decode()
@@ -591,7 +591,7 @@ async def run(a: argparse.Namespace) -> int:
             with fake_cluster(d, a.pods, a.rate, a.seed) as cluster_url:
                 prom_url = None
                 if a.prometheus and shutil.which("prometheus"):
-                    from watchtower.adapters.prometheus_process import start_local_prometheus
+                    from watchtower.adapters.prometheus.process import start_local_prometheus
 
                     prom = start_local_prometheus(
                         exporter_port=int(cluster_url.rsplit(":", 1)[1]), workdir=d / "prom"

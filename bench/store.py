@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage
 from watchtower.ports import AlertStore
@@ -180,7 +180,7 @@ def main() -> None:
             return
         url = server.url(server.database(), with_password=True)
     try:
-        from watchtower.adapters.store_postgres import PostgresAlertStore
+        from watchtower.adapters.store.postgres import PostgresAlertStore
 
         run_backend(
             "postgresql", lambda: PostgresAlertStore(url), lambda: reference_postgres(url, rows), n, k

@@ -37,7 +37,7 @@ from tests.alerting.helpers import SECRET, pending, settings, snapshot
 from tests.alerting.servers import Receiver
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.senders import build_senders
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.holders import gpu_holders
 from watchtower.domain.alerts.model import fingerprint
 from watchtower.domain.alerts.rules.base import workload_labels

@@ -2,8 +2,8 @@
 which workloads are preempted again and again, how long preemptors take to run, and the disruptions that are
 not preemption, kept apart.
 
-Reads Watchtower's own `watchtower_*` metrics through domain/promql.py; the thrash count and window are the
-configuration's (`alerting.rules.thrash_count`, `queue.thrash_window`). `build(settings)` returns the dashboard.
+Reads Watchtower's own `watchtower_*` metrics through domain/promql/own.py; the thrash count and window are
+the configuration's (`alerting.rules.thrash_count`, `queue.thrash_window`). `build(settings)` returns the dashboard.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dashboards.panels import (
 )
 from watchtower.config import Settings
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql import OwnQueries
+from watchtower.domain.promql.own import OwnQueries
 
 TITLE = "Watchtower — Preemption churn"
 UID = "watchtower-churn"

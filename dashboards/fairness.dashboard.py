@@ -24,7 +24,7 @@ from dashboards.panels import (
 )
 from watchtower.config import Settings
 from watchtower.config.prometheus import PrometheusConfig
-from watchtower.domain.promql import (
+from watchtower.domain.promql.names import (
     CLUSTER_IDLE_SHARE,
     JAIN_INDEX,
     TEAM_ATTAINMENT,
@@ -34,8 +34,8 @@ from watchtower.domain.promql import (
     TEAM_GPUS_USED,
     TEAM_IDLE_SHARE,
     TEAM_SATISFACTION,
-    OwnQueries,
 )
+from watchtower.domain.promql.own import OwnQueries
 
 TITLE = "Watchtower — Fairness"
 UID = "watchtower-fairness"

@@ -1,6 +1,6 @@
 """Watchtower — GPUs: allocation against utilisation per team, idle-allocated GPUs, MIG slices.
 
-Every query is one of domain/promql.py's, the expressions the service itself runs, built from the
+Every query is one of domain/promql/exporters.py's, the expressions the service itself runs, built from the
 configuration's `prometheus:` section (label spellings, selectors, idle threshold) and narrowed by the
 dashboard's variables. The namespace variable narrows the raw kube-state-metrics and DCGM series by their
 `namespace` label, so it needs them scraped with `honor_labels: true` (the recommended set-up); "All" keeps
@@ -24,14 +24,15 @@ from dashboards.panels import (
 )
 from watchtower.config import Settings
 from watchtower.config.prometheus import PrometheusConfig
-from watchtower.domain.promql import MIG_PROFILE, Queries, QueryConfig
+from watchtower.domain.promql.exporters import ExporterQueries, QueryConfig
+from watchtower.domain.promql.names import MIG_PROFILE
 
 TITLE = "Watchtower — GPUs"
 UID = "watchtower-gpus"
 NS = 'namespace=~"$namespace"'
 
 
-def _queries(settings: Settings) -> tuple[Queries, PrometheusConfig]:
+def _queries(settings: Settings) -> tuple[ExporterQueries, PrometheusConfig]:
     prom = settings.prometheus or PrometheusConfig(url="http://127.0.0.1:9090")  # only its defaults are read
     base = prom.query_config(team_label=settings.teams.label)
     narrowed = QueryConfig(
@@ -41,16 +42,16 @@ def _queries(settings: Settings) -> tuple[Queries, PrometheusConfig]:
         team_label=base.team_label,
         ksm_bridge=base.ksm_bridge,
     )
-    return Queries(narrowed), prom
+    return ExporterQueries(narrowed), prom
 
 
-def _team_label(q: Queries) -> str:
+def _team_label(q: ExporterQueries) -> str:
     return "label_" + "".join(c if c.isalnum() else "_" for c in q.config.team_label)
 
 
-def _teams_selected(q: Queries) -> str:
+def _teams_selected(q: ExporterQueries) -> str:
     """Return the set of teams the team variable selects, as one series per team (label `team`): a namespace's
-    team label, else the namespace name, as in Queries.namespace_team."""
+    team label, else the namespace name, as in ExporterQueries.namespace_team."""
     lbl = _team_label(q)
     ksm = q.config.ksm_selector
     named = f'label_replace(kube_namespace_labels{{{ksm},{lbl}=~"$team"}}, "team", "$1", "{lbl}", "(.*)")'

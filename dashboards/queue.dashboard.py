@@ -22,12 +22,8 @@ from dashboards.panels import (
     wait_thresholds,
 )
 from watchtower.config import Settings
-from watchtower.domain.promql import (
-    PENDING_WORKLOADS,
-    TIME_TO_SCHEDULE_P50,
-    TIME_TO_SCHEDULE_P95,
-    OwnQueries,
-)
+from watchtower.domain.promql.names import PENDING_WORKLOADS, TIME_TO_SCHEDULE_P50, TIME_TO_SCHEDULE_P95
+from watchtower.domain.promql.own import OwnQueries
 
 TITLE = "Watchtower — Queue"
 UID = "watchtower-queue"

@@ -18,7 +18,7 @@ from watchtower.config import Settings
 from watchtower.config.alerting import EmailConfig, ReceiverConfig
 from watchtower.config.artefacts import ArtefactsConfig
 from watchtower.domain.alerts.matchers import Matcher
-from watchtower.domain.promql import duration
+from watchtower.domain.promql.syntax import duration
 
 from .objects import fixed_labels, metadata
 

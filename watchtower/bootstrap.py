@@ -23,7 +23,9 @@ from watchtower.config.model import Settings
 from watchtower.domain.fairness.report import FairnessReport
 from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.health import SourceHealth
-from watchtower.domain.promql import FairnessQueries, OwnQueries, Queries
+from watchtower.domain.promql.exporters import ExporterQueries
+from watchtower.domain.promql.fairness import FairnessQueries
+from watchtower.domain.promql.own import OwnQueries
 from watchtower.ports import (
     AlertStore,
     Clock,
@@ -44,8 +46,8 @@ from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLea
 from watchtower.services.watch import Watcher
 
 if TYPE_CHECKING:
-    from watchtower.adapters.store_postgres import PostgresAlertStore
-    from watchtower.adapters.store_url import StoreLocation
+    from watchtower.adapters.store.postgres import PostgresAlertStore
+    from watchtower.adapters.store.url import StoreLocation
 
 log = logging.getLogger("watchtower")
 
@@ -68,7 +70,7 @@ def object_decoder(settings: Settings) -> KubeObjectDecoder:
 
 def build_gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | None:
     """Return the GPU-usage service the `prometheus:` section describes, or None without that section."""
-    from watchtower.adapters.prometheus import PrometheusReader
+    from watchtower.adapters.prometheus.reader import PrometheusReader
 
     cfg = settings.prometheus
     if cfg is None:
@@ -76,7 +78,7 @@ def build_gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | N
     state = watcher.state
     return GpuUsageService(
         reader=PrometheusReader(url=cfg.url, timeout=cfg.timeout, retries=cfg.retries, backoff=cfg.backoff),
-        queries=Queries(cfg.query_config(settings.teams.label)),
+        queries=ExporterQueries(cfg.query_config(settings.teams.label)),
         policy=cfg.idle_policy(),
         tiers=settings.tier_policy(),
         step=cfg.query_step,
@@ -92,8 +94,8 @@ def build_gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | N
 def build_fairness_metrics(settings: Settings) -> FairnessMetrics | None:
     """Return the fairness report's Prometheus reader (the week's usage), or None without a `prometheus:`
     section. Watchtower's own series are read with `artefacts.job_selector`, as the generated rules do."""
-    from watchtower.adapters.prometheus import PrometheusReader
-    from watchtower.adapters.prometheus_fairness import PrometheusFairness
+    from watchtower.adapters.prometheus.fairness import PrometheusFairness
+    from watchtower.adapters.prometheus.reader import PrometheusReader
 
     cfg = settings.prometheus
     if cfg is None:
@@ -109,7 +111,7 @@ def fairness_queries(settings: Settings) -> FairnessQueries:
     """Return the fairness report's queries as the settings configure them (labels, selectors)."""
     cfg = settings.prometheus
     config = cfg.query_config(settings.teams.label) if cfg is not None else None
-    return FairnessQueries(Queries(config), OwnQueries(settings.artefacts.job_selector))
+    return FairnessQueries(ExporterQueries(config), OwnQueries(settings.artefacts.job_selector))
 
 
 def store_location(settings: Settings) -> StoreLocation:
@@ -117,7 +119,7 @@ def store_location(settings: Settings) -> StoreLocation:
     or `store.path`. Resolved once by whoever opens the store, and handed to each opener.
 
     Raises StartupError for a URL naming no database Watchtower can use (the message masks its password)."""
-    from watchtower.adapters.store_url import StoreUrlError, resolve_store
+    from watchtower.adapters.store.url import StoreUrlError, resolve_store
 
     try:
         return resolve_store(settings.store.url, settings.alerting.store_path or settings.store.path)
@@ -138,8 +140,8 @@ def open_alert_store(settings: Settings, where: StoreLocation | None = None) -> 
         store = _connect_postgres(settings, where)
         log.info("alert store: PostgreSQL at %s", where.shown)
         return store
-    from watchtower.adapters.store_migrations import StoreVersionError
-    from watchtower.adapters.store_sqlite import SQLiteAlertStore
+    from watchtower.adapters.store.migrations import StoreVersionError
+    from watchtower.adapters.store.sqlite import SQLiteAlertStore
 
     try:
         return SQLiteAlertStore(where.location)
@@ -165,15 +167,15 @@ def open_history(
         return None
     where = where or store_location(settings)
     if where.kind == "postgresql":
-        from watchtower.adapters.history_postgres import PostgresFairnessHistory
-        from watchtower.adapters.store_postgres import PostgresAlertStore
+        from watchtower.adapters.history.postgres import PostgresFairnessHistory
+        from watchtower.adapters.store.postgres import PostgresAlertStore
 
         if isinstance(store, PostgresAlertStore):
             return PostgresFairnessHistory(store.transaction)
         own = _connect_postgres(settings, where)
         return PostgresFairnessHistory(own.transaction, on_close=own.close)
-    from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-    from watchtower.adapters.store_migrations import StoreVersionError
+    from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
+    from watchtower.adapters.store.migrations import StoreVersionError
 
     try:
         return SQLiteFairnessHistory(where.location, sync_each_commit=sync_each_commit)
@@ -185,8 +187,8 @@ def _connect_postgres(settings: Settings, where: StoreLocation) -> PostgresAlert
     """Return the PostgreSQL store at `where`, connected and migrated: the one place that connects to it.
 
     Raises StartupError when it cannot be reached or its schema is newer than this version knows."""
-    from watchtower.adapters.store_migrations import StoreVersionError
-    from watchtower.adapters.store_postgres import PostgresAlertStore, StoreConnectError
+    from watchtower.adapters.store.migrations import StoreVersionError
+    from watchtower.adapters.store.postgres import PostgresAlertStore, StoreConnectError
 
     cfg = settings.store
     password = cfg.password.get_secret_value() if cfg.password is not None else None
@@ -320,7 +322,7 @@ def build_container(
 
 def report_presenter() -> ReportPresenter:
     """Return the presenter of the weekly report (HTML, text, CSV, charts); imports matplotlib."""
-    from watchtower.adapters.report_html import FairnessPresenter
+    from watchtower.adapters.report.presenter import FairnessPresenter
 
     return FairnessPresenter()
 

@@ -89,7 +89,7 @@ def test_replicas_draining_one_outbox_together_send_every_message_once(pg):
 
 CLAIMER = """
 import sys, time
-from watchtower.adapters.store_postgres import PostgresAlertStore
+from watchtower.adapters.store.postgres import PostgresAlertStore
 s = PostgresAlertStore(sys.argv[1])
 print(",".join(m.key for m in s.due(float(sys.argv[2]))), flush=True)
 time.sleep(600)

@@ -10,9 +10,9 @@ import threading
 import pytest
 
 from tests.fixtures.stores import StoreBackend
-from watchtower.adapters import store_migrations as migrations
-from watchtower.adapters.store_migrations import Migration, StoreVersionError
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store import migrations
+from watchtower.adapters.store.migrations import Migration, StoreVersionError
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.model import AlertState, TrackedAlert, fingerprint
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage

@@ -10,13 +10,13 @@ import asyncio
 import pytest
 
 from tests.fixtures import postgres
-from watchtower.adapters.store_url import masked
+from watchtower.adapters.store.url import masked
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage
 from watchtower.runtime.leader_jobs import again_after_failure
 
 pytest.importorskip("psycopg", reason="PostgreSQL cannot run here: psycopg is not installed")
-from watchtower.adapters.store_postgres import PostgresAlertStore, StoreConnectError  # noqa: E402
+from watchtower.adapters.store.postgres import PostgresAlertStore, StoreConnectError  # noqa: E402
 
 NOW = 1_800_000_000.0
 OPS = "ops/webhook/0"

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from tests.fixtures import postgres
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
-from watchtower.adapters.store_url import StoreUrlError, masked, store_target
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
+from watchtower.adapters.store.url import StoreUrlError, masked, store_target
 from watchtower.bootstrap import StartupError, open_alert_store
 from watchtower.config import ConfigError, settings_from_mapping
 

@@ -19,7 +19,7 @@ from tests.alerting.alertmanager import Alertmanager, binaries
 from tests.alerting.helpers import Clock, pending, settings, snapshot
 from tests.alerting.servers import Receiver
 from watchtower.adapters.senders import build_senders
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.model import fingerprint
 from watchtower.domain.alerts.push import PUSH_LABELS, pushed_labels
 from watchtower.domain.health import HEALTHY

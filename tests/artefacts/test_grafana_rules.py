@@ -28,7 +28,7 @@ from alerts import alerting, generate, grafana
 from alerts.params import params_from
 from tests.prometheus.prom_server import HTTPServer, PrometheusProcess, have_prometheus, metrics_route
 from watchtower.config import Settings
-from watchtower.domain.promql import duration
+from watchtower.domain.promql.syntax import duration
 
 ROOT = Path(__file__).parents[2]
 FILE = ROOT / "alerts" / generate.GRAFANA_RULES

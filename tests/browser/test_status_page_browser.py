@@ -21,7 +21,7 @@ from tests.fixtures import FIXTURES
 from tests.fixtures.scenario import HOSTILE, NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 from tests.unit.api.conftest import live_server
 from tests.unit.api.test_openapi import scenario_gpu
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container
 from watchtower.config.loading import settings_from_mapping

@@ -23,7 +23,7 @@ from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.kube.connection import api_client
 from watchtower.adapters.kube.lease import LeaseClient
 from watchtower.adapters.senders import build_senders
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.config import settings_from_mapping
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage, OutboxStatus

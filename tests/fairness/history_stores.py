@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fixtures.stores import StoreBackend
-from watchtower.adapters.history_postgres import PostgresFairnessHistory
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.history.postgres import PostgresFairnessHistory
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.ports import FairnessHistory
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from tests.fairness.history_stores import everything, open_history
 from tests.fixtures.stores import StoreBackend
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-from watchtower.adapters.store_migrations import POSTGRES, SQLITE, latest
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
+from watchtower.adapters.store.migrations import POSTGRES, SQLITE, latest
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode
 
 

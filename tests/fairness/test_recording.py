@@ -17,7 +17,7 @@ import orjson
 from tests.fairness.history_stores import everything, open_history
 from tests.fixtures.scenario import NOW, Cluster, ManualClock, ReplaySource, demo_cluster, list_everything
 from tests.fixtures.stores import StoreBackend
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.bootstrap import build_container, fairness_recorder
 from watchtower.config import Settings
 from watchtower.runtime.tick_loop import TickLoop

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.domain.fairness.history import PreemptionRecord, WaitEpisode
 
 S = datetime(2026, 11, 16, tzinfo=UTC).timestamp()  # Monday of 2026-W47

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
+from watchtower.adapters.prometheus.fairness import PrometheusFairness
 from watchtower.commands.demo.past_week import past_week_of, record_past_week
 from watchtower.commands.demo.run import DemoOptions, DemoRun, run_demo
 from watchtower.commands.demo.warm import demo_cluster

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.prometheus.prom_server import PrometheusProcess
-from watchtower.adapters.prometheus_backfill import Backfill
+from watchtower.adapters.prometheus.backfill import Backfill
 
 ORIGIN = 1_700_001_800.0  # half past an hour: the chunks follow the origin, not the epoch's hours
 HOUR = 3600.0

@@ -23,7 +23,8 @@ from watchtower.domain.gpu_usage import (
     unreachable_alert,
     usage_view,
 )
-from watchtower.domain.promql import LabelMapping, Queries, QueryConfig, check_window, duration
+from watchtower.domain.promql.exporters import ExporterQueries, LabelMapping, QueryConfig
+from watchtower.domain.promql.syntax import check_window, duration
 from watchtower.domain.workloads import WorkloadKey
 
 NOW = 1_800_000_000.0
@@ -54,7 +55,7 @@ def test_a_window_shorter_than_four_scrapes_is_refused() -> None:
 
 
 def test_label_mapping_writes_every_spelling_into_the_canonical_label() -> None:
-    expr = Queries().device_utilisation()
+    expr = ExporterQueries().device_utilisation()
     for alt in ("pod_name", "exported_pod", "pod_namespace", "exported_namespace", "hostname", "uuid"):
         assert f'"{alt}", "(.+)"' in expr
     with pytest.raises(ValueError, match="label mapping"):
@@ -230,13 +231,13 @@ def test_gpu_findings_become_alert_candidates_through_the_rule_framework() -> No
 
 
 def test_ksm_series_are_read_across_one_missed_scrape_and_teams_never_drop_a_namespace() -> None:
-    q = Queries(QueryConfig(ksm_bridge=60))
+    q = ExporterQueries(QueryConfig(ksm_bridge=60))
     assert (
         'last_over_time(kube_pod_status_phase{job="kube-state-metrics",phase="Running"}[1m])'
         in q.pod_running()
     )
     assert "last_over_time(kube_pod_container_resource_requests{" in q.pod_gpus_allocated()
-    plain = Queries(QueryConfig(ksm_bridge=0)).pod_running()
+    plain = ExporterQueries(QueryConfig(ksm_bridge=0)).pod_running()
     assert "last_over_time" not in plain and 'kube_pod_status_phase{job="kube-state-metrics"' in plain
     assert "unless on (namespace)" in q.team_gpus_allocated()
     with pytest.raises(ValueError, match="ksm_bridge"):

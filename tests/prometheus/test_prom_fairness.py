@@ -24,18 +24,20 @@ from tests.prometheus.known_week import (
     openmetrics,
 )
 from tests.prometheus.prom_server import PrometheusProcess, backfill, free_port
-from watchtower.adapters.prometheus import PrometheusReader, PrometheusUnavailable
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.prometheus.fairness import PrometheusFairness
+from watchtower.adapters.prometheus.reader import PrometheusReader, PrometheusUnavailable
 from watchtower.config.prometheus import PrometheusConfig
 from watchtower.domain.fairness.usage import UsageFigures
-from watchtower.domain.promql import FairnessQueries, OwnQueries, Queries
+from watchtower.domain.promql.exporters import ExporterQueries
+from watchtower.domain.promql.fairness import FairnessQueries
+from watchtower.domain.promql.own import OwnQueries
 
 
 def _reader_of(url: str, **kw: float) -> PrometheusFairness:
     config = PrometheusConfig(url=url).query_config()
     reader = PrometheusReader(url=url, timeout=kw.get("timeout", 60), retries=int(kw.get("retries", 1)))
     return PrometheusFairness(
-        reader, FairnessQueries(Queries(config), OwnQueries('job="watchtower"')), idle_threshold=THETA
+        reader, FairnessQueries(ExporterQueries(config), OwnQueries('job="watchtower"')), idle_threshold=THETA
     )
 
 

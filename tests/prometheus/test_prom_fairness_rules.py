@@ -37,11 +37,14 @@ from tests.prometheus.known_week import (
     openmetrics,
 )
 from tests.prometheus.prom_server import PrometheusProcess, backfill
-from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.adapters.prometheus_fairness import PrometheusFairness
+from watchtower.adapters.prometheus.fairness import PrometheusFairness
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.config import settings_from_mapping
 from watchtower.domain.fairness.usage import UsageFigures
-from watchtower.domain.promql import FAIRNESS_EVALUATION, FairnessQueries, OwnQueries, Queries
+from watchtower.domain.promql.exporters import ExporterQueries
+from watchtower.domain.promql.fairness import FairnessQueries
+from watchtower.domain.promql.names import FAIRNESS_EVALUATION
+from watchtower.domain.promql.own import OwnQueries
 
 SCRAPE = 150.0  # KSM bridge = 2 scrapes = one step: a sample a step old is still seen, two steps old not
 SETTINGS = {"prometheus": {"url": "http://127.0.0.1:9", "scrape_interval": SCRAPE, "idle_threshold": THETA}}
@@ -51,7 +54,7 @@ def _fairness(url: str, *, use_rules: bool = True) -> PrometheusFairness:
     s = settings_from_mapping(SETTINGS, env={})
     assert s.prometheus is not None
     queries = FairnessQueries(
-        Queries(s.prometheus.query_config(s.teams.label)), OwnQueries(s.artefacts.job_selector)
+        ExporterQueries(s.prometheus.query_config(s.teams.label)), OwnQueries(s.artefacts.job_selector)
     )
     reader = PrometheusReader(url=url, timeout=60, retries=1)
     return PrometheusFairness(reader, queries, idle_threshold=THETA, use_rules=use_rules)

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.prometheus.prom_server import PrometheusProcess
-from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.domain.promql import Queries
+from watchtower.adapters.prometheus.reader import PrometheusReader
+from watchtower.domain.promql.exporters import ExporterQueries
 
 T0 = 1_700_000_100  # a multiple of 300 s, so query steps fall on sample times
 H = 3600
@@ -100,21 +100,21 @@ def _by_team(reader: PrometheusReader, expr: str) -> dict[str, float]:
 
 
 def test_gpu_hours_per_team_over_a_week_match_the_hand_count(history: PrometheusReader) -> None:
-    got = _by_team(history, Queries().team_gpu_hours(WEEK, STEP))
+    got = _by_team(history, ExporterQueries().team_gpu_hours(WEEK, STEP))
     assert got == pytest.approx(EXPECTED_GPU_HOURS)
 
 
 def test_idle_gpu_hours_per_team_over_a_week_match_the_hand_count(history: PrometheusReader) -> None:
-    got = _by_team(history, Queries().team_idle_device_hours(WEEK, STEP, THETA))
+    got = _by_team(history, ExporterQueries().team_idle_device_hours(WEEK, STEP, THETA))
     assert got == pytest.approx(EXPECTED_IDLE_GPU_HOURS)
 
 
 def test_no_mig_slice_hours_when_only_whole_gpus_ran(history: PrometheusReader) -> None:
-    assert _by_team(history, Queries().team_idle_device_hours(WEEK, STEP, THETA, kind="slice")) == {}
+    assert _by_team(history, ExporterQueries().team_idle_device_hours(WEEK, STEP, THETA, kind="slice")) == {}
 
 
 def test_allocation_at_a_past_instant_sees_only_the_pods_running_then(history: PrometheusReader) -> None:
-    q = Queries()
+    q = ExporterQueries()
     at = T0 + 3 * DAY  # a-0 has ended, b-0 and c-0 run
     got = {
         (s.labels["namespace"], s.labels["pod"]): s.value

@@ -10,10 +10,10 @@ import pytest
 from tests.prometheus.prom_exposition import Device, KsmPod, dcgm_text, ksm_text
 from tests.prometheus.prom_server import HTTPServer, PrometheusProcess, metrics_route
 from tests.prometheus.prom_snapshots import snapshot_waiting
-from watchtower.adapters.prometheus import PrometheusQueryError, PrometheusReader
+from watchtower.adapters.prometheus.reader import PrometheusQueryError, PrometheusReader
 from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import IdlePolicy
-from watchtower.domain.promql import Queries
+from watchtower.domain.promql.exporters import ExporterQueries
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.gpu_usage import GpuUsageService
 
@@ -128,7 +128,7 @@ def _service(reader: PrometheusReader, window: float = WINDOW) -> GpuUsageServic
     settings = Settings()
     return GpuUsageService(
         reader=reader,
-        queries=Queries(),
+        queries=ExporterQueries(),
         policy=IdlePolicy(threshold=10.0, window=window, slack=SCRAPE),
         tiers=settings.tier_policy(),
         step=SCRAPE,
@@ -194,7 +194,7 @@ def test_idle_gpus_while_a_higher_tier_waits_raise_one_alert_per_workload(live) 
 
 def test_every_catalogued_query_runs_on_the_real_prometheus(live) -> None:
     _, reader = live
-    q = Queries()
+    q = ExporterQueries()
     results = {
         n.name: reader.query_sync(n.expr)
         for n in q.catalogue(window=WINDOW, step=SCRAPE, threshold=10.0, history=60.0)

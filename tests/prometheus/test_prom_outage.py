@@ -13,7 +13,7 @@ import pytest
 from tests.prometheus.prom_exposition import Device, KsmPod, dcgm_text, ksm_text
 from tests.prometheus.prom_server import CONTENT_TYPE, HTTPServer, PrometheusProcess, free_port, metrics_route
 from tests.prometheus.prom_snapshots import snapshot_holding_and_waiting, snapshot_waiting
-from watchtower.adapters.prometheus import (
+from watchtower.adapters.prometheus.reader import (
     PrometheusQueryError,
     PrometheusReader,
     PrometheusTimeout,
@@ -21,7 +21,7 @@ from watchtower.adapters.prometheus import (
 )
 from watchtower.config.model import Settings
 from watchtower.domain.gpu_usage import IDLE_ALERT, UNREACHABLE_ALERT, IdlePolicy
-from watchtower.domain.promql import Queries, QueryConfig
+from watchtower.domain.promql.exporters import ExporterQueries, QueryConfig
 from watchtower.services.gpu_usage import GpuUsageService
 
 SCRAPE = 1.0
@@ -31,7 +31,7 @@ WINDOW = 4.0
 def _service(reader: PrometheusReader) -> GpuUsageService:
     return GpuUsageService(
         reader=reader,
-        queries=Queries(),
+        queries=ExporterQueries(),
         policy=IdlePolicy(threshold=10.0, window=WINDOW, slack=SCRAPE),
         tiers=Settings().tier_policy(),
         step=SCRAPE,
@@ -176,7 +176,7 @@ def test_a_failed_kube_state_metrics_scrape_does_not_empty_the_allocation(tmp_pa
     prom = PrometheusProcess(config=_config(server.url), data_dir=tmp_path / "data")
     prom.start()
     reader = PrometheusReader(url=prom.url, timeout=2, retries=1, backoff=0.1)
-    q = Queries()
+    q = ExporterQueries()
     try:
         while not reader.query_sync(q.pod_gpus_allocated()):
             time.sleep(0.3)
@@ -188,7 +188,7 @@ def test_a_failed_kube_state_metrics_scrape_does_not_empty_the_allocation(tmp_pa
             time.sleep(0.3)
         got = reader.query_sync(q.pod_gpus_allocated())
         assert [(s.labels["pod"], s.value) for s in got] == [("idle-0", 2.0)]
-        assert reader.query_sync(Queries(QueryConfig(ksm_bridge=0)).pod_gpus_allocated()) == []
+        assert reader.query_sync(ExporterQueries(QueryConfig(ksm_bridge=0)).pod_gpus_allocated()) == []
     finally:
         failing.clear()
         reader.close()

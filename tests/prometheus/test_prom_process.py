@@ -13,19 +13,19 @@ from prometheus_client import CollectorRegistry
 
 from tests.prometheus.prom_server import HTTPServer, SimExporter
 from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
-from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.adapters.prometheus_process import (
+from watchtower.adapters.prometheus.process import (
     INSTALL_HINT,
     LocalPrometheusError,
     scrape_config,
     start_local_prometheus,
 )
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
 
 
 def test_without_the_binary_it_returns_none_and_says_how_to_install_it(caplog) -> None:
-    with caplog.at_level(logging.WARNING, logger="watchtower.adapters.prometheus_process"):
+    with caplog.at_level(logging.WARNING, logger="watchtower.adapters.prometheus.process"):
         got = start_local_prometheus(exporter_port=9, binary="prometheus-not-installed-here")
     assert got is None
     assert INSTALL_HINT in caplog.text and "install the Debian package prometheus" in caplog.text

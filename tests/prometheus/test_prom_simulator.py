@@ -20,12 +20,12 @@ import pytest
 
 from tests.prometheus.prom_server import SimExporter
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.prometheus import PrometheusReader
-from watchtower.adapters.prometheus_process import start_local_prometheus
+from watchtower.adapters.prometheus.process import start_local_prometheus
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.gpu_usage import IDLE_ALERT, IdlePolicy, UsageView
-from watchtower.domain.promql import Queries
+from watchtower.domain.promql.exporters import ExporterQueries
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
@@ -113,7 +113,7 @@ def service(reader: PrometheusReader, model: LiveModel) -> GpuUsageService:
     settings = Settings()
     return GpuUsageService(
         reader=reader,
-        queries=Queries(),
+        queries=ExporterQueries(),
         policy=IdlePolicy(threshold=10.0, window=WINDOW, slack=SCRAPE),
         tiers=settings.tier_policy(),
         step=SCRAPE,
@@ -250,7 +250,7 @@ def test_idle_alert_only_for_the_idle_workload_whose_tier_the_waiting_one_equals
 
 def test_gpu_allocation_per_team_from_kube_state_metrics_matches_the_live_model(scripted) -> None:
     _, model, reader = scripted
-    q = Queries()
+    q = ExporterQueries()
     truth = model.running_gpus_per_team()
     assert truth == {"a": 12.0, "b": 7.0}
     teams = {s.labels["team"]: s.value for s in reader.query_sync(q.team_gpus_allocated())}
@@ -274,5 +274,7 @@ def test_seeded_default_cluster_idle_workloads_and_team_allocation_match_the_sim
     with scraped(sim, tmp_path / "prom") as reader:
         view = refreshed(service(reader, model))
         assert {w.key for w in view.idle()} == truth_idle
-        teams = {s.labels["team"]: s.value for s in reader.query_sync(Queries().team_gpus_allocated())}
+        teams = {
+            s.labels["team"]: s.value for s in reader.query_sync(ExporterQueries().team_gpus_allocated())
+        }
         assert teams == truth_alloc

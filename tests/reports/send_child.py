@@ -9,8 +9,8 @@ import sys
 from tests.reports.sample import StandIn
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.email import EmailSender
-from watchtower.adapters.report_html import FairnessPresenter
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.report.presenter import FairnessPresenter
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.config import Settings
 from watchtower.config.fairness import FairnessConfig
 from watchtower.domain.fairness.week import IsoWeek

@@ -23,8 +23,8 @@ import pytest
 
 from tests.prometheus.known_week import DAY, EXPECTED_CLUSTER, EXPECTED_TEAMS, GAP, WEEK, H, openmetrics
 from tests.prometheus.prom_server import PrometheusProcess, backfill, have_prometheus
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-from watchtower.adapters.report_csv import report_csv
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
+from watchtower.adapters.report.csv_export import report_csv
 from watchtower.bootstrap import build_fairness_metrics as fairness_metrics
 from watchtower.config import settings_from_mapping
 from watchtower.domain.fairness.compute import RunningLine

@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from tests.reports.sample import StandIn
-from watchtower.adapters.report_html import FairnessPresenter
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.report.presenter import FairnessPresenter
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.config.fairness import FairnessConfig
 from watchtower.domain.fairness.schedule import last_fire_time
 from watchtower.runtime.weekly_report import FAIRNESS_JOB, schedule_fairness

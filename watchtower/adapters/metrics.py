@@ -18,7 +18,7 @@ from prometheus_client.exposition import generate_latest
 from watchtower.domain.dra import UNRESOLVED_REASONS
 from watchtower.domain.fairness.live import TeamNow
 from watchtower.domain.health import SourceHealth
-from watchtower.domain.promql import (
+from watchtower.domain.promql.names import (
     CONFIG_RELOADS,
     CONFIG_VALID,
     DISRUPTIONS,

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic_core import PydanticCustomError
 
-from watchtower.domain.promql import check_window
+from watchtower.domain.promql.syntax import check_window
 
 from .durations import parse_duration
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from watchtower.domain.gpu_usage import IdlePolicy
-from watchtower.domain.promql import LabelMapping, QueryConfig
+from watchtower.domain.promql.exporters import LabelMapping, QueryConfig
 
 from .consistency import prometheus_problems, raise_problems
 from .durations import Duration, PositiveDuration

@@ -27,7 +27,7 @@ from watchtower.domain.gpu_usage import (
     unreachable_alert,
     usage_view,
 )
-from watchtower.domain.promql import Queries
+from watchtower.domain.promql.exporters import ExporterQueries
 from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.timefmt import rfc3339
@@ -42,7 +42,7 @@ class GpuUsageService:
         self,
         *,
         reader: PromReader,
-        queries: Queries,
+        queries: ExporterQueries,
         policy: IdlePolicy,
         tiers: TierPolicy,
         step: float = 60.0,

@@ -33,7 +33,7 @@ from watchtower.domain.leader import (
     deposed,
     released,
 )
-from watchtower.domain.promql import LEADER, LEADER_TRANSITIONS
+from watchtower.domain.promql.names import LEADER, LEADER_TRANSITIONS
 from watchtower.ports import Clock, LeaseApi
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import pytest
 from tests.alerting.servers import PASSWORD, USER, client_tls, self_signed, smtp_server
 from tests.reports.sample import HOSTILE_TEAM, report
 from watchtower.adapters.email import EmailSender
-from watchtower.adapters.report_html import FairnessPresenter
+from watchtower.adapters.report.presenter import FairnessPresenter
 from watchtower.domain.alerts.outbox import OutboxMessage, Outcome
 from watchtower.domain.fairness.recipients import message_id, send_key
 

@@ -6,7 +6,7 @@ import csv
 import io
 
 from tests.reports.sample import HOSTILE_TEAM, report
-from watchtower.adapters.report_csv import report_csv
+from watchtower.adapters.report.csv_export import report_csv
 
 
 def rows() -> list[dict[str, str]]:

@@ -13,8 +13,8 @@ from markupsafe import escape
 from matplotlib.figure import Figure
 
 from tests.reports.sample import HOSTILE_NS, nlp, report, vision
-from watchtower.adapters import report_charts
-from watchtower.adapters.report_html import FairnessPresenter
+from watchtower.adapters.report import charts as report_charts
+from watchtower.adapters.report.presenter import FairnessPresenter
 from watchtower.domain.fairness.report import FairnessReport, GpuHoursBreakdown
 
 P = FairnessPresenter()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.domain.alerts.outbox import OutboxMessage
 
 T0 = 1_795_000_000.0

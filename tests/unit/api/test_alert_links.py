@@ -9,7 +9,7 @@ import httpx
 
 from tests.fixtures.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
 from tests.unit.api.conftest import live_server
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.deps import require_token
 from watchtower.api.routes.alerts import build_router

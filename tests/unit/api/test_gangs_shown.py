@@ -19,7 +19,7 @@ from markupsafe import escape
 from tests.fixtures import FIXTURES
 from tests.fixtures.scenario import HOSTILE, NOW, base_cluster
 from tests.unit.api.conftest import Service, make_service
-from watchtower.domain.promql import OLDEST_WAIT, PENDING_WORKLOADS
+from watchtower.domain.promql.names import OLDEST_WAIT, PENDING_WORKLOADS
 from watchtower.simulator import objects as o
 
 REAL = FIXTURES / "real"

@@ -15,7 +15,7 @@ import orjson
 from tests.fixtures import FIXTURES
 from tests.fixtures.scenario import NOW
 from tests.unit.api.conftest import Service, make_service
-from watchtower.domain.promql import PENDING_WORKLOADS
+from watchtower.domain.promql.names import PENDING_WORKLOADS
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
 

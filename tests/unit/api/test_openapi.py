@@ -22,9 +22,9 @@ import pytest
 from tests.fixtures import FIXTURES, ROOT
 from tests.fixtures.scenario import NOW, demo_cluster
 from tests.unit.api.conftest import TOKEN, make_service
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.container import Container
 from watchtower.api.deps import require_token
@@ -33,7 +33,7 @@ from watchtower.api.schemas import Analysis
 from watchtower.bootstrap import fairness_reports
 from watchtower.config import Settings, settings_from_mapping
 from watchtower.domain.gpu_usage import IdlePolicy, Sample
-from watchtower.domain.promql import Queries
+from watchtower.domain.promql.exporters import ExporterQueries
 from watchtower.services.alerting import build_alerting
 from watchtower.services.analyze import analysis_dict, analyze
 from watchtower.services.gpu_usage import GpuUsageService
@@ -198,7 +198,7 @@ def scenario_gpu(c: Container) -> GpuUsageService:
     builds it."""
     return GpuUsageService(
         reader=ScenarioPrometheus(c.watcher.state),
-        queries=Queries(),
+        queries=ExporterQueries(),
         policy=IdlePolicy(),
         tiers=c.settings.tier_policy(),
         team_of=c.watcher.state.team_of,

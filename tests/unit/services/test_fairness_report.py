@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.config import Settings
 from watchtower.config.fairness import FairnessConfig
 from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode
@@ -278,7 +278,7 @@ async def test_a_source_short_by_minutes_is_not_called_100_percent(history: SQLi
 async def test_the_method_says_which_path_integrated_the_weeks_usage(history: SQLiteFairnessHistory) -> None:
     from dataclasses import replace
 
-    from watchtower.adapters.report_html import FairnessPresenter
+    from watchtower.adapters.report.presenter import FairnessPresenter
     from watchtower.api.fairness.json_view import report_dict
 
     by_rules = replace(

@@ -10,8 +10,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.reports.sample import HOSTILE_NS, StandIn
-from watchtower.adapters.report_html import FairnessPresenter
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.report.presenter import FairnessPresenter
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.config.fairness import FairnessConfig
 from watchtower.domain.fairness.mail import ReportMail
 from watchtower.domain.fairness.week import IsoWeek

@@ -12,7 +12,7 @@ With `metrics` (the demo's Prometheus is there), it also samples, every `metrics
 what the demo's Prometheus would have scraped: the simulator's kube-state-metrics and DCGM series (rendered
 as its exporter serves them) and Watchtower's own /metrics after the latest evaluation, each with the job
 and instance of the demo's scrape configuration, keeping the series the fairness report reads. The demo
-turns that file into blocks for its Prometheus (watchtower/adapters/prometheus_backfill.py).
+turns that file into blocks for its Prometheus (watchtower/adapters/prometheus/backfill.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from watchtower.adapters.prometheus_backfill import BlocksWritten, Wanted
+from watchtower.adapters.prometheus.backfill import BlocksWritten, Wanted
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.week import IsoWeek
 
@@ -57,9 +57,9 @@ class PastWeek:
 
 
 def kept_metrics(settings: Settings) -> Wanted:
-    """Return the series the fairness report's queries read (prometheus_backfill.selected_series)."""
-    from watchtower.adapters.prometheus_backfill import selected_series
-    from watchtower.adapters.prometheus_fairness import week_expressions
+    """Return the series the fairness report's queries read (prometheus/backfill.selected_series)."""
+    from watchtower.adapters.prometheus.backfill import selected_series
+    from watchtower.adapters.prometheus.fairness import week_expressions
     from watchtower.bootstrap import fairness_queries
 
     theta = settings.prometheus.idle_threshold if settings.prometheus is not None else 10.0
@@ -100,8 +100,8 @@ async def _record(
     import msgspec
 
     from watchtower.adapters.metrics import WatchtowerMetrics
-    from watchtower.adapters.prometheus_backfill import Backfill
-    from watchtower.adapters.prometheus_fairness import PIECE
+    from watchtower.adapters.prometheus.backfill import Backfill
+    from watchtower.adapters.prometheus.fairness import PIECE
     from watchtower.bootstrap import build_container, fairness_recorder, open_history
     from watchtower.commands.demo.warm import demo_cluster
     from watchtower.simulator.cluster import KINDS

@@ -38,7 +38,7 @@ def _record_and_backfill(
 ) -> tuple[Any, str]:
     """Record the past week (in a worker thread, the recording in a process of its own); with `backfill`, write its samples into the demo's Prometheus
     as blocks and restart it so they are loaded now. Return what was recorded and a note on the metrics."""
-    from watchtower.adapters.prometheus_backfill import PromtoolMissing, find_promtool
+    from watchtower.adapters.prometheus.backfill import PromtoolMissing, find_promtool
     from watchtower.commands.demo.past_week import MetricsTargets
 
     if backfill is None:

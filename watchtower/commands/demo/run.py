@@ -269,7 +269,7 @@ async def _start_prometheus(
 ) -> tuple[Any, str]:
     """Start the local Prometheus (when asked and installed), stopped by `stack`; return it (None when not
     started) and, when not, the words saying why."""
-    from watchtower.adapters.prometheus_process import (
+    from watchtower.adapters.prometheus.process import (
         INSTALL_HINT,
         LocalPrometheusError,
         start_local_prometheus,
@@ -303,7 +303,7 @@ def _open_stores(
     settings: Settings, workdir: Path, stack: contextlib.AsyncExitStack
 ) -> tuple[AlertStore, FairnessHistory | None]:
     """Open the demo's alert store and, in the same file, its fairness history; both closed by `stack`."""
-    from watchtower.adapters.store_sqlite import SQLiteAlertStore
+    from watchtower.adapters.store.sqlite import SQLiteAlertStore
     from watchtower.bootstrap import open_history
 
     store = SQLiteAlertStore(workdir / "alerts.db")
@@ -362,7 +362,7 @@ def _record_past_week(
     async def keep(settled: float) -> None:
         # A day of the past week is in blocks: Prometheus loads them, and that day's answers are
         # asked while the next is recorded, so that the report waits only for the last.
-        from watchtower.adapters.prometheus_fairness import PrometheusFairness
+        from watchtower.adapters.prometheus.fairness import PrometheusFairness
 
         usage = reports.metrics if reports is not None else None
         if backfill is None or not isinstance(usage, PrometheusFairness):

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from ..promql import MIG_INSTANCE, MIG_PROFILE
+from ..promql.names import MIG_INSTANCE, MIG_PROFILE
 from ..workloads import WorkloadKey
 
 # A100/H100 MIG profiles are named "<compute slices>g.<memory>gb" out of 7 compute slices per GPU.
@@ -154,7 +154,7 @@ def devices_from_samples(
     """Return the devices used by a pod, and how many samples were skipped (no pod, no host, not a number).
     `first_seen` None: the first-seen figure was not asked, and a device's window is trusted.
 
-    The samples carry canonical labels (see `promql.Queries.normalise_dcgm`)."""
+    The samples carry canonical labels (see `promql.exporters.ExporterQueries.normalise_dcgm`)."""
     skipped = 0
 
     def key(s: Sample) -> DeviceId | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from watchtower.domain.promql import (
+from watchtower.domain.promql.names import (
     ALERTS_FIRING,
     NOTIFICATIONS_FAILED,
     NOTIFICATIONS_RETRIED,

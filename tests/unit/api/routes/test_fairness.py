@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tests.fixtures.scenario import NOW, ManualClock, ReplaySource, demo_cluster, list_everything
-from watchtower.adapters.history_sqlite import SQLiteFairnessHistory
-from watchtower.adapters.report_csv import FIXED
+from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
+from watchtower.adapters.report.csv_export import FIXED
 from watchtower.api.app import create_app
 from watchtower.api.schemas import FairnessReport
 from watchtower.bootstrap import build_container

@@ -22,7 +22,7 @@ from tests.fixtures.scenario import (
     list_everything,
     paddle_owner,
 )
-from watchtower.adapters.store_sqlite import SQLiteAlertStore
+from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.app import create_app
 from watchtower.api.container import Container
 from watchtower.api.routes.status_page import CSP

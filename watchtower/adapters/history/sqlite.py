@@ -17,14 +17,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import history_rows
-from .store_migrations import migrate_sqlite
+from ..store.migrations import migrate_sqlite
+from .rows import SqlHistory, statements
 
 log = logging.getLogger(__name__)
 
 
-class SQLiteFairnessHistory(history_rows.SqlHistory):
-    _sql = history_rows.statements("?")
+class SQLiteFairnessHistory(SqlHistory):
+    _sql = statements("?")
 
     def __init__(self, path: str | Path, *, sync_each_commit: bool = True) -> None:
         """`sync_each_commit` False: commits do not wait for the disk (synchronous=NORMAL under WAL; a

@@ -7,7 +7,7 @@ queries that will read them select).
 
 The samples carry no staleness markers (OpenMetrics has none): a series that ends is still seen by an
 instant selector for the server's lookback delta after its last sample; the demo's Prometheus runs with a
-lookback shorter than the sampling step for that reason (prometheus_process.py).
+lookback shorter than the sampling step for that reason (process.py).
 """
 
 from __future__ import annotations

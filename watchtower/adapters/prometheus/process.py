@@ -4,7 +4,7 @@
 generated configuration and a fresh data directory, waits until it is ready and returns it; without the
 binary it returns None and logs how to install it, so the demo still runs, without GPU utilisation.
 The jobs are named as on a real cluster (`dcgm-exporter`, `kube-state-metrics`, `watchtower`), so the
-queries of domain/promql.py run unchanged against it.
+queries of domain/promql/ run unchanged against it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from watchtower.domain.promql import duration
+from watchtower.domain.promql.syntax import duration
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from watchtower.domain.fairness.mail import Attachment, InlineImage, ReportMail
 from watchtower.domain.fairness.recipients import one_line
 from watchtower.domain.fairness.report import FairnessReport
 
-from . import report_charts
-from .report_csv import report_csv
-from .report_view import report_view
+from . import charts
+from .csv_export import report_csv
+from .view import report_view
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -70,10 +70,10 @@ class FairnessPresenter:
         self.html_env, self.text_env = _envs()
 
     def charts(self, report: FairnessReport) -> dict[str, bytes]:
-        return {name: draw(report) for name, draw in report_charts.CHARTS.items()}
+        return {name: draw(report) for name, draw in charts.CHARTS.items()}
 
     def chart(self, report: FairnessReport, name: str) -> bytes | None:
-        draw = report_charts.CHARTS.get(name)
+        draw = charts.CHARTS.get(name)
         return None if draw is None else draw(report)
 
     def html(
@@ -89,8 +89,8 @@ class FairnessPresenter:
             title=title_of(report, teams),
             v=report_view(report),
             img=img,
-            charts=set(report_charts.CHARTS),
-            sizes=report_charts.chart_heights(report),
+            charts=set(charts.CHARTS),
+            sizes=charts.chart_heights(report),
             page_links=list(links),
             footer=footer,
         )

@@ -30,7 +30,7 @@ import logging
 import math
 from collections import defaultdict
 
-from watchtower.adapters.prometheus import PrometheusReader
+from watchtower.adapters.prometheus.reader import PrometheusReader
 from watchtower.domain.fairness.usage import (
     ClusterUsage,
     SourceCoverage,
@@ -39,7 +39,7 @@ from watchtower.domain.fairness.usage import (
     UsagePath,
 )
 from watchtower.domain.gpu_usage import Sample
-from watchtower.domain.promql import FairnessQueries
+from watchtower.domain.promql.fairness import FairnessQueries
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The fairness history in PostgreSQL, in the alert store's database: the same rows and upserts by key as
-the SQLite history (adapters/history_rows.py), so replicas sharing the database record each fact once.
+the SQLite history (adapters/history/rows.py), so replicas sharing the database record each fact once.
 
 It runs on the alert store's connection (handed in as its `transaction`), which has already migrated the
 database to migration 4 and masks the URL's secrets in its errors.
@@ -11,13 +11,13 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import history_rows
+from .rows import SqlHistory, statements
 
 Transaction = Callable[[], contextlib.AbstractContextManager[Any]]
 
 
-class PostgresFairnessHistory(history_rows.SqlHistory):
-    _sql = history_rows.statements("%s")
+class PostgresFairnessHistory(SqlHistory):
+    _sql = statements("%s")
 
     def __init__(self, transaction: Transaction, *, on_close: Callable[[], None] | None = None) -> None:
         self._transaction = transaction

@@ -1,0 +1,170 @@
+"""The alert state store in PostgreSQL (psycopg 3): what the SQLite store keeps, for replicas that share it.
+
+The statements and the logic are the SQL store's (sql.py), as on SQLite: every method is one transaction;
+a message is marked as attempted before it is sent, so a crash resends at most that one. On top, `due`
+claims the heads it hands out (row locks taken with SKIP LOCKED, then a claim column): a second replica
+skips a claimed message until the claim is released (delivered, retried later, failed), its database
+session is gone (the process died), or `claim_for` has passed (the process lost the database but might
+still be sending).
+
+One connection, guarded by a lock (the store is used from the event loop and from worker threads). A
+connection that broke is opened again at the next call; the call that met the break raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import psycopg
+
+from watchtower.domain.alerts.outbox import OutboxMessage
+
+from . import migrations
+from .rows import message
+from .sql import SqlAlertStore, locked, statements
+from .url import masked, password_of, scrub
+
+log = logging.getLogger(__name__)
+
+# Any constant: replicas starting together take it so that one migrates and the others wait.
+_MIGRATION_LOCK = 0x57415443  # "WATC"
+
+
+class StoreConnectError(Exception):
+    """The database cannot be reached or refused us; the message shows the URL with its password masked."""
+
+
+class PostgresAlertStore(SqlAlertStore):
+    _sql = statements("postgresql")
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        password: str | None = None,
+        claim_for: float = 120.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.shown = masked(url)
+        self.claim_for = claim_for
+        self._url, self._password, self._timeout = url, password, connect_timeout
+        self._secrets = tuple(s for s in (password or "", password_of(url)) if s)
+        self._lock = threading.RLock()
+        self._db: psycopg.Connection[Any] | None = None
+        self._session: tuple[int, Any] = (0, None)
+        with self._lock:
+            self.schema_version = self._migrate()
+
+    # ---- the connection -----------------------------------------------------------------------------
+
+    def _conn(self) -> psycopg.Connection[Any]:
+        db = self._db
+        if db is not None and not db.closed and not db.broken:
+            return db
+        kw: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, round(self._timeout))}
+        if self._password is not None:
+            kw["password"] = self._password
+        try:
+            db = psycopg.connect(self._url, **kw)
+        except psycopg.Error as e:
+            raise StoreConnectError(f"cannot open the alert store {self.shown}: {self._scrub(e)}") from None
+        except Exception as e:  # a malformed URL: the message may quote it
+            raise StoreConnectError(f"cannot open the alert store {self.shown}: {self._scrub(e)}") from None
+        row = db.execute(
+            "SELECT pg_backend_pid(), backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        ).fetchone()
+        self._db, self._session = db, (row[0], row[1]) if row else (0, None)
+        return db
+
+    def _scrub(self, e: BaseException) -> str:
+        return scrub(masked(str(e).strip()), *self._secrets)
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """Yield the connection inside one transaction (every call is one): committed if the block ends,
+        else rolled back."""
+        db = self._conn()
+        try:
+            with db.transaction():
+                yield db
+        except psycopg.OperationalError as e:
+            # The database went away: say so without the URL's secrets; the next call reconnects.
+            raise StoreConnectError(f"the alert store {self.shown} failed: {self._scrub(e)}") from None
+
+    def _transaction(self, db: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[Any]:
+        # The call's transaction is open already (`_connection`): its writes are part of it.
+        return contextlib.nullcontext(db)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """Yield the connection in one transaction under the store's lock: for the fairness history,
+        which shares this database (and its migrations) with the store."""
+        with self._lock, self._tx() as db:
+            yield db
+
+    def _migrate(self) -> int:
+        with self._tx() as db:
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = db.execute("SELECT version FROM schema_version").fetchone()
+            current = row[0] if row else 0
+            version = migrations.apply(
+                current, migrations.POSTGRES, where=self.shown, execute=db.execute, log=log.info
+            )
+            if row is None:
+                db.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+            elif version != current:
+                db.execute("UPDATE schema_version SET version = %s", (version,))
+        return version
+
+    @locked
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+    @locked
+    def due(self, now: float) -> list[OutboxMessage]:
+        """Return, per enabled integration, its oldest pending message if its next attempt is due and no
+        other live session holds it, claimed for this session: an integration delivers in order, so a
+        message waits for the one before it, and one message goes to one sender at a time."""
+        with self._tx() as db:
+            pid, started = self._session
+            rows = db.execute(
+                "SELECT o.id, o.key, o.integration, o.group_key, o.payload, o.created, o.attempts,"
+                " o.next_attempt, o.status, o.last_error, o.delivered_at FROM outbox o JOIN ("
+                "  SELECT DISTINCT ON (integration) id FROM outbox WHERE status = 'pending'"
+                "  ORDER BY integration, id"
+                ") h ON o.id = h.id"
+                # Repeated on o: the row lock re-checks o's conditions on the row as committed since our
+                # snapshot, not the head subquery's, and a head delivered meanwhile carries no claim.
+                " WHERE o.status = 'pending' AND o.next_attempt <= %(now)s"
+                " AND o.integration NOT IN (SELECT integration FROM disabled_integrations)"
+                " AND (o.claim_pid IS NULL OR o.claimed_until < %(now)s"
+                "  OR (o.claim_pid = %(pid)s AND o.claim_started IS NOT DISTINCT FROM %(started)s)"
+                # The claimer's session is gone (backend_start is hidden from other roles: the pid suffices,
+                # and a reused pid only makes us wait for claimed_until).
+                "  OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = o.claim_pid"
+                "   AND (a.backend_start IS NULL OR a.backend_start = o.claim_started)))"
+                " ORDER BY o.id FOR UPDATE OF o SKIP LOCKED",
+                {"now": now, "pid": pid, "started": started},
+            ).fetchall()
+            if rows:
+                db.execute(
+                    "UPDATE outbox SET claim_pid = %s, claim_started = %s, claimed_until = %s"
+                    " WHERE id = ANY(%s)",
+                    (pid, started, now + self.claim_for, [r[0] for r in rows]),
+                )
+        return [message(r) for r in rows]
+
+    @locked
+    def recorded(self, keys: Iterable[str]) -> set[str]:
+        wanted = list(set(keys))
+        if not wanted:
+            return set()
+        with self._tx() as db:
+            rows = db.execute("SELECT key FROM sent_once WHERE key = ANY(%s)", (wanted,)).fetchall()
+        return {r[0] for r in rows}
