@@ -1,5 +1,6 @@
-"""The queue's gauges, replaced as a whole after each evaluation (a scrape never sees half of one evaluation
-and half of the next), with the cluster source's feed health (watch restarts, staleness) collected beside them."""
+"""The queue's gauges, replaced as a whole after each evaluation (a scrape never sees half of one
+evaluation and half of the next), with the cluster source's feed health (watch restarts, staleness)
+collected beside them."""
 
 from __future__ import annotations
 
