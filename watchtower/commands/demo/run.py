@@ -27,6 +27,9 @@ from watchtower.commands.demo.start import Started, open_stores, start_prometheu
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.week import IsoWeek
 
+# DemoOptions is defined in settings; the CLI, the tests and the benchmarks import it from here with the run.
+__all__ = ["DemoOptions", "DemoRun", "run_demo"]
+
 
 @dataclass
 class DemoRun:
