@@ -15,7 +15,7 @@ import orjson
 
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
-from watchtower.services.queue_view import (
+from watchtower.services.queue_json import (
     SCHEMA_VERSION,
     dra_problem_dict,
     kueue_queue_dict,

@@ -1,5 +1,5 @@
 """Where a wait was read from and what a gang lacks, in the words of the objects users know; a Volcano
-Queue's entitlement as the workload page shows it. Both pages read a workload's JSON (queue_view)."""
+Queue's entitlement as the workload page shows it. Both pages read a workload's JSON (queue_json)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from watchtower.config.model import Settings
 from watchtower.domain.timefmt import format_duration, rfc3339
 from watchtower.services.analyze import FAR_FROM_DUMP, analysis_dict
 from watchtower.services.analyze import analyze as run_analysis
-from watchtower.services.table import render
+from watchtower.services.queue_text import render
 
 
 def analyze_dump(

@@ -18,7 +18,7 @@ from watchtower.ports import DecodeError, ObjectDecoder
 
 from .alerting import alerts_for_snapshot
 from .ingest import Ingestor
-from .queue_view import latency_dicts, snapshot_dict
+from .queue_json import latency_dicts, snapshot_dict
 
 # How far --at may be from the dump's own time before the command warns that waits will look wrong.
 FAR_FROM_DUMP = 3600.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .objects import _controller_meta, job, new_uid, owner_ref, pod
+from .objects import controller_meta, job, new_uid, owner_ref, pod
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
@@ -26,7 +26,7 @@ def jobset(
     suspend: bool = False,
 ) -> dict[str, Any]:
     """A JobSet: per replicatedJob (replicas, parallelism, pod template); a TrainJob's when `train_job`."""
-    meta = _controller_meta(name, namespace, created, None, "1")
+    meta = controller_meta(name, namespace, created, None, "1")
     if train_job:
         meta["ownerReferences"] = [
             owner_ref("TrainJob", name, api_version=TRAINER_API, uid=new_uid(f"trainjob/{namespace}/{name}"))

@@ -18,7 +18,7 @@ from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
-from watchtower.services.queue_view import snapshot_dict, workload_dict
+from watchtower.services.queue_json import snapshot_dict, workload_dict
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
 

@@ -21,7 +21,7 @@ from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import stuck_heads
 from watchtower.domain.workloads import WorkloadKey
-from watchtower.services.queue_view import workload_dict
+from watchtower.services.queue_json import workload_dict
 from watchtower.simulator import dra_objects as d
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o

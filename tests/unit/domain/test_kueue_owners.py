@@ -23,7 +23,7 @@ from watchtower.domain.alerts.rules import tiered_wait
 from watchtower.domain.kueue import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
-from watchtower.services.queue_view import workload_dict
+from watchtower.services.queue_json import workload_dict
 from watchtower.simulator import jobset_objects as js_o
 from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o

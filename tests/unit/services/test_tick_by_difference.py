@@ -45,7 +45,7 @@ from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
 from watchtower.ports import QueueGauges
-from watchtower.services.queue_view import snapshot_dict
+from watchtower.services.queue_json import snapshot_dict
 from watchtower.services.watch import Watcher, main_reason
 
 T0 = 1_800_000_000.0

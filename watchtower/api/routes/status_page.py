@@ -12,7 +12,7 @@ from watchtower.domain.alerts.rules.base import RUNBOOKS_PATH, workload_path
 from watchtower.services.fairness_send import last_complete_week
 
 from ..deps import ContainerDep
-from ..status_view import alerts_context, gpu_context, page_context
+from ..status_sections import alerts_context, gpu_context, page_context
 
 router = APIRouter(tags=["status page"])
 

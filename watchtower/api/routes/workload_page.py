@@ -18,10 +18,10 @@ from watchtower.domain.tick import Tick
 from watchtower.domain.timefmt import format_duration
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.alerting import AlertAdmin
-from watchtower.services.queue_view import rfc3339
+from watchtower.services.queue_json import rfc3339
 
 from ..deps import ContainerDep
-from ..status_view import STATE_WORDS
+from ..status_sections import STATE_WORDS
 from ..wait_source import gang_words, kueue_words, pods_exist, preemption_words, queue_entitlement, read_from
 from .status_page import PageRenderer, page_response
 from .workloads import lookup, not_found, preemptions_of
@@ -73,7 +73,7 @@ def workload_context(
     preemptions: list[dict[str, Any]],
     volcano_queues: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Return the page's variables for one workload document (services.queue_view.workload_dict), the
+    """Return the page's variables for one workload document (services.queue_json.workload_dict), the
     GPUs its pods hold per node and the tick's Volcano Queues (the one it names is shown)."""
     wait, warn, crit = doc["wait_seconds"], doc["warn_after_seconds"], doc["critical_after_seconds"]
     verdict = PreemptionVerdict(doc["preemption"])

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from watchtower.services.queue_view import workload_dict
+from watchtower.services.queue_json import workload_dict
 from watchtower.services.watch import Watcher
 
 from ..deps import DocumentsDep, WatcherDep

@@ -1,7 +1,7 @@
 """Response bodies of the API, one module per resource, field by field as docs/json.md and docs/api.md
 describe them, so that /openapi.json documents every field.
 
-The queue and workload bodies are the `watchtower analyze` JSON shapes (services/queue_view.py) so that a
+The queue and workload bodies are the `watchtower analyze` JSON shapes (services/queue_json.py) so that a
 script reads both the same way.
 """
 

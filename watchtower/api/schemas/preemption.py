@@ -1,4 +1,4 @@
-"""Preemptions, as `queue_view.preemption_dict` presents them (docs/json.md, "preemptions")."""
+"""Preemptions, as `queue_json.preemption_dict` presents them (docs/json.md, "preemptions")."""
 
 from __future__ import annotations
 

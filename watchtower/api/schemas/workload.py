@@ -1,4 +1,4 @@
-"""A workload in the queue, as `queue_view.workload_dict` presents it (docs/json.md, "workloads")."""
+"""A workload in the queue, as `queue_json.workload_dict` presents it (docs/json.md, "workloads")."""
 
 from __future__ import annotations
 

@@ -3,6 +3,11 @@ earlier ones), the recorded history, the teams' entitlement inputs. Pure: `gener
 
 docs/fairness.md gives every formula; `FORMULAS` is the same text, printed in the report's "how these are
 computed" section. A figure whose inputs are missing is None, never 0.
+
+The formulas are grouped by what they compute: `satisfaction` (U, D, F, x and Jain's index of a week),
+`waits` (percentiles, censored waits, waited GPU-hours), `breakdown` (resource shares, where the GPU-hours
+went), `shares` (max-min filling, Jain's index); entitlement E is `live.entitled_gpus`, here in GPU-hours.
+This module holds the report's inputs, counts the preemptions and joins the parts into the report.
 """
 
 from __future__ import annotations
@@ -13,21 +18,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from .breakdown import gpu_hours_breakdown, resource_shares
 from .history import Incident, PreemptionRecord, WaitEpisode
 from .live import EntitlementMode, Pool, entitled_gpus
 from .report import (
     ClusterReport,
     EntitlementSource,
     FairnessReport,
-    GpuHoursBreakdown,
     Method,
     TeamReport,
-    TierWaits,
-    TrendPoint,
     WorkloadLine,
 )
-from .shares import jain_index, max_min_shares, satisfaction
-from .usage import ClusterUsage, SourceCoverage, TeamUsage, UsageFigures
+from .satisfaction import trend_point, week_fairness
+from .shares import ratio
+from .usage import ClusterUsage, SourceCoverage, UsageFigures
+from .waits import tier_waits, top_waiting
 
 # Preemption records are per victim pod; the pods of one workload preempted within this many seconds of
 # each other are one preemption (a gang goes at once), as the queue's thrash count has it.
@@ -113,101 +118,6 @@ class ReportInputs:
     notes: Sequence[str] = ()
 
 
-def nearest_rank(sorted_values: Sequence[float], p: float) -> float | None:
-    """Return the p-th percentile by nearest rank: the ⌈p/100·n⌉-th smallest value; None when empty."""
-    n = len(sorted_values)
-    if n == 0:
-        return None
-    rank = max(1, math.ceil(p / 100.0 * n))
-    return sorted_values[min(rank, n) - 1]
-
-
-def _overlap(start: float, end: float, lo: float, hi: float) -> float:
-    return max(0.0, min(end, hi) - max(start, lo))
-
-
-def waiting_gpu_hours(episodes: Iterable[WaitEpisode], start: float, end: float) -> dict[str, float]:
-    """Return team → Σ GPUs × hours of its episodes' waits within [start, end); open ones up to `end`."""
-    out: dict[str, float] = defaultdict(float)
-    for e in episodes:
-        stop = e.ended if e.ended is not None else end
-        out[e.team] += e.gpus * _overlap(e.started, stop, start, end) / 3600.0
-    return dict(out)
-
-
-@dataclass(frozen=True, slots=True)
-class _WeekFairness:
-    used: dict[str, float | None]
-    demand: dict[str, float | None]
-    fair: dict[str, float | None]
-    x: dict[str, float | None]
-    jain: float | None
-
-
-def _week_fairness(
-    teams: Sequence[str],
-    usage: UsageFigures | None,
-    episodes: Sequence[WaitEpisode],
-    start: float,
-    end: float,
-    entitled: Mapping[str, float | None],
-) -> _WeekFairness:
-    cap = usage.cluster.capacity_gpu_hours if usage is not None and usage.cluster is not None else None
-    waiting = waiting_gpu_hours(episodes, start, end)
-    used: dict[str, float | None] = {}
-    demand: dict[str, float | None] = {}
-    for t in teams:
-        tu = usage.teams.get(t) if usage is not None else None
-        u = tu.gpu_hours if tu is not None else (0.0 if usage is not None and usage.cluster else None)
-        used[t] = u
-        demand[t] = None if u is None else u + waiting.get(t, 0.0)
-    fair: dict[str, float | None] = dict.fromkeys(teams)
-    x: dict[str, float | None] = dict.fromkeys(teams)
-    known = {t: d for t, d in demand.items() if d is not None}
-    if cap is not None and known:
-        with_demand = [t for t, d in known.items() if d > 0]
-        weights = None
-        if with_demand and all((entitled.get(t) or 0) > 0 for t in with_demand):
-            weights = {t: float(entitled[t] or 0.0) for t in with_demand}
-        shares = max_min_shares(cap, known, weights)
-        for t, d in known.items():
-            fair[t] = shares[t]
-            u = used[t]
-            x[t] = satisfaction(u, d, shares[t]) if u is not None else None
-    return _WeekFairness(used, demand, fair, x, jain_index(x) if cap is not None else None)
-
-
-def _tier_waits(
-    episodes: Sequence[WaitEpisode], start: float, end: float, tiers: Sequence[str]
-) -> tuple[TierWaits, ...]:
-    finished: dict[str, list[float]] = defaultdict(list)
-    censored: dict[str, list[float]] = defaultdict(list)
-    for e in episodes:
-        if e.ended is not None and e.ended < end:
-            if e.outcome in ("scheduled", "admitted") and e.ended >= start:
-                finished[e.tier].append(e.ended - e.started)
-        elif e.started < end:
-            censored[e.tier].append(end - e.started)
-    present = set(finished) | set(censored)
-    order = [t for t in tiers if t in present] + sorted(present - set(tiers))
-    out = []
-    for tier in order:
-        f = sorted(finished.get(tier, ()))
-        c = censored.get(tier, [])
-        out.append(
-            TierWaits(
-                tier=tier,
-                finished=len(f),
-                p50=nearest_rank(f, 50),
-                p95=nearest_rank(f, 95),
-                max=f[-1] if f else None,
-                censored=len(c),
-                censored_oldest=max(c) if c else None,
-            )
-        )
-    return tuple(out)
-
-
 def preemption_events(records: Iterable[PreemptionRecord]) -> list[PreemptionRecord]:
     """Return one record per preemption of a workload: its pods' records within GANG_PREEMPTION_GAP of the
     first are one (the first stands for them)."""
@@ -221,50 +131,6 @@ def preemption_events(records: Iterable[PreemptionRecord]) -> list[PreemptionRec
         last[wk] = r.at
         out.append(r)
     return out
-
-
-def _div(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or b <= 0:
-        return None
-    return a / b
-
-
-def _shares(tu: TeamUsage | None, usage: UsageFigures | None) -> dict[str, float | None]:
-    c = usage.cluster if usage is not None else None
-    if tu is None or c is None:
-        return {"gpu": None, "cpu": None, "memory": None}
-    return {
-        "gpu": _div(tu.gpu_hours, c.capacity_gpu_hours),
-        "cpu": _div(tu.cpu_core_hours, c.cpu_core_hours),
-        "memory": _div(tu.memory_gib_hours, c.memory_gib_hours),
-    }
-
-
-def _breakdown(usage: UsageFigures | None) -> GpuHoursBreakdown:
-    c = usage.cluster if usage is not None else None
-    if c is None:
-        return GpuHoursBreakdown(None, None, None, None, None, None)
-    busy = None
-    if c.allocated_gpu_hours is not None and c.idle_allocated_gpu_hours is not None:
-        busy = max(0.0, c.allocated_gpu_hours - c.idle_allocated_gpu_hours)
-    free_idle = None
-    parts = (
-        c.capacity_gpu_hours,
-        c.allocated_gpu_hours,
-        c.free_while_waiting_gpu_hours,
-        c.unavailable_gpu_hours,
-    )
-    if all(p is not None for p in parts):
-        cap, alloc, planned, down = (float(p or 0.0) for p in parts)
-        free_idle = max(0.0, cap - alloc - planned - down)
-    return GpuHoursBreakdown(
-        capacity=c.capacity_gpu_hours,
-        allocated_busy=busy,
-        allocated_idle=c.idle_allocated_gpu_hours,
-        planned=c.free_while_waiting_gpu_hours,
-        free_idle=free_idle,
-        unavailable=c.unavailable_gpu_hours,
-    )
 
 
 def _entitled(
@@ -308,14 +174,14 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
     teams = sorted(n for n in names if n)
     cluster = usage.cluster if usage is not None else None
     entitled, source = _entitled(teams, inp, cluster)
-    this = _week_fairness(teams, usage, week_eps, start, upto, entitled)
+    this = week_fairness(teams, usage, week_eps, start, upto, entitled)
     tiers = list(inp.method.critical_after)
     events = preemption_events(week_pre)
     team_reports = []
     for t in teams:
         tu = usage.teams.get(t) if usage is not None else None
         u, d, e = this.used[t], this.demand[t], entitled[t]
-        shares = _shares(tu, usage)
+        shares = resource_shares(tu, usage)
         known_shares = {k: v for k, v in shares.items() if v is not None}
         mine = [ep for ep in week_eps if ep.team == t]
         suffered: dict[str, int] = defaultdict(int)
@@ -334,7 +200,7 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
                 used=u,
                 entitlement=e,
                 entitlement_source=source[t] if e is not None else "none",
-                attainment=_div(u, e),
+                attainment=ratio(u, e),
                 borrowed=None if u is None or e is None else max(0.0, u - e),
                 lent=None if d is None or e is None else max(0.0, e - d),
                 demand=d,
@@ -342,25 +208,25 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
                 satisfaction=this.x[t],
                 shares=shares,
                 dominant_resource=max(known_shares, key=lambda k: known_shares[k]) if known_shares else None,
-                waits=_tier_waits(mine, start, upto, tiers),
+                waits=tier_waits(mine, start, upto, tiers),
                 preemptions_suffered=dict(suffered),
                 preemptions_caused=dict(caused),
                 gpu_hours_lost=lost,
                 idle_allocated=idle,
-                idle_share=_div(idle, u),
+                idle_share=ratio(idle, u),
                 starvation_incidents=sum(1 for i in week_inc if i.team == t and i.kind == "starvation"),
                 gang_stalls=sum(1 for i in week_inc if i.team == t and i.kind == "gang_stall"),
                 long_running=_long_running(inp, t, upto),
-                top_waiting=_top_waiting(mine, upto, inp.top_waiting),
+                top_waiting=top_waiting(mine, upto, inp.top_waiting),
             )
         )
     trend = []
     for w in inp.earlier[-7:]:
         # A team busy only in an earlier week still counts in that week's index.
         week_teams = sorted(set(teams) | (set(w.usage.teams) if w.usage is not None else set()))
-        wf = _week_fairness(week_teams, w.usage, inp.episodes, w.start, w.end, entitled)
-        trend.append(_trend_point(w.week, w.usage, wf))
-    trend.append(_trend_point(inp.week, usage, this))
+        wf = week_fairness(week_teams, w.usage, inp.episodes, w.start, w.end, entitled)
+        trend.append(trend_point(w.week, w.usage, wf))
+    trend.append(trend_point(inp.week, usage, this))
     last = trend[-2].jain if len(trend) >= 2 else None
     coverage = list(usage.coverage) if usage is not None else []
     coverage.append(SourceCoverage(HISTORY_SOURCE, inp.history_hours, (end - start) / 3600.0))
@@ -384,7 +250,7 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
         coverage=tuple(coverage),
         cluster=ClusterReport(
             capacity_gpus=cluster.capacity_gpus if cluster is not None else None,
-            breakdown=_breakdown(usage),
+            breakdown=gpu_hours_breakdown(usage),
             jain=this.jain,
             jain_last_week=last,
             teams_with_demand=sum(1 for d in this.demand.values() if d is not None and d > 0),
@@ -396,21 +262,6 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
     )
 
 
-def _trend_point(week: str, usage: UsageFigures | None, wf: _WeekFairness) -> TrendPoint:
-    c = usage.cluster if usage is not None else None
-    known = [u for u in wf.used.values() if u is not None]
-    used = sum(known) if c is not None and known else None
-    idle = c.idle_allocated_gpu_hours if c is not None else None
-    alloc = c.allocated_gpu_hours if c is not None else None
-    return TrendPoint(
-        week=week,
-        jain=wf.jain,
-        used=used,
-        capacity=c.capacity_gpu_hours if c is not None else None,
-        idle_share=_div(idle, alloc),
-    )
-
-
 def _long_running(inp: ReportInputs, team: str, end: float) -> tuple[WorkloadLine, ...]:
     limit = inp.method.long_running_after
     lines = [
@@ -419,12 +270,3 @@ def _long_running(inp: ReportInputs, team: str, end: float) -> tuple[WorkloadLin
         if r.team == team and end - r.started > limit
     ]
     return tuple(sorted(lines, key=lambda w: (-w.seconds, w.namespace, w.workload)))
-
-
-def _top_waiting(episodes: Sequence[WaitEpisode], end: float, n: int) -> tuple[WorkloadLine, ...]:
-    lines = [
-        WorkloadLine(e.namespace, e.workload, e.tier, e.gpus, min(e.ended or end, end) - e.started)
-        for e in episodes
-    ]
-    lines.sort(key=lambda w: (-w.seconds, w.namespace, w.workload))
-    return tuple(lines[:n])

@@ -1,4 +1,5 @@
-"""The fairness arithmetic both the report and the live gauges use: max-min fair shares and Jain's index."""
+"""The fairness arithmetic both the report and the live gauges use: max-min fair shares, Jain's index and
+a ratio of figures that may be missing."""
 
 from __future__ import annotations
 
@@ -47,3 +48,10 @@ def jain_index(values: Mapping[str, float | None]) -> float | None:
     if not xs or sq == 0:
         return None
     return sum(xs) ** 2 / (len(xs) * sq)
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b; None when either is unknown or b is not positive: a figure without its inputs is None."""
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b

@@ -15,7 +15,7 @@ from watchtower.domain.timefmt import format_duration
 from watchtower.ports import AlertStore
 from watchtower.services.alerting import AlertAdmin
 from watchtower.services.feeds import Readiness
-from watchtower.services.queue_view import rfc3339
+from watchtower.services.queue_json import rfc3339
 
 from .documents import QueueDocuments
 from .wait_source import PLAIN_SOURCES, kueue_place, pods_exist, read_from

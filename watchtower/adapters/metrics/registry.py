@@ -1,0 +1,214 @@
+"""`WatchtowerMetrics`: the `watchtower_*` metrics on one registry. The counters and histograms are fed from
+the state's happenings as they arrive (the `QueueMetrics` port); the queue's gauges are collected by
+`queue.QueueCollector`, registered beside them; `render` gives the Prometheus text format."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import generate_latest
+
+from watchtower.domain.promql.names import (
+    CONFIG_RELOADS,
+    CONFIG_VALID,
+    DISRUPTIONS,
+    EVALUATION_DURATION,
+    MALFORMED_OBJECTS_SKIPPED,
+    PREEMPTION_GPU_HOURS_LOST,
+    PREEMPTION_TO_RUNNING,
+    PREEMPTIONS,
+    SNAPSHOT_CONSUMER_FAILURES,
+    STARTUP_LATENCY,
+    TEAM_PREEMPTION_GPU_HOURS_LOST,
+    TEAM_PREEMPTIONS,
+    TIME_TO_SCHEDULE,
+)
+from watchtower.ports import QueueGauges
+
+from .queue import FeedHealth, Only, QueueCollector
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# Waits in a GPU queue run from seconds to days; the tier thresholds are added as bucket bounds so that
+# "how many waited past their threshold" is exact.
+WAIT_BUCKETS = (
+    1.0,
+    5.0,
+    15.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    900.0,
+    1800.0,
+    3600.0,
+    7200.0,
+    14400.0,
+    28800.0,
+    43200.0,
+    86400.0,
+    172800.0,
+)
+# From the victim's DisruptionTarget to its preemptor running: the victims' grace period, then binding and
+# start-up. Users expect about 30 s; checkpointing training victims take minutes.
+PREEMPTION_TO_RUNNING_BUCKETS = (5.0, 10.0, 15.0, 30.0, 45.0, 60.0, 90.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+STARTUP_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
+EVALUATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class WatchtowerMetrics:
+    """The `watchtower_*` metrics on one registry."""
+
+    content_type = CONTENT_TYPE
+
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry,
+        tier_bounds: Iterable[float] = (),
+        feed_health: Callable[[], FeedHealth] = FeedHealth,
+    ) -> None:
+        self.registry = registry
+        self._config_valid = Gauge(
+            CONFIG_VALID,
+            "1 while the configuration file is the one running; 0 after it changed to one that cannot be used.",
+            registry=registry,
+        )
+        self._config_valid.set(1)
+        self._config_reloads = Counter(
+            CONFIG_RELOADS,
+            "Changes of the configuration file looked at, by result (applied, invalid).",
+            ["result"],
+            registry=registry,
+        )
+        for result in ("applied", "invalid"):
+            self._config_reloads.labels(result)
+        buckets = tuple(sorted(set(WAIT_BUCKETS) | {float(b) for b in tier_bounds if b > 0}))
+        self.time_to_schedule = Histogram(
+            TIME_TO_SCHEDULE,
+            "Creation to binding (PodScheduled=True) of GPU pods, by tier.",
+            ["tier"],
+            buckets=buckets,
+            registry=registry,
+        )
+        self.startup = Histogram(
+            STARTUP_LATENCY,
+            "Binding to first container start (image pulls, volume mounts), by tier.",
+            ["tier"],
+            buckets=STARTUP_BUCKETS,
+            registry=registry,
+        )
+        self.preemptions = Counter(
+            PREEMPTIONS,
+            "Pods preempted by the scheduler, by victim and preemptor tier.",
+            ["victim_tier", "preemptor_tier"],
+            registry=registry,
+        )
+        self.gpu_hours_lost = Counter(
+            PREEMPTION_GPU_HOURS_LOST,
+            "GPU-hours of work lost to preemption (GPUs × time the victim had run), by victim and preemptor tier.",
+            ["victim_tier", "preemptor_tier"],
+            registry=registry,
+        )
+        self.team_preemptions = Counter(
+            TEAM_PREEMPTIONS,
+            "Pods preempted by the scheduler, by the victim's and the preemptor's team.",
+            ["victim_team", "preemptor_team"],
+            registry=registry,
+        )
+        self.team_gpu_hours_lost = Counter(
+            TEAM_PREEMPTION_GPU_HOURS_LOST,
+            "GPU-hours of work lost to preemption, by the victim's and the preemptor's team.",
+            ["victim_team", "preemptor_team"],
+            registry=registry,
+        )
+        self.preemption_to_running = Histogram(
+            PREEMPTION_TO_RUNNING,
+            "From a victim's DisruptionTarget to its preemptor's first container start, by preemptor tier.",
+            ["tier"],
+            buckets=PREEMPTION_TO_RUNNING_BUCKETS,
+            registry=registry,
+        )
+        self.disruptions = Counter(
+            DISRUPTIONS,
+            "Pods taken away for a reason other than preemption (eviction API, taint manager, pod GC, "
+            "kubelet), by reason and tier.",
+            ["reason", "tier"],
+            registry=registry,
+        )
+        self.skipped = Counter(
+            MALFORMED_OBJECTS_SKIPPED,
+            "API objects skipped because they could not be read, per kind.",
+            ["kind"],
+            registry=registry,
+        )
+        self.evaluation = Histogram(
+            EVALUATION_DURATION,
+            "Wall time of one queue evaluation.",
+            buckets=EVALUATION_BUCKETS,
+            registry=registry,
+        )
+        self.consumer_failures = Counter(
+            SNAPSHOT_CONSUMER_FAILURES,
+            "Snapshot consumers (alerting, ...) that raised while handling an evaluation.",
+            ["consumer"],
+            registry=registry,
+        )
+        self._queue = QueueCollector(feed_health)
+        registry.register(self._queue)
+
+    def set_queue(self, gauges: QueueGauges) -> None:
+        self._queue.gauges = gauges
+
+    # ---- the QueueMetrics port -------------------------------------------------------------------------
+
+    def scheduled(self, tier: str, wait: float) -> None:
+        self.time_to_schedule.labels(tier).observe(wait)
+
+    def started(self, tier: str, latency: float) -> None:
+        self.startup.labels(tier).observe(latency)
+
+    def preempted(self, victim_tier: str, preemptor_tier: str, gpu_hours_lost: float | None) -> None:
+        self.preemptions.labels(victim_tier, preemptor_tier).inc()
+        if gpu_hours_lost:
+            self.gpu_hours_lost.labels(victim_tier, preemptor_tier).inc(gpu_hours_lost)
+
+    def preempted_between_teams(
+        self, victim_team: str, preemptor_team: str, gpu_hours_lost: float | None
+    ) -> None:
+        self.team_preemptions.labels(victim_team, preemptor_team).inc()
+        if gpu_hours_lost:
+            self.team_gpu_hours_lost.labels(victim_team, preemptor_team).inc(gpu_hours_lost)
+
+    def preemptor_running(self, tier: str, latency: float) -> None:
+        self.preemption_to_running.labels(tier).observe(latency)
+
+    def disrupted(self, reason: str, tier: str) -> None:
+        self.disruptions.labels(reason, tier).inc()
+
+    def skipped_object(self, kind: str) -> None:
+        self.skipped.labels(kind).inc()
+
+    def evaluated(self, gauges: QueueGauges, duration: float) -> None:
+        self.set_queue(gauges)
+        self.evaluation.observe(duration)
+
+    def consumer_failed(self, consumer: str) -> None:
+        self.consumer_failures.labels(consumer).inc()
+
+    def config_reloaded(self, result: str, *, valid: bool) -> None:
+        """Count one look at a changed configuration file (`applied` or `invalid`) and say if it was valid."""
+        self._config_reloads.labels(result).inc()
+        self._config_valid.set(1 if valid else 0)
+
+    def render(self) -> bytes:
+        """Return the registry in the Prometheus text format 0.0.4."""
+        return generate_latest(self.registry)
+
+    def render_queue(self, names: Collection[str]) -> bytes:
+        """Return the families named of the latest evaluation's gauges as `render` shows them, and nothing
+        else (the demo's past week samples these every 5 simulated minutes; collecting the whole registry,
+        histograms included, was a sixth of that sampling)."""
+        return generate_latest(Only(self._queue, names))
