@@ -285,8 +285,8 @@ def _alertnames_regex(names: tuple[str, ...]) -> str:
 
 
 def info_inhibitor_expr(p: RuleParams) -> str:
-    """Active while an info alert of these rules is pending or firing and no warning or critical one of
-    them fires: Alertmanager's inhibition then mutes the info alerts (kube-prometheus' InfoInhibitor,
+    """Return the InfoInhibitor's condition: an info alert of these rules is pending or firing and no warning
+    or critical one of them fires. Alertmanager's inhibition then mutes the info alerts (kube-prometheus' InfoInhibitor,
     for Watchtower's alerts only). Pending counts too, so the inhibitor is there before the info alert
     fires, whatever its `for`."""
     info = f'ALERTS{{alertname=~"{_alertnames_regex(DEGRADED_PICTURE)}",severity="{INFO}"}}'
