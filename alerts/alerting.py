@@ -18,6 +18,7 @@ from watchtower.domain.alerts.rules import (
     tiered_wait,
 )
 from watchtower.domain.alerts.rules.base import human
+from watchtower.domain.promql.names import MALFORMED_OBJECTS_SKIPPED, total
 from watchtower.domain.promql.syntax import duration
 from watchtower.domain.tiers import Tier
 
@@ -31,6 +32,18 @@ KUBERNETES_STALE = "WatchtowerKubernetesStale"
 GPU_IDLE = "WatchtowerGPUIdleWhileQueueWaits"
 PREEMPTION_THRASH = "WatchtowerPreemptionThrash"
 CONFIG_INVALID = config_invalid.NAME  # the same name as the service's own alert: one runbook, one meaning
+OBJECTS_UNREADABLE = "WatchtowerObjectsUnreadable"
+INFO_INHIBITOR = "WatchtowerInfoInhibitor"
+
+# Info: Watchtower runs and alerts, but its picture lacks something. Alone it is not worth a notification;
+# beside a warning or critical it says why that alert may be incomplete. Whole-picture failures (not
+# scraped, not evaluating, no Kubernetes watch) stay critical: the queue alerts are missing or frozen then.
+INFO = "info"
+DEGRADED_PICTURE = (OBJECTS_UNREADABLE,)
+# Rules that flap when their condition dips for one evaluation (a replica restarting, the oldest workload
+# starting while the next is just under the threshold, a preemption ageing out of the window): the
+# built-in alerting keeps such alerts firing for `alerting.rules.keep_firing_for`; these rules do the same.
+KEEP_FIRING = (QUEUE_WAIT_WARNING, QUEUE_WAIT_CRITICAL, PREEMPTION_THRASH)
 
 ALERTNAMES = (
     QUEUE_WAIT_WARNING,
@@ -41,6 +54,8 @@ ALERTNAMES = (
     GPU_IDLE,
     PREEMPTION_THRASH,
     CONFIG_INVALID,
+    OBJECTS_UNREADABLE,
+    INFO_INHIBITOR,
 )
 
 
@@ -63,7 +78,7 @@ def _rule(
     wait = p.for_of(name, mirrors) if for_ is None else for_
     if wait:
         out["for"] = duration(wait)
-    if p.keep_firing_for:
+    if p.keep_firing_for and name in KEEP_FIRING:
         out["keep_firing_for"] = duration(p.keep_firing_for)
     out["labels"] = labels
     out["annotations"] = {**annotations, "runbook_url": p.runbook_url(name)}
@@ -236,4 +251,65 @@ def alerting_group(p: RuleParams) -> dict[str, object]:
             },
         )
     )
+    rules.append(objects_unreadable_rule(p))
+    # Last: it reads the ALERTS series the rules above wrote in this same evaluation.
+    rules.append(info_inhibitor_rule(p))
     return {"name": "watchtower.alerts", "rules": rules}
+
+
+def objects_unreadable_expr(p: RuleParams) -> str:
+    # max, not sum: leader and standby read (and skip) the same objects.
+    skipped = f"increase({p.own.series(total(MALFORMED_OBJECTS_SKIPPED))}[{p.w(p.rate_window)}])"
+    return f"max by (kind) ({skipped}) > 0"
+
+
+def objects_unreadable_rule(p: RuleParams) -> dict[str, object]:
+    return _rule(
+        p,
+        OBJECTS_UNREADABLE,
+        objects_unreadable_expr(p),
+        labels={"severity": INFO},
+        annotations={
+            # No $value: increase() extrapolates, and "1.25 objects" reads as a bug.
+            "summary": "Watchtower could not read some {{ $labels.kind }} objects in the last "
+            f"{human(p.rate_window)} and left them out of its picture",
+            "description": "Objects of kind {{ $labels.kind }} that Watchtower could not decode are left out of "
+            "its picture: workloads among them are not shown and raise no alert. The other objects are "
+            "unaffected. An info alert: it is notified only beside a warning or critical Watchtower alert "
+            f"({INFO_INHIBITOR} mutes it otherwise).",
+        },
+    )
+
+
+def _alertnames_regex(names: tuple[str, ...]) -> str:
+    return "|".join(names)
+
+
+def info_inhibitor_expr(p: RuleParams) -> str:
+    """Return the InfoInhibitor's condition: an info alert of these rules is pending or firing and no warning
+    or critical one of them fires. Alertmanager's inhibition then mutes the info alerts (kube-prometheus' InfoInhibitor,
+    for Watchtower's alerts only). Pending counts too, so the inhibitor is there before the info alert
+    fires, whatever its `for`."""
+    info = f'ALERTS{{alertname=~"{_alertnames_regex(DEGRADED_PICTURE)}",severity="{INFO}"}}'
+    loud = tuple(n for n in ALERTNAMES if n not in DEGRADED_PICTURE and n != INFO_INHIBITOR)
+    firing = (
+        f'ALERTS{{alertname=~"{_alertnames_regex(loud)}",alertstate="firing",severity=~"warning|critical"}}'
+    )
+    return f"count({info}) unless on () count({firing})"
+
+
+def info_inhibitor_rule(p: RuleParams) -> dict[str, object]:
+    return _rule(
+        p,
+        INFO_INHIBITOR,
+        info_inhibitor_expr(p),
+        for_=0.0,
+        labels={"severity": "none"},
+        annotations={
+            "summary": "Mutes Watchtower's info alerts while no warning or critical Watchtower alert fires",
+            "description": "Not a problem in itself: the generated Alertmanager configuration routes this alert "
+            "to a receiver without integrations and lets it inhibit the info alerts "
+            f"({', '.join(DEGRADED_PICTURE)}), which are worth reading only beside a warning or critical "
+            "alert.",
+        },
+    )

@@ -12,11 +12,19 @@ from watchtower.config import Settings
 from watchtower.config.alerting import EmailConfig, InhibitConfig, ReceiverConfig, RouteConfig, WebhookConfig
 from watchtower.domain.alerts.inhibition import critical_inhibits_warning
 from watchtower.domain.alerts.routing import workload_grouping
+from watchtower.domain.alerts.rules import quota_blocked, tiered_wait
 from watchtower.domain.promql.syntax import duration
+
+from .alerting import DEGRADED_PICTURE, INFO, INFO_INHIBITOR
 
 # The service's default inhibition keys on the workload; the per-tier rules carry no workload, so without
 # `tier` a critical wait in one tier would mute the warning of every other tier.
 TIER_LABEL = "tier"
+# Where the rules' InfoInhibitor goes: a receiver without integrations, so it only inhibits, never notifies.
+INHIBITOR_RECEIVER = "watchtower-info-inhibitor"
+# The alert label naming the team (the namespace's `teams.label`, else the namespace itself): one label,
+# whatever the namespaces carry.
+TEAM_LABEL = "team"
 
 
 class SecretInlineError(ValueError):
@@ -52,7 +60,22 @@ def route_tree(settings: Settings) -> dict[str, object]:
     out["group_wait"] = duration(top.group_wait)
     out["group_interval"] = duration(top.group_interval)
     out["repeat_interval"] = duration(top.repeat_interval)
+    inhibitor = {"receiver": INHIBITOR_RECEIVER, "matchers": [f'alertname="{INFO_INHIBITOR}"']}
+    # First, and without `continue`: no other route sees it.
+    out["routes"] = [inhibitor, *(_route(c, top=False) for c in cfg.routes)]
     return out
+
+
+def receivers(settings: Settings) -> list[ReceiverConfig]:
+    """Return the configured receivers and the InfoInhibitor's receiver without integrations; raise
+    ValueError when a configured receiver already has its name."""
+    configured = list(settings.alerting.receivers)
+    if any(r.name == INHIBITOR_RECEIVER for r in configured):
+        raise ValueError(
+            f"alerting.receivers: the name {INHIBITOR_RECEIVER!r} is the generated Alertmanager "
+            "configuration's own (the InfoInhibitor's receiver): name yours otherwise"
+        )
+    return [*configured, ReceiverConfig(name=INHIBITOR_RECEIVER)]
 
 
 def _email(e: EmailConfig, where: str) -> dict[str, object]:
@@ -106,11 +129,36 @@ def _inhibit(i: InhibitConfig) -> dict[str, object]:
     }
 
 
+def info_inhibition() -> dict[str, object]:
+    """Return the inhibition that mutes the rules' info alerts while their InfoInhibitor fires (while no
+    warning or critical Watchtower alert does); the info alerts are named, so nobody else's are muted."""
+    return {
+        "source_matchers": [f'alertname="{INFO_INHIBITOR}"'],
+        "target_matchers": [f'severity="{INFO}"', f'alertname=~"{"|".join(DEGRADED_PICTURE)}"'],
+        "equal": [],
+    }
+
+
+def quota_blocked_inhibits_wait() -> dict[str, object]:
+    """Return the inhibition "a team refused by its quota is not also told its work waits": while a
+    WorkloadQuotaBlocked fires for team T, the wait alerts of T's workloads are muted (one cause, one
+    notification). Keyed on `team` alone: the per-tier Prometheus wait alerts carry no team and are never
+    muted by it."""
+    waits = "|".join((tiered_wait.WARNING, tiered_wait.CRITICAL))
+    return {
+        "source_matchers": [f'alertname="{quota_blocked.NAME}"'],
+        "target_matchers": [f'alertname=~"{waits}"'],
+        "equal": [TEAM_LABEL],
+    }
+
+
 def inhibit_rules(settings: Settings) -> list[dict[str, object]]:
     """Return the configured inhibitions; by default the service's "critical mutes warning", keyed on the tier
-    as well (it changes nothing for workload alerts: one workload has one tier)."""
+    as well (it changes nothing for workload alerts: one workload has one tier), and "quota-blocked mutes
+    the same team's waits". Either way last the InfoInhibitor's, which the info rules need to stay quiet
+    alone."""
     if settings.alerting.inhibit_rules is not None:
-        return [_inhibit(i) for i in settings.alerting.inhibit_rules]
+        return [*(_inhibit(i) for i in settings.alerting.inhibit_rules), info_inhibition()]
     # The per-tier Prometheus alerts name no workload, so the severity matchers alone: `tier` in `equal`
     # keeps a critical wait in one tier from muting another tier's warning.
     d = critical_inhibits_warning()
@@ -123,7 +171,9 @@ def inhibit_rules(settings: Settings) -> list[dict[str, object]]:
             "source_matchers": severity_only[0],
             "target_matchers": severity_only[1],
             "equal": [*d.equal, TIER_LABEL],
-        }
+        },
+        quota_blocked_inhibits_wait(),
+        info_inhibition(),
     ]
 
 
@@ -132,5 +182,5 @@ def alertmanager_config(settings: Settings) -> dict[str, object]:
     return {
         "route": route_tree(settings),
         "inhibit_rules": inhibit_rules(settings),
-        "receivers": [_receiver(r, i) for i, r in enumerate(settings.alerting.receivers)],
+        "receivers": [_receiver(r, i) for i, r in enumerate(receivers(settings))],
     }

@@ -216,6 +216,11 @@ def _provisioned(rule: dict[str, Any], datasource_uid: str, keep_firing_for: flo
     return out
 
 
+def _keep_firing_for(p: RuleParams, rule: dict[str, Any]) -> float:
+    # As in the Prometheus rules: only the alerts that flap on a one-evaluation dip keep firing.
+    return p.keep_firing_for if rule["grafana_alert"]["title"] in alerting.KEEP_FIRING else 0.0
+
+
 def provisioning(p: RuleParams, *, datasource_uid: str = DATASOURCE_UID) -> dict[str, Any]:
     """Return Grafana's alerting provisioning document (one folder, one group) for the rules of `p`."""
     group = g.AlertGroup(
@@ -232,7 +237,7 @@ def provisioning(p: RuleParams, *, datasource_uid: str = DATASOURCE_UID) -> dict
             "name": raw["name"],
             "folder": raw["folder"],
             "interval": raw["interval"],
-            "rules": [_provisioned(r, datasource_uid, p.keep_firing_for) for r in raw["rules"]],
+            "rules": [_provisioned(r, datasource_uid, _keep_firing_for(p, r)) for r in raw["rules"]],
         }
     ]
     return doc

@@ -25,6 +25,7 @@ from watchtower.domain.promql.names import (
     GPU_UTIL,
     JAIN_INDEX,
     LAST_EVALUATION,
+    MALFORMED_OBJECTS_SKIPPED,
     MOST_PREEMPTIONS,
     OLDEST_WAIT,
     TEAM_ATTAINMENT,
@@ -32,6 +33,7 @@ from watchtower.domain.promql.names import (
     TEAM_GPUS_USED,
     TEAM_SATISFACTION,
     WAITING_GPUS,
+    total,
 )
 from watchtower.domain.promql.syntax import duration
 from watchtower.domain.tiers import Tier
@@ -70,14 +72,36 @@ def _minutes_up(seconds: float) -> int:
     return math.ceil(seconds / STEP) * STEP
 
 
-def _wait_expectations(p: RuleParams, t: Tier, severity: str) -> list[dict[str, object]]:
+def _wait_alert(p: RuleParams, t: Tier, severity: str, waited: float) -> dict[str, object]:
+    """Return the expected alert of tier `t` at `severity` whose oldest wait was `waited` seconds."""
     name = alerting.QUEUE_WAIT_WARNING if severity == "warning" else alerting.QUEUE_WAIT_CRITICAL
     threshold = t.warn_after if severity == "warning" else t.critical_after
     key = "warn_after" if severity == "warning" else "critical_after"
+    text = humanize_duration(waited)
+    return {
+        "exp_labels": {"severity": severity, "tier": t.name},
+        "exp_annotations": {
+            "summary": f"Work in the {t.name} tier has waited {text}, over its {severity} "
+            f"threshold of {human(threshold)}",
+            "description": f"The oldest waiting workload of tier {t.name} has waited {text} "
+            f"({key} of the tier: {human(threshold)}). Watchtower's status page and its own "
+            "alerts name the workloads and why they wait.",
+            "runbook_url": p.runbook_url(name),
+        },
+    }
+
+
+def _wait_fires(p: RuleParams, t: Tier, severity: str) -> int:
+    """Return when the alert of `severity` fires for an oldest wait growing 60 s a minute from 0 at time 0."""
+    name = alerting.QUEUE_WAIT_WARNING if severity == "warning" else alerting.QUEUE_WAIT_CRITICAL
+    threshold = t.warn_after if severity == "warning" else t.critical_after
     mirrors = "WorkloadWaitWarning" if severity == "warning" else "WorkloadWaitCritical"
-    crossed = _minutes_up(threshold)  # the oldest wait grows 60 s a minute from 0 at time 0
-    fires = crossed + _minutes_up(p.for_of(name, mirrors))
-    waited = humanize_duration(fires)
+    return _minutes_up(threshold) + _minutes_up(p.for_of(name, mirrors))
+
+
+def _wait_expectations(p: RuleParams, t: Tier, severity: str) -> list[dict[str, object]]:
+    name = alerting.QUEUE_WAIT_WARNING if severity == "warning" else alerting.QUEUE_WAIT_CRITICAL
+    fires = _wait_fires(p, t, severity)
     out: list[dict[str, object]] = []
     if fires - STEP > 0:
         out.append({"eval_time": duration(fires - STEP), "alertname": name, "exp_alerts": []})
@@ -85,19 +109,7 @@ def _wait_expectations(p: RuleParams, t: Tier, severity: str) -> list[dict[str, 
         {
             "eval_time": duration(fires),
             "alertname": name,
-            "exp_alerts": [
-                {
-                    "exp_labels": {"severity": severity, "tier": t.name},
-                    "exp_annotations": {
-                        "summary": f"Work in the {t.name} tier has waited {waited}, over its {severity} "
-                        f"threshold of {human(threshold)}",
-                        "description": f"The oldest waiting workload of tier {t.name} has waited {waited} "
-                        f"({key} of the tier: {human(threshold)}). Watchtower's status page and its own "
-                        "alerts name the workloads and why they wait.",
-                        "runbook_url": p.runbook_url(name),
-                    },
-                }
-            ],
+            "exp_alerts": [_wait_alert(p, t, severity, fires)],
         }
     )
     return out
@@ -216,15 +228,7 @@ def thrash_test(p: RuleParams, t: Tier) -> dict[str, object]:
     reached = p.thrash_count * STEP  # the series is 0, 1, 2, ... one step apart
     fires = reached + _minutes_up(p.for_of(alerting.PREEMPTION_THRASH, "WorkloadPreemptionThrash"))
     n = fires // STEP + 2
-    value = p.thrash_count  # the series stays at the count once there
-    annotations = {
-        "summary": f"A workload of the {t.name} tier was preempted {value} times in {human(p.thrash_window)}",
-        "description": f"One workload of tier {t.name} was preempted {value} times within "
-        f"{human(p.thrash_window)} (alert at {p.thrash_count}): it restarts without making progress. "
-        "Watchtower's WorkloadPreemptionThrash alert and the Preemption churn dashboard name it and its "
-        "preemptors.",
-        "runbook_url": p.runbook_url(alerting.PREEMPTION_THRASH),
-    }
+    annotations = _thrash_annotations(p, t, p.thrash_count)  # the series stays at the count once there
     return {
         "interval": duration(STEP),
         "input_series": [
@@ -243,6 +247,154 @@ def thrash_test(p: RuleParams, t: Tier) -> dict[str, object]:
                     {"exp_labels": {"severity": "warning", "tier": t.name}, "exp_annotations": annotations}
                 ],
             },
+        ],
+    }
+
+
+def _thrash_annotations(p: RuleParams, t: Tier, value: int) -> dict[str, str]:
+    return {
+        "summary": f"A workload of the {t.name} tier was preempted {value} times in {human(p.thrash_window)}",
+        "description": f"One workload of tier {t.name} was preempted {value} times within "
+        f"{human(p.thrash_window)} (alert at {p.thrash_count}): it restarts without making progress. "
+        "Watchtower's WorkloadPreemptionThrash alert and the Preemption churn dashboard name it and its "
+        "preemptors.",
+        "runbook_url": p.runbook_url(alerting.PREEMPTION_THRASH),
+    }
+
+
+def wait_flap_test(p: RuleParams, t: Tier) -> dict[str, object]:
+    """Return one test of `keep_firing_for` on the wait warning of tier `t`: the oldest wait grows past the
+    threshold, drops to 0 for one evaluation, grows again. The alert stays firing through the dip (with the
+    annotations of its last true evaluation) instead of resolving and going through its `for` again; a later
+    drop that lasts resolves it once `keep_firing_for` has passed, not before."""
+    fires = _wait_fires(p, t, "warning")
+    dip = fires // STEP + 1  # the step whose value is under the threshold
+    back = (dip + 1) * STEP  # the wait as it was, one step on
+    kept = _minutes_up(p.keep_firing_for)  # the first evaluation this long after the drop resolves it
+    drop = dip + 3  # from here on the queue is empty: the value stays 0
+    values = f"0+60x{dip - 1} 0 {back}+60x1 0x{kept // STEP + 2}"
+    name = alerting.QUEUE_WAIT_WARNING
+    return {
+        "interval": duration(STEP),
+        "input_series": [
+            {"series": _series(p, OLDEST_WAIT, f'tier="{t.name}"'), "values": values},
+            {"series": _series(p, "up"), "values": f"1x{drop + kept // STEP + 2}"},
+        ],
+        "alert_rule_test": [
+            {
+                "eval_time": duration(fires),
+                "alertname": name,
+                "exp_alerts": [_wait_alert(p, t, "warning", fires)],
+            },
+            {
+                "eval_time": duration(dip * STEP),
+                "alertname": name,
+                "exp_alerts": [_wait_alert(p, t, "warning", (dip - 1) * STEP)],
+            },
+            {
+                "eval_time": duration(back),
+                "alertname": name,
+                "exp_alerts": [_wait_alert(p, t, "warning", back)],
+            },
+            {
+                "eval_time": duration(drop * STEP + kept - STEP),
+                "alertname": name,
+                "exp_alerts": [_wait_alert(p, t, "warning", back + STEP)],  # its last true value
+            },
+            {"eval_time": duration(drop * STEP + kept), "alertname": name, "exp_alerts": []},
+        ],
+    }
+
+
+def thrash_flap_test(p: RuleParams, t: Tier) -> dict[str, object]:
+    """Return one test of `keep_firing_for` on the churn alert: a workload reaches the thrash count, one of
+    its preemptions leaves the window for one evaluation (count − 1), the next preemption brings it back.
+    The alert stays firing through the dip instead of resolving and re-firing."""
+    c = p.thrash_count
+    fires = c * STEP + _minutes_up(p.for_of(alerting.PREEMPTION_THRASH, "WorkloadPreemptionThrash"))
+    dip = fires // STEP + 1
+    values = [min(i, c) for i in range(dip)] + [c - 1] + [c] * 3
+    exp = [
+        {
+            "exp_labels": {"severity": "warning", "tier": t.name},
+            "exp_annotations": _thrash_annotations(p, t, c),
+        }
+    ]
+    return {
+        "interval": duration(STEP),
+        "input_series": [
+            {
+                "series": _series(p, MOST_PREEMPTIONS, f'tier="{t.name}"'),
+                "values": " ".join(str(v) for v in values),
+            }
+        ],
+        "alert_rule_test": [
+            {"eval_time": duration(at * STEP), "alertname": alerting.PREEMPTION_THRASH, "exp_alerts": exp}
+            for at in (fires // STEP, dip, dip + 1)
+        ],
+    }
+
+
+def info_inhibitor_test(p: RuleParams, t: Tier) -> dict[str, object]:
+    """Return one test of the info severity: Watchtower skips unreadable objects from minute 2 on, so the
+    info alert fires, and with it the InfoInhibitor that mutes it in Alertmanager; once the wait warning of
+    tier `t` fires too, the InfoInhibitor resolves and the info alert goes out beside the warning."""
+    info_fires = 2 * STEP + _minutes_up(p.for_of(alerting.OBJECTS_UNREADABLE))
+    over = info_fires // STEP + 1  # the oldest wait is over the warning threshold from here on
+    warns = over * STEP + _minutes_up(p.for_of(alerting.QUEUE_WAIT_WARNING, "WorkloadWaitWarning"))
+    n = warns // STEP + 2
+    info = {
+        "exp_labels": {"severity": alerting.INFO, "kind": "Pod"},
+        "exp_annotations": {
+            "summary": "Watchtower could not read some Pod objects in the last "
+            f"{human(p.rate_window)} and left them out of its picture",
+            "description": "Objects of kind Pod that Watchtower could not decode are left out of its picture: "
+            "workloads among them are not shown and raise no alert. The other objects are unaffected. An "
+            "info alert: it is notified only beside a warning or critical Watchtower alert "
+            f"({alerting.INFO_INHIBITOR} mutes it otherwise).",
+            "runbook_url": p.runbook_url(alerting.OBJECTS_UNREADABLE),
+        },
+    }
+    inhibitor = {
+        "exp_labels": {"severity": "none"},
+        "exp_annotations": {
+            "summary": "Mutes Watchtower's info alerts while no warning or critical Watchtower alert fires",
+            "description": "Not a problem in itself: the generated Alertmanager configuration routes this "
+            "alert to a receiver without integrations and lets it inhibit the info alerts "
+            f"({', '.join(alerting.DEGRADED_PICTURE)}), which are worth reading only beside a warning or "
+            "critical alert.",
+            "runbook_url": p.runbook_url(alerting.INFO_INHIBITOR),
+        },
+    }
+    return {
+        "interval": duration(STEP),
+        "input_series": [
+            {"series": _series(p, total(MALFORMED_OBJECTS_SKIPPED), 'kind="Pod"'), "values": f"0 0 1+1x{n}"},
+            {
+                "series": _series(p, OLDEST_WAIT, f'tier="{t.name}"'),
+                "values": f"0x{over - 1} {t.warn_after:g}+60x{n - over}",
+            },
+            {"series": _series(p, "up"), "values": f"1x{n}"},
+        ],
+        "alert_rule_test": [
+            {"eval_time": duration(STEP), "alertname": alerting.INFO_INHIBITOR, "exp_alerts": []},
+            {
+                "eval_time": duration(info_fires),
+                "alertname": alerting.OBJECTS_UNREADABLE,
+                "exp_alerts": [info],
+            },
+            {
+                "eval_time": duration(info_fires),
+                "alertname": alerting.INFO_INHIBITOR,
+                "exp_alerts": [inhibitor],
+            },
+            {
+                "eval_time": duration(warns - STEP),
+                "alertname": alerting.INFO_INHIBITOR,
+                "exp_alerts": [inhibitor],
+            },
+            {"eval_time": duration(warns), "alertname": alerting.INFO_INHIBITOR, "exp_alerts": []},
+            {"eval_time": duration(warns), "alertname": alerting.OBJECTS_UNREADABLE, "exp_alerts": [info]},
         ],
     }
 
@@ -409,7 +561,14 @@ def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
             stalled_test(p),
             thrash_test(p, p.tiers.tiers[-1]),
             config_test(p),
+            info_inhibitor_test(p, p.tiers.tiers[0]),
             fairness_test(p),
             fairness_usage_test(p),
-        ],
+        ]
+        # keep_firing_for 0s (the default): a dip resolves the alert, as it does in the service.
+        + (
+            [wait_flap_test(p, p.tiers.tiers[0]), thrash_flap_test(p, p.tiers.tiers[-1])]
+            if p.keep_firing_for
+            else []
+        ),
     }

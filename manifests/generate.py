@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from alerts import generate as alerts_generate
-from alerts.alertmanager import inhibit_rules, route_tree
+from alerts.alertmanager import inhibit_rules, receivers, route_tree
 from alerts.grafana import DATASOURCE_UID
 from alerts.params import params_from
 from alerts.render import to_yaml
@@ -67,7 +67,9 @@ def render_all(
     plain = alerts_generate.render_all(settings, source=source, grafana_datasource_uid=grafana_datasource_uid)
     groups = yaml.safe_load(plain[alerts_generate.RULES])["groups"]
     p = params_from(settings)
-    am, keys = operator.alertmanager_config(settings, route_tree(settings), inhibit_rules(settings))
+    am, keys = operator.alertmanager_config(
+        settings, route_tree(settings), inhibit_rules(settings), receivers(settings)
+    )
 
     def dump(doc: object) -> str:
         return to_yaml(doc, command=COMMAND, source=source)

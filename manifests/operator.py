@@ -168,16 +168,18 @@ def _receiver(r: ReceiverConfig, secrets: _Secrets) -> dict[str, object]:
 
 
 def alertmanager_config(
-    settings: Settings, route: dict[str, Any], inhibit: list[dict[str, Any]]
+    settings: Settings,
+    route: dict[str, Any],
+    inhibit: list[dict[str, Any]],
+    receivers: list[ReceiverConfig],
 ) -> tuple[dict[str, object], list[tuple[str, str]]]:
-    """Return an AlertmanagerConfig of the plain file's `route` and `inhibit` rules with the configured
-    receivers, and the (key, what it holds) entries of the Secret it references."""
+    """Return an AlertmanagerConfig of the plain file's `route`, `inhibit` rules and `receivers`, and the
+    (key, what it holds) entries of the Secret it references."""
     a = settings.artefacts
     secrets = _Secrets(a.alertmanager_secret)
-    receivers = [_receiver(r, secrets) for r in settings.alerting.receivers]
     spec = {
         "route": _route(route),
-        "receivers": receivers,
+        "receivers": [_receiver(r, secrets) for r in receivers],
         "inhibitRules": [
             {
                 "sourceMatch": [_matcher(t) for t in i["source_matchers"]],

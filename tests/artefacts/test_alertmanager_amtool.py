@@ -5,13 +5,15 @@ Watchtower's own router picks for the same tree."""
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
-from alerts import generate
-from alerts.alertmanager import SecretInlineError, alertmanager_config
+from alerts import alerting, generate
+from alerts.alertmanager import INHIBITOR_RECEIVER, SecretInlineError, alertmanager_config
 from watchtower.config import settings_from_mapping
 
 ROOT = Path(__file__).parents[2]
@@ -92,7 +94,7 @@ def test_amtool_accepts_a_configuration_with_team_routes_and_receivers(amtool: s
     _, path = routed
     done = _amtool(amtool, "check-config", str(path))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "4 receivers" in done.stdout
+    assert "5 receivers" in done.stdout  # the four configured, and the InfoInhibitor's
 
 
 @pytest.mark.parametrize(
@@ -171,7 +173,90 @@ def test_a_password_not_from_a_file_is_refused_with_the_path_to_fix() -> None:
 
 def test_critical_inhibits_warning_of_the_same_workload_and_tier() -> None:
     doc = yaml.safe_load((ROOT / "alerts" / generate.ALERTMANAGER).read_text())
-    (rule,) = doc["inhibit_rules"]
+    (rule,) = [r for r in doc["inhibit_rules"] if r["source_matchers"] == ['severity="critical"']]
     assert rule["source_matchers"] == ['severity="critical"']
     assert rule["target_matchers"] == ['severity="warning"']
     assert {"namespace", "workload", "tier"} <= set(rule["equal"])
+
+
+@pytest.fixture(params=["debian", "current"])
+def flavour(request) -> str:
+    return request.param
+
+
+def _statuses(url: str, want: int, timeout: float = 20.0) -> dict[str, list[str]]:
+    """Return "alertname/team" → the fingerprints inhibiting it, once Alertmanager holds `want` alerts and
+    its inhibitor has seen them (it learns of new alerts asynchronously)."""
+    deadline = time.monotonic() + timeout
+    got: dict[str, list[str]] = {}
+    while time.monotonic() < deadline:
+        alerts = httpx.get(url + "/api/v2/alerts", timeout=5).json()
+        got = {
+            f"{a['labels']['alertname']}/{a['labels'].get('team', '')}": a["status"]["inhibitedBy"]
+            for a in alerts
+        }
+        if len(got) == want and any(got.values()):
+            time.sleep(0.5)  # one more read: inhibitions may still be arriving
+            alerts = httpx.get(url + "/api/v2/alerts", timeout=5).json()
+            return {
+                f"{a['labels']['alertname']}/{a['labels'].get('team', '')}": a["status"]["inhibitedBy"]
+                for a in alerts
+            }
+        time.sleep(0.2)
+    return got
+
+
+def test_alertmanager_mutes_a_quota_blocked_teams_waits_and_info_alerts_while_the_info_inhibitor_fires(
+    flavour: str, tmp_path: Path
+) -> None:
+    from tests.alerting.alertmanager import Alertmanager, binaries
+
+    exe, _ = binaries(flavour)
+    config = tmp_path / "alertmanager.yml"
+    config.write_text((ROOT / "alerts" / generate.ALERTMANAGER).read_text())
+    am = Alertmanager(exe, config, tmp_path / "data").start()
+    workload = {"severity": "warning", "kind": "Job", "tier": "low"}
+    alerts = [
+        {"alertname": "WorkloadQuotaBlocked", "team": "vision", "namespace": "vision", "workload": "a"},
+        # the same team in another of its namespaces: muted all the same
+        {"alertname": "WorkloadWaitWarning", "team": "vision", "namespace": "vision-dev", "workload": "b"},
+        {"alertname": "WorkloadWaitWarning", "team": "nlp", "namespace": "nlp", "workload": "c"},
+        {"alertname": alerting.OBJECTS_UNREADABLE, "severity": alerting.INFO, "kind": "Pod"},
+        {"alertname": alerting.INFO_INHIBITOR, "severity": "none"},
+    ]
+    try:
+        body = [{"labels": {**workload, **a} if "workload" in a else a} for a in alerts]
+        httpx.post(am.url + "/api/v2/alerts", json=body, timeout=5).raise_for_status()
+        got = _statuses(am.url, len(alerts))
+    finally:
+        am.stop()
+    assert got["WorkloadWaitWarning/vision"] != []
+    assert got["WorkloadWaitWarning/nlp"] == []  # another team's wait still notifies
+    assert got["WorkloadQuotaBlocked/vision"] == []
+    assert got[f"{alerting.OBJECTS_UNREADABLE}/"] != []
+    assert got[f"{alerting.INFO_INHIBITOR}/"] == []
+
+
+def test_the_info_inhibitor_is_routed_to_a_receiver_that_notifies_nobody(amtool: str) -> None:
+    path = ROOT / "alerts" / generate.ALERTMANAGER
+    done = _amtool(
+        amtool, "config", "routes", "test", f"--config.file={path}", f"alertname={alerting.INFO_INHIBITOR}"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == INHIBITOR_RECEIVER
+    receivers = {r["name"]: r for r in yaml.safe_load(path.read_text())["receivers"]}
+    assert set(receivers[INHIBITOR_RECEIVER]) == {"name"}
+
+
+def test_a_receiver_named_as_the_inhibitors_is_refused() -> None:
+    settings = settings_from_mapping(
+        {
+            "alerting": {
+                "route": {"receiver": INHIBITOR_RECEIVER},
+                "receivers": [{"name": INHIBITOR_RECEIVER}],
+            }
+        },
+        env={},
+    )
+    with pytest.raises(ValueError, match="name yours otherwise"):
+        alertmanager_config(settings)

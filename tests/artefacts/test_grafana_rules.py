@@ -27,7 +27,7 @@ import yaml
 from alerts import alerting, generate, grafana
 from alerts.params import params_from
 from tests.prometheus.prom_server import HTTPServer, PrometheusProcess, have_prometheus, metrics_route
-from watchtower.config import Settings
+from watchtower.config import Settings, settings_from_mapping
 from watchtower.domain.promql.syntax import duration
 
 ROOT = Path(__file__).parents[2]
@@ -303,3 +303,12 @@ def test_with_no_watchtower_target_both_say_watchtower_is_down(placed) -> None:
     assert fired == set() and no_data  # Grafana: no data → Alerting
     assert _query(prom, alerting.down_expr(p))  # Prometheus: absent(...) fires
     assert down["for"] == duration(p.down_for)
+
+
+def test_the_grafana_wait_and_churn_rules_keep_firing_as_the_prometheus_rules_and_the_others_do_not() -> None:
+    settings = settings_from_mapping({"alerting": {"rules": {"keep_firing_for": "5m"}}}, env={})
+    doc = yaml.safe_load(generate.render_all(settings)[generate.GRAFANA_RULES])
+    rules = [r for g in doc["groups"] for r in g["rules"]]
+    keeping = {r["title"] for r in rules if r.get("keepFiringFor") == "5m"}
+    assert keeping == {r["title"] for r in rules} & set(alerting.KEEP_FIRING)
+    assert alerting.QUEUE_WAIT_WARNING in keeping and alerting.DOWN not in keeping

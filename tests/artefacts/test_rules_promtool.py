@@ -138,5 +138,63 @@ def test_every_alert_links_its_runbook_section() -> None:
         url = a["annotations"]["runbook_url"]
         assert url == f"docs/runbooks.md#{a['alert'].lower()}"
         assert url.split("#")[1] in anchors, f"docs/runbooks.md has no section for {a['alert']}"
-        assert a["labels"]["severity"] in ("warning", "critical")
+        # info: the picture is degraded; none: the InfoInhibitor, which only mutes
+        assert a["labels"]["severity"] in ("warning", "critical", alerting.INFO) or (
+            a["alert"] == alerting.INFO_INHIBITOR and a["labels"]["severity"] == "none"
+        )
         assert a["annotations"]["summary"] and a["annotations"]["description"]
+
+
+KEEP_FIRING = {"alerting": {"rules": {"keep_firing_for": "5m", "pending_for": "2m"}}}
+
+
+def _alerts(rules_text: str) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for g in yaml.safe_load(rules_text)["groups"]:
+        for r in g["rules"]:
+            if "alert" in r:
+                out.setdefault(r["alert"], []).append(r)
+    return out
+
+
+def test_the_wait_and_churn_rules_keep_firing_for_the_services_duration_and_the_health_rules_do_not() -> None:
+    rules = _alerts(generate.render_all(settings_from_mapping(KEEP_FIRING, env={}))[generate.RULES])
+    keeping = {name for name, rs in rules.items() if all(r.get("keep_firing_for") == "5m" for r in rs)}
+    assert keeping == set(alerting.KEEP_FIRING)
+    assert all("keep_firing_for" not in r for name in set(rules) - keeping for r in rules[name])
+    # 0s, the default: no rule carries it, as no service alert keeps firing
+    assert "keep_firing_for" not in RULES.read_text()
+
+
+def test_a_condition_that_drops_for_one_evaluation_neither_resolves_nor_fires_again(
+    promtool: str, tmp_path: Path
+) -> None:
+    _write(settings_from_mapping(KEEP_FIRING, env={}), tmp_path)
+    tests = yaml.safe_load((tmp_path / generate.TESTS).read_text())["tests"]
+    assert len(tests) == len(yaml.safe_load(TESTS.read_text())["tests"]) + 2  # a wait's dip, the churn's
+    done = _run(promtool, "test", "rules", str(tmp_path / generate.TESTS))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_without_keep_firing_for_in_the_rules_the_dip_resolves_and_the_flap_cases_fail(
+    promtool: str, tmp_path: Path
+) -> None:
+    """The flap cases are not vacuous: the same rules without `keep_firing_for` resolve during the dip."""
+    _write(settings_from_mapping(KEEP_FIRING, env={}), tmp_path)
+    rules = tmp_path / generate.RULES
+    rules.write_text("\n".join(ln for ln in rules.read_text().splitlines() if "keep_firing_for" not in ln))
+    done = _run(promtool, "test", "rules", str(tmp_path / generate.TESTS))
+    assert done.returncode != 0
+    out = done.stdout + done.stderr
+    assert alerting.QUEUE_WAIT_WARNING in out and alerting.PREEMPTION_THRASH in out
+
+
+def test_the_info_inhibitor_is_the_last_rule_and_watches_only_watchtowers_alerts() -> None:
+    rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+    last = rules[-1]
+    assert last["alert"] == alerting.INFO_INHIBITOR  # it reads the ALERTS the rules before it wrote
+    info = [r["alert"] for r in rules if r.get("labels", {}).get("severity") == alerting.INFO]
+    assert info == list(alerting.DEGRADED_PICTURE)
+    for name in alerting.ALERTNAMES:
+        if name != alerting.INFO_INHIBITOR:
+            assert name in last["expr"]

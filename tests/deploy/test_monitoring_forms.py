@@ -137,7 +137,9 @@ def test_a_nested_route_tree_keeps_its_shape_and_every_child_route_is_one_the_op
         )
 
     assert shape(am["spec"]["route"], snake=False) == shape(plain, snake=True)
-    assert shape(plain, snake=True)[4][0][4][0][1] == ('team="vision"', 'severity!="info"')
+    # [4][0] is the InfoInhibitor's route, first of the top route's children
+    assert shape(plain, snake=True)[4][0][1] == ('alertname="WatchtowerInfoInhibitor"',)
+    assert shape(plain, snake=True)[4][1][4][0][1] == ('team="vision"', 'severity!="info"')
 
 
 def test_secrets_are_referenced_from_a_secret_never_written_into_the_object(nested: Settings) -> None:
