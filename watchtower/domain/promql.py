@@ -179,6 +179,14 @@ def _is_label_name(s: str) -> bool:
     return bool(s) and (s[0].isalpha() or s[0] == "_") and all(c.isalnum() or c == "_" for c in s)
 
 
+def quoted(value: str) -> str:
+    """Return `value` as a PromQL double-quoted string: `a"b` → `"a\\"b"`. Every label value (and `=~`
+    pattern) a query is built from goes through here, so a quote, a backslash or a newline in a tier, a
+    team or a resource name stays inside its string instead of ending the selector."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
 def _sel(*parts: str) -> str:
     return "{" + ",".join(p for p in parts if p) + "}"
 
@@ -215,12 +223,12 @@ class OwnQueries:
 
     def pending(self, *by: str, tier: str = "") -> str:
         """Waiting workloads (pending, partial gang or quota-blocked), summed over what `by` leaves out."""
-        return _agg("sum", by, self.series(PENDING_WORKLOADS, f'tier="{tier}"' if tier else ""))
+        return _agg("sum", by, self.series(PENDING_WORKLOADS, f"tier={quoted(tier)}" if tier else ""))
 
     def oldest_wait(self, *by: str, tier: str = "") -> str:
         """Longest current wait, seconds: max, not sum, as two replicas (leader and standby) report the
         same queue."""
-        return _agg("max", by, self.series(OLDEST_WAIT, f'tier="{tier}"' if tier else ""))
+        return _agg("max", by, self.series(OLDEST_WAIT, f"tier={quoted(tier)}" if tier else ""))
 
     def partial_gangs(self, *by: str) -> str:
         """Gangs with some pods bound and some waiting."""
@@ -284,7 +292,7 @@ class OwnQueries:
 
     def most_preemptions(self, *by: str, tier: str = "") -> str:
         """The most preemptions one workload had within the thrash window."""
-        return _agg("max", by, self.series(MOST_PREEMPTIONS, f'tier="{tier}"' if tier else ""))
+        return _agg("max", by, self.series(MOST_PREEMPTIONS, f"tier={quoted(tier)}" if tier else ""))
 
     def evaluation_changes(self, window: str) -> str:
         """How often the last-evaluation time moved within `window`: 0 when Watchtower has stalled."""
@@ -306,12 +314,12 @@ class OwnQueries:
 
     def team_waiting_gpus(self, *by: str, team: str = "") -> str:
         """GPUs waiting work still needs, per `by` (team, tier): max over replicas of each pair, then summed."""
-        sel = self.series(WAITING_GPUS, f'team=~"{team}"' if team else "")
+        sel = self.series(WAITING_GPUS, f"team=~{quoted(team)}" if team else "")
         return _agg("sum", by, _agg("max", ("team", "tier"), sel))
 
     def team_oldest_wait(self, *by: str, team: str = "") -> str:
         """Longest current wait per `by` (team, tier)."""
-        return _agg("max", by, self.series(TEAM_OLDEST_WAIT, f'team=~"{team}"' if team else ""))
+        return _agg("max", by, self.series(TEAM_OLDEST_WAIT, f"team=~{quoted(team)}" if team else ""))
 
     def jain_index(self) -> str:
         """Jain's index (Σx)² / (n·Σx²) of the satisfaction x of the teams with demand (1: all equally
@@ -453,7 +461,9 @@ class Queries:
     def pod_requests(self, resource: str) -> str:
         """`resource` requested by each running pod (namespace, pod, node): KSM's sanitised resource name
         (`cpu` in cores, `memory` in bytes, `nvidia_com_gpu`)."""
-        req = self.normalise_ksm(self._ksm("kube_pod_container_resource_requests", f'resource="{resource}"'))
+        req = self.normalise_ksm(
+            self._ksm("kube_pod_container_resource_requests", f"resource={quoted(resource)}")
+        )
         return (
             f"sum by (namespace, pod, node) (sum by (namespace, pod, uid, node) ({req}) "
             f"and on (namespace, pod, uid) {self.pod_running()})"
@@ -600,7 +610,7 @@ class FairnessQueries:
 
     def node_allocatable(self, resource: str) -> str:
         """Allocatable `resource` per node (KSM's sanitised name)."""
-        alloc = self.q._ksm("kube_node_status_allocatable", f'resource="{resource}"')
+        alloc = self.q._ksm("kube_node_status_allocatable", f"resource={quoted(resource)}")
         return f"sum by (node) ({alloc})"
 
     def node_unavailable(self) -> str:
