@@ -15,9 +15,10 @@ from functools import lru_cache
 import re2
 
 # A call into RE2 from Python costs about 5-10 µs (encoding, the wrapper's spans), ten times Python's `re`
-# on a short label; the same label values come back tick after tick (each alert's `namespace`, each pod's
-# images), so each pattern remembers its answers for up to this many values, then starts over.
-_REMEMBERED = 4096
+# on a short label; the same label values come back tick after tick (each alert's `workload`, each pod's
+# images), so each pattern remembers its answers for up to this many values, then starts over: more than
+# a 10,000-alert storm's distinct values (bench/storm.py), about 1.5 MB at most per pattern.
+_REMEMBERED = 16_384
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported to its author, not printed on stderr
