@@ -24,7 +24,7 @@ from typing import Any
 from grafanalib import core as g
 
 from watchtower.domain.alerts.rules.base import human
-from watchtower.domain.promql.syntax import duration
+from watchtower.domain.promql.syntax import duration, quoted
 
 from . import alerting
 from .params import RuleParams
@@ -64,7 +64,8 @@ class GrafanaRule:
 def _tier_vector(p: RuleParams, attr: str) -> str:
     """Return one series per tier whose value is the tier's `attr` (warn_after, critical_after)."""
     parts = [
-        f'label_replace(vector({getattr(t, attr):g}), "tier", "{t.name}", "", "")' for t in p.tiers.tiers
+        f'label_replace(vector({getattr(t, attr):g}), "tier", {quoted(t.name)}, "", "")'
+        for t in p.tiers.tiers
     ]
     return " or ".join(parts)
 
@@ -95,7 +96,8 @@ def rules(p: RuleParams) -> list[GrafanaRule]:
             )
         )
     idle = " or ".join(
-        f'label_replace({alerting.gpu_idle_expr(p, t)}, "tier", "{t.name}", "", "")' for t in p.tiers.tiers
+        f'label_replace({alerting.gpu_idle_expr(p, t)}, "tier", {quoted(t.name)}, "", "")'
+        for t in p.tiers.tiers
     )
     out.append(
         GrafanaRule(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from watchtower.domain.alerts.rules import RuleSettings
 from watchtower.domain.alerts.rules.base import RUNBOOKS_PATH
+from watchtower.domain.patterns import PatternError, searched
 from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
@@ -77,15 +78,15 @@ class TrainingConfig(Section):
     match_labels: dict[str, str] = {}
     """Pod labels a training workload must carry, e.g. `{app.kubernetes.io/part-of: training}`."""
     image_pattern: str = ""
-    """Regular expression one container image must match (searched), e.g. `paddlepaddle/paddle`; empty: any image."""
+    """Regular expression (RE2 syntax, as Prometheus') one container image must match (searched), e.g. `paddlepaddle/paddle`; empty: any image."""
 
     @field_validator("image_pattern")
     @classmethod
     def _compiles(cls, v: str) -> str:
         try:
-            re.compile(v)
-        except re.error as e:
-            raise ValueError(f"not a regular expression: {e}") from e
+            searched(v)
+        except PatternError as e:
+            raise ValueError(str(e)) from None
         return v
 
 

@@ -5,7 +5,6 @@ The evaluator (queue.py) builds them; every reader (rules, presenters, GPU usage
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,6 +17,7 @@ from .dra import GpuClaim
 from .kueue import SOURCE_KUEUE, KueueFacts
 from .messages import PreemptionVerdict, SchedulingDiagnosis
 from .model import Pod
+from .patterns import searched
 from .quota import QuotaRefusal
 from .tiers import TierPolicy
 from .workloads import WorkloadKey
@@ -40,7 +40,7 @@ class TrainingSelector:
 
     require_gpu: bool
     match_labels: Mapping[str, str]
-    image_pattern: str  # a regular expression searched in each container image; "" matches any
+    image_pattern: str  # a regular expression (RE2) searched in each container image; "" matches any
 
     def matches(self, pod: Pod) -> bool:
         if self.require_gpu and pod.gpus <= 0:
@@ -49,8 +49,8 @@ class TrainingSelector:
             if pod.labels.get(k) != v:
                 return False
         if self.image_pattern:
-            rx = re.compile(self.image_pattern)
-            return any(rx.search(img) for img in pod.images)
+            rx = searched(self.image_pattern)
+            return any(rx.matches(img) for img in pod.images)
         return True
 
 

@@ -90,7 +90,7 @@ def silence_body(s: Silence) -> dict[str, Any]:
 def silence(d: Mapping[str, Any]) -> Silence:
     return Silence(
         d["id"],
-        tuple(Matcher.of(n, o, v) for n, o, v in d["matchers"]),
+        tuple(Matcher.stored(n, o, v) for n, o, v in d["matchers"]),
         d["starts_at"],
         d["ends_at"],
         d["created_by"],

@@ -35,7 +35,7 @@ class Matcher(Body):
     name: str
     """the label"""
     value: str
-    """the value, or the regular expression when `isRegex`"""
+    """the value, or the regular expression when `isRegex` (RE2, Alertmanager's syntax, anchored at both ends)"""
     isRegex: bool
     """`value` is a regular expression (`=~`, `!~`)"""
     isEqual: bool

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from watchtower.domain.patterns import Pattern, PatternError, anchored
+
 _TEXT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*$", re.DOTALL)
 
 
@@ -26,11 +28,11 @@ class Matcher:
     name: str
     op: MatchOp
     value: str
-    _rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    _rx: Pattern | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, name: str, op: str, value: str) -> Matcher:
-        """Return a matcher; raise MatcherError for an unknown operator or a bad regular expression."""
+        """Return a matcher; raise MatcherError for an unknown operator or a regular expression RE2 refuses."""
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
             raise MatcherError(f"{name!r} is not a label name")
         try:
@@ -40,11 +42,23 @@ class Matcher:
         rx = None
         if mop in (MatchOp.RE, MatchOp.NRE):
             try:
-                # Anchored at both ends, as Alertmanager does.
-                rx = re.compile(f"^(?:{value})$")
-            except re.error as e:
-                raise MatcherError(f"{value!r} is not a regular expression: {e}") from None
+                rx = anchored(value)  # RE2, anchored at both ends, as Alertmanager matches
+            except PatternError as e:
+                raise MatcherError(str(e)) from None
         return cls(name, mop, value, rx)
+
+    @classmethod
+    def stored(cls, name: str, op: str, value: str) -> Matcher:
+        """Return the matcher a store kept, as `of` does; one whose pattern RE2 refuses (saved by a version
+        that matched with Python's `re`, which takes lookarounds and backreferences) matches no label set,
+        so its silence mutes nothing rather than stopping every tick that reads the store."""
+        try:
+            return cls.of(name, op, value)
+        except MatcherError:
+            if op not in (MatchOp.RE, MatchOp.NRE):
+                raise
+            cls.of(name, MatchOp.EQ, "")  # a bad name is still an error
+            return cls(name, MatchOp(op), value, None)
 
     @classmethod
     def parse(cls, text: str) -> Matcher:
@@ -64,8 +78,9 @@ class Matcher:
             return v == self.value
         if self.op is MatchOp.NE:
             return v != self.value
-        assert self._rx is not None
-        hit = self._rx.match(v) is not None
+        if self._rx is None:
+            return False  # a stored pattern RE2 refuses (`stored`): it matches nothing
+        hit = self._rx.matches(v)
         return hit if self.op is MatchOp.RE else not hit
 
     def __str__(self) -> str:

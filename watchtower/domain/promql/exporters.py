@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .names import FB_USED, GPU_RESOURCE, GPU_UTIL, GR_ENGINE_ACTIVE, MIG_PROFILE
-from .syntax import NamedQuery, braces, duration
+from .syntax import NamedQuery, braces, duration, quoted
 
 DeviceKind = Literal["all", "gpu", "slice"]
 
@@ -194,7 +194,9 @@ class ExporterQueries:
     def pod_requests(self, resource: str) -> str:
         """`resource` requested by each running pod (namespace, pod, node): KSM's sanitised resource name
         (`cpu` in cores, `memory` in bytes, `nvidia_com_gpu`)."""
-        req = self.normalise_ksm(self.ksm("kube_pod_container_resource_requests", f'resource="{resource}"'))
+        req = self.normalise_ksm(
+            self.ksm("kube_pod_container_resource_requests", f"resource={quoted(resource)}")
+        )
         return (
             f"sum by (namespace, pod, node) (sum by (namespace, pod, uid, node) ({req}) "
             f"and on (namespace, pod, uid) {self.pod_running()})"

@@ -26,7 +26,7 @@ from .names import (
     WAITING_GPUS,
 )
 from .own import OwnQueries
-from .syntax import NamedQuery, braces, duration
+from .syntax import NamedQuery, braces, duration, quoted
 
 GIB = 2**30
 QUOTA_GPU_RESOURCE = "requests.nvidia.com/gpu"  # kube_resourcequota does not sanitise resource names
@@ -64,7 +64,7 @@ class FairnessQueries:
 
     def node_allocatable(self, resource: str) -> str:
         """Allocatable `resource` per node (KSM's sanitised name)."""
-        alloc = self.exporters.ksm("kube_node_status_allocatable", f'resource="{resource}"')
+        alloc = self.exporters.ksm("kube_node_status_allocatable", f"resource={quoted(resource)}")
         return f"sum by (node) ({alloc})"
 
     def node_unavailable(self) -> str:

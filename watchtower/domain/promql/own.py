@@ -33,7 +33,7 @@ from .names import (
     bucket,
     total,
 )
-from .syntax import aggregate
+from .syntax import aggregate, quoted
 
 
 class OwnQueries:
@@ -54,12 +54,12 @@ class OwnQueries:
 
     def pending(self, *by: str, tier: str = "") -> str:
         """Waiting workloads (pending, partial gang or quota-blocked), summed over what `by` leaves out."""
-        return aggregate("sum", by, self.series(PENDING_WORKLOADS, f'tier="{tier}"' if tier else ""))
+        return aggregate("sum", by, self.series(PENDING_WORKLOADS, f"tier={quoted(tier)}" if tier else ""))
 
     def oldest_wait(self, *by: str, tier: str = "") -> str:
         """Longest current wait, seconds: max, not sum, as two replicas (leader and standby) report the
         same queue."""
-        return aggregate("max", by, self.series(OLDEST_WAIT, f'tier="{tier}"' if tier else ""))
+        return aggregate("max", by, self.series(OLDEST_WAIT, f"tier={quoted(tier)}" if tier else ""))
 
     def partial_gangs(self, *by: str) -> str:
         """Gangs with some pods bound and some waiting."""
@@ -123,7 +123,7 @@ class OwnQueries:
 
     def most_preemptions(self, *by: str, tier: str = "") -> str:
         """The most preemptions one workload had within the thrash window."""
-        return aggregate("max", by, self.series(MOST_PREEMPTIONS, f'tier="{tier}"' if tier else ""))
+        return aggregate("max", by, self.series(MOST_PREEMPTIONS, f"tier={quoted(tier)}" if tier else ""))
 
     def evaluation_changes(self, window: str) -> str:
         """How often the last-evaluation time moved within `window`: 0 when Watchtower has stalled."""
@@ -145,12 +145,12 @@ class OwnQueries:
 
     def team_waiting_gpus(self, *by: str, team: str = "") -> str:
         """GPUs waiting work still needs, per `by` (team, tier): max over replicas of each pair, then summed."""
-        sel = self.series(WAITING_GPUS, f'team=~"{team}"' if team else "")
+        sel = self.series(WAITING_GPUS, f"team=~{quoted(team)}" if team else "")
         return aggregate("sum", by, aggregate("max", ("team", "tier"), sel))
 
     def team_oldest_wait(self, *by: str, team: str = "") -> str:
         """Longest current wait per `by` (team, tier)."""
-        return aggregate("max", by, self.series(TEAM_OLDEST_WAIT, f'team=~"{team}"' if team else ""))
+        return aggregate("max", by, self.series(TEAM_OLDEST_WAIT, f"team=~{quoted(team)}" if team else ""))
 
     def jain_index(self) -> str:
         """Jain's index (Σx)² / (n·Σx²) of the satisfaction x of the teams with demand (1: all equally

@@ -33,6 +33,14 @@ def check_window(window: float, scrape_interval: float) -> None:
         )
 
 
+def quoted(value: str) -> str:
+    """Return `value` as a PromQL double-quoted string: `a"b` → `"a\\"b"`. Every label value (and `=~`
+    pattern) a query is built from goes through here, so a quote, a backslash or a newline in a tier, a
+    team or a resource name stays inside its string instead of ending the selector."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
 def braces(*parts: str) -> str:
     """Return the selector `{a,b}` of the non-empty `parts` (`{}` when all are empty)."""
     return "{" + ",".join(p for p in parts if p) + "}"
