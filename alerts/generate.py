@@ -1,5 +1,5 @@
 """The Prometheus rules, their promtool tests, the Alertmanager configuration and the Grafana-managed alert
-rules, rendered from one configuration. `watchtower generate` writes them (watchtower/artefacts.py)."""
+rules, rendered from one configuration. `watchtower generate` writes them (watchtower/commands/generate.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The dashboards (`dashboards/*.dashboard.py`) rendered as Grafana JSON for `dashboards/generated/`.
-`watchtower generate` writes them (watchtower/artefacts.py)."""
+`watchtower generate` writes them (watchtower/commands/generate.py)."""
 
 from __future__ import annotations
 

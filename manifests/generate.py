@@ -1,5 +1,5 @@
 """The Kubernetes-native forms of the artefacts, one object a file under `deploy/monitoring/`; `watchtower
-generate` writes them (watchtower/artefacts.py).
+generate` writes them (watchtower/commands/generate.py).
 
 The PrometheusRule holds the generated rules file's groups, the dashboard ConfigMaps the generated dashboards,
 the Grafana alert ConfigMap the generated provisioning file, the AlertmanagerConfig the generated route tree:

@@ -1,5 +1,5 @@
 """Two `watchtower run` replicas against the real API server, electing a leader on a real Lease with
-deploy/rbac.yaml's token: only the leader notifies; killed (SIGKILL) in the middle of an alert storm, the
+deploy/base/rbac.yaml's token: only the leader notifies; killed (SIGKILL) in the middle of an alert storm, the
 follower takes over once the lease has run out and finishes the storm, nothing lost and nothing said twice
 beyond what the webhook-id lets a receiver drop; stopped by SIGTERM, the leader finishes, hands the Lease
 back and the follower takes over at once.

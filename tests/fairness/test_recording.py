@@ -1,7 +1,7 @@
 """Recording the fairness history from the service's ticks: what each tick adds, and that recording the same
 ticks again, or restarting (a new process that lists the cluster again) in the middle, leaves the same rows.
 
-Real parts: the watcher on a replayed cluster (tests/services/scenario.py), the composition root's
+Real parts: the watcher on a replayed cluster (tests/fixtures/scenario.py), the composition root's
 recorder, the history on SQLite (and, for recording again and restarting, on a real PostgreSQL too).
 """
 

@@ -3,7 +3,7 @@ reads as a failure (no traceback, no "Error running job"), because on-call reads
 rollout.
 
 The exact interleavings (a job cut short mid-run, a job handed to the loop in the turn of the stop) are made
-deterministic in tests/adapters/test_scheduled_jobs.py; here the real process is stopped several times at
+deterministic in tests/unit/adapters/test_scheduled_jobs.py; here the real process is stopped several times at
 arbitrary moments of a 20 ms tick cycle, with the weekly report's store and the simulator running.
 """
 

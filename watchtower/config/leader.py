@@ -21,7 +21,7 @@ class LeaderElectionConfig(Section):
     enabled: bool = False
     """Elect a leader on a `coordination.k8s.io/v1` Lease; off: this process is the leader (one replica)."""
     lease_name: str = Field("watchtower", pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-    """Name of the Lease (deploy/rbac.yaml lets Watchtower update only the one named `watchtower`)."""
+    """Name of the Lease (deploy/base/rbac.yaml lets Watchtower update only the one named `watchtower`)."""
     lease_namespace: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
     """Namespace of the Lease; unset: the pod's own (its service-account mount)."""
     lease_duration: PositiveDuration = LEASE_DURATION

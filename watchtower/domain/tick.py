@@ -1,7 +1,8 @@
 """One evaluation of the cluster as one immutable value, handed in turn to every consumer.
 
-The composition root builds a `Tick` from the watcher, lets GPU usage add its findings (`with_gpu`), then
-hands the same value to alerting and to the API's documents: nobody reaches back into the live state.
+The tick loop (`watchtower.runtime.tick_loop`) builds a `Tick` from the watcher, lets GPU usage add its
+findings (`with_gpu`), then hands the same value to alerting and to the API's documents: nobody reaches back
+into the live state.
 """
 
 from __future__ import annotations

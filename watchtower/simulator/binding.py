@@ -1,6 +1,6 @@
 """kube-scheduler's decisions applied to the simulated cluster: binding, preemption, unschedulable pods, gangs.
 
-sim/scheduler.py decides where a pod goes; this writes what the decision does to the pods, the gang PodGroups
+scheduler.py decides where a pod goes; this writes what the decision does to the pods, the gang PodGroups
 and the scheduler's events, as kube-scheduler would. The Volcano stand-in binds and refuses its pods here too,
 in its own words.
 """

@@ -1,12 +1,12 @@
 """A seeded, time-accelerated GPU cluster that speaks the API server's object shapes.
 
 `SimulatedCluster` is a `ClusterSource`: it LISTs every kind, then streams ADDED/MODIFIED/DELETED JSON as its
-simulated clock advances. It composes the one object store (sim/store.py: every kind's objects, the
+simulated clock advances. It composes the one object store (store.py: every kind's objects, the
 resourceVersion every write bumps, the changes a watcher drains) and what acts on it each tick: the
-controllers and quota admission (sim/controllers.py), kube-scheduler's decisions applied (sim/binding.py,
-deciding in sim/scheduler.py), the Volcano and Kueue stand-ins (sim/volcano.py, sim/kueue.py), the DRA driver
-(sim/dra.py), the kubelet, completion and garbage collection (sim/lifecycle.py) and the Events
-(sim/events.py). Tests drive it with `step(dt)` and never need real time. What runs before its start (the
+controllers and quota admission (controllers.py), kube-scheduler's decisions applied (binding.py,
+deciding in scheduler.py), the Volcano and Kueue stand-ins (volcano.py, kueue.py), the DRA driver
+(dra.py), the kubelet, completion and garbage collection (lifecycle.py) and the Events
+(events.py). Tests drive it with `step(dt)` and never need real time. What runs before its start (the
 demo's warm start, in watchtower/commands/demo/warm.py) is a `Prelude` it is given, not something it knows.
 """
 

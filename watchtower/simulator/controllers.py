@@ -1,8 +1,8 @@
 """The simulated controllers: the objects a workload is (Job, ReplicaSet, PaddleJob, JobSet and what they own),
 the pods they create under ResourceQuota admission, and the status they write back.
 
-Each function writes through the store (store/store.py), beside the stand-ins it asks; the shapes are in
-objects.py, group_objects.py, jobset_objects.py and volcano_objects.py, with their upstream sources.
+Each function writes through the store (store.py), beside the stand-ins it asks; the shapes are in
+objects/, group_objects.py, jobset_objects.py and volcano_objects.py, with their upstream sources.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ ResourceClaimTemplates users submit with their jobs, and the resourceclaim contr
 
 What it imitates (kubernetes v1.36.3 pkg/controller/resourceclaim/controller.go): a pod naming a template
 gets a claim made for it, owned by it, and its `status.resourceClaimStatuses` names that claim; until then
-the DynamicResources plugin holds the pod before the queue (sim/binding.py skips it). The scheduler writes
-the claim's allocation when it binds the pod (sim/binding.py); once the pod is done or gone the controller
+the DynamicResources plugin holds the pod before the queue (binding.py skips it). The scheduler writes
+the claim's allocation when it binds the pod (binding.py); once the pod is done or gone the controller
 removes the reservation and deletes the claim it made.
 """
 

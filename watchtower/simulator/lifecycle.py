@@ -1,7 +1,7 @@
 """How simulated work runs and ends: the kubelet stand-in, completion, deletion with grace, garbage collection.
 
-Each function writes through the store (sim/store.py), in the order a tick of sim/cluster.py calls them; the
-controllers that make pods are in sim/controllers.py. A pod's deletion with grace is the store's `terminate`.
+Each function writes through the store (store.py), in the order a tick of cluster.py calls them; the
+controllers that make pods are in controllers.py. A pod's deletion with grace is the store's `terminate`.
 """
 
 from __future__ import annotations

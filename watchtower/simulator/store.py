@@ -1,8 +1,8 @@
 """The simulated API server's store: every kind's objects, the resourceVersion each write bumps, the changes a
 watcher drains; and what every actor draws from beside it: the simulated clock, the seeded randomness, uids.
 
-The actors (sim/controllers.py, lifecycle.py, binding.py, kueue.py, volcano.py, dra.py, events.py) receive
-this store and write through it; sim/cluster.py composes them and decides when each acts.
+The actors (controllers.py, lifecycle.py, binding.py, kueue.py, volcano.py, dra.py, events.py) receive
+this store and write through it; cluster.py composes them and decides when each acts.
 """
 
 from __future__ import annotations

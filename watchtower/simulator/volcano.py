@@ -31,7 +31,7 @@ RETRY_EVERY = 60.0  # a group refused at enqueue or allocate is tried again afte
 
 
 class Binder(Protocol):
-    """What Volcano's decisions go through: kube-scheduler's binding and refusals (sim/binding.py), in its
+    """What Volcano's decisions go through: kube-scheduler's binding and refusals (binding.py), in its
     own words."""
 
     def bind(self, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None: ...

@@ -225,7 +225,7 @@ async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     await alerting.on_tick(tick)
     store.disable("hook/webhook/0", "410 Gone at hook/webhook/0", NOW)
     gpu = scenario_gpu(c)
-    # As the composition root's TickLoop does: read, name the idle holders, evaluate with their statuses.
+    # As the runtime's TickLoop does: read, name the idle holders, evaluate with their statuses.
     await gpu.refresh(NOW)
     tick = c.watcher.evaluate(NOW, holders_of=gpu.idle_holders())
     await gpu.on_snapshot(tick.snapshot_with_holders(), NOW)

@@ -1,6 +1,6 @@
 """The fairness report's week from Prometheus (the FairnessMetrics port): one aggregated answer per query.
 
-Every figure is integrated on the server (domain/promql.py's FairnessQueries), so an answer is one number per
+Every figure is integrated on the server (domain/promql/fairness.py's FairnessQueries), so an answer is one number per
 team or one for the cluster, whatever the week's length. Two paths, chosen per week by one cheap probe:
 
 - rules: the recording rules watchtower.fairness.usage.rules stored each step's values; a figure is

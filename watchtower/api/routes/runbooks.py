@@ -24,7 +24,7 @@ router = APIRouter(tags=["runbooks"])
 
 def slug(title: str) -> str:
     """Return a heading's anchor as Markdown renderers derive it (GitHub's rule, which docs/runbooks.md
-    and tests/alerting/test_runbooks.py follow): lower case, punctuation dropped, spaces to hyphens."""
+    and tests/unit/api/routes/test_runbooks.py follow): lower case, punctuation dropped, spaces to hyphens."""
     return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
 
 

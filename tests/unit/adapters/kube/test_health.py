@@ -1,6 +1,6 @@
 """Health, reconnection and configuration of the Kubernetes adapter, against the local list/watch server.
 
-The stand-in server is tests/adapters/fake_apiserver.py (a real kube-apiserver comes with issue 6). Time in
+The stand-in server is tests/unit/adapters/kube/fake_apiserver.py (a real kube-apiserver comes with issue 6). Time in
 health reports comes from a manual clock, so staleness figures are exact.
 """
 

@@ -1,4 +1,4 @@
-"""The Kubernetes adapter against a real HTTP server speaking list/watch (tests/adapters/fake_apiserver.py).
+"""The Kubernetes adapter against a real HTTP server speaking list/watch (tests/unit/adapters/kube/fake_apiserver.py).
 
 A real kube-apiserver comes with issue 6 (tests/e2e); until then these tests use the stand-in server,
 which also lets them cut connections and expire resourceVersions on demand.
