@@ -34,7 +34,7 @@ def victims() -> list[dict[str, Any]]:
 
 def put_group(state: ClusterState) -> None:
     (group,) = items("PodGroup")
-    state.upsert_pod_group(DECODER.pod_group(raw(group)))
+    state.upsert_pod_group(DECODER.decode("PodGroup", raw(group)))
 
 
 def gang_status(state: ClusterState, now: float) -> Any:
@@ -45,7 +45,7 @@ def gang_status(state: ClusterState, now: float) -> Any:
 
 def now_of() -> float:
     (group,) = items("PodGroup")
-    return DECODER.pod_group(raw(group)).created + 120
+    return DECODER.decode("PodGroup", raw(group)).created + 120
 
 
 @pytest.mark.parametrize("group_first", [True, False])

@@ -43,7 +43,7 @@ def pending_state() -> tuple[ClusterState, dict[str, Any]]:
 
 def test_a_workload_decodes_its_queue_gpus_priority_and_why_it_waits() -> None:
     wl = next(i for i in load("kueue-shaped-job-pending")["items"] if i["kind"] == "Workload")
-    w = DECODER.kueue_workload(raw(wl))
+    w = DECODER.decode("KueueWorkload", raw(wl))
     assert (w.local_queue, w.pods, w.gpus, w.gpus_per_pod) == ("team", 2, 8, 4)
     assert (w.priority, w.priority_class, w.priority_class_kind) == (
         1_000_000,
@@ -63,7 +63,7 @@ def test_a_v1beta1_workload_names_its_class_by_name_and_source() -> None:
     del old["spec"]["priorityClassRef"], old["spec"]["priority"]
     old["spec"]["priorityClassName"] = "urgent-kueue"
     old["spec"]["priorityClassSource"] = "kueue.x-k8s.io/workloadpriorityclass"
-    w = DECODER.kueue_workload(raw(old))
+    w = DECODER.decode("KueueWorkload", raw(old))
     assert (w.priority, w.priority_class, w.priority_class_kind) == (
         None,
         "urgent-kueue",
@@ -75,7 +75,7 @@ def test_a_v1beta1_workload_names_its_class_by_name_and_source() -> None:
     cq = k.cluster_queue("old-cq", nominal_gpus=16, reserved_gpus=4, borrowing_limit=8)
     cq["apiVersion"] = "kueue.x-k8s.io/v1beta1"
     cq["spec"]["cohort"] = "research"
-    q = DECODER.cluster_queue(raw(cq))
+    q = DECODER.decode("ClusterQueue", raw(cq))
     assert (q.cohort, q.nominal_gpus, q.borrowing_limit_gpus, q.free_nominal) == ("research", 16, 8, 12)
 
 
@@ -84,15 +84,15 @@ def test_hostile_kueue_objects_are_decode_errors_not_crashes() -> None:
     bad = copy.deepcopy(wl)
     bad["spec"]["podSets"][0]["count"] = -3
     with pytest.raises(DecodeError):
-        DECODER.kueue_workload(raw(bad))
+        DECODER.decode("KueueWorkload", raw(bad))
     nameless = copy.deepcopy(wl)
     del nameless["metadata"]["name"]
     with pytest.raises(DecodeError):
-        DECODER.kueue_workload(raw(nameless))
+        DECODER.decode("KueueWorkload", raw(nameless))
     with pytest.raises(DecodeError):
-        DECODER.cluster_queue(b'{"metadata": {"name": "x"}, "spec": {"resourceGroups": "many"}}')
+        DECODER.decode("ClusterQueue", b'{"metadata": {"name": "x"}, "spec": {"resourceGroups": "many"}}')
     with pytest.raises(DecodeError):
-        DECODER.workload_priority_class(b'{"metadata": {"name": "x"}}')
+        DECODER.decode("WorkloadPriorityClass", b'{"metadata": {"name": "x"}}')
 
 
 def test_a_suspended_job_with_no_pods_waits_in_kueue_at_its_workloads_tier() -> None:

@@ -37,16 +37,16 @@ def feed(st: ClusterState, obj: dict[str, Any], *, deleted: bool = False) -> Non
     b = orjson.dumps(obj)
     kind = obj["kind"]
     if kind == "ResourceClaimTemplate":
-        t = DEC.claim_template(b)
+        t = DEC.decode("ResourceClaimTemplate", b)
         (st.delete_claim_template if deleted else st.upsert_claim_template)(t)
     elif kind == "ResourceClaim":
-        st.upsert_resource_claim(DEC.resource_claim(b))
+        st.upsert_resource_claim(DEC.decode("ResourceClaim", b))
     elif kind == "ResourceSlice":
-        st.upsert_resource_slice(DEC.resource_slice(b))
+        st.upsert_resource_slice(DEC.decode("ResourceSlice", b))
     elif kind == "DeviceClass":
-        st.upsert_device_class(DEC.device_class(b))
+        st.upsert_device_class(DEC.decode("DeviceClass", b))
     elif kind == "ClusterQueue":
-        st.upsert_cluster_queue(DEC.cluster_queue(b))
+        st.upsert_cluster_queue(DEC.decode("ClusterQueue", b))
     else:
         apply(st, obj, deleted=deleted)
 
