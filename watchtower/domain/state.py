@@ -8,7 +8,7 @@ The controllers, quotas and their refusals, and the change log, are its bases' (
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from msgspec.structs import replace as with_fields
 
@@ -23,7 +23,7 @@ from .disruptions import (
 from .dra import DeviceClass, PodClaim, ResourceClaim, ResourceSlice, UnresolvedClaim
 from .dra_tables import DraTables
 from .gang_tables import GangTables
-from .gangs import REF_PODGROUP, Gang, GangWorkload, VolcanoQueue
+from .gangs import Gang, GangWorkload, VolcanoQueue
 from .kueue import ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
 from .kueue_dra import all_claims, claim_user, pod_set_gpus, workload_of_user
 from .kueue_preemption import attributed, kueue_preemption, record_key
@@ -31,6 +31,7 @@ from .kueue_tables import KueueTables, NsName
 from .model import Event, Namespace, Node, Pod, PriorityClass
 from .node_use import NodeUse
 from .operator_events import operator_warning
+from .preemption_ledger import PreemptionLedger, PreemptionSeen
 from .quota import quota_refusal
 from .state_controllers import PADDLE_WAITING_PHASES, ChangeLog, ControllerState
 from .workloads import WorkloadKey, workload_of
@@ -65,12 +66,6 @@ class PodStarted:
 
 
 @dataclass(frozen=True, slots=True)
-class PreemptionSeen:
-    preemption: Preemption
-    new: bool  # False when this only completed a record seen before
-
-
-@dataclass(frozen=True, slots=True)
 class DisruptionSeen:
     disruption: Disruption
 
@@ -86,20 +81,12 @@ class ClusterState(ControllerState):
     nodes: dict[str, Node] = field(default_factory=dict)
     namespaces: dict[str, Namespace] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
-    preemptions: dict[str, Preemption] = field(default_factory=dict)  # by victim uid
-    disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
     # Pod groups (upstream, Volcano), upstream Workloads, Volcano queues.
     gangs: GangTables = field(default_factory=GangTables)
     # DRA: device classes, claims, templates, slices; the GPU classes come from `gpu.device_classes`.
     dra: DraTables = field(default_factory=DraTables)
     # Kueue Workloads (keyed by their job), ClusterQueues, LocalQueues, WorkloadPriorityClasses.
     kueue: KueueTables = field(default_factory=KueueTables)
-    # Preemptor uids named by a record before their pod (or PodGroup) was seen (the watches of events and
-    # pods are separate streams) → the victims whose record waits for that preemptor's priority.
-    awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
-    # PodGroup uid → the victims of its gang-wide preemption still here (terminating). While any is, the
-    # gang's preemption is under way: 1.36 workload-aware preemption nominates no node that would say so.
-    group_victims: dict[str, set[str]] = field(default_factory=dict)
     # indexes
     waiting: set[str] = field(default_factory=set)
     gpus_used: dict[str, int] = field(default_factory=dict)
@@ -110,6 +97,29 @@ class ClusterState(ControllerState):
     workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
     # Waiting pods per workload, so that a tick finds the waiting workloads without walking the pods.
     waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
+    # Preemptions (merged from pods, events, preemptors) and disruptions: a part it holds.
+    ledger: PreemptionLedger = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ledger = PreemptionLedger(self)
+
+    @property
+    def preemptions(self) -> dict[str, Preemption]:
+        """The preemption records, by victim uid (or a Kueue Workload's record key)."""
+        return self.ledger.preemptions
+
+    @property
+    def disruptions(self) -> dict[str, Disruption]:
+        """The disruptions that were not preemptions, by pod uid."""
+        return self.ledger.disruptions
+
+    @property
+    def awaited_preemptors(self) -> dict[str, set[str]]:
+        return self.ledger.awaited_preemptors
+
+    @property
+    def group_victims(self) -> dict[str, set[str]]:
+        return self.ledger.group_victims
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -121,8 +131,7 @@ class ClusterState(ControllerState):
         self.pods[pod.uid] = pod
         self._index(old, pod)
         out = self._happenings(old, pod)
-        if self.awaited_preemptors and pod.uid in self.awaited_preemptors:
-            out.extend(self._attribute_awaited(pod))
+        out.extend(self.ledger.preemptor_seen(pod))
         return out
 
     def delete_pod(self, uid: str, final: Pod | None = None) -> list[Happening]:
@@ -140,16 +149,9 @@ class ClusterState(ControllerState):
         if last is None:
             return []
         out = self._happenings(old, last, deleted=True)
-        if self.awaited_preemptors and uid in self.awaited_preemptors:
-            out.extend(self._attribute_awaited(last))
-        rec = self.preemptions.get(uid)
-        if rec is not None and rec.preemptor_kind == "PodGroup":
-            victims = self.group_victims.get(rec.preemptor_uid)
-            if victims is not None and uid in victims:
-                victims.discard(uid)
-                if not victims:
-                    del self.group_victims[rec.preemptor_uid]
-                self._touch_group(rec)
+        if uid in self.ledger.awaited_preemptors:
+            out.extend(self.ledger.preemptor_seen(last))
+        self.ledger.victim_gone(uid)
         return out
 
     def _with_claims(self, old: Pod | None, pod: Pod) -> Pod:
@@ -240,91 +242,12 @@ class ClusterState(ControllerState):
                 out.append(PodStarted(new, max(0.0, new.running_since - at)))
         p = preemption_from_pod(new)
         if p is not None:
-            out.extend(self._record_preemption(p))
-        elif new.uid not in self.disruptions:
+            out.extend(self.ledger.record(p))
+        elif new.uid not in self.ledger.disruptions:
             d = disruption_from_pod(new)
             if d is not None:
-                self.disruptions[d.uid] = d
+                self.ledger.disruptions[d.uid] = d
                 out.append(DisruptionSeen(d))
-        return out
-
-    def _record_preemption(self, p: Preemption) -> list[Happening]:
-        vw = p.victim_workload
-        if vw is not None and vw.kind == "JobSet":  # the victim's workload as its pods are keyed
-            p = replace(p, victim_workload=self.workload_of_controller(vw))
-        known = self.preemptions.get(p.victim_uid)
-        rec = self._attributed(p if known is None else known.merged(p))
-        if rec.preemptor_kind == "PodGroup" and rec.preemptor_uid and rec.victim_uid in self.pods:
-            victims = self.group_victims.setdefault(rec.preemptor_uid, set())
-            if rec.victim_uid not in victims:
-                victims.add(rec.victim_uid)
-                self._touch_group(rec)
-        if known is None:
-            self.preemptions[p.victim_uid] = rec
-            return [PreemptionSeen(rec, new=True)]
-        if rec != known:
-            self.preemptions[p.victim_uid] = rec
-            return [PreemptionSeen(rec, new=False)]
-        return []
-
-    def _attributed(self, p: Preemption) -> Preemption:
-        """Return the record with its preemptor's priority and class, read once from the preemptor pod.
-
-        Recorded here, when the record first names the preemptor, so that every reader (API, page,
-        metrics, alerts) has it after the preemptor pod is gone.
-        """
-        if p.preemptor_priority is not None:
-            return p
-        if p.preemptor_kind == "PodGroup":
-            return self._attributed_to_group(p)
-        pod: Pod | None = None
-        if p.preemptor_uid:
-            pod = self.pods.get(p.preemptor_uid)
-            if pod is None:
-                self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(p.victim_uid)
-        elif p.preemptor_namespace and p.preemptor_name:
-            # Older schedulers name the preemptor, not its uid: rare enough that a walk is acceptable.
-            ns, name = p.preemptor_namespace, p.preemptor_name
-            pod = next((x for x in self.pods.values() if x.name == name and x.namespace == ns), None)
-        return p if pod is None else p.attributed_to(pod)
-
-    def _preempting_group(self, p: Preemption) -> Gang | None:
-        g = self.gangs.pod_groups.get((p.preemptor_namespace, p.preemptor_name))
-        if g is None or (p.preemptor_uid and g.uid != p.preemptor_uid):
-            # The event's `related` names it; without that, the uid alone (few groups: a walk will do).
-            g = next((x for x in self.gangs.pod_groups.values() if x.uid == p.preemptor_uid), None)
-        return g
-
-    def _attributed_to_group(self, p: Preemption) -> Preemption:
-        """Return the record with the preempting PodGroup's identity and priority, when the group is held."""
-        g = self._preempting_group(p) if p.preemptor_uid else None
-        pc = self.priority_classes.get(g.priority_class) if g is not None else None
-        priority = g.priority if g is not None and g.priority is not None else pc.value if pc else None
-        if g is None or priority is None:
-            if p.preemptor_uid:
-                self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(p.victim_uid)
-            return p
-        return replace(
-            p,
-            preemptor_namespace=g.namespace,
-            preemptor_name=g.name,
-            preemptor_priority=priority,
-            preemptor_priority_class=g.priority_class,
-        )
-
-    def _touch_group(self, rec: Preemption) -> None:
-        g = self._preempting_group(rec)
-        if g is not None:
-            self._touch_each(self.gangs.naming(REF_PODGROUP, g.namespace, g.name))
-
-    def _attribute_awaited(self, pod: Pod) -> list[Happening]:
-        out: list[Happening] = []
-        for victim in sorted(self.awaited_preemptors.pop(pod.uid, ())):
-            rec = self.preemptions.get(victim)
-            if rec is not None and rec.preemptor_priority is None:
-                rec = rec.attributed_to(pod)
-                self.preemptions[victim] = rec
-                out.append(PreemptionSeen(rec, new=False))
         return out
 
     # ---- events -----------------------------------------------------------------------------------
@@ -348,7 +271,7 @@ class ClusterState(ControllerState):
                     victim_started=started_at(pod),
                 )
                 p = p.merged(from_pod)
-            return self._record_preemption(p)
+            return list(self.ledger.record(p))
         q = quota_refusal(ev)
         if q is not None:
             self.refuse(q)
@@ -409,10 +332,7 @@ class ClusterState(ControllerState):
 
     def upsert_pod_group(self, g: Gang) -> None:
         self._touch_each(self.gangs.upsert_pod_group(g))
-        for victim in sorted(self.awaited_preemptors.pop(g.uid, ())) if g.uid else ():
-            rec = self.preemptions.get(victim)
-            if rec is not None and rec.preemptor_priority is None:
-                self.preemptions[victim] = self._attributed(rec)
+        self.ledger.group_seen(g)
 
     def delete_pod_group(self, g: Gang) -> None:
         self._touch_each(self.gangs.delete_pod_group(g))
@@ -494,7 +414,8 @@ class ClusterState(ControllerState):
         out: list[Happening] = []
         key = self.kueue.keys[(w.namespace, w.name)]
         rk = record_key(w)
-        if w.preempted is not None and rk not in self.preemptions:
+        ledger = self.ledger
+        if w.preempted is not None and rk not in ledger.preemptions:
             prio, pclass = self.kueue_priority(w)
             pods = [self.pods[u] for u in self.by_workload.get(key, ()) if u in self.pods]
             starts = [s for s in map(started_at, pods) if s is not None]
@@ -506,14 +427,14 @@ class ClusterState(ControllerState):
                 if found is not None:
                     p = attributed(p, found[0], *self.kueue_priority(found[0]))
                 elif p.preemptor_uid:
-                    self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(rk)
-                self.preemptions[rk] = p
+                    ledger.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(rk)
+                ledger.preemptions[rk] = p
                 out.append(PreemptionSeen(p, new=True))
-        for rk in sorted(self.awaited_preemptors.pop(w.uid, ())) if w.uid else ():
-            rec = self.preemptions.get(rk)
+        for rk in sorted(ledger.awaited_preemptors.pop(w.uid, ())) if w.uid else ():
+            rec = ledger.preemptions.get(rk)
             if rec is not None and rec.preemptor_priority is None:
                 rec = attributed(rec, w, *self.kueue_priority(w))
-                self.preemptions[rk] = rec
+                ledger.preemptions[rk] = rec
                 out.append(PreemptionSeen(rec, new=False))
         return out
 
@@ -629,16 +550,5 @@ class ClusterState(ControllerState):
     def prune(self, *, now: float, keep_seconds: float) -> None:
         """Forget preemptions, disruptions and quota refusals older than the horizon."""
         horizon = now - keep_seconds
-        for uid in [u for u, p in self.preemptions.items() if (p.at or now) < horizon]:
-            del self.preemptions[uid]
-        for uid, victims in list(self.awaited_preemptors.items()):
-            victims.intersection_update(self.preemptions)
-            if not victims:
-                del self.awaited_preemptors[uid]
-        for uid, victims in list(self.group_victims.items()):
-            victims.intersection_update(self.preemptions)
-            if not victims:
-                del self.group_victims[uid]
-        for uid in [u for u, d in self.disruptions.items() if (d.at or now) < horizon]:
-            del self.disruptions[uid]
+        self.ledger.prune(horizon, now)
         self.prune_refusals(horizon, now)
