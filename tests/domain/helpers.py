@@ -55,23 +55,23 @@ def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) ->
     elif kind == "Workload" and obj["apiVersion"].startswith("kueue.x-k8s.io/"):
         w = DECODER.decode("KueueWorkload", raw(obj))
         if deleted:
-            state.delete_kueue_workload(w)
+            state.forms.kueue.delete_workload(w)
             return []
-        return state.upsert_kueue_workload(w)
+        return state.forms.kueue.upsert_workload(w)
     elif kind == "ClusterQueue":
-        state.upsert_cluster_queue(DECODER.decode("ClusterQueue", raw(obj)))
+        state.forms.kueue.upsert_cluster_queue(DECODER.decode("ClusterQueue", raw(obj)))
     elif kind == "LocalQueue":
-        state.upsert_local_queue(DECODER.decode("LocalQueue", raw(obj)))
+        state.forms.kueue.upsert_local_queue(DECODER.decode("LocalQueue", raw(obj)))
     elif kind == "WorkloadPriorityClass":
-        state.upsert_workload_priority_class(DECODER.decode("WorkloadPriorityClass", raw(obj)))
+        state.forms.kueue.upsert_priority_class(DECODER.decode("WorkloadPriorityClass", raw(obj)))
     elif kind == "PodGroup" and obj["apiVersion"].startswith("scheduling.volcano.sh/"):
-        state.upsert_volcano_group(DECODER.decode("VolcanoPodGroup", raw(obj)))
+        state.forms.gangs.upsert_volcano_group(DECODER.decode("VolcanoPodGroup", raw(obj)))
     elif kind == "PodGroup":
-        state.upsert_pod_group(DECODER.decode("PodGroup", raw(obj)))
+        state.forms.gangs.upsert_pod_group(DECODER.decode("PodGroup", raw(obj)))
     elif kind == "Workload":
-        state.upsert_gang_workload(DECODER.decode("Workload", raw(obj)))
+        state.forms.gangs.upsert_workload(DECODER.decode("Workload", raw(obj)))
     elif kind == "Queue":
-        state.upsert_volcano_queue(DECODER.decode("VolcanoQueue", raw(obj)))
+        state.forms.gangs.upsert_queue(DECODER.decode("VolcanoQueue", raw(obj)))
     elif kind in CONTROLLERS:
         c = CONTROLLERS[kind](raw(obj))
         key = WorkloadKey(c.namespace, c.kind, c.name)

@@ -42,13 +42,13 @@ def feed(st: ClusterState, obj: dict[str, Any]) -> None:
     if kind == "Pod":
         st.upsert_pod(DEC.decode("Pod", b))
     elif kind == "ResourceClaim":
-        st.upsert_resource_claim(DEC.decode("ResourceClaim", b))
+        st.forms.dra.upsert_claim(DEC.decode("ResourceClaim", b))
     elif kind == "ResourceClaimTemplate":
-        st.upsert_claim_template(DEC.decode("ResourceClaimTemplate", b))
+        st.forms.dra.upsert_template(DEC.decode("ResourceClaimTemplate", b))
     elif kind == "ResourceSlice":
-        st.upsert_resource_slice(DEC.decode("ResourceSlice", b))
+        st.forms.dra.upsert_slice(DEC.decode("ResourceSlice", b))
     elif kind == "DeviceClass":
-        st.upsert_device_class(DEC.decode("DeviceClass", b))
+        st.forms.dra.upsert_class(DEC.decode("DeviceClass", b))
     elif kind == "Node":
         st.upsert_node(DEC.decode("Node", b))
 

@@ -34,7 +34,7 @@ def victims() -> list[dict[str, Any]]:
 
 def put_group(state: ClusterState) -> None:
     (group,) = items("PodGroup")
-    state.upsert_pod_group(DECODER.decode("PodGroup", raw(group)))
+    state.forms.gangs.upsert_pod_group(DECODER.decode("PodGroup", raw(group)))
 
 
 def gang_status(state: ClusterState, now: float) -> Any:

@@ -175,10 +175,10 @@ def test_positions_from_the_visibility_api_reach_the_workload() -> None:
     st, _ = pending_state()
     name = k.workload_name("Job", "resnet", o.new_uid("job/resnet"))
     body = k.pending_workloads([(NS, "other-wl", "team", 5), (NS, name, "team", 1_000_000)])
-    st.set_kueue_positions(DECODER.pending_positions(raw(body)), {"team-cq"})
+    st.forms.kueue.set_positions(DECODER.pending_positions(raw(body)), {"team-cq"})
     (w,) = evaluate(st, T0 + 60).workloads
     assert w.kueue is not None and w.kueue.position == 1
-    st.set_kueue_positions({}, {"team-cq"})  # gone from the list: no position, not a stale one
+    st.forms.kueue.set_positions({}, {"team-cq"})  # gone from the list: no position, not a stale one
     ev = evaluate(st, T0 + 60)
     assert ev.workloads[0].kueue is not None and ev.workloads[0].kueue.position is None
 
@@ -274,7 +274,7 @@ def test_a_held_job_is_ahead_of_no_pod_and_its_place_and_estimate_are_kueues() -
         ),
     )
     name = k.workload_name("Job", "resnet", o.new_uid("job/resnet"))
-    st.set_kueue_positions(
+    st.forms.kueue.set_positions(
         DECODER.pending_positions(raw(k.pending_workloads([(NS, name, "team", 1)]))), {"team-cq"}
     )
     held, pod = evaluate(st, T0 + 600).workloads  # the job first in the order: older, same tier

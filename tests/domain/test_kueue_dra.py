@@ -38,15 +38,15 @@ def feed(st: ClusterState, obj: dict[str, Any], *, deleted: bool = False) -> Non
     kind = obj["kind"]
     if kind == "ResourceClaimTemplate":
         t = DEC.decode("ResourceClaimTemplate", b)
-        (st.delete_claim_template if deleted else st.upsert_claim_template)(t)
+        (st.forms.dra.delete_template if deleted else st.forms.dra.upsert_template)(t)
     elif kind == "ResourceClaim":
-        st.upsert_resource_claim(DEC.decode("ResourceClaim", b))
+        st.forms.dra.upsert_claim(DEC.decode("ResourceClaim", b))
     elif kind == "ResourceSlice":
-        st.upsert_resource_slice(DEC.decode("ResourceSlice", b))
+        st.forms.dra.upsert_slice(DEC.decode("ResourceSlice", b))
     elif kind == "DeviceClass":
-        st.upsert_device_class(DEC.decode("DeviceClass", b))
+        st.forms.dra.upsert_class(DEC.decode("DeviceClass", b))
     elif kind == "ClusterQueue":
-        st.upsert_cluster_queue(DEC.decode("ClusterQueue", b))
+        st.forms.kueue.upsert_cluster_queue(DEC.decode("ClusterQueue", b))
     else:
         apply(st, obj, deleted=deleted)
 

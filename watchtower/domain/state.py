@@ -3,15 +3,22 @@
 Every change goes through `ClusterState`, which keeps the indexes an evaluation needs (waiting pods,
 GPUs held per node, pods per workload) so that a tick never walks all pods. Applying the same object
 twice changes nothing and reports nothing twice: replays after a re-list are harmless (DESIGN §3.12).
-The controllers, quotas and their refusals, and the change log, are its bases' (state_controllers.py).
+It holds its parts: the preemption ledger (preemption_ledger.py) and each queue form's part
+(`FormParts`: gang_form.py, dra_form.py, kueue_form.py), which apply that form's objects to its tables;
+the controllers, quotas and their refusals, and the change log, are its bases' (state_controllers.py).
+`bindings()` says how each watched kind reaches it, for the Ingestor.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
 
 from msgspec.structs import replace as with_fields
 
+from . import kinds
+from .binding import Binding
 from .disruptions import (
     Disruption,
     Preemption,
@@ -20,14 +27,15 @@ from .disruptions import (
     preemption_from_pod,
     started_at,
 )
-from .dra import DeviceClass, PodClaim, ResourceClaim, ResourceSlice, UnresolvedClaim
+from .dra import PodClaim, UnresolvedClaim
+from .dra_form import DraForm
 from .dra_tables import DraTables
+from .gang_form import GangForm
 from .gang_tables import GangTables
-from .gangs import Gang, GangWorkload, VolcanoQueue
-from .kueue import ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
-from .kueue_dra import all_claims, claim_user, pod_set_gpus, workload_of_user
-from .kueue_preemption import attributed, kueue_preemption, record_key
-from .kueue_tables import KueueTables, NsName
+from .kueue import KueueWorkload
+from .kueue_dra import workload_of_user
+from .kueue_form import KueueForm
+from .kueue_tables import KueueTables
 from .model import Event, Namespace, Node, Pod, PriorityClass
 from .node_use import NodeUse
 from .operator_events import operator_warning
@@ -74,6 +82,18 @@ Happening = PodScheduled | PodStarted | PreemptionSeen | DisruptionSeen
 
 
 @dataclass(slots=True)
+class FormParts:
+    """The state's part for each queue form beyond pods and controllers: one line per form."""
+
+    gangs: GangForm
+    dra: DraForm
+    kueue: KueueForm
+
+    def bindings(self) -> dict[str, Binding[Any]]:
+        return {**self.gangs.bindings(), **self.dra.bindings(), **self.kueue.bindings()}
+
+
+@dataclass(slots=True)
 class ClusterState(ControllerState):
     """The pods and the rest; controllers, quotas and refusals are its base's (state_controllers.py)."""
 
@@ -99,9 +119,37 @@ class ClusterState(ControllerState):
     waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
     # Preemptions (merged from pods, events, preemptors) and disruptions: a part it holds.
     ledger: PreemptionLedger = field(init=False)
+    # Each queue form's part: how its objects change the tables above (the tables are read directly).
+    forms: FormParts = field(init=False)
 
     def __post_init__(self) -> None:
         self.ledger = PreemptionLedger(self)
+        self.forms = FormParts(GangForm(self), DraForm(self), KueueForm(self))
+
+    def bindings(self) -> dict[str, Binding[Any]]:
+        """Return how each watched kind reaches the state, by kind name: the pods' and the rest of the
+        core's, the controllers' and quotas', and each form part's."""
+        name, uid = attrgetter("name"), attrgetter("uid")
+        return {
+            kinds.NAMESPACE.name: Binding(
+                self.upsert_namespace, lambda ns: self.delete_namespace(ns.name), self.namespaces, name
+            ),
+            kinds.PRIORITY_CLASS.name: Binding(
+                self.upsert_priority_class,
+                lambda pc: self.delete_priority_class(pc.name),
+                self.priority_classes,
+                name,
+            ),
+            kinds.NODE.name: Binding(self.upsert_node, lambda n: self.delete_node(n.name), self.nodes, name),
+            # The DELETED object is the pod's last word: its conditions may show that it was preempted.
+            kinds.POD.name: Binding(
+                self.upsert_pod, lambda p: self.delete_pod(p.uid, p), self.pods, uid, paged=True
+            ),
+            # Events expire on their own and what they told stays told: deleting one changes nothing.
+            kinds.EVENT.name: Binding(self.upsert_event, None, None, uid),
+            **self.controller_bindings(),
+            **self.forms.bindings(),
+        }
 
     @property
     def preemptions(self) -> dict[str, Preemption]:
@@ -165,7 +213,7 @@ class ClusterState(ControllerState):
             return pod
         return with_fields(pod, gpus=pod.gpus - pod.dra_gpus + dra, dra_gpus=dra)
 
-    def _reread(self, uids: set[str]) -> None:
+    def reread(self, uids: set[str]) -> None:
         """Re-count the GPUs of pods (and Kueue Workloads) whose claim, template, class or slice changed."""
         for uid in sorted(uids):
             pod = self.pods.get(uid)
@@ -175,7 +223,7 @@ class ClusterState(ControllerState):
             nn = workload_of_user(uid)
             w = self.kueue.workloads.get(nn) if nn is not None else None
             if w is not None:
-                self.upsert_kueue_workload(w)
+                self.forms.kueue.upsert_workload(w)
 
     def _index(self, old: Pod | None, new: Pod | None) -> None:
         uid = new.uid if new is not None else old.uid if old is not None else ""
@@ -324,62 +372,9 @@ class ClusterState(ControllerState):
             self.waiting_workloads[new] = self.waiting_workloads.get(new, 0) + waiting
         self.touch(old)
 
-    # ---- pod groups and queues ---------------------------------------------------------------------
-
     def _touch_each(self, keys: list[WorkloadKey]) -> None:
         for key in keys:
             self.touch(key)
-
-    def upsert_pod_group(self, g: Gang) -> None:
-        self._touch_each(self.gangs.upsert_pod_group(g))
-        self.ledger.group_seen(g)
-
-    def delete_pod_group(self, g: Gang) -> None:
-        self._touch_each(self.gangs.delete_pod_group(g))
-
-    def upsert_volcano_group(self, g: Gang) -> None:
-        self._touch_each(self.gangs.upsert_volcano_group(g))
-
-    def delete_volcano_group(self, g: Gang) -> None:
-        self._touch_each(self.gangs.delete_volcano_group(g))
-
-    def upsert_gang_workload(self, w: GangWorkload) -> None:
-        self._touch_each(self.gangs.upsert_workload(w))
-
-    def delete_gang_workload(self, w: GangWorkload) -> None:
-        self._touch_each(self.gangs.delete_workload(w))
-
-    def upsert_volcano_queue(self, q: VolcanoQueue) -> None:
-        self.gangs.upsert_queue(q)
-
-    def delete_volcano_queue(self, name: str) -> None:
-        self.gangs.delete_queue(name)
-
-    # ---- DRA ----------------------------------------------------------------------------------------
-
-    def upsert_resource_claim(self, c: ResourceClaim) -> None:
-        self._reread(self.dra.upsert_claim(c))
-
-    def delete_resource_claim(self, c: ResourceClaim) -> None:
-        self._reread(self.dra.delete_claim(c))
-
-    def upsert_claim_template(self, t: ResourceClaim) -> None:
-        self._reread(self.dra.upsert_template(t))
-
-    def delete_claim_template(self, t: ResourceClaim) -> None:
-        self._reread(self.dra.delete_template(t))
-
-    def upsert_device_class(self, c: DeviceClass) -> None:
-        self._reread(self.dra.upsert_class(c))
-
-    def delete_device_class(self, c: DeviceClass) -> None:
-        self._reread(self.dra.delete_class(c))
-
-    def upsert_resource_slice(self, s: ResourceSlice) -> None:
-        self._reread(self.dra.upsert_slice(s))
-
-    def delete_resource_slice(self, s: ResourceSlice) -> None:
-        self._reread(self.dra.delete_slice(s))
 
     # ---- Kueue -------------------------------------------------------------------------------------
 
@@ -401,58 +396,6 @@ class ClusterState(ControllerState):
                     return pc.value, pc.name
         return 0, pclass
 
-    def upsert_kueue_workload(self, w: KueueWorkload) -> list[Happening]:
-        """Hold a Kueue Workload; return its preemption when it newly shows one (and attribute any that
-        waited for it as their preemptor)."""
-        prev = self.kueue.workloads.get((w.namespace, w.name))
-        if w.dra is not None or (prev is not None and prev.dra is not None):
-            w = self._kueue_with_claims(prev, w)
-        old, touched = self.kueue.upsert_workload(w, self.workload_of_controller)
-        self._touch_each(touched)
-        if not touched:
-            return []
-        out: list[Happening] = []
-        key = self.kueue.keys[(w.namespace, w.name)]
-        rk = record_key(w)
-        ledger = self.ledger
-        if w.preempted is not None and rk not in ledger.preemptions:
-            prio, pclass = self.kueue_priority(w)
-            pods = [self.pods[u] for u in self.by_workload.get(key, ()) if u in self.pods]
-            starts = [s for s in map(started_at, pods) if s is not None]
-            p = kueue_preemption(
-                w, old, key, prio, pclass, pods_known=bool(pods), pods_started=min(starts, default=None)
-            )
-            if p is not None:
-                found = self.kueue.by_workload_uid(p.preemptor_uid) if p.preemptor_uid else None
-                if found is not None:
-                    p = attributed(p, found[0], *self.kueue_priority(found[0]))
-                elif p.preemptor_uid:
-                    ledger.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(rk)
-                ledger.preemptions[rk] = p
-                out.append(PreemptionSeen(p, new=True))
-        for rk in sorted(ledger.awaited_preemptors.pop(w.uid, ())) if w.uid else ():
-            rec = ledger.preemptions.get(rk)
-            if rec is not None and rec.preemptor_priority is None:
-                rec = attributed(rec, w, *self.kueue_priority(w))
-                ledger.preemptions[rk] = rec
-                out.append(PreemptionSeen(rec, new=False))
-        return out
-
-    def _kueue_with_claims(self, prev: KueueWorkload | None, w: KueueWorkload) -> KueueWorkload:
-        """Return the Workload with the GPUs its pod sets' DRA claims ask, and index it under them."""
-        user = claim_user(w.namespace, w.name)
-        was, now = all_claims(prev) if prev is not None else (), all_claims(w)
-        if was and was != now:
-            self.dra.saw_pod(user, w.namespace, was, gone=True)
-        if now and was != now:
-            self.dra.saw_pod(user, w.namespace, now)
-        if w.dra is None:
-            return w
-        gpus, per_pod = pod_set_gpus(self.dra, w)
-        if (gpus, per_pod) == (w.dra.gpus, w.dra.per_pod):
-            return w
-        return with_fields(w, dra=with_fields(w.dra, gpus=gpus, per_pod=per_pod))
-
     def kueue_waiting(self) -> set[WorkloadKey]:
         """Return the jobs Kueue holds that may wait with no pod of theirs queued: not admitted yet, or
         admitted with no pod made yet."""
@@ -465,48 +408,6 @@ class ClusterState(ControllerState):
             return False
         w = self.kueue.of_key(key)
         return w is not None and (w.waiting or key not in self.by_workload)
-
-    def delete_kueue_workload(self, w: KueueWorkload) -> None:
-        held = self.kueue.workloads.get((w.namespace, w.name))
-        if held is not None and held.dra is not None:
-            self.dra.saw_pod(claim_user(w.namespace, w.name), w.namespace, all_claims(held), gone=True)
-        self._touch_each(self.kueue.delete_workload(w))
-
-    def upsert_cluster_queue(self, q: ClusterQueue) -> None:
-        # Read when the queue JSON and the stuck heads are made, not into any workload's facts.
-        self.kueue.cluster_queues[q.name] = q
-
-    def delete_cluster_queue(self, name: str) -> None:
-        self.kueue.cluster_queues.pop(name, None)
-
-    def upsert_local_queue(self, q: LocalQueue) -> None:
-        old = self.kueue.local_queues.get((q.namespace, q.name))
-        self.kueue.local_queues[(q.namespace, q.name)] = q
-        if old is None or old.cluster_queue != q.cluster_queue:
-            self._touch_local_queue(q)
-
-    def delete_local_queue(self, q: LocalQueue) -> None:
-        if self.kueue.local_queues.pop((q.namespace, q.name), None) is not None:
-            self._touch_local_queue(q)
-
-    def _touch_local_queue(self, q: LocalQueue) -> None:
-        for key in self.kueue.held:
-            w = self.kueue.of_key(key)
-            if w is not None and w.namespace == q.namespace and w.local_queue == q.name:
-                self.touch(key)
-
-    def upsert_workload_priority_class(self, pc: WorkloadPriorityClass) -> None:
-        if self.kueue.priority_classes.get(pc.name) != pc:
-            self.kueue.priority_classes[pc.name] = pc
-            self.touch_all()
-
-    def delete_workload_priority_class(self, name: str) -> None:
-        if self.kueue.priority_classes.pop(name, None) is not None:
-            self.touch_all()
-
-    def set_kueue_positions(self, positions: dict[NsName, int], queues: set[str]) -> None:
-        """Take the positions the visibility API gives the pending Workloads of these ClusterQueues."""
-        self._touch_each(self.kueue.set_positions(positions, queues))
 
     # ---- queries ----------------------------------------------------------------------------------
 

@@ -181,7 +181,7 @@ class Watcher:
     def on_kueue_positions(self, positions: dict[tuple[str, str], int], queues: set[str]) -> None:
         """Take the positions Kueue's visibility API gives the pending Workloads of these ClusterQueues."""
         with self._lock:
-            self.state.set_kueue_positions(positions, queues)
+            self.state.forms.kueue.set_positions(positions, queues)
 
     def _tracked_pods(self) -> Iterable[Pod]:
         matches = self.policy.selector.matches
