@@ -10,7 +10,7 @@ import random
 import sys
 from dataclasses import dataclass, field
 
-from watchtower.domain.dra import (
+from watchtower.domain.forms.dra.records import (
     AllocatedDevice,
     DeviceRequest,
     PodClaim,
@@ -19,7 +19,7 @@ from watchtower.domain.dra import (
     SliceDevice,
     class_from_selectors,
 )
-from watchtower.domain.model import Condition, Node, OwnerRef, Pod
+from watchtower.domain.records import Condition, Node, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 
 CLASS = class_from_selectors(

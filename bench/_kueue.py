@@ -19,14 +19,14 @@ from typing import Any
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.domain.kueue import (
+from watchtower.domain.forms.kueue.records import (
     ClusterQueue,
     KueuePreempted,
     KueueWorkload,
     LocalQueue,
     WorkloadPriorityClass,
 )
-from watchtower.domain.model import OwnerRef, Pod
+from watchtower.domain.records import OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 from watchtower.simulator import kueue_objects as ko

@@ -47,11 +47,11 @@ from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import priority_inversion
 from watchtower.domain.alerts.rules.base import RuleInput
 from watchtower.domain.fairness.record import RecordedState, RecordPolicy, record_tick
-from watchtower.domain.gangs import GroupRef
+from watchtower.domain.forms.gangs.records import GroupRef
 from watchtower.domain.health import HEALTHY
-from watchtower.domain.messages import parse_scheduling_message
-from watchtower.domain.model import Condition, Node, OwnerRef, Pod
+from watchtower.domain.messages.scheduler import parse_scheduling_message
 from watchtower.domain.queue import QueueEvaluator
+from watchtower.domain.records import Condition, Node, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import JOBSET_NAME_LABEL
 from watchtower.ports import QueueGauges

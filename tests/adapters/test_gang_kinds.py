@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
-from watchtower.domain.gangs import REF_PODGROUP, REF_VOLCANO, REF_WORKLOAD, GroupRef
+from watchtower.domain.forms.gangs.records import REF_PODGROUP, REF_VOLCANO, REF_WORKLOAD, GroupRef
 from watchtower.simulator import objects as o
 
 from .conftest import SERVED, running, until

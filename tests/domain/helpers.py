@@ -9,8 +9,8 @@ import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.config.model import Settings
-from watchtower.domain.model import Event, Pod
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
+from watchtower.domain.records import Event, Pod
 from watchtower.domain.state import ClusterState, Happening
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import objects as o

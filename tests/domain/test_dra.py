@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.domain.messages import parse_scheduling_message
+from watchtower.domain.messages.scheduler import parse_scheduling_message
 from watchtower.domain.state import ClusterState
 from watchtower.domain.state_controllers import ChangeCursor
 from watchtower.ports import DecodeError

@@ -7,8 +7,8 @@ import random
 import pytest
 from msgspec.structs import replace
 
-from watchtower.domain.model import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
 from watchtower.domain.queue import QueueEvaluator
+from watchtower.domain.records import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 
 from .helpers import GPU_FULL, POLICY, T0

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
@@ -93,7 +93,7 @@ def test_once_its_victims_are_gone_the_gang_no_longer_says_preemption_is_under_w
 
 
 def test_the_bare_podgroup_messages_are_read_as_the_gang_not_fitting() -> None:
-    from watchtower.domain.messages import explain, parse_scheduling_message
+    from watchtower.domain.messages.scheduler import explain, parse_scheduling_message
 
     for msg in (
         "pod group is unschedulable",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from watchtower.adapters.kube.decoder import DecodeError
-from watchtower.domain.kueue import SOURCE_KUEUE
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey

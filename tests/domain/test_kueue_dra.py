@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.domain.dra_tables import DraTables
-from watchtower.domain.kueue import SOURCE_KUEUE
+from watchtower.domain.forms.dra.tables import DraTables
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import stuck_heads

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from watchtower.domain.alerts.rules import tiered_wait
-from watchtower.domain.kueue import SOURCE_KUEUE
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.queue_view import workload_dict

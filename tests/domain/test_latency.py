@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from watchtower.domain.latency import Distribution, latency_by_tier, quantile
-from watchtower.domain.model import Condition, Pod
+from watchtower.domain.records import Condition, Pod
 
 from .helpers import T0, TIERS
 

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
-from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
-from watchtower.domain.model import Event, Node, Pod
+from watchtower.domain.messages.scheduler import PreemptionVerdict, parse_scheduling_message
+from watchtower.domain.records import Event, Node, Pod
 from watchtower.simulator import objects as o
 
 from .helpers import GPU_FULL, NS, T0, paddle_owner

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import PodScheduled, PodStarted
 from watchtower.domain.workloads import WorkloadKey

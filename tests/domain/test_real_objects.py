@@ -14,9 +14,9 @@ import pytest
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
-from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
+from watchtower.domain.forms.quota.refusals import quota_refusal
+from watchtower.domain.messages.scheduler import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.queue import QueueEvaluator, WorkloadState, is_gated
-from watchtower.domain.quota import quota_refusal
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey, workload_of_controller
 from watchtower.simulator import objects as o

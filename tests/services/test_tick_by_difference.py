@@ -20,7 +20,7 @@ from msgspec.structs import replace
 
 from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings
-from watchtower.domain.dra import (
+from watchtower.domain.forms.dra.records import (
     ALL,
     AllocatedDevice,
     DeviceRequest,
@@ -30,17 +30,17 @@ from watchtower.domain.dra import (
     SliceDevice,
     class_from_selectors,
 )
-from watchtower.domain.gangs import REF_PODGROUP, Gang, GroupRef
-from watchtower.domain.health import HEALTHY
-from watchtower.domain.kueue import (
+from watchtower.domain.forms.gangs.records import REF_PODGROUP, Gang, GroupRef
+from watchtower.domain.forms.kueue.records import (
     ClusterQueue,
     KueuePreempted,
     KueueWorkload,
     LocalQueue,
     WorkloadPriorityClass,
 )
-from watchtower.domain.model import Condition, Controller, Node, OwnerRef, Pod
+from watchtower.domain.health import HEALTHY
 from watchtower.domain.queue import Fragmentation, QueueEvaluator, WorkloadState
+from watchtower.domain.records import Condition, Controller, Node, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy

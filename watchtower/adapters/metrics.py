@@ -15,8 +15,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
-from watchtower.domain.dra import UNRESOLVED_REASONS
 from watchtower.domain.fairness.live import TeamNow
+from watchtower.domain.forms.dra.records import UNRESOLVED_REASONS
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql import (
     CONFIG_RELOADS,

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from watchtower.domain.forms.gangs.records import REF_PODGROUP, Gang
+from watchtower.domain.forms.gangs.tables import GangTables
+from watchtower.domain.records import Pod, PriorityClass
+
 from .disruptions import Disruption, Preemption
-from .gang_tables import GangTables
-from .gangs import REF_PODGROUP, Gang
-from .model import Pod, PriorityClass
 from .workloads import WorkloadKey
 
 

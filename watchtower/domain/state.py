@@ -4,7 +4,7 @@ Every change goes through `ClusterState`, which keeps the indexes an evaluation 
 GPUs held per node, pods per workload) so that a tick never walks all pods. Applying the same object
 twice changes nothing and reports nothing twice: replays after a re-list are harmless (DESIGN §3.12).
 It holds its parts: the preemption ledger (preemption_ledger.py) and each queue form's part
-(`FormParts`: gang_form.py, dra_form.py, kueue_form.py), which apply that form's objects to its tables;
+(`FormParts`: forms/gangs/part.py, forms/dra/part.py, forms/kueue/part.py), which apply that form's objects to its tables;
 the controllers, quotas and their refusals, and the change log, are its bases' (state_controllers.py).
 `bindings()` says how each watched kind reaches it, for the Ingestor.
 """
@@ -17,6 +17,18 @@ from typing import Any
 
 from msgspec.structs import replace as with_fields
 
+from watchtower.domain.forms.dra.part import DraForm
+from watchtower.domain.forms.dra.records import PodClaim, UnresolvedClaim
+from watchtower.domain.forms.dra.tables import DraTables
+from watchtower.domain.forms.gangs.part import GangForm
+from watchtower.domain.forms.gangs.tables import GangTables
+from watchtower.domain.forms.kueue.dra import workload_of_user
+from watchtower.domain.forms.kueue.part import KueueForm
+from watchtower.domain.forms.kueue.records import KueueWorkload
+from watchtower.domain.forms.kueue.tables import KueueTables
+from watchtower.domain.forms.quota.refusals import quota_refusal
+from watchtower.domain.records import Event, Namespace, Node, Pod, PriorityClass
+
 from . import kinds
 from .binding import Binding
 from .disruptions import (
@@ -27,20 +39,9 @@ from .disruptions import (
     preemption_from_pod,
     started_at,
 )
-from .dra import PodClaim, UnresolvedClaim
-from .dra_form import DraForm
-from .dra_tables import DraTables
-from .gang_form import GangForm
-from .gang_tables import GangTables
-from .kueue import KueueWorkload
-from .kueue_dra import workload_of_user
-from .kueue_form import KueueForm
-from .kueue_tables import KueueTables
-from .model import Event, Namespace, Node, Pod, PriorityClass
 from .node_use import NodeUse
 from .operator_events import operator_warning
 from .preemption_ledger import PreemptionLedger, PreemptionSeen
-from .quota import quota_refusal
 from .state_controllers import PADDLE_WAITING_PHASES, ChangeLog, ControllerState
 from .workloads import WorkloadKey, workload_of
 

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
+from watchtower.domain.forms.quota.refusals import QuotaRefusal
+from watchtower.domain.records import Controller, ResourceQuota
+
 from . import kinds
 from .binding import Binding
-from .model import Controller, ResourceQuota
 from .operator_events import OperatorWarning
-from .quota import QuotaRefusal
 from .workloads import WorkloadKey, workload_of_controller
 
 # PaddleJob phases before its pods all run (paddle-operator api/v1/paddlejob_types.go PaddleJobPhase);

@@ -6,8 +6,8 @@ import pytest
 
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy, advance
 from watchtower.domain.alerts.rules import quota_blocked
-from watchtower.domain.model import Controller, Event, ObjectRef, PriorityClass
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
+from watchtower.domain.records import Controller, Event, ObjectRef, PriorityClass
 
 from ..helpers import apply
 from .builders import (

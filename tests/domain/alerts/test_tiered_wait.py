@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from watchtower.domain.alerts.rules import tiered_wait
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 
 from .builders import (

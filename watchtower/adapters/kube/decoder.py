@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from watchtower.domain.dra import GPU_DEVICE_CLASS
+from watchtower.domain.forms.dra.records import GPU_DEVICE_CLASS
 from watchtower.ports import DecodeError as DecodeError  # re-exported: callers catch it from here
 
 from . import forms, wire

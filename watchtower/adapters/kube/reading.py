@@ -14,8 +14,8 @@ from typing import Any, NamedTuple, Protocol, TypeVar, overload
 
 import msgspec
 
-from watchtower.domain.dra import GPU_DEVICE_CLASS
-from watchtower.domain.model import Controller, OwnerRef
+from watchtower.domain.forms.dra.records import GPU_DEVICE_CLASS
+from watchtower.domain.records import Controller, OwnerRef
 from watchtower.ports import DecodeError
 
 from . import wire

@@ -12,7 +12,7 @@ from sys import intern
 import msgspec
 
 from watchtower.domain import kinds
-from watchtower.domain.dra import (
+from watchtower.domain.forms.dra.records import (
     ALL,
     AllocatedDevice,
     DeviceClass,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import msgspec
 
 from watchtower.domain import kinds
-from watchtower.domain.gangs import Gang, GangWorkload, VolcanoQueue
+from watchtower.domain.forms.gangs.records import Gang, GangWorkload, VolcanoQueue
 from watchtower.ports import DecodeError
 
 from ..quantities import GPU, ceil_int, parse_quantity

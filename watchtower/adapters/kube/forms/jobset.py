@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from watchtower.domain import kinds
-from watchtower.domain.model import Controller
+from watchtower.domain.records import Controller
 
 from .. import wire
 from ..reading import KindReader, Reading, reader

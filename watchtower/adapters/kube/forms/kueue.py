@@ -14,7 +14,7 @@ from collections.abc import Callable
 import msgspec
 
 from watchtower.domain import kinds
-from watchtower.domain.kueue import (
+from watchtower.domain.forms.kueue.records import (
     ClusterQueue,
     KueueDraAsk,
     KueuePodSetClaims,
@@ -24,7 +24,7 @@ from watchtower.domain.kueue import (
     WorkloadPriorityClass,
     preempted_by,
 )
-from watchtower.domain.model import OwnerRef
+from watchtower.domain.records import OwnerRef
 from watchtower.ports import DecodeError
 
 from .. import wire

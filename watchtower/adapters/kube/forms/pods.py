@@ -13,14 +13,15 @@ import msgspec
 from msgspec.structs import astuple
 
 from watchtower.domain import kinds
-from watchtower.domain.gangs import (
+from watchtower.domain.forms.gangs.records import (
     REF_PODGROUP,
     REF_VOLCANO,
     REF_WORKLOAD,
     VOLCANO_GROUP_ANNOTATION,
     GroupRef,
 )
-from watchtower.domain.model import (
+from watchtower.domain.node_use import DEFAULT_SCHEDULER
+from watchtower.domain.records import (
     Condition,
     Event,
     Namespace,
@@ -30,7 +31,6 @@ from watchtower.domain.model import (
     Pod,
     PriorityClass,
 )
-from watchtower.domain.node_use import DEFAULT_SCHEDULER
 from watchtower.domain.workloads import TEMPLATE_HASH_LABEL, WORKLOAD_LABELS
 from watchtower.ports import DecodeError
 

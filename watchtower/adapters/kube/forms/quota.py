@@ -9,8 +9,8 @@ from __future__ import annotations
 import msgspec
 
 from watchtower.domain import kinds
-from watchtower.domain.model import Controller, ResourceQuota
-from watchtower.domain.quota import DRA_QUOTA_SUFFIX, GPU_QUOTA_RESOURCE
+from watchtower.domain.forms.quota.refusals import DRA_QUOTA_SUFFIX, GPU_QUOTA_RESOURCE
+from watchtower.domain.records import Controller, ResourceQuota
 
 from .. import wire
 from ..quantities import ceil_int, parse_quantity

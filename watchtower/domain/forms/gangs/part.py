@@ -1,6 +1,6 @@
 """The gangs form's part of the state: upstream Workloads and PodGroups, Volcano's PodGroups and Queues.
 
-Applies their objects to the gang tables (gang_tables.py) and touches the workloads whose facts they
+Applies their objects to the gang tables (tables.py) and touches the workloads whose facts they
 change; a PodGroup first seen completes the preemption records that waited for it as their preemptor.
 """
 
@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Protocol
 
-from . import kinds
-from .binding import Binding
-from .gang_tables import GangTables
-from .gangs import Gang, GangWorkload, VolcanoQueue
-from .preemption_ledger import PreemptionLedger
-from .workloads import WorkloadKey
+from watchtower.domain import kinds
+from watchtower.domain.binding import Binding
+from watchtower.domain.forms.gangs.records import Gang, GangWorkload, VolcanoQueue
+from watchtower.domain.forms.gangs.tables import GangTables
+from watchtower.domain.preemption_ledger import PreemptionLedger
+from watchtower.domain.workloads import WorkloadKey
 
 _ns_name = attrgetter("namespace", "name")
 

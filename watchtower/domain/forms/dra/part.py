@@ -1,6 +1,6 @@
 """The DRA form's part of the state: DeviceClasses, ResourceClaims, their templates, ResourceSlices.
 
-Applies their objects to the DRA tables (dra_tables.py) and has the state re-count the GPUs of the pods
+Applies their objects to the DRA tables (tables.py) and has the state re-count the GPUs of the pods
 and Kueue Workloads whose claims they change.
 """
 
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Protocol
 
-from . import kinds
-from .binding import Binding
-from .dra import DeviceClass, ResourceClaim, ResourceSlice
-from .dra_tables import DraTables
+from watchtower.domain import kinds
+from watchtower.domain.binding import Binding
+from watchtower.domain.forms.dra.records import DeviceClass, ResourceClaim, ResourceSlice
+from watchtower.domain.forms.dra.tables import DraTables
 
 _ns_name = attrgetter("namespace", "name")
 

@@ -1,7 +1,7 @@
 """The Kueue form's part of the state: Kueue Workloads (keyed by their job), ClusterQueues, LocalQueues,
 WorkloadPriorityClasses, and the positions Kueue's visibility API gives the pending Workloads.
 
-Applies their objects to the Kueue tables (kueue_tables.py) and touches the jobs whose facts they
+Applies their objects to the Kueue tables (tables.py) and touches the jobs whose facts they
 change; a Workload that shows a preemption records it in the state's preemption ledger, with the GPUs
 its DRA claims ask counted in.
 """
@@ -15,17 +15,22 @@ from typing import Any, Protocol
 
 from msgspec.structs import replace as with_fields
 
-from . import kinds
-from .binding import Binding
-from .disruptions import started_at
-from .dra_tables import DraTables
-from .kueue import ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
-from .kueue_dra import all_claims, claim_user, pod_set_gpus
-from .kueue_preemption import attributed, kueue_preemption, record_key
-from .kueue_tables import KueueTables, NsName
-from .model import Pod
-from .preemption_ledger import PreemptionLedger, PreemptionSeen
-from .workloads import WorkloadKey
+from watchtower.domain import kinds
+from watchtower.domain.binding import Binding
+from watchtower.domain.disruptions import started_at
+from watchtower.domain.forms.dra.tables import DraTables
+from watchtower.domain.forms.kueue.dra import all_claims, claim_user, pod_set_gpus
+from watchtower.domain.forms.kueue.preemption import attributed, kueue_preemption, record_key
+from watchtower.domain.forms.kueue.records import (
+    ClusterQueue,
+    KueueWorkload,
+    LocalQueue,
+    WorkloadPriorityClass,
+)
+from watchtower.domain.forms.kueue.tables import KueueTables, NsName
+from watchtower.domain.preemption_ledger import PreemptionLedger, PreemptionSeen
+from watchtower.domain.records import Pod
+from watchtower.domain.workloads import WorkloadKey
 
 _ns_name = attrgetter("namespace", "name")
 
