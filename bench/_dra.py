@@ -10,7 +10,7 @@ import random
 import sys
 from dataclasses import dataclass, field
 
-from watchtower.domain.dra import (
+from watchtower.domain.forms.dra.records import (
     AllocatedDevice,
     DeviceRequest,
     PodClaim,
@@ -19,7 +19,7 @@ from watchtower.domain.dra import (
     SliceDevice,
     class_from_selectors,
 )
-from watchtower.domain.model import Condition, Node, OwnerRef, Pod
+from watchtower.domain.records import Condition, Node, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 
 CLASS = class_from_selectors(
@@ -97,10 +97,10 @@ def load_dra(state: ClusterState, dra: Dra) -> None:
     """Apply as the service lists them: class and slices, claims, then the pods."""
     for n in dra.nodes:
         state.upsert_node(n)
-    state.upsert_device_class(CLASS)
+    state.forms.dra.upsert_class(CLASS)
     for s in dra.slices:
-        state.upsert_resource_slice(s)
+        state.forms.dra.upsert_slice(s)
     for c in dra.claims:
-        state.upsert_resource_claim(c)
+        state.forms.dra.upsert_claim(c)
     for p in dra.pods:
         state.upsert_pod(p)

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from watchtower.domain.gangs import REF_PODGROUP, Gang, GroupRef
-from watchtower.domain.model import Controller, OwnerRef, Pod, ResourceQuota
+from watchtower.domain.forms.gangs.records import REF_PODGROUP, Gang, GroupRef
+from watchtower.domain.records import Controller, OwnerRef, Pod, ResourceQuota
 from watchtower.domain.workloads import JOBSET_NAME_LABEL
 
 PADDLE_API = "batch.paddlepaddle.org/v1"
@@ -64,7 +64,7 @@ def build_kinds(
 ) -> Kinds:
     k = Kinds()
     for n in range(namespaces):
-        # Not at its limit: a PaddleJob's wait still reads them (gang_wait.job_wait).
+        # Not at its limit: a PaddleJob's wait still reads them (forms.gangs.wait.job_wait).
         k.quotas.append(ResourceQuota(f"team-{n:03d}", "gpu", hard_gpus=100_000, used_gpus=5_000))
 
     for i in range(pod_groups):

@@ -19,14 +19,14 @@ from typing import Any
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.domain.kueue import (
+from watchtower.domain.forms.kueue.records import (
     ClusterQueue,
     KueuePreempted,
     KueueWorkload,
     LocalQueue,
     WorkloadPriorityClass,
 )
-from watchtower.domain.model import OwnerRef, Pod
+from watchtower.domain.records import OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 from watchtower.simulator import kueue_objects as ko
@@ -103,13 +103,13 @@ def build_kueue(rnd: random.Random, new: NewPod, now: float, *, workloads: int =
 
 def load_kueue(state: ClusterState, k: KueueKinds) -> None:
     for pc in k.classes:
-        state.upsert_workload_priority_class(pc)
+        state.forms.kueue.upsert_priority_class(pc)
     for q in k.cluster_queues:
-        state.upsert_cluster_queue(q)
+        state.forms.kueue.upsert_cluster_queue(q)
     for lq in k.local_queues:
-        state.upsert_local_queue(lq)
+        state.forms.kueue.upsert_local_queue(lq)
     for w in k.workloads:
-        state.upsert_kueue_workload(w)
+        state.forms.kueue.upsert_workload(w)
 
 
 def raw_workloads(k: KueueKinds) -> list[dict[str, Any]]:

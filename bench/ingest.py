@@ -43,6 +43,8 @@ from _harness import peak_rss_bytes, pod_server, reset_peak_rss, rss_bytes
 
 from watchtower.adapters.kube import KubeSource, Resource
 from watchtower.adapters.kube.decoder import ObjectDecoder
+from watchtower.adapters.kube.forms.pods import PodReader
+from watchtower.adapters.kube.reading import Reading
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 
@@ -114,7 +116,7 @@ def phases(pages: list[bytes]) -> dict[str, Clocks]:
 
     The collector is paused for each page, as the Ingestor does while it applies a LIST page.
     """
-    dec = new_decoder()
+    dec = PodReader(Reading(keep_annotations=new_decoder().keep_annotations))  # the pods form alone
     out = {k: Clocks() for k in ("decode", "build", "apply")}
     state = ClusterState()
     for data in pages:

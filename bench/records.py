@@ -25,7 +25,7 @@ import msgspec
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.domain.model import Pod
+from watchtower.domain.records import Pod
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 from watchtower.simulator import objects as o

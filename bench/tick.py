@@ -47,11 +47,11 @@ from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import priority_inversion
 from watchtower.domain.alerts.rules.base import RuleInput
 from watchtower.domain.fairness.record import RecordedState, RecordPolicy, record_tick
-from watchtower.domain.gangs import GroupRef
+from watchtower.domain.forms.gangs.records import GroupRef
 from watchtower.domain.health import HEALTHY
-from watchtower.domain.messages import parse_scheduling_message
-from watchtower.domain.model import Condition, Node, OwnerRef, Pod
+from watchtower.domain.messages.scheduler import parse_scheduling_message
 from watchtower.domain.queue import QueueEvaluator
+from watchtower.domain.records import Condition, Node, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import JOBSET_NAME_LABEL
 from watchtower.ports import QueueGauges
@@ -321,9 +321,9 @@ def load(
     for c in kinds.controllers:
         state.upsert_controller(c)
     for g in kinds.volcano_groups:
-        state.upsert_volcano_group(g)
+        state.forms.gangs.upsert_volcano_group(g)
     for g in kinds.pod_groups:
-        state.upsert_pod_group(g)
+        state.forms.gangs.upsert_pod_group(g)
     if kueue is not None:
         load_kueue(state, kueue)
     for p in pods:
@@ -491,13 +491,13 @@ def main() -> None:
                 replace(p, scheduled=Condition("False", "Unschedulable", msg, p.scheduled.since))
             )
         for g in rnd.sample(groups, len(groups) // 100):
-            state.upsert_pod_group(replace(g, message=rnd.choice(msgs)))
+            state.forms.gangs.upsert_pod_group(replace(g, message=rnd.choice(msgs)))
         for c in rnd.sample(jobs, len(jobs) // 100):
             state.upsert_controller(replace(c, pods_reported=rnd.randrange(c.pods + 1)))
         # NVIDIA's driver republishing 1% of the ResourceSlices (a new pool generation, same devices).
         for name in rnd.sample(slice_names, len(slice_names) // 100):
             sl = state.dra.slices[name]
-            state.upsert_resource_slice(replace(sl, generation=sl.generation + 1))
+            state.forms.dra.upsert_slice(replace(sl, generation=sl.generation + 1))
 
     def churned(tick: Any) -> float:
         times = []

@@ -72,15 +72,15 @@ def apply(state: ClusterState, obj: dict, *, deleted: bool = False) -> None:
     """Apply a Pod, Node or Event as a watch event would (ADDED/MODIFIED, or DELETED with the final object)."""
     data = orjson.dumps(obj)
     if obj["kind"] == "Pod":
-        p = DECODER.pod(data)
+        p = DECODER.decode("Pod", data)
         if deleted:
             state.delete_pod(p.uid, p)
         else:
             state.upsert_pod(p)
     elif obj["kind"] == "Node":
-        state.upsert_node(DECODER.node(data))
+        state.upsert_node(DECODER.decode("Node", data))
     elif obj["kind"] == "Event":
-        state.upsert_event(DECODER.event(data))
+        state.upsert_event(DECODER.decode("Event", data))
     else:
         raise ValueError(f"no need for {obj['kind']} here")
 

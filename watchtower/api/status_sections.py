@@ -9,7 +9,7 @@ from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.payload import title
 from watchtower.domain.alerts.rules.base import workload_path
 from watchtower.domain.health import SourceHealth
-from watchtower.domain.messages import PreemptionVerdict, preemption_note
+from watchtower.domain.messages.scheduler import PreemptionVerdict, preemption_note
 from watchtower.domain.tick import Tick
 from watchtower.domain.timefmt import format_duration
 from watchtower.ports import AlertStore

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .model import Node
+from watchtower.domain.records import Node
 
 
 class NodeCapacity(NamedTuple):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .queue_model import QueueSnapshot
+from watchtower.domain.queue_values import QueueSnapshot
+
 from .tiers import TierPolicy
 from .workloads import WorkloadKey
 

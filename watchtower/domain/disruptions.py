@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .model import OTHER_DISRUPTION_REASONS, PREEMPTION_REASONS, Event, Pod
+from watchtower.domain.records import OTHER_DISRUPTION_REASONS, PREEMPTION_REASONS, Event, Pod
+
 from .tiers import TierPolicy
 from .workloads import WorkloadKey, workload_of
 

@@ -14,9 +14,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .kueue import SOURCE_KUEUE
-from .model import Pod
-from .queue_model import WorkloadState, WorkloadStatus
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
+from watchtower.domain.queue_values import WorkloadState, WorkloadStatus
+from watchtower.domain.records import Pod
+
 from .timefmt import format_duration
 
 

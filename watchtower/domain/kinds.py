@@ -1,8 +1,10 @@
 """The kinds of API object Watchtower reads, and where the API server serves each of them.
 
 One table for the whole service: the Kubernetes adapter lists and watches `WATCHED`, the simulator
-serves the same kinds, and the Ingestor binds each one to its decoder and to the `ClusterState` tables
-that hold it (services/ingest.py). An object of any other kind is counted and ignored.
+serves the same kinds, each queue form's decoder reads its own (adapters/kube/forms/, checked against
+this table), and the Ingestor binds each one by name to the decoder and to the state's part that holds
+it (`ClusterState.bindings()`). The shipped RBAC reads exactly these (tests/deploy/test_rbac_kinds.py).
+An object of any other kind is counted and ignored.
 """
 
 from __future__ import annotations

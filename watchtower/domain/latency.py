@@ -6,7 +6,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .model import Pod
+from watchtower.domain.records import Pod
+
 from .tiers import TierPolicy
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .model import Pod
+from watchtower.domain.records import Pod
 
 # What the API server writes into an empty `spec.schedulerName` (SetDefaults_PodSpec in
 # kubernetes/kubernetes pkg/apis/core/v1/defaults.go; v1.DefaultSchedulerName in

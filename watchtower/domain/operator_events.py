@@ -6,14 +6,15 @@ GetEventRecorderFor): Warning "Create" "create failed <kind> <name>" and Warning
 Normal "Created"/"Deleted" otherwise (controllers/paddlejob_controller.go createResource,
 deleteResource). <kind> is read from the object before it is created and is often empty there. A
 refused pod's quota words are not in that message: a namespace's quota numbers are read for those
-(gang_wait.job_wait), and a controller's `FailedCreate ... exceeded quota` is a quota refusal (quota.py).
+(forms.gangs.wait.job_wait), and a controller's `FailedCreate ... exceeded quota` is a quota refusal (forms/quota/refusals.py).
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from .model import Controller, Event, api_group
+from watchtower.domain.records import Controller, Event, api_group
+
 from .workloads import WorkloadKey
 
 PADDLE_OPERATOR = "paddlejob-controller"

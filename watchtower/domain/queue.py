@@ -1,7 +1,7 @@
 """The queue: which workloads wait, for how long, why, and what they hold while they wait.
 
 The evaluator lives here: which workloads to re-derive, their order and positions. One workload's facts
-are worked out in queue_facts.py; the values built are in queue_model.py, re-exported so readers import
+are worked out in queue_facts.py; the values built are in queue_values.py, re-exported so readers import
 them from either.
 """
 
@@ -12,11 +12,9 @@ from collections.abc import Iterable, Mapping
 from itertools import repeat
 from operator import sub
 
-from .capacity import capacity
-from .disruptions import Preemption
-from .messages import SchedulingDiagnosis, parse_scheduling_message
-from .queue_facts import is_gated, workload_facts
-from .queue_model import (
+from watchtower.domain.forms.quota.refusals import QuotaRefusal
+from watchtower.domain.messages.scheduler import SchedulingDiagnosis, parse_scheduling_message
+from watchtower.domain.queue_values import (
     WAITING_STATES,
     Fragmentation,
     QueuePolicy,
@@ -27,8 +25,11 @@ from .queue_model import (
     WorkloadState,
     WorkloadStatus,
 )
+
+from .capacity import capacity
+from .disruptions import Preemption
+from .queue_facts import is_gated, workload_facts
 from .queue_order import Plan, QueueOrder
-from .quota import QuotaRefusal
 from .state import ClusterState
 from .workloads import WorkloadKey
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-from .dra import GpuClaim
-from .gang_wait import group_wait, job_wait
-from .gangs import SOURCE_PODS, SOURCE_QUOTA
-from .kueue_dra import pod_set_gpu_claims
-from .kueue_wait import kueue_wait
-from .messages import PreemptionVerdict, SchedulingDiagnosis, explain
-from .model import Pod
-from .queue_model import QueuePolicy, WorkloadFacts, WorkloadState
-from .quota import QuotaRefusal, refused_gpus, refused_priority
+from watchtower.domain.forms.dra.records import GpuClaim
+from watchtower.domain.forms.gangs.records import SOURCE_PODS, SOURCE_QUOTA
+from watchtower.domain.forms.gangs.wait import group_wait, job_wait
+from watchtower.domain.forms.kueue.dra import pod_set_gpu_claims
+from watchtower.domain.forms.kueue.wait import kueue_wait
+from watchtower.domain.forms.quota.refusals import QuotaRefusal, refused_gpus, refused_priority
+from watchtower.domain.messages.scheduler import PreemptionVerdict, SchedulingDiagnosis, explain
+from watchtower.domain.queue_values import QueuePolicy, WorkloadFacts, WorkloadState
+from watchtower.domain.records import Pod
+
 from .state import ClusterState
 from .workloads import WorkloadKey
 

@@ -16,7 +16,8 @@ from itertools import accumulate, repeat
 from operator import itemgetter, mul
 from typing import NamedTuple, TypeVar
 
-from .queue_model import Fragmentation, WorkloadFacts, WorkloadState
+from watchtower.domain.queue_values import Fragmentation, WorkloadFacts, WorkloadState
+
 from .workloads import WorkloadKey
 
 OrderKey = tuple[int, int, float, WorkloadKey]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from .queue_model import TrainingSelector
+from watchtower.domain.queue_values import TrainingSelector
+
 from .state import ClusterState
 from .state_controllers import ChangeCursor
 from .tiers import TierPolicy

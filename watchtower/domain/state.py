@@ -3,15 +3,36 @@
 Every change goes through `ClusterState`, which keeps the indexes an evaluation needs (waiting pods,
 GPUs held per node, pods per workload) so that a tick never walks all pods. Applying the same object
 twice changes nothing and reports nothing twice: replays after a re-list are harmless (DESIGN §3.12).
-The controllers, quotas and their refusals, and the change log, are its bases' (state_controllers.py).
+It holds its parts: the preemption ledger (preemption_ledger.py) and each queue form's part
+(`FormParts`: forms/gangs/part.py, forms/dra/part.py, forms/kueue/part.py), which apply that form's objects to its tables;
+the controllers, quotas and their refusals, and the change log, are its bases' (state_controllers.py).
+`bindings()` says how each watched kind reaches it, for the Ingestor. Longer than most modules: the
+pod index is one piece (each pod change moves the waiting, GPU, per-node and per-workload indexes
+together, and what happened with them), which a further split would only thread through more calls.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
 
 from msgspec.structs import replace as with_fields
 
+from watchtower.domain.forms.dra.part import DraForm
+from watchtower.domain.forms.dra.records import PodClaim, UnresolvedClaim
+from watchtower.domain.forms.dra.tables import DraTables
+from watchtower.domain.forms.gangs.part import GangForm
+from watchtower.domain.forms.gangs.tables import GangTables
+from watchtower.domain.forms.kueue.dra import workload_of_user
+from watchtower.domain.forms.kueue.part import KueueForm
+from watchtower.domain.forms.kueue.records import KueueWorkload
+from watchtower.domain.forms.kueue.tables import KueueTables
+from watchtower.domain.forms.quota.refusals import quota_refusal
+from watchtower.domain.records import Event, Namespace, Node, Pod, PriorityClass
+
+from . import kinds
+from .binding import Binding
 from .disruptions import (
     Disruption,
     Preemption,
@@ -20,18 +41,9 @@ from .disruptions import (
     preemption_from_pod,
     started_at,
 )
-from .dra import DeviceClass, PodClaim, ResourceClaim, ResourceSlice, UnresolvedClaim
-from .dra_tables import DraTables
-from .gang_tables import GangTables
-from .gangs import REF_PODGROUP, Gang, GangWorkload, VolcanoQueue
-from .kueue import ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
-from .kueue_dra import all_claims, claim_user, pod_set_gpus, workload_of_user
-from .kueue_preemption import attributed, kueue_preemption, record_key
-from .kueue_tables import KueueTables, NsName
-from .model import Event, Namespace, Node, Pod, PriorityClass
 from .node_use import NodeUse
 from .operator_events import operator_warning
-from .quota import quota_refusal
+from .preemption_ledger import PreemptionLedger, PreemptionSeen
 from .state_controllers import PADDLE_WAITING_PHASES, ChangeLog, ControllerState
 from .workloads import WorkloadKey, workload_of
 
@@ -65,17 +77,23 @@ class PodStarted:
 
 
 @dataclass(frozen=True, slots=True)
-class PreemptionSeen:
-    preemption: Preemption
-    new: bool  # False when this only completed a record seen before
-
-
-@dataclass(frozen=True, slots=True)
 class DisruptionSeen:
     disruption: Disruption
 
 
 Happening = PodScheduled | PodStarted | PreemptionSeen | DisruptionSeen
+
+
+@dataclass(slots=True)
+class FormParts:
+    """The state's part for each queue form beyond pods and controllers: one line per form."""
+
+    gangs: GangForm
+    dra: DraForm
+    kueue: KueueForm
+
+    def bindings(self) -> dict[str, Binding[Any]]:
+        return {**self.gangs.bindings(), **self.dra.bindings(), **self.kueue.bindings()}
 
 
 @dataclass(slots=True)
@@ -86,20 +104,12 @@ class ClusterState(ControllerState):
     nodes: dict[str, Node] = field(default_factory=dict)
     namespaces: dict[str, Namespace] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
-    preemptions: dict[str, Preemption] = field(default_factory=dict)  # by victim uid
-    disruptions: dict[str, Disruption] = field(default_factory=dict)  # by uid
     # Pod groups (upstream, Volcano), upstream Workloads, Volcano queues.
     gangs: GangTables = field(default_factory=GangTables)
     # DRA: device classes, claims, templates, slices; the GPU classes come from `gpu.device_classes`.
     dra: DraTables = field(default_factory=DraTables)
     # Kueue Workloads (keyed by their job), ClusterQueues, LocalQueues, WorkloadPriorityClasses.
     kueue: KueueTables = field(default_factory=KueueTables)
-    # Preemptor uids named by a record before their pod (or PodGroup) was seen (the watches of events and
-    # pods are separate streams) → the victims whose record waits for that preemptor's priority.
-    awaited_preemptors: dict[str, set[str]] = field(default_factory=dict)
-    # PodGroup uid → the victims of its gang-wide preemption still here (terminating). While any is, the
-    # gang's preemption is under way: 1.36 workload-aware preemption nominates no node that would say so.
-    group_victims: dict[str, set[str]] = field(default_factory=dict)
     # indexes
     waiting: set[str] = field(default_factory=set)
     gpus_used: dict[str, int] = field(default_factory=dict)
@@ -110,6 +120,57 @@ class ClusterState(ControllerState):
     workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
     # Waiting pods per workload, so that a tick finds the waiting workloads without walking the pods.
     waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
+    # Preemptions (merged from pods, events, preemptors) and disruptions: a part it holds.
+    ledger: PreemptionLedger = field(init=False)
+    # Each queue form's part: how its objects change the tables above (the tables are read directly).
+    forms: FormParts = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ledger = PreemptionLedger(self)
+        self.forms = FormParts(GangForm(self), DraForm(self), KueueForm(self))
+
+    def bindings(self) -> dict[str, Binding[Any]]:
+        """Return how each watched kind reaches the state, by kind name: the pods' and the rest of the
+        core's, the controllers' and quotas', and each form part's."""
+        name, uid = attrgetter("name"), attrgetter("uid")
+        return {
+            kinds.NAMESPACE.name: Binding(
+                self.upsert_namespace, lambda ns: self.delete_namespace(ns.name), self.namespaces, name
+            ),
+            kinds.PRIORITY_CLASS.name: Binding(
+                self.upsert_priority_class,
+                lambda pc: self.delete_priority_class(pc.name),
+                self.priority_classes,
+                name,
+            ),
+            kinds.NODE.name: Binding(self.upsert_node, lambda n: self.delete_node(n.name), self.nodes, name),
+            # The DELETED object is the pod's last word: its conditions may show that it was preempted.
+            kinds.POD.name: Binding(
+                self.upsert_pod, lambda p: self.delete_pod(p.uid, p), self.pods, uid, paged=True
+            ),
+            # Events expire on their own and what they told stays told: deleting one changes nothing.
+            kinds.EVENT.name: Binding(self.upsert_event, None, None, uid),
+            **self.controller_bindings(),
+            **self.forms.bindings(),
+        }
+
+    @property
+    def preemptions(self) -> dict[str, Preemption]:
+        """The preemption records, by victim uid (or a Kueue Workload's record key)."""
+        return self.ledger.preemptions
+
+    @property
+    def disruptions(self) -> dict[str, Disruption]:
+        """The disruptions that were not preemptions, by pod uid."""
+        return self.ledger.disruptions
+
+    @property
+    def awaited_preemptors(self) -> dict[str, set[str]]:
+        return self.ledger.awaited_preemptors
+
+    @property
+    def group_victims(self) -> dict[str, set[str]]:
+        return self.ledger.group_victims
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -121,8 +182,7 @@ class ClusterState(ControllerState):
         self.pods[pod.uid] = pod
         self._index(old, pod)
         out = self._happenings(old, pod)
-        if self.awaited_preemptors and pod.uid in self.awaited_preemptors:
-            out.extend(self._attribute_awaited(pod))
+        out.extend(self.ledger.preemptor_seen(pod))
         return out
 
     def delete_pod(self, uid: str, final: Pod | None = None) -> list[Happening]:
@@ -140,16 +200,9 @@ class ClusterState(ControllerState):
         if last is None:
             return []
         out = self._happenings(old, last, deleted=True)
-        if self.awaited_preemptors and uid in self.awaited_preemptors:
-            out.extend(self._attribute_awaited(last))
-        rec = self.preemptions.get(uid)
-        if rec is not None and rec.preemptor_kind == "PodGroup":
-            victims = self.group_victims.get(rec.preemptor_uid)
-            if victims is not None and uid in victims:
-                victims.discard(uid)
-                if not victims:
-                    del self.group_victims[rec.preemptor_uid]
-                self._touch_group(rec)
+        if uid in self.ledger.awaited_preemptors:
+            out.extend(self.ledger.preemptor_seen(last))
+        self.ledger.victim_gone(uid)
         return out
 
     def _with_claims(self, old: Pod | None, pod: Pod) -> Pod:
@@ -163,7 +216,7 @@ class ClusterState(ControllerState):
             return pod
         return with_fields(pod, gpus=pod.gpus - pod.dra_gpus + dra, dra_gpus=dra)
 
-    def _reread(self, uids: set[str]) -> None:
+    def reread(self, uids: set[str]) -> None:
         """Re-count the GPUs of pods (and Kueue Workloads) whose claim, template, class or slice changed."""
         for uid in sorted(uids):
             pod = self.pods.get(uid)
@@ -173,7 +226,7 @@ class ClusterState(ControllerState):
             nn = workload_of_user(uid)
             w = self.kueue.workloads.get(nn) if nn is not None else None
             if w is not None:
-                self.upsert_kueue_workload(w)
+                self.forms.kueue.upsert_workload(w)
 
     def _index(self, old: Pod | None, new: Pod | None) -> None:
         uid = new.uid if new is not None else old.uid if old is not None else ""
@@ -240,91 +293,12 @@ class ClusterState(ControllerState):
                 out.append(PodStarted(new, max(0.0, new.running_since - at)))
         p = preemption_from_pod(new)
         if p is not None:
-            out.extend(self._record_preemption(p))
-        elif new.uid not in self.disruptions:
+            out.extend(self.ledger.record(p))
+        elif new.uid not in self.ledger.disruptions:
             d = disruption_from_pod(new)
             if d is not None:
-                self.disruptions[d.uid] = d
+                self.ledger.disruptions[d.uid] = d
                 out.append(DisruptionSeen(d))
-        return out
-
-    def _record_preemption(self, p: Preemption) -> list[Happening]:
-        vw = p.victim_workload
-        if vw is not None and vw.kind == "JobSet":  # the victim's workload as its pods are keyed
-            p = replace(p, victim_workload=self.workload_of_controller(vw))
-        known = self.preemptions.get(p.victim_uid)
-        rec = self._attributed(p if known is None else known.merged(p))
-        if rec.preemptor_kind == "PodGroup" and rec.preemptor_uid and rec.victim_uid in self.pods:
-            victims = self.group_victims.setdefault(rec.preemptor_uid, set())
-            if rec.victim_uid not in victims:
-                victims.add(rec.victim_uid)
-                self._touch_group(rec)
-        if known is None:
-            self.preemptions[p.victim_uid] = rec
-            return [PreemptionSeen(rec, new=True)]
-        if rec != known:
-            self.preemptions[p.victim_uid] = rec
-            return [PreemptionSeen(rec, new=False)]
-        return []
-
-    def _attributed(self, p: Preemption) -> Preemption:
-        """Return the record with its preemptor's priority and class, read once from the preemptor pod.
-
-        Recorded here, when the record first names the preemptor, so that every reader (API, page,
-        metrics, alerts) has it after the preemptor pod is gone.
-        """
-        if p.preemptor_priority is not None:
-            return p
-        if p.preemptor_kind == "PodGroup":
-            return self._attributed_to_group(p)
-        pod: Pod | None = None
-        if p.preemptor_uid:
-            pod = self.pods.get(p.preemptor_uid)
-            if pod is None:
-                self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(p.victim_uid)
-        elif p.preemptor_namespace and p.preemptor_name:
-            # Older schedulers name the preemptor, not its uid: rare enough that a walk is acceptable.
-            ns, name = p.preemptor_namespace, p.preemptor_name
-            pod = next((x for x in self.pods.values() if x.name == name and x.namespace == ns), None)
-        return p if pod is None else p.attributed_to(pod)
-
-    def _preempting_group(self, p: Preemption) -> Gang | None:
-        g = self.gangs.pod_groups.get((p.preemptor_namespace, p.preemptor_name))
-        if g is None or (p.preemptor_uid and g.uid != p.preemptor_uid):
-            # The event's `related` names it; without that, the uid alone (few groups: a walk will do).
-            g = next((x for x in self.gangs.pod_groups.values() if x.uid == p.preemptor_uid), None)
-        return g
-
-    def _attributed_to_group(self, p: Preemption) -> Preemption:
-        """Return the record with the preempting PodGroup's identity and priority, when the group is held."""
-        g = self._preempting_group(p) if p.preemptor_uid else None
-        pc = self.priority_classes.get(g.priority_class) if g is not None else None
-        priority = g.priority if g is not None and g.priority is not None else pc.value if pc else None
-        if g is None or priority is None:
-            if p.preemptor_uid:
-                self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(p.victim_uid)
-            return p
-        return replace(
-            p,
-            preemptor_namespace=g.namespace,
-            preemptor_name=g.name,
-            preemptor_priority=priority,
-            preemptor_priority_class=g.priority_class,
-        )
-
-    def _touch_group(self, rec: Preemption) -> None:
-        g = self._preempting_group(rec)
-        if g is not None:
-            self._touch_each(self.gangs.naming(REF_PODGROUP, g.namespace, g.name))
-
-    def _attribute_awaited(self, pod: Pod) -> list[Happening]:
-        out: list[Happening] = []
-        for victim in sorted(self.awaited_preemptors.pop(pod.uid, ())):
-            rec = self.preemptions.get(victim)
-            if rec is not None and rec.preemptor_priority is None:
-                rec = rec.attributed_to(pod)
-                self.preemptions[victim] = rec
-                out.append(PreemptionSeen(rec, new=False))
         return out
 
     # ---- events -----------------------------------------------------------------------------------
@@ -348,7 +322,7 @@ class ClusterState(ControllerState):
                     victim_started=started_at(pod),
                 )
                 p = p.merged(from_pod)
-            return self._record_preemption(p)
+            return list(self.ledger.record(p))
         q = quota_refusal(ev)
         if q is not None:
             self.refuse(q)
@@ -401,65 +375,9 @@ class ClusterState(ControllerState):
             self.waiting_workloads[new] = self.waiting_workloads.get(new, 0) + waiting
         self.touch(old)
 
-    # ---- pod groups and queues ---------------------------------------------------------------------
-
     def _touch_each(self, keys: list[WorkloadKey]) -> None:
         for key in keys:
             self.touch(key)
-
-    def upsert_pod_group(self, g: Gang) -> None:
-        self._touch_each(self.gangs.upsert_pod_group(g))
-        for victim in sorted(self.awaited_preemptors.pop(g.uid, ())) if g.uid else ():
-            rec = self.preemptions.get(victim)
-            if rec is not None and rec.preemptor_priority is None:
-                self.preemptions[victim] = self._attributed(rec)
-
-    def delete_pod_group(self, g: Gang) -> None:
-        self._touch_each(self.gangs.delete_pod_group(g))
-
-    def upsert_volcano_group(self, g: Gang) -> None:
-        self._touch_each(self.gangs.upsert_volcano_group(g))
-
-    def delete_volcano_group(self, g: Gang) -> None:
-        self._touch_each(self.gangs.delete_volcano_group(g))
-
-    def upsert_gang_workload(self, w: GangWorkload) -> None:
-        self._touch_each(self.gangs.upsert_workload(w))
-
-    def delete_gang_workload(self, w: GangWorkload) -> None:
-        self._touch_each(self.gangs.delete_workload(w))
-
-    def upsert_volcano_queue(self, q: VolcanoQueue) -> None:
-        self.gangs.upsert_queue(q)
-
-    def delete_volcano_queue(self, name: str) -> None:
-        self.gangs.delete_queue(name)
-
-    # ---- DRA ----------------------------------------------------------------------------------------
-
-    def upsert_resource_claim(self, c: ResourceClaim) -> None:
-        self._reread(self.dra.upsert_claim(c))
-
-    def delete_resource_claim(self, c: ResourceClaim) -> None:
-        self._reread(self.dra.delete_claim(c))
-
-    def upsert_claim_template(self, t: ResourceClaim) -> None:
-        self._reread(self.dra.upsert_template(t))
-
-    def delete_claim_template(self, t: ResourceClaim) -> None:
-        self._reread(self.dra.delete_template(t))
-
-    def upsert_device_class(self, c: DeviceClass) -> None:
-        self._reread(self.dra.upsert_class(c))
-
-    def delete_device_class(self, c: DeviceClass) -> None:
-        self._reread(self.dra.delete_class(c))
-
-    def upsert_resource_slice(self, s: ResourceSlice) -> None:
-        self._reread(self.dra.upsert_slice(s))
-
-    def delete_resource_slice(self, s: ResourceSlice) -> None:
-        self._reread(self.dra.delete_slice(s))
 
     # ---- Kueue -------------------------------------------------------------------------------------
 
@@ -481,57 +399,6 @@ class ClusterState(ControllerState):
                     return pc.value, pc.name
         return 0, pclass
 
-    def upsert_kueue_workload(self, w: KueueWorkload) -> list[Happening]:
-        """Hold a Kueue Workload; return its preemption when it newly shows one (and attribute any that
-        waited for it as their preemptor)."""
-        prev = self.kueue.workloads.get((w.namespace, w.name))
-        if w.dra is not None or (prev is not None and prev.dra is not None):
-            w = self._kueue_with_claims(prev, w)
-        old, touched = self.kueue.upsert_workload(w, self.workload_of_controller)
-        self._touch_each(touched)
-        if not touched:
-            return []
-        out: list[Happening] = []
-        key = self.kueue.keys[(w.namespace, w.name)]
-        rk = record_key(w)
-        if w.preempted is not None and rk not in self.preemptions:
-            prio, pclass = self.kueue_priority(w)
-            pods = [self.pods[u] for u in self.by_workload.get(key, ()) if u in self.pods]
-            starts = [s for s in map(started_at, pods) if s is not None]
-            p = kueue_preemption(
-                w, old, key, prio, pclass, pods_known=bool(pods), pods_started=min(starts, default=None)
-            )
-            if p is not None:
-                found = self.kueue.by_workload_uid(p.preemptor_uid) if p.preemptor_uid else None
-                if found is not None:
-                    p = attributed(p, found[0], *self.kueue_priority(found[0]))
-                elif p.preemptor_uid:
-                    self.awaited_preemptors.setdefault(p.preemptor_uid, set()).add(rk)
-                self.preemptions[rk] = p
-                out.append(PreemptionSeen(p, new=True))
-        for rk in sorted(self.awaited_preemptors.pop(w.uid, ())) if w.uid else ():
-            rec = self.preemptions.get(rk)
-            if rec is not None and rec.preemptor_priority is None:
-                rec = attributed(rec, w, *self.kueue_priority(w))
-                self.preemptions[rk] = rec
-                out.append(PreemptionSeen(rec, new=False))
-        return out
-
-    def _kueue_with_claims(self, prev: KueueWorkload | None, w: KueueWorkload) -> KueueWorkload:
-        """Return the Workload with the GPUs its pod sets' DRA claims ask, and index it under them."""
-        user = claim_user(w.namespace, w.name)
-        was, now = all_claims(prev) if prev is not None else (), all_claims(w)
-        if was and was != now:
-            self.dra.saw_pod(user, w.namespace, was, gone=True)
-        if now and was != now:
-            self.dra.saw_pod(user, w.namespace, now)
-        if w.dra is None:
-            return w
-        gpus, per_pod = pod_set_gpus(self.dra, w)
-        if (gpus, per_pod) == (w.dra.gpus, w.dra.per_pod):
-            return w
-        return with_fields(w, dra=with_fields(w.dra, gpus=gpus, per_pod=per_pod))
-
     def kueue_waiting(self) -> set[WorkloadKey]:
         """Return the jobs Kueue holds that may wait with no pod of theirs queued: not admitted yet, or
         admitted with no pod made yet."""
@@ -544,48 +411,6 @@ class ClusterState(ControllerState):
             return False
         w = self.kueue.of_key(key)
         return w is not None and (w.waiting or key not in self.by_workload)
-
-    def delete_kueue_workload(self, w: KueueWorkload) -> None:
-        held = self.kueue.workloads.get((w.namespace, w.name))
-        if held is not None and held.dra is not None:
-            self.dra.saw_pod(claim_user(w.namespace, w.name), w.namespace, all_claims(held), gone=True)
-        self._touch_each(self.kueue.delete_workload(w))
-
-    def upsert_cluster_queue(self, q: ClusterQueue) -> None:
-        # Read when the queue JSON and the stuck heads are made, not into any workload's facts.
-        self.kueue.cluster_queues[q.name] = q
-
-    def delete_cluster_queue(self, name: str) -> None:
-        self.kueue.cluster_queues.pop(name, None)
-
-    def upsert_local_queue(self, q: LocalQueue) -> None:
-        old = self.kueue.local_queues.get((q.namespace, q.name))
-        self.kueue.local_queues[(q.namespace, q.name)] = q
-        if old is None or old.cluster_queue != q.cluster_queue:
-            self._touch_local_queue(q)
-
-    def delete_local_queue(self, q: LocalQueue) -> None:
-        if self.kueue.local_queues.pop((q.namespace, q.name), None) is not None:
-            self._touch_local_queue(q)
-
-    def _touch_local_queue(self, q: LocalQueue) -> None:
-        for key in self.kueue.held:
-            w = self.kueue.of_key(key)
-            if w is not None and w.namespace == q.namespace and w.local_queue == q.name:
-                self.touch(key)
-
-    def upsert_workload_priority_class(self, pc: WorkloadPriorityClass) -> None:
-        if self.kueue.priority_classes.get(pc.name) != pc:
-            self.kueue.priority_classes[pc.name] = pc
-            self.touch_all()
-
-    def delete_workload_priority_class(self, name: str) -> None:
-        if self.kueue.priority_classes.pop(name, None) is not None:
-            self.touch_all()
-
-    def set_kueue_positions(self, positions: dict[NsName, int], queues: set[str]) -> None:
-        """Take the positions the visibility API gives the pending Workloads of these ClusterQueues."""
-        self._touch_each(self.kueue.set_positions(positions, queues))
 
     # ---- queries ----------------------------------------------------------------------------------
 
@@ -629,16 +454,5 @@ class ClusterState(ControllerState):
     def prune(self, *, now: float, keep_seconds: float) -> None:
         """Forget preemptions, disruptions and quota refusals older than the horizon."""
         horizon = now - keep_seconds
-        for uid in [u for u, p in self.preemptions.items() if (p.at or now) < horizon]:
-            del self.preemptions[uid]
-        for uid, victims in list(self.awaited_preemptors.items()):
-            victims.intersection_update(self.preemptions)
-            if not victims:
-                del self.awaited_preemptors[uid]
-        for uid, victims in list(self.group_victims.items()):
-            victims.intersection_update(self.preemptions)
-            if not victims:
-                del self.group_victims[uid]
-        for uid in [u for u, d in self.disruptions.items() if (d.at or now) < horizon]:
-            del self.disruptions[uid]
+        self.ledger.prune(horizon, now)
         self.prune_refusals(horizon, now)

@@ -9,10 +9,15 @@ pods belong to and what waits with no pod at all; re-keying the pods themselves 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
+from typing import Any
 
-from .model import Controller, ResourceQuota
+from watchtower.domain.forms.quota.refusals import QuotaRefusal
+from watchtower.domain.records import Controller, ResourceQuota
+
+from . import kinds
+from .binding import Binding
 from .operator_events import OperatorWarning
-from .quota import QuotaRefusal
 from .workloads import WorkloadKey, workload_of_controller
 
 # PaddleJob phases before its pods all run (paddle-operator api/v1/paddlejob_types.go PaddleJobPhase);
@@ -172,6 +177,26 @@ class ControllerState(ChangeLog):
             if key.namespace == namespace:
                 self.touch(key)
 
+    def controller_bindings(self) -> dict[str, Binding[Any]]:
+        """Return the bindings of the quota form's kinds: ResourceQuotas and the controllers whose pods
+        they refuse (PaddleJob and JobSet are controllers too, read the same way)."""
+        bound: dict[str, Binding[Any]] = {
+            kinds.RESOURCE_QUOTA.name: Binding(
+                self.upsert_quota,
+                lambda q: self.delete_quota(q.namespace, q.name),
+                self.quotas,
+                attrgetter("namespace", "name"),
+            )
+        }
+        for kind in (kinds.JOB, kinds.REPLICA_SET, kinds.PADDLE_JOB, kinds.JOBSET):
+            bound[kind.name] = Binding(
+                self.upsert_controller,
+                lambda c: self.delete_controller(_controller_key(c)),
+                self.controllers_of(kind.name),
+                _controller_key,
+            )
+        return bound
+
     def quotas_in(self, namespace: str) -> list[ResourceQuota]:
         """Return the namespace's ResourceQuotas (a walk: there are a few per namespace at most)."""
         return [q for (ns, _), q in self.quotas.items() if ns == namespace]
@@ -204,3 +229,7 @@ class ControllerState(ChangeLog):
             del self.quota_refusals[key]
         for key in [k for k, w in self.operator_warnings.items() if w.at < horizon]:
             del self.operator_warnings[key]
+
+
+def _controller_key(c: Controller) -> WorkloadKey:
+    return WorkloadKey(c.namespace, c.kind, c.name)

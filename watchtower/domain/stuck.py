@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from .gang_wait import gang_incomplete
-from .kueue import SOURCE_KUEUE
-from .kueue_tables import KueueTables
-from .messages import PreemptionVerdict
-from .model import Node, Pod
+from watchtower.domain.forms.gangs.wait import gang_incomplete
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
+from watchtower.domain.forms.kueue.tables import KueueTables
+from watchtower.domain.messages.scheduler import PreemptionVerdict
+from watchtower.domain.queue_values import QueueSnapshot, TrainingSelector, WorkloadFacts, WorkloadStatus
+from watchtower.domain.records import Node, Pod
+
 from .node_use import DEFAULT_SCHEDULER
 from .queue import is_gated
-from .queue_model import QueueSnapshot, TrainingSelector, WorkloadFacts, WorkloadStatus
 from .queue_order import QUEUED, OrderKey
 from .state import ClusterState
 from .timefmt import format_duration

@@ -11,13 +11,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from watchtower.domain.forms.dra.records import UnresolvedClaim
+from watchtower.domain.forms.kueue.queues import KueueQueueLine
+
 from .alerts.rules.base import GpuHolder
-from .dra import UnresolvedClaim
 from .entitlement import QueueLine
 from .estimate import TierWaits
 from .gpu_usage import GpuAlert
 from .health import HEALTHY, SourceHealth
-from .kueue_queues import KueueQueueLine
 from .queue import QueueSnapshot, WorkloadFacts, WorkloadStatus
 from .queue_order import QueueChange
 from .stuck import StuckHead

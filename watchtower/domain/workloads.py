@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .gangs import REF_WORKLOAD
-from .model import Controller, OwnerRef, Pod, api_group
+from watchtower.domain.forms.gangs.records import REF_WORKLOAD
+from watchtower.domain.records import Controller, OwnerRef, Pod, api_group
 
 VOLCANO_GROUP = "batch.volcano.sh"
 VOLCANO_JOB_LABEL = "volcano.sh/job-name"

@@ -24,7 +24,7 @@ from watchtower.domain.fairness.mail import ReportMail
 from watchtower.domain.fairness.recipients import parse_addresses, report_recipients, send_key
 from watchtower.domain.fairness.report import FairnessReport
 from watchtower.domain.fairness.week import IsoWeek
-from watchtower.domain.model import Namespace
+from watchtower.domain.records import Namespace
 from watchtower.ports import Clock, ReportOutbox, ReportPresenter, ReportSource
 
 log = logging.getLogger(__name__)

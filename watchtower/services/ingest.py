@@ -1,7 +1,7 @@
 """Applying API objects (from the Kubernetes adapter, the simulator or a dump) to the cluster state.
 
-Each watched kind (domain/kinds.py) is bound here to its decoder method, its key and the state's upsert
-and delete. A malformed object is skipped, counted per kind and logged once per uid: the feed never dies
+Each watched kind (domain/kinds.py) is bound here to the decoder, by the kind's name, and to the state's
+part for it (`ClusterState.bindings()`: its upsert, delete and held objects). A malformed object is skipped, counted per kind and logged once per uid: the feed never dies
 of it. An object of a kind nobody reads is counted per kind and logged once per kind.
 """
 
@@ -14,16 +14,12 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from watchtower.domain import kinds
-from watchtower.domain.kinds import WATCHED, Kind
-from watchtower.domain.model import Controller
+from watchtower.domain.kinds import WATCHED
 from watchtower.domain.state import ClusterState, Happening
-from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import DecodeError, ObjectDecoder
 
 log = logging.getLogger(__name__)
@@ -57,129 +53,21 @@ class _Binding(Generic[T]):
 
 
 def _bindings(st: ClusterState, dec: ObjectDecoder) -> dict[str, _Binding[Any]]:
-    """Return the binding of each watched kind, by name; raise KeyError when a watched kind has none."""
-    name, uid = attrgetter("name"), attrgetter("uid")
-    bound: dict[Kind, _Binding[Any]] = {
-        kinds.NAMESPACE: _Binding(
-            dec.namespace, st.upsert_namespace, lambda ns: st.delete_namespace(ns.name), st.namespaces, name
-        ),
-        kinds.PRIORITY_CLASS: _Binding(
-            dec.priority_class,
-            st.upsert_priority_class,
-            lambda pc: st.delete_priority_class(pc.name),
-            st.priority_classes,
-            name,
-        ),
-        kinds.NODE: _Binding(dec.node, st.upsert_node, lambda n: st.delete_node(n.name), st.nodes, name),
-        kinds.RESOURCE_QUOTA: _Binding(
-            dec.quota,
-            st.upsert_quota,
-            lambda q: st.delete_quota(q.namespace, q.name),
-            st.quotas,
-            attrgetter("namespace", "name"),
-        ),
-        # Controllers: what a quota-refused workload would be, from its pod template.
-        **{
-            kind: _Binding(
-                decode,
-                st.upsert_controller,
-                lambda c: st.delete_controller(_controller_key(c)),
-                st.controllers_of(kind.name),
-                _controller_key,
-            )
-            for kind, decode in (
-                (kinds.JOB, dec.job),
-                (kinds.REPLICA_SET, dec.replica_set),
-                (kinds.PADDLE_JOB, dec.paddle_job),
-                (kinds.JOBSET, dec.jobset),
-            )
-        },
-        # Pod groups: the gangs pods wait in before (or without) any condition of their own.
-        kinds.WORKLOAD: _Binding(
-            dec.gang_workload,
-            st.upsert_gang_workload,
-            st.delete_gang_workload,
-            st.gangs.workloads,
-            _ns_name,
-        ),
-        kinds.POD_GROUP: _Binding(
-            dec.pod_group, st.upsert_pod_group, st.delete_pod_group, st.gangs.pod_groups, _ns_name
-        ),
-        kinds.VOLCANO_POD_GROUP: _Binding(
-            dec.volcano_pod_group,
-            st.upsert_volcano_group,
-            st.delete_volcano_group,
-            st.gangs.volcano_groups,
-            _ns_name,
-        ),
-        kinds.VOLCANO_QUEUE: _Binding(
-            dec.volcano_queue,
-            st.upsert_volcano_queue,
-            lambda q: st.delete_volcano_queue(q.name),
-            st.gangs.queues,
-            name,
-        ),
-        # DRA: the GPUs pods ask through claims, and the GPUs slices publish per node.
-        kinds.DEVICE_CLASS: _Binding(
-            dec.device_class, st.upsert_device_class, st.delete_device_class, st.dra.classes, name
-        ),
-        kinds.RESOURCE_SLICE: _Binding(
-            dec.resource_slice, st.upsert_resource_slice, st.delete_resource_slice, st.dra.slices, name
-        ),
-        kinds.RESOURCE_CLAIM_TEMPLATE: _Binding(
-            dec.claim_template,
-            st.upsert_claim_template,
-            st.delete_claim_template,
-            st.dra.templates,
-            _ns_name,
-        ),
-        kinds.RESOURCE_CLAIM: _Binding(
-            dec.resource_claim,
-            st.upsert_resource_claim,
-            st.delete_resource_claim,
-            st.dra.claims,
-            _ns_name,
-        ),
-        # Kueue: a queued job's Workload (keyed by its job), its queues and classes.
-        kinds.KUEUE_WORKLOAD: _Binding(
-            dec.kueue_workload,
-            st.upsert_kueue_workload,
-            st.delete_kueue_workload,
-            st.kueue.workloads,
-            _ns_name,
-        ),
-        kinds.CLUSTER_QUEUE: _Binding(
-            dec.cluster_queue,
-            st.upsert_cluster_queue,
-            lambda q: st.delete_cluster_queue(q.name),
-            st.kueue.cluster_queues,
-            name,
-        ),
-        kinds.LOCAL_QUEUE: _Binding(
-            dec.local_queue, st.upsert_local_queue, st.delete_local_queue, st.kueue.local_queues, _ns_name
-        ),
-        kinds.WORKLOAD_PRIORITY_CLASS: _Binding(
-            dec.workload_priority_class,
-            st.upsert_workload_priority_class,
-            lambda pc: st.delete_workload_priority_class(pc.name),
-            st.kueue.priority_classes,
-            name,
-        ),
-        # The DELETED object is the pod's last word: its conditions may show that it was preempted.
-        kinds.POD: _Binding(
-            dec.pod, st.upsert_pod, lambda p: st.delete_pod(p.uid, p), st.pods, uid, decode_page=dec.pods
-        ),
-        # Events expire on their own and what they told stays told: deleting one changes nothing.
-        kinds.EVENT: _Binding(dec.event, st.upsert_event, None, None, uid),
-    }
-    return {k.name: bound[k] for k in WATCHED}
-
-
-_ns_name = attrgetter("namespace", "name")
-
-
-def _controller_key(c: Controller) -> WorkloadKey:
-    return WorkloadKey(c.namespace, c.kind, c.name)
+    """Return the binding of each watched kind, by name: the state's part for it (its form's), and the
+    decoder by the kind's name. Raise KeyError when a watched kind has no part."""
+    parts = st.bindings()
+    out: dict[str, _Binding[Any]] = {}
+    for kind in WATCHED:
+        part = parts[kind.name]
+        out[kind.name] = _Binding(
+            partial(dec.decode, kind.name),
+            part.upsert,
+            part.delete,
+            part.held,
+            part.key,
+            partial(dec.decode_page, kind.name) if part.paged else None,
+        )
+    return out
 
 
 @contextlib.contextmanager

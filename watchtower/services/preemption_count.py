@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from watchtower.domain.disruptions import Preemption
-from watchtower.domain.model import Pod
+from watchtower.domain.records import Pod
 from watchtower.domain.tiers import TierPolicy
 from watchtower.ports import QueueMetrics
 

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from watchtower.domain.disruptions import Preemption
-from watchtower.domain.dra import UnresolvedClaim
 from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import StartEstimate, TierWaits
-from watchtower.domain.kueue_queues import KueueQueueLine, kueue_queue_lines
+from watchtower.domain.forms.dra.messages import problem_of
+from watchtower.domain.forms.dra.records import UnresolvedClaim
+from watchtower.domain.forms.kueue.queues import KueueQueueLine, kueue_queue_lines
 from watchtower.domain.latency import Distribution, TierLatency
-from watchtower.domain.message_types import SchedulingDiagnosis
-from watchtower.domain.messages_dra import problem_of
+from watchtower.domain.messages.types import SchedulingDiagnosis
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import StuckHead

@@ -21,16 +21,15 @@ from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
 from watchtower.domain.churn import thrash_by_tier
-from watchtower.domain.dra_tables import DraTables
 from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.fairness.live import Pool, entitled_gpus, fairness_now
-from watchtower.domain.gangs import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
+from watchtower.domain.forms.dra.tables import DraTables
+from watchtower.domain.forms.gangs.records import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
+from watchtower.domain.forms.kueue.queues import KueueQueueLine, kueue_queue_lines
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.health import SourceHealth
-from watchtower.domain.kueue import SOURCE_KUEUE
-from watchtower.domain.kueue_queues import KueueQueueLine, kueue_queue_lines
-from watchtower.domain.messages import NO_NODES, SchedulingDiagnosis
-from watchtower.domain.model import Pod
+from watchtower.domain.messages.scheduler import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.queue import (
     QueueEvaluator,
     QueueSnapshot,
@@ -38,6 +37,7 @@ from watchtower.domain.queue import (
     WorkloadState,
     WorkloadStatus,
 )
+from watchtower.domain.records import Pod
 from watchtower.domain.running import RunningTiers
 from watchtower.domain.state import (
     ClusterState,
@@ -181,7 +181,7 @@ class Watcher:
     def on_kueue_positions(self, positions: dict[tuple[str, str], int], queues: set[str]) -> None:
         """Take the positions Kueue's visibility API gives the pending Workloads of these ClusterQueues."""
         with self._lock:
-            self.state.set_kueue_positions(positions, queues)
+            self.state.forms.kueue.set_positions(positions, queues)
 
     def _tracked_pods(self) -> Iterable[Pod]:
         matches = self.policy.selector.matches

@@ -18,7 +18,7 @@ from typing import Any
 from .objects import condition, new_uid, owner_ref, ts
 
 GROUP_API = "scheduling.k8s.io/v1alpha2"
-# Read by Watchtower as "the gang was placed" (adapters/kube/groups.py SCHEDULED_CONDITIONS).
+# Read by Watchtower as "the gang was placed" (adapters/kube/forms/gangs.py SCHEDULED_CONDITIONS).
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
 GANG_TEMPLATE = "workers"
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import orjson
 
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.config.model import Settings
-from watchtower.domain.model import Event, Pod
 from watchtower.domain.queue import QueueEvaluator, QueueSnapshot
+from watchtower.domain.records import Event, Pod
 from watchtower.domain.state import ClusterState, Happening
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator import objects as o
@@ -20,12 +21,7 @@ DECODER = ObjectDecoder(keep_annotations=frozenset({"watchtower.io/note"}))
 # The policy of the default configuration: the tiers, windows and selector the service starts with.
 POLICY = Settings().queue_policy()
 TIERS = POLICY.tiers
-CONTROLLERS = {
-    "Job": DECODER.job,
-    "ReplicaSet": DECODER.replica_set,
-    "PaddleJob": DECODER.paddle_job,
-    "JobSet": DECODER.jobset,
-}
+CONTROLLERS = {kind: partial(DECODER.decode, kind) for kind in ("Job", "ReplicaSet", "PaddleJob", "JobSet")}
 
 
 def raw(obj: dict[str, Any]) -> bytes:
@@ -33,11 +29,11 @@ def raw(obj: dict[str, Any]) -> bytes:
 
 
 def pod(obj: dict[str, Any]) -> Pod:
-    return DECODER.pod(raw(obj))
+    return DECODER.decode("Pod", raw(obj))
 
 
 def event(obj: dict[str, Any]) -> Event:
-    return DECODER.event(raw(obj))
+    return DECODER.decode("Event", raw(obj))
 
 
 def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) -> list[Happening]:
@@ -49,33 +45,33 @@ def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) ->
     if kind == "Event":
         return state.upsert_event(event(obj))
     if kind == "Node":
-        state.upsert_node(DECODER.node(raw(obj)))
+        state.upsert_node(DECODER.decode("Node", raw(obj)))
     elif kind == "Namespace":
-        state.upsert_namespace(DECODER.namespace(raw(obj)))
+        state.upsert_namespace(DECODER.decode("Namespace", raw(obj)))
     elif kind == "PriorityClass":
-        state.upsert_priority_class(DECODER.priority_class(raw(obj)))
+        state.upsert_priority_class(DECODER.decode("PriorityClass", raw(obj)))
     elif kind == "ResourceQuota":
-        state.upsert_quota(DECODER.quota(raw(obj)))
+        state.upsert_quota(DECODER.decode("ResourceQuota", raw(obj)))
     elif kind == "Workload" and obj["apiVersion"].startswith("kueue.x-k8s.io/"):
-        w = DECODER.kueue_workload(raw(obj))
+        w = DECODER.decode("KueueWorkload", raw(obj))
         if deleted:
-            state.delete_kueue_workload(w)
+            state.forms.kueue.delete_workload(w)
             return []
-        return state.upsert_kueue_workload(w)
+        return state.forms.kueue.upsert_workload(w)
     elif kind == "ClusterQueue":
-        state.upsert_cluster_queue(DECODER.cluster_queue(raw(obj)))
+        state.forms.kueue.upsert_cluster_queue(DECODER.decode("ClusterQueue", raw(obj)))
     elif kind == "LocalQueue":
-        state.upsert_local_queue(DECODER.local_queue(raw(obj)))
+        state.forms.kueue.upsert_local_queue(DECODER.decode("LocalQueue", raw(obj)))
     elif kind == "WorkloadPriorityClass":
-        state.upsert_workload_priority_class(DECODER.workload_priority_class(raw(obj)))
+        state.forms.kueue.upsert_priority_class(DECODER.decode("WorkloadPriorityClass", raw(obj)))
     elif kind == "PodGroup" and obj["apiVersion"].startswith("scheduling.volcano.sh/"):
-        state.upsert_volcano_group(DECODER.volcano_pod_group(raw(obj)))
+        state.forms.gangs.upsert_volcano_group(DECODER.decode("VolcanoPodGroup", raw(obj)))
     elif kind == "PodGroup":
-        state.upsert_pod_group(DECODER.pod_group(raw(obj)))
+        state.forms.gangs.upsert_pod_group(DECODER.decode("PodGroup", raw(obj)))
     elif kind == "Workload":
-        state.upsert_gang_workload(DECODER.gang_workload(raw(obj)))
+        state.forms.gangs.upsert_workload(DECODER.decode("Workload", raw(obj)))
     elif kind == "Queue":
-        state.upsert_volcano_queue(DECODER.volcano_queue(raw(obj)))
+        state.forms.gangs.upsert_queue(DECODER.decode("VolcanoQueue", raw(obj)))
     elif kind in CONTROLLERS:
         c = CONTROLLERS[kind](raw(obj))
         key = WorkloadKey(c.namespace, c.kind, c.name)

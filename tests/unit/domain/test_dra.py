@@ -12,7 +12,7 @@ import pytest
 
 from tests.fixtures import FIXTURES
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.domain.messages import parse_scheduling_message
+from watchtower.domain.messages.scheduler import parse_scheduling_message
 from watchtower.domain.state import ClusterState
 from watchtower.domain.state_controllers import ChangeCursor
 from watchtower.ports import DecodeError
@@ -40,17 +40,17 @@ def feed(st: ClusterState, obj: dict[str, Any]) -> None:
     b = orjson.dumps(obj)
     kind = obj["kind"]
     if kind == "Pod":
-        st.upsert_pod(DEC.pod(b))
+        st.upsert_pod(DEC.decode("Pod", b))
     elif kind == "ResourceClaim":
-        st.upsert_resource_claim(DEC.resource_claim(b))
+        st.forms.dra.upsert_claim(DEC.decode("ResourceClaim", b))
     elif kind == "ResourceClaimTemplate":
-        st.upsert_claim_template(DEC.claim_template(b))
+        st.forms.dra.upsert_template(DEC.decode("ResourceClaimTemplate", b))
     elif kind == "ResourceSlice":
-        st.upsert_resource_slice(DEC.resource_slice(b))
+        st.forms.dra.upsert_slice(DEC.decode("ResourceSlice", b))
     elif kind == "DeviceClass":
-        st.upsert_device_class(DEC.device_class(b))
+        st.forms.dra.upsert_class(DEC.decode("DeviceClass", b))
     elif kind == "Node":
-        st.upsert_node(DEC.node(b))
+        st.upsert_node(DEC.decode("Node", b))
 
 
 def test_a_claim_seen_after_its_pod_gives_the_pod_its_gpus_and_touches_its_workload() -> None:
@@ -74,7 +74,7 @@ def test_a_bound_pods_claim_gpus_are_used_on_its_node_until_it_is_gone() -> None
     feed(st, REAL[("Pod", "holder")])
     assert st.gpus_used == {"dra-gpu-1": 4}
     holder = next(p for p in st.pods.values() if p.name == "holder")
-    st.delete_pod(holder.uid, DEC.pod(orjson.dumps(REAL[("Pod", "holder")])))
+    st.delete_pod(holder.uid, DEC.decode("Pod", orjson.dumps(REAL[("Pod", "holder")])))
     assert st.gpus_used == {}
 
 
@@ -97,18 +97,21 @@ def test_count_rules_exact_default_first_available_and_all() -> None:
         *(v for k, v in REAL.items() if k[0] == "ResourceSlice"),
     ):
         feed(st, o)
-    one = DEC.resource_claim(
-        orjson.dumps(claim("one", [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]))
+    one = DEC.decode(
+        "ResourceClaim",
+        orjson.dumps(claim("one", [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}])),
     )
-    every = DEC.resource_claim(
+    every = DEC.decode(
+        "ResourceClaim",
         orjson.dumps(
             claim(
                 "all",
                 [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}],
             )
-        )
+        ),
     )
-    first = DEC.resource_claim(
+    first = DEC.decode(
+        "ResourceClaim",
         orjson.dumps(
             claim(
                 "first",
@@ -122,12 +125,13 @@ def test_count_rules_exact_default_first_available_and_all() -> None:
                     }
                 ],
             )
-        )
+        ),
     )
-    nic = DEC.resource_claim(
+    nic = DEC.decode(
+        "ResourceClaim",
         orjson.dumps(
             claim("nic", [{"name": "n", "exactly": {"deviceClassName": "nic.example.com", "count": 2}}])
-        )
+        ),
     )
     # count unset: 1; All: every GPU one node's slices offer; firstAvailable: the first; a NIC: none.
     assert [st.dra.claim_gpus(c)[0] for c in (one, every, first, nic)] == [1, 4, 3, 0]
@@ -153,7 +157,7 @@ def test_slice_devices_of_another_type_are_not_gpus() -> None:
 def test_a_negative_count_is_a_decode_error_not_a_crash() -> None:
     bad = claim("bad", [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": -2}}])
     with pytest.raises(DecodeError, match="ResourceClaim"):
-        DEC.resource_claim(orjson.dumps(bad))
+        DEC.decode("ResourceClaim", orjson.dumps(bad))
 
 
 def test_a_quota_on_a_gpu_device_class_is_gpu_quota() -> None:
@@ -168,7 +172,7 @@ def test_a_quota_on_a_gpu_device_class_is_gpu_quota() -> None:
             "used": {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "6"},
         },
     }
-    r = DEC.quota(orjson.dumps(q))
+    r = DEC.decode("ResourceQuota", orjson.dumps(q))
     assert (r.hard_gpus, r.used_gpus) == (10, 6)
 
 

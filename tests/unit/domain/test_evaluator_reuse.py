@@ -8,8 +8,8 @@ import pytest
 from msgspec.structs import replace
 
 from tests.unit.domain.helpers import GPU_FULL, POLICY, T0
-from watchtower.domain.model import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
 from watchtower.domain.queue import QueueEvaluator
+from watchtower.domain.records import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 
 MESSAGES = [GPU_FULL, "0/4 nodes are available: 4 Insufficient cpu.", ""]

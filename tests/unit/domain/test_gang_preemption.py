@@ -14,7 +14,7 @@ import pytest
 
 from tests.fixtures import FIXTURES
 from tests.unit.domain.helpers import DECODER, POLICY, TIERS, apply, raw
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
@@ -33,7 +33,7 @@ def victims() -> list[dict[str, Any]]:
 
 def put_group(state: ClusterState) -> None:
     (group,) = items("PodGroup")
-    state.upsert_pod_group(DECODER.pod_group(raw(group)))
+    state.forms.gangs.upsert_pod_group(DECODER.decode("PodGroup", raw(group)))
 
 
 def gang_status(state: ClusterState, now: float) -> Any:
@@ -44,7 +44,7 @@ def gang_status(state: ClusterState, now: float) -> Any:
 
 def now_of() -> float:
     (group,) = items("PodGroup")
-    return DECODER.pod_group(raw(group)).created + 120
+    return DECODER.decode("PodGroup", raw(group)).created + 120
 
 
 @pytest.mark.parametrize("group_first", [True, False])
@@ -92,7 +92,7 @@ def test_once_its_victims_are_gone_the_gang_no_longer_says_preemption_is_under_w
 
 
 def test_the_bare_podgroup_messages_are_read_as_the_gang_not_fitting() -> None:
-    from watchtower.domain.messages import explain, parse_scheduling_message
+    from watchtower.domain.messages.scheduler import explain, parse_scheduling_message
 
     for msg in (
         "pod group is unschedulable",

@@ -149,7 +149,7 @@ def test_a_paddlejob_at_its_namespace_quota_is_quota_blocked_and_the_numbers_are
     quota = load("resourcequota-gpu")
     quota["metadata"]["namespace"] = NS
     put(state, quota)
-    q = DECODER.quota(raw(quota))
+    q = DECODER.decode("ResourceQuota", raw(quota))
     put(state, paddle_job())
     w = only(state, T0 + 60)
     assert w.state is WorkloadState.QUOTA_BLOCKED and w.source == "quota"

@@ -126,7 +126,7 @@ def test_a_refusal_before_the_jobset_is_known_moves_to_the_train_job():
 
 
 def test_the_decoded_jobset_wants_every_child_jobs_pods_and_names_its_train_job():
-    c = DECODER.jobset(raw(a_jobset("llama-ft", train_job=True)))
+    c = DECODER.decode("JobSet", raw(a_jobset("llama-ft", train_job=True)))
     assert (c.kind, c.name, c.pods, c.gpus, c.gpus_per_pod, c.priority_class) == (
         "JobSet",
         "llama-ft",
@@ -141,7 +141,7 @@ def test_the_decoded_jobset_wants_every_child_jobs_pods_and_names_its_train_job(
 def test_a_suspended_jobset_wants_no_pods():
     js = a_jobset()
     js["spec"]["suspend"] = True
-    assert DECODER.jobset(raw(js)).pods == 0
+    assert DECODER.decode("JobSet", raw(js)).pods == 0
 
 
 @pytest.mark.parametrize(
@@ -156,7 +156,7 @@ def test_a_malformed_jobset_is_a_decode_error(body):
     from watchtower.ports import DecodeError
 
     with pytest.raises(DecodeError):
-        DECODER.jobset(body)
+        DECODER.decode("JobSet", body)
 
 
 def test_a_jobset_owned_by_another_groups_train_job_stays_the_jobset():

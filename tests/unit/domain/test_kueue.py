@@ -14,7 +14,7 @@ import pytest
 from tests.fixtures import FIXTURES
 from tests.unit.domain.helpers import DECODER, NS, T0, TIERS, apply, evaluate, raw, running_pod
 from watchtower.adapters.kube.decoder import DecodeError
-from watchtower.domain.kueue import SOURCE_KUEUE
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
@@ -42,7 +42,7 @@ def pending_state() -> tuple[ClusterState, dict[str, Any]]:
 
 def test_a_workload_decodes_its_queue_gpus_priority_and_why_it_waits() -> None:
     wl = next(i for i in load("kueue-shaped-job-pending")["items"] if i["kind"] == "Workload")
-    w = DECODER.kueue_workload(raw(wl))
+    w = DECODER.decode("KueueWorkload", raw(wl))
     assert (w.local_queue, w.pods, w.gpus, w.gpus_per_pod) == ("team", 2, 8, 4)
     assert (w.priority, w.priority_class, w.priority_class_kind) == (
         1_000_000,
@@ -62,7 +62,7 @@ def test_a_v1beta1_workload_names_its_class_by_name_and_source() -> None:
     del old["spec"]["priorityClassRef"], old["spec"]["priority"]
     old["spec"]["priorityClassName"] = "urgent-kueue"
     old["spec"]["priorityClassSource"] = "kueue.x-k8s.io/workloadpriorityclass"
-    w = DECODER.kueue_workload(raw(old))
+    w = DECODER.decode("KueueWorkload", raw(old))
     assert (w.priority, w.priority_class, w.priority_class_kind) == (
         None,
         "urgent-kueue",
@@ -74,7 +74,7 @@ def test_a_v1beta1_workload_names_its_class_by_name_and_source() -> None:
     cq = k.cluster_queue("old-cq", nominal_gpus=16, reserved_gpus=4, borrowing_limit=8)
     cq["apiVersion"] = "kueue.x-k8s.io/v1beta1"
     cq["spec"]["cohort"] = "research"
-    q = DECODER.cluster_queue(raw(cq))
+    q = DECODER.decode("ClusterQueue", raw(cq))
     assert (q.cohort, q.nominal_gpus, q.borrowing_limit_gpus, q.free_nominal) == ("research", 16, 8, 12)
 
 
@@ -83,15 +83,15 @@ def test_hostile_kueue_objects_are_decode_errors_not_crashes() -> None:
     bad = copy.deepcopy(wl)
     bad["spec"]["podSets"][0]["count"] = -3
     with pytest.raises(DecodeError):
-        DECODER.kueue_workload(raw(bad))
+        DECODER.decode("KueueWorkload", raw(bad))
     nameless = copy.deepcopy(wl)
     del nameless["metadata"]["name"]
     with pytest.raises(DecodeError):
-        DECODER.kueue_workload(raw(nameless))
+        DECODER.decode("KueueWorkload", raw(nameless))
     with pytest.raises(DecodeError):
-        DECODER.cluster_queue(b'{"metadata": {"name": "x"}, "spec": {"resourceGroups": "many"}}')
+        DECODER.decode("ClusterQueue", b'{"metadata": {"name": "x"}, "spec": {"resourceGroups": "many"}}')
     with pytest.raises(DecodeError):
-        DECODER.workload_priority_class(b'{"metadata": {"name": "x"}}')
+        DECODER.decode("WorkloadPriorityClass", b'{"metadata": {"name": "x"}}')
 
 
 def test_a_suspended_job_with_no_pods_waits_in_kueue_at_its_workloads_tier() -> None:
@@ -174,10 +174,10 @@ def test_positions_from_the_visibility_api_reach_the_workload() -> None:
     st, _ = pending_state()
     name = k.workload_name("Job", "resnet", o.new_uid("job/resnet"))
     body = k.pending_workloads([(NS, "other-wl", "team", 5), (NS, name, "team", 1_000_000)])
-    st.set_kueue_positions(DECODER.pending_positions(raw(body)), {"team-cq"})
+    st.forms.kueue.set_positions(DECODER.pending_positions(raw(body)), {"team-cq"})
     (w,) = evaluate(st, T0 + 60).workloads
     assert w.kueue is not None and w.kueue.position == 1
-    st.set_kueue_positions({}, {"team-cq"})  # gone from the list: no position, not a stale one
+    st.forms.kueue.set_positions({}, {"team-cq"})  # gone from the list: no position, not a stale one
     ev = evaluate(st, T0 + 60)
     assert ev.workloads[0].kueue is not None and ev.workloads[0].kueue.position is None
 
@@ -272,7 +272,7 @@ def test_a_held_job_is_ahead_of_no_pod_and_its_place_and_estimate_are_kueues() -
         ),
     )
     name = k.workload_name("Job", "resnet", o.new_uid("job/resnet"))
-    st.set_kueue_positions(
+    st.forms.kueue.set_positions(
         DECODER.pending_positions(raw(k.pending_workloads([(NS, name, "team", 1)]))), {"team-cq"}
     )
     held, pod = evaluate(st, T0 + 600).workloads  # the job first in the order: older, same tier

@@ -15,8 +15,8 @@ import orjson
 
 from tests.unit.domain.helpers import NS, POLICY, T0, apply, evaluate
 from watchtower.adapters.kube.decoder import ObjectDecoder
-from watchtower.domain.dra_tables import DraTables
-from watchtower.domain.kueue import SOURCE_KUEUE
+from watchtower.domain.forms.dra.tables import DraTables
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import stuck_heads
@@ -36,16 +36,16 @@ def feed(st: ClusterState, obj: dict[str, Any], *, deleted: bool = False) -> Non
     b = orjson.dumps(obj)
     kind = obj["kind"]
     if kind == "ResourceClaimTemplate":
-        t = DEC.claim_template(b)
-        (st.delete_claim_template if deleted else st.upsert_claim_template)(t)
+        t = DEC.decode("ResourceClaimTemplate", b)
+        (st.forms.dra.delete_template if deleted else st.forms.dra.upsert_template)(t)
     elif kind == "ResourceClaim":
-        st.upsert_resource_claim(DEC.resource_claim(b))
+        st.forms.dra.upsert_claim(DEC.decode("ResourceClaim", b))
     elif kind == "ResourceSlice":
-        st.upsert_resource_slice(DEC.resource_slice(b))
+        st.forms.dra.upsert_slice(DEC.decode("ResourceSlice", b))
     elif kind == "DeviceClass":
-        st.upsert_device_class(DEC.device_class(b))
+        st.forms.dra.upsert_class(DEC.decode("DeviceClass", b))
     elif kind == "ClusterQueue":
-        st.upsert_cluster_queue(DEC.cluster_queue(b))
+        st.forms.kueue.upsert_cluster_queue(DEC.decode("ClusterQueue", b))
     else:
         apply(st, obj, deleted=deleted)
 

@@ -20,7 +20,7 @@ import pytest
 from tests.unit.domain.alerts.builders import rule_input
 from tests.unit.domain.helpers import GPU_FULL, NS, T0, apply, evaluate, state_of
 from watchtower.domain.alerts.rules import tiered_wait
-from watchtower.domain.kueue import SOURCE_KUEUE
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.queue_json import workload_dict

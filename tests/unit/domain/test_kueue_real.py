@@ -32,7 +32,7 @@ def picture(*names: str) -> tuple[ClusterState, list[Any]]:
 
 def created(name: str, workload: str) -> float:
     obj = next(i for i in load(name) if i["kind"] == "Workload" and i["metadata"]["name"] == workload)
-    w = DECODER.kueue_workload(raw(obj))
+    w = DECODER.decode("KueueWorkload", raw(obj))
     assert w.created is not None
     return w.created
 
@@ -71,7 +71,7 @@ def test_the_real_preemption_names_the_urgent_workload_and_its_tier() -> None:
     # Its run is read from its pods (Kueue writes PodsReady only with waitForPodsReady): the e2e test
     # preempted it within seconds of starting, so little was lost, but not nothing unknown.
     pods = [
-        DECODER.pod(raw(i))
+        DECODER.decode("Pod", raw(i))
         for i in load("preempted")
         if i["kind"] == "Pod" and i["metadata"]["name"].startswith("train-")
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.unit.domain.helpers import T0, TIERS
 from watchtower.domain.latency import Distribution, latency_by_tier, quantile
-from watchtower.domain.model import Condition, Pod
+from watchtower.domain.records import Condition, Pod
 
 
 def bound(uid: str, wait: float, startup: float | None, priority: int = 0) -> Pod:

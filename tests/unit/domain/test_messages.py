@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from watchtower.domain.messages import PreemptionVerdict, explain, parse_scheduling_message
+from watchtower.domain.messages.scheduler import PreemptionVerdict, explain, parse_scheduling_message
 
 
 def test_counts_per_reason_and_total_nodes_are_read():

@@ -12,9 +12,9 @@ import pytest
 
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
 from watchtower.domain.alerts.silences import Silence
-from watchtower.domain.model import Pod
 from watchtower.domain.patterns import PatternError, anchored, searched
-from watchtower.domain.queue_model import TrainingSelector
+from watchtower.domain.queue_values import TrainingSelector
+from watchtower.domain.records import Pod
 
 ROOT = Path(__file__).parents[2]
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from tests.unit.domain.helpers import GPU_FULL, NS, T0, paddle_owner
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
-from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
-from watchtower.domain.model import Event, Node, Pod
+from watchtower.domain.messages.scheduler import PreemptionVerdict, parse_scheduling_message
+from watchtower.domain.records import Event, Node, Pod
 from watchtower.simulator import objects as o
 
 REASONS = {
@@ -134,7 +134,7 @@ RECORD = {"pod": Pod, "event": Event, "node": Node}
 
 def decode(kind: str, data: bytes):
     try:
-        return getattr(DEC, kind)(data)
+        return DEC.decode(kind.capitalize(), data)  # "pod" → the kind Pod
     except DecodeError:
         return None
 
@@ -187,7 +187,7 @@ def test_hostile_names_and_annotations_are_kept_as_text(name, note, key):
     obj = copy.deepcopy(REAL["pod"])
     obj["metadata"]["name"] = name
     obj["metadata"]["annotations"] = {"note": note * 50, key: note}
-    p = DEC.pod(orjson.dumps(obj))
+    p = DEC.decode("Pod", orjson.dumps(obj))
     assert p.name == name
     assert p.annotations == {"note": (note * 50)[:100]}
 
@@ -195,7 +195,7 @@ def test_hostile_names_and_annotations_are_kept_as_text(name, note, key):
 def test_huge_annotation_is_cut_and_huge_quantities_are_refused():
     obj = copy.deepcopy(REAL["pod"])
     obj["metadata"]["annotations"] = {"note": "x" * 5_000_000, "other": "y" * 5_000_000}
-    assert len(DEC.pod(orjson.dumps(obj)).annotations["note"]) == 100
+    assert len(DEC.decode("Pod", orjson.dumps(obj)).annotations["note"]) == 100
     for qty in ["1e999999", "1e9999999999", "9" * 5000, "1.2.3", "", "Infinity"]:
         obj["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = qty
         assert decode("pod", orjson.dumps(obj)) is None, qty

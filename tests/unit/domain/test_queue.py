@@ -14,7 +14,7 @@ from tests.unit.domain.helpers import (
     running_pod,
     state_of,
 )
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import PodScheduled, PodStarted
 from watchtower.domain.workloads import WorkloadKey

@@ -15,9 +15,9 @@ from tests.fixtures import FIXTURES
 from tests.unit.domain.helpers import POLICY
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.domain.disruptions import preemption_from_event, preemption_from_pod
-from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
+from watchtower.domain.forms.quota.refusals import quota_refusal
+from watchtower.domain.messages.scheduler import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.queue import QueueEvaluator, WorkloadState, is_gated
-from watchtower.domain.quota import quota_refusal
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey, workload_of_controller
 from watchtower.simulator import objects as o
@@ -44,7 +44,7 @@ def scheduled_message(name: str) -> str:
 
 def test_real_victim_carries_preemption_by_scheduler_with_its_gpus_and_run_time() -> None:
     obj = load("preemption-victim-terminating")
-    pod = dec.pod(raw(obj))
+    pod = dec.decode("Pod", raw(obj))
     p = preemption_from_pod(pod)
     assert p is not None
     assert p.reason == "PreemptionByScheduler"
@@ -64,7 +64,7 @@ def test_real_preempted_event_names_the_preemptor_by_uid_in_its_message(fixture:
     for item in items:
         # v1.36 writes no `related` on this event: the message is the only link to the preemptor.
         assert not item.get("related")
-        p = preemption_from_event(dec.event(raw(item)))
+        p = preemption_from_event(dec.decode("Event", raw(item)))
         assert p is not None
         assert p.preemptor_uid == preemptor["metadata"]["uid"]
         assert p.node == preemptor["status"]["nominatedNodeName"]
@@ -77,11 +77,15 @@ def test_real_victim_and_event_in_any_order_and_replayed_make_one_preemption() -
     event = next(e for e in load("preempted-events-core-v1")["items"] if e["involvedObject"]["uid"] == uid)
     for order in ((victim, event), (event, victim)):
         st = ClusterState()
-        st.upsert_pod(dec.pod(preemptor))
+        st.upsert_pod(dec.decode("Pod", preemptor))
         seen = []
         for _ in range(2):  # a re-list replays everything
             for obj in order:
-                seen += st.upsert_pod(dec.pod(obj)) if obj is victim else st.upsert_event(dec.event(raw(obj)))
+                seen += (
+                    st.upsert_pod(dec.decode("Pod", obj))
+                    if obj is victim
+                    else st.upsert_event(dec.decode("Event", raw(obj)))
+                )
         assert [h.new for h in seen if isinstance(h, PreemptionSeen)].count(True) == 1
         (p,) = st.preemptions.values()
         assert p.reason == "PreemptionByScheduler" and p.victim_gpus == 2
@@ -89,8 +93,8 @@ def test_real_victim_and_event_in_any_order_and_replayed_make_one_preemption() -
 
 
 def test_real_preemptor_is_bound_where_it_was_nominated_and_its_wait_is_measured() -> None:
-    nominated = dec.pod(raw(load("preemptor-nominated")))
-    running = dec.pod(raw(load("preemptor-running")))
+    nominated = dec.decode("Pod", raw(load("preemptor-nominated")))
+    running = dec.decode("Pod", raw(load("preemptor-running")))
     assert nominated.waiting and nominated.nominated_node
     assert running.node == nominated.nominated_node
     assert running.scheduled_at is not None and running.scheduled_at >= running.created
@@ -133,13 +137,13 @@ def test_real_v136_message_reasons_exclude_post_filter_text(fixture: str) -> Non
 
 def test_real_fragmented_pod_is_reported_as_fragmentation() -> None:
     st = ClusterState()
-    pod = dec.pod(raw(load("pod-unschedulable-fragmented")))
+    pod = dec.decode("Pod", raw(load("pod-unschedulable-fragmented")))
     st.upsert_pod(pod)
     for item in load("fragmented-nodes-and-fillers")["items"]:
         if item["kind"] == "Node":
-            st.upsert_node(dec.node(raw(item)))
+            st.upsert_node(dec.decode("Node", raw(item)))
         else:
-            st.upsert_pod(dec.pod(raw(item)))
+            st.upsert_pod(dec.decode("Pod", raw(item)))
     snap = QueueEvaluator(POLICY).evaluate(st, now=pod.created + 60)
     (f,) = snap.fragmentation
     assert (f.gpus_requested, f.free_gpus_total, f.largest_free_on_one_node) == (4, 4, 2)
@@ -149,7 +153,7 @@ def test_real_fragmented_pod_is_reported_as_fragmentation() -> None:
 
 
 def test_real_gated_pod_is_gated_not_waiting_in_line() -> None:
-    pod = dec.pod(raw(load("pod-scheduling-gated")))
+    pod = dec.decode("Pod", raw(load("pod-scheduling-gated")))
     assert pod.scheduling_gated and is_gated(pod)
     assert pod.scheduled is not None and pod.scheduled.reason == "SchedulingGated"
     st = ClusterState()
@@ -161,7 +165,7 @@ def test_real_gated_pod_is_gated_not_waiting_in_line() -> None:
 
 
 def test_real_failedcreate_event_is_a_quota_refusal_of_the_job() -> None:
-    ev = dec.event(raw(load("failedcreate-quota-event")))
+    ev = dec.decode("Event", raw(load("failedcreate-quota-event")))
     q = quota_refusal(ev)
     assert q is not None
     assert q.workload == WorkloadKey("e2e-quota", "Job", "sweep")
@@ -173,7 +177,7 @@ def test_real_failedcreate_event_is_a_quota_refusal_of_the_job() -> None:
 
 
 def test_real_resource_quota_status_gives_hard_and_used_gpus() -> None:
-    q = dec.quota(raw(load("resourcequota-gpu")))
+    q = dec.decode("ResourceQuota", raw(load("resourcequota-gpu")))
     assert (q.namespace, q.name, q.hard_gpus, q.used_gpus) == ("e2e-quota", "gpu-quota", 2, 0)
 
 
@@ -181,13 +185,13 @@ def test_real_resource_quota_status_gives_hard_and_used_gpus() -> None:
 
 
 def test_real_job_is_read_as_the_pods_its_template_would_make() -> None:
-    c = dec.job(raw(load("job-refused-by-quota")))
+    c = dec.decode("Job", raw(load("job-refused-by-quota")))
     assert (c.namespace, c.kind, c.name, c.owner) == ("e2e-quota", "Job", "sweep", None)
     assert (c.priority_class, c.priority, c.gpus_per_pod, c.gpus, c.pods) == ("experiment", None, 4, 4, 1)
 
 
 def test_real_replicaset_is_its_deployments() -> None:
-    c = dec.replica_set(raw(load("replicaset-of-deployment")))
+    c = dec.decode("ReplicaSet", raw(load("replicaset-of-deployment")))
     assert c.owner is not None and (c.owner.kind, c.owner.name) == ("Deployment", "serve")
     assert (c.kind, c.priority_class, c.gpus_per_pod, c.gpus, c.pods) == (
         "ReplicaSet",
@@ -203,12 +207,12 @@ def test_real_refusals_are_tiered_by_their_controllers_templates() -> None:
     """The Job's class is experiment (medium), the Deployment's online-serving (high): not priority 0."""
     st = ClusterState()
     for name, value in (("experiment", 500_000), ("online-serving", 900_000)):
-        st.upsert_priority_class(dec.priority_class(raw(o.priority_class(name, value))))
-    st.upsert_controller(dec.job(raw(load("job-refused-by-quota"))))
-    st.upsert_controller(dec.replica_set(raw(load("replicaset-of-deployment"))))
-    ev = dec.event(raw(load("failedcreate-quota-event")))
+        st.upsert_priority_class(dec.decode("PriorityClass", raw(o.priority_class(name, value))))
+    st.upsert_controller(dec.decode("Job", raw(load("job-refused-by-quota"))))
+    st.upsert_controller(dec.decode("ReplicaSet", raw(load("replicaset-of-deployment"))))
+    ev = dec.decode("Event", raw(load("failedcreate-quota-event")))
     st.upsert_event(ev)
-    st.upsert_event(dec.event(raw(load("replicaset-failedcreate-quota-event"))))
+    st.upsert_event(dec.decode("Event", raw(load("replicaset-failedcreate-quota-event"))))
     assert ev.last is not None
     snap = QueueEvaluator(POLICY).evaluate(st, now=ev.last + 60)
     got = {(w.key.kind, w.key.name): (w.state, w.tier, w.gpus_requested) for w in snap.workloads}

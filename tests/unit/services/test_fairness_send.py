@@ -15,7 +15,7 @@ from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.config.fairness import FairnessConfig
 from watchtower.domain.fairness.mail import ReportMail
 from watchtower.domain.fairness.week import IsoWeek
-from watchtower.domain.model import Namespace
+from watchtower.domain.records import Namespace
 from watchtower.ports import PromReadError
 from watchtower.services.fairness_send import REPORT_INTEGRATION, FairnessMailer, FairnessSendMetrics
 

@@ -20,7 +20,7 @@ from msgspec.structs import replace
 
 from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings
-from watchtower.domain.dra import (
+from watchtower.domain.forms.dra.records import (
     ALL,
     AllocatedDevice,
     DeviceRequest,
@@ -30,17 +30,17 @@ from watchtower.domain.dra import (
     SliceDevice,
     class_from_selectors,
 )
-from watchtower.domain.gangs import REF_PODGROUP, Gang, GroupRef
-from watchtower.domain.health import HEALTHY
-from watchtower.domain.kueue import (
+from watchtower.domain.forms.gangs.records import REF_PODGROUP, Gang, GroupRef
+from watchtower.domain.forms.kueue.records import (
     ClusterQueue,
     KueuePreempted,
     KueueWorkload,
     LocalQueue,
     WorkloadPriorityClass,
 )
-from watchtower.domain.model import Condition, Controller, Node, OwnerRef, Pod
+from watchtower.domain.health import HEALTHY
 from watchtower.domain.queue import Fragmentation, QueueEvaluator, WorkloadState
+from watchtower.domain.records import Condition, Controller, Node, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
@@ -125,20 +125,20 @@ class World:
         for c in self.jobs.values():
             st.upsert_controller(c)
         for g in self.groups.values():
-            st.upsert_pod_group(g)
+            st.forms.gangs.upsert_pod_group(g)
         for pc in (WorkloadPriorityClass("kueue-urgent", 1_000_000), WorkloadPriorityClass("kueue-low", 100)):
-            st.upsert_workload_priority_class(pc)
+            st.forms.kueue.upsert_priority_class(pc)
         for q in self.queues.values():
-            st.upsert_cluster_queue(q)
+            st.forms.kueue.upsert_cluster_queue(q)
         for lq in self.local_queues.values():
-            st.upsert_local_queue(lq)
+            st.forms.kueue.upsert_local_queue(lq)
         for w in self.kueue.values():
-            st.upsert_kueue_workload(w)
-        st.upsert_device_class(GPU_CLASS)
+            st.forms.kueue.upsert_workload(w)
+        st.forms.dra.upsert_class(GPU_CLASS)
         for s in self.slices.values():
-            st.upsert_resource_slice(s)
+            st.forms.dra.upsert_slice(s)
         for c in self.claims.values():
-            st.upsert_resource_claim(c)
+            st.forms.dra.upsert_claim(c)
         for p in self.pods.values():
             st.upsert_pod(p)
 
@@ -207,7 +207,7 @@ class World:
         )
         self.kueue[(ns, w.name)] = w
         if st is not None:
-            st.upsert_kueue_workload(w)
+            st.forms.kueue.upsert_workload(w)
 
     def paddle_job(self, i: int, st: ClusterState | None = None) -> None:
         rnd = self.rnd
@@ -245,7 +245,7 @@ class World:
         )
         self.groups[(g.namespace, g.name)] = g
         if st is not None:
-            st.upsert_pod_group(g)
+            st.forms.gangs.upsert_pod_group(g)
 
     def add_pod(self, shape: str, st: ClusterState | None = None) -> None:
         rnd = self.rnd
@@ -284,7 +284,7 @@ class World:
                 claim = ResourceClaim(ns, cname, (DeviceRequest("gpus", "gpu.nvidia.com", want),))
                 self.claims[(ns, cname)] = claim
                 if st is not None:
-                    st.upsert_resource_claim(claim)
+                    st.forms.dra.upsert_claim(claim)
             claims, gpus = (PodClaim("gpus", cname),), 0
         bound = rnd.random() < 0.3 and shape != "dra"
         p = Pod(
@@ -357,7 +357,7 @@ class World:
                 g, message=msg, reason="Unschedulable" if msg else "", min_count=rnd.choice([2, 3, 5])
             )
             self.groups[(g.namespace, g.name)] = g
-            st.upsert_pod_group(g)
+            st.forms.gangs.upsert_pod_group(g)
         elif r < 0.68 and self.jobs:
             c = self.jobs[rnd.choice(sorted(self.jobs))]
             c = replace(
@@ -380,33 +380,33 @@ class World:
                 message=rnd.choice(["insufficient quota", "couldn't assign flavors", "Quota reserved"]),
             )
             self.kueue[(w.namespace, w.name)] = w
-            st.upsert_kueue_workload(w)
+            st.forms.kueue.upsert_workload(w)
         elif r < 0.79 and self.kueue:  # a Kueue Workload gone (never the requeued one: its record stays)
             key = rnd.choice(sorted(self.kueue))
             if self.kueue[key].preempted is None:
-                st.delete_kueue_workload(self.kueue.pop(key))
+                st.forms.kueue.delete_workload(self.kueue.pop(key))
         elif r < 0.82:
             self.kueue_workload(len(self.kueue) + 10 + self.n, st)
         elif r < 0.87:  # a ClusterQueue's reserved quota moves: free quota for the held ones, or none
             q = self.queues[rnd.choice(sorted(self.queues))]
             q = replace(q, reserved_gpus=rnd.choice([0, 8, 16]))
             self.queues[q.name] = q
-            st.upsert_cluster_queue(q)
+            st.forms.kueue.upsert_cluster_queue(q)
         elif r < 0.89:
             lq = self.local_queues[(rnd.choice(NAMESPACES), "main")]
             lq = replace(lq, cluster_queue=rnd.choice(["cq-0", "cq-2", "cq-9"]))
             self.local_queues[(lq.namespace, lq.name)] = lq
-            st.upsert_local_queue(lq)
+            st.forms.kueue.upsert_local_queue(lq)
         elif r < 0.93:  # the driver republishes a slice, maybe with another device count
             name = rnd.choice(DRA_NODES)
             s = self.slices.get(name)
             if s is not None and rnd.random() < 0.3:  # the driver withdraws the node's slice
                 del self.slices[name]
-                st.delete_resource_slice(s)
+                st.forms.dra.delete_slice(s)
             else:
                 generation = s.generation + 1 if s is not None else 1
                 self.slices[name] = s = self._slice(name, generation, rnd.choice([4, 8]))
-                st.upsert_resource_slice(s)
+                st.forms.dra.upsert_slice(s)
         elif r < 0.96 and self.claims:
             key = rnd.choice(sorted(self.claims))
             c = self.claims[key]
@@ -423,7 +423,7 @@ class World:
 
     def _put_claim(self, st: ClusterState, c: ResourceClaim) -> None:
         self.claims[(c.namespace, c.name)] = c
-        st.upsert_resource_claim(c)
+        st.forms.dra.upsert_claim(c)
 
 
 def picture(w: Watcher, now: float) -> tuple[Tick, QueueGauges | None, dict[str, Any]]:

@@ -9,7 +9,7 @@ from tests.unit.simulator.helpers import Watched, one, pods, small
 from watchtower.adapters.kube.decoder import ObjectDecoder, parse_time
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
-from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
+from watchtower.domain.messages.scheduler import PreemptionVerdict, parse_scheduling_message
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.simulator.cluster import KINDS

@@ -6,7 +6,7 @@ Pods here are plain records handed to the real Scheduler: data, not mocks.
 import random
 from dataclasses import dataclass
 
-from watchtower.domain.messages import PreemptionVerdict, parse_scheduling_message
+from watchtower.domain.messages.scheduler import PreemptionVerdict, parse_scheduling_message
 from watchtower.simulator.scheduler import (
     Bind,
     Preempt,

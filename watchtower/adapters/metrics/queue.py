@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from watchtower.domain.dra import UNRESOLVED_REASONS
+from watchtower.domain.forms.dra.records import UNRESOLVED_REASONS
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.promql.names import (
     DRA_UNRESOLVED_PODS,

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from watchtower.domain.messages import PreemptionVerdict, preemption_note
+from watchtower.domain.messages.scheduler import PreemptionVerdict, preemption_note
 from watchtower.domain.tick import Tick
 from watchtower.domain.timefmt import format_duration
 from watchtower.domain.workloads import WorkloadKey

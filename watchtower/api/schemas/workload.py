@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 
 from .common import Body, Number, Time

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import chain
 
-from watchtower.domain.model import Pod
+from watchtower.domain.records import Pod
 from watchtower.domain.state import ClusterState
 from watchtower.domain.state_controllers import ChangeCursor
 from watchtower.domain.tiers import TierPolicy

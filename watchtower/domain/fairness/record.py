@@ -17,8 +17,9 @@ import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from watchtower.domain.queue_values import WAITING_STATES, WorkloadFacts, WorkloadState
+
 from ..disruptions import Preemption
-from ..queue_model import WAITING_STATES, WorkloadFacts, WorkloadState
 from ..queue_order import QueueChange
 from ..tick import Tick
 from ..tiers import TierPolicy

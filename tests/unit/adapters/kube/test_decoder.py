@@ -49,7 +49,7 @@ def full_pod() -> dict:  # type: ignore[type-arg]
 
 
 def test_every_field_of_the_record_comes_from_its_own_place_in_the_object() -> None:
-    pod = ObjectDecoder(keep_annotations=frozenset({"note"})).pod(raw(full_pod()))
+    pod = ObjectDecoder(keep_annotations=frozenset({"note"})).decode("Pod", raw(full_pod()))
     assert (pod.uid, pod.namespace, pod.name, pod.created) == ("uid-1", "team-a", "job-worker-3", T0)
     assert (pod.phase, pod.priority, pod.priority_class, pod.preemption_policy) == (
         "Running",
@@ -88,7 +88,7 @@ def test_resource_sums_count_init_containers_and_overhead_per_pod_not_per_cache_
     with_overhead["spec"]["overhead"] = {"cpu": "250m", "memory": "1Gi"}
     two = full_pod()
     two["spec"]["containers"].append({"name": "side", "resources": {"limits": {"nvidia.com/gpu": "1"}}})
-    got = [dec.pod(raw(p)) for p in (plain, with_init, with_overhead, two, plain)]
+    got = [dec.decode("Pod", raw(p)) for p in (plain, with_init, with_overhead, two, plain)]
     assert [(p.gpus, p.cpu_millis, p.memory_bytes) for p in got] == [
         (2, 1500, 2**30),
         (2, 4000, 2**30),  # the largest init container counts when it exceeds the sum
@@ -104,13 +104,15 @@ def test_unreadable_resources_make_the_pod_a_decode_error_and_do_not_poison_the_
         bad = full_pod()
         bad["spec"]["containers"][0]["resources"] = bad_value
         with pytest.raises(DecodeError):
-            dec.pod(raw(bad))
-        assert dec.pod(raw(full_pod())).cpu_millis == 1500
+            dec.decode("Pod", raw(bad))
+        assert dec.decode("Pod", raw(full_pod())).cpu_millis == 1500
 
 
 def test_pods_share_repeated_values_and_are_not_tracked_by_the_garbage_collector() -> None:
     dec = ObjectDecoder()
-    a, b = (dec.pod(raw({**full_pod(), "metadata": {**full_pod()["metadata"], "uid": u}})) for u in "ab")
+    a, b = (
+        dec.decode("Pod", raw({**full_pod(), "metadata": {**full_pod()["metadata"], "uid": u}})) for u in "ab"
+    )
     assert a.uid != b.uid
     assert a.owner is b.owner and a.labels is b.labels and a.namespace is b.namespace and a.node is b.node
     assert not gc.is_tracked(a) and not gc.is_tracked(a.scheduled) and not gc.is_tracked(a.owner)
@@ -121,7 +123,7 @@ def test_a_value_repeated_in_another_field_keeps_each_field_its_own_type() -> No
     same = full_pod()
     same["spec"]["containers"][0]["image"] = "team-a"  # also the namespace
     same["spec"]["nodeName"] = "team-a"
-    first, second = dec.pod(raw(same)), dec.pod(raw(same))
+    first, second = dec.decode("Pod", raw(same)), dec.decode("Pod", raw(same))
     for pod in (first, second):
         assert (pod.namespace, pod.node, pod.images) == ("team-a", "team-a", ("team-a",))
 
@@ -130,9 +132,9 @@ def test_scheduler_name_is_kept_except_the_default_and_a_non_string_is_a_decode_
     dec = ObjectDecoder()
     # schedulerName: default-scheduler, as admission writes it
     p = o.pod(name="x", namespace="n", created=1e9)
-    assert dec.pod(orjson.dumps(p)).scheduler == ""
+    assert dec.decode("Pod", orjson.dumps(p)).scheduler == ""
     p["spec"]["schedulerName"] = "volcano"
-    assert dec.pod(orjson.dumps(p)).scheduler == "volcano"
+    assert dec.decode("Pod", orjson.dumps(p)).scheduler == "volcano"
     p["spec"]["schedulerName"] = 5
     with pytest.raises(DecodeError, match=r"schedulerName"):
-        dec.pod(orjson.dumps(p))
+        dec.decode("Pod", orjson.dumps(p))

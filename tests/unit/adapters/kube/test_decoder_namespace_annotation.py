@@ -19,15 +19,17 @@ NS = {
 
 
 def test_the_annotation_is_kept_as_written_when_configured() -> None:
-    ns = ObjectDecoder(report_annotation="watchtower.io/report-to").namespace(orjson.dumps(NS))
+    ns = ObjectDecoder(report_annotation="watchtower.io/report-to").decode("Namespace", orjson.dumps(NS))
     assert (ns.name, ns.team, ns.report_to) == ("team-vision", "vision", "cv@x.example,\r\nBcc: e@v.example")
 
 
 def test_without_the_setting_or_the_annotation_nothing_is_kept() -> None:
-    assert ObjectDecoder().namespace(orjson.dumps(NS)).report_to == ""
+    assert ObjectDecoder().decode("Namespace", orjson.dumps(NS)).report_to == ""
     bare = {**NS, "metadata": {"name": "n"}}
     assert (
-        ObjectDecoder(report_annotation="watchtower.io/report-to").namespace(orjson.dumps(bare)).report_to
+        ObjectDecoder(report_annotation="watchtower.io/report-to")
+        .decode("Namespace", orjson.dumps(bare))
+        .report_to
         == ""
     )
 
@@ -37,5 +39,5 @@ def test_a_huge_annotation_is_cut() -> None:
         **NS,
         "metadata": {**NS["metadata"], "annotations": {"watchtower.io/report-to": "a@x.example," * 10_000}},
     }
-    ns = ObjectDecoder(report_annotation="watchtower.io/report-to").namespace(orjson.dumps(big))
+    ns = ObjectDecoder(report_annotation="watchtower.io/report-to").decode("Namespace", orjson.dumps(big))
     assert len(ns.report_to) == 2048

@@ -12,7 +12,7 @@ from tests.fixtures import FIXTURES
 from tests.unit.adapters.kube.conftest import SERVED, running, until
 from tests.unit.adapters.kube.fake_apiserver import FakeApiServer
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
-from watchtower.domain.gangs import REF_PODGROUP, REF_VOLCANO, REF_WORKLOAD, GroupRef
+from watchtower.domain.forms.gangs.records import REF_PODGROUP, REF_VOLCANO, REF_WORKLOAD, GroupRef
 from watchtower.simulator import objects as o
 
 REAL = FIXTURES / "real"
@@ -30,26 +30,26 @@ def raw(obj: Any) -> bytes:
 
 
 def test_a_135_workload_and_a_136_workload_give_the_same_gang_minimum() -> None:
-    old = dec.gang_workload(raw(load("workload-v1alpha1-gang")))
-    new = dec.gang_workload(raw(load("workload-v1alpha2-templates")))
+    old = dec.decode("Workload", raw(load("workload-v1alpha1-gang")))
+    new = dec.decode("Workload", raw(load("workload-v1alpha2-templates")))
     assert old.min_counts == (("workers", 4), ("driver", 0))  # a basic policy is no gang
     assert new.min_counts == (("workers", 4),)
     assert old.min_count("workers") == new.min_count("workers") == 4
 
 
 def test_an_upstream_podgroup_reads_both_names_of_its_scheduled_condition() -> None:
-    incomplete = dec.pod_group(raw(load("podgroup-v1alpha2-gang-incomplete")))
+    incomplete = dec.decode("PodGroup", raw(load("podgroup-v1alpha2-gang-incomplete")))
     assert (incomplete.min_count, incomplete.scheduled, incomplete.message) == (4, False, "")
-    assert dec.pod_group(raw(load("podgroup-v1alpha2-scheduled"))).scheduled
+    assert dec.decode("PodGroup", raw(load("podgroup-v1alpha2-scheduled"))).scheduled
     old_name = load("podgroup-v1alpha2-scheduled")
     old_name["status"]["conditions"][0]["type"] = "PodGroupScheduled"
-    assert dec.pod_group(raw(old_name)).scheduled
-    refused = dec.pod_group(raw(load("podgroup-v1alpha2-unschedulable")))
+    assert dec.decode("PodGroup", raw(old_name)).scheduled
+    refused = dec.decode("PodGroup", raw(load("podgroup-v1alpha2-unschedulable")))
     assert refused.reason == "Unschedulable" and refused.message.startswith("0/4 nodes are available")
 
 
 def test_a_volcano_podgroup_and_queue_keep_what_a_decision_needs() -> None:
-    g = dec.volcano_pod_group(raw(load("volcano-podgroup-shaped")))
+    g = dec.decode("VolcanoPodGroup", raw(load("volcano-podgroup-shaped")))
     assert (g.min_count, g.queue, g.priority_class, g.phase, g.reason) == (
         4,
         "vision-q",
@@ -57,7 +57,7 @@ def test_a_volcano_podgroup_and_queue_keep_what_a_decision_needs() -> None:
         "Pending",
         "NotEnoughResources",
     )
-    q = dec.volcano_queue(raw(load("volcano-queue")))
+    q = dec.decode("VolcanoQueue", raw(load("volcano-queue")))
     assert (q.name, q.weight, q.capability_gpus, q.deserved_gpus, q.guarantee_gpus, q.allocated_gpus) == (
         "vision-q",
         4,
@@ -71,7 +71,7 @@ def test_a_volcano_podgroup_and_queue_keep_what_a_decision_needs() -> None:
 def test_a_paddlejob_keeps_its_creation_phase_counts_and_scheduling_policy() -> None:
     job = load("paddlejob-pending-no-pods")
     job["status"]["worker"] = {"pending": 1, "running": 2}
-    c = dec.paddle_job(raw(job))
+    c = dec.decode("PaddleJob", raw(job))
     assert (c.phase, c.pods_reported, c.min_available, c.queue, c.priority_class, c.pods, c.gpus) == (
         "Pending",
         3,
@@ -91,34 +91,34 @@ def test_a_pod_names_its_group_in_each_of_the_three_ways() -> None:
     wr = json.loads(json.dumps(base))
     wr["spec"]["workloadRef"] = {"name": "w", "podGroup": "workers", "podGroupReplicaKey": "0"}
     vc = o.pod(name="p", namespace="n", created=1.0e9, annotations={"scheduling.k8s.io/group-name": "vg"})
-    assert dec.pod(raw(sg)).group == GroupRef(REF_PODGROUP, "g")
-    assert dec.pod(raw(wr)).group == GroupRef(REF_WORKLOAD, "w", "workers")
-    assert dec.pod(raw(vc)).group == GroupRef(REF_VOLCANO, "vg")
-    assert dec.pod(raw(base)).group is None
+    assert dec.decode("Pod", raw(sg)).group == GroupRef(REF_PODGROUP, "g")
+    assert dec.decode("Pod", raw(wr)).group == GroupRef(REF_WORKLOAD, "w", "workers")
+    assert dec.decode("Pod", raw(vc)).group == GroupRef(REF_VOLCANO, "vg")
+    assert dec.decode("Pod", raw(base)).group is None
     # One shared reference per group, not one per pod.
-    assert dec.pod(raw(sg)).group is dec.pod(raw(sg)).group
+    assert dec.decode("Pod", raw(sg)).group is dec.decode("Pod", raw(sg)).group
 
 
 @pytest.mark.parametrize(
     ("method", "obj"),
     [
-        ("pod_group", {"kind": "PodGroup", "metadata": {"name": "g"}}),  # no namespace
+        ("PodGroup", {"kind": "PodGroup", "metadata": {"name": "g"}}),  # no namespace
         (
-            "pod_group",
+            "PodGroup",
             {
                 "metadata": {"name": "g", "namespace": "n"},
                 "spec": {"schedulingPolicy": {"gang": {"minCount": -1}}},
             },
         ),
-        ("gang_workload", {"metadata": {"name": "w", "namespace": "n"}, "spec": {"podGroups": "all"}}),
-        ("volcano_pod_group", {"metadata": {"name": "g", "namespace": "n"}, "spec": {"minMember": "four"}}),
-        ("volcano_queue", {"metadata": {"name": "q"}, "spec": {"capability": {"nvidia.com/gpu": "lots"}}}),
-        ("paddle_job", {"metadata": {"name": "j", "namespace": "n"}, "status": {"worker": {"pending": -2}}}),
+        ("Workload", {"metadata": {"name": "w", "namespace": "n"}, "spec": {"podGroups": "all"}}),
+        ("VolcanoPodGroup", {"metadata": {"name": "g", "namespace": "n"}, "spec": {"minMember": "four"}}),
+        ("VolcanoQueue", {"metadata": {"name": "q"}, "spec": {"capability": {"nvidia.com/gpu": "lots"}}}),
+        ("PaddleJob", {"metadata": {"name": "j", "namespace": "n"}, "status": {"worker": {"pending": -2}}}),
     ],
 )
 def test_a_malformed_gang_object_is_a_clear_decode_error(method: str, obj: dict[str, Any]) -> None:
     with pytest.raises(DecodeError):
-        getattr(dec, method)(raw(obj))
+        dec.decode(method, raw(obj))
 
 
 async def test_a_135_cluster_serves_workload_at_v1alpha1_and_the_source_finds_it(tmp_path: Path) -> None:

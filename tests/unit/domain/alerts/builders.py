@@ -16,9 +16,9 @@ from watchtower.domain.alerts.routing import Route
 from watchtower.domain.alerts.rules import GpuHolder, RuleInput, RuleSettings, WatchHealth
 from watchtower.domain.capacity import Capacity, NodeCapacity
 from watchtower.domain.disruptions import Preemption
+from watchtower.domain.forms.quota.refusals import QuotaRefusal
 from watchtower.domain.gpu_usage import GpuAlert
-from watchtower.domain.messages import PreemptionVerdict
-from watchtower.domain.model import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import (
     QueueEvaluator,
     QueuePolicy,
@@ -29,7 +29,7 @@ from watchtower.domain.queue import (
     WorkloadState,
     WorkloadStatus,
 )
-from watchtower.domain.quota import QuotaRefusal
+from watchtower.domain.records import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tiers import Tier, TierPolicy
 from watchtower.domain.workloads import WorkloadKey

@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-from watchtower.domain.messages import PREEMPTION_WORDS, PreemptionVerdict
+from watchtower.domain.messages.scheduler import PREEMPTION_WORDS, PreemptionVerdict
 from watchtower.domain.queue import QueueSnapshot, WorkloadFacts, WorkloadState, WorkloadStatus
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.workloads import WorkloadKey

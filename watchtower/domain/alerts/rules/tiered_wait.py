@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from watchtower.domain.messages import preemption_note
+from watchtower.domain.messages.scheduler import preemption_note
 from watchtower.domain.queue import WorkloadState
 
 from ..model import AlertCandidate

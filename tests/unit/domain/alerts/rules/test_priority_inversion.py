@@ -18,7 +18,7 @@ from tests.unit.domain.alerts.builders import (
     workload,
 )
 from watchtower.domain.alerts.rules import priority_inversion
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 
 NAME = "WorkloadPriorityInversion"

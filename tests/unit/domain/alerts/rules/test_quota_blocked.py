@@ -24,8 +24,8 @@ from tests.unit.domain.alerts.builders import (
 from tests.unit.domain.helpers import apply
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy, advance
 from watchtower.domain.alerts.rules import quota_blocked
-from watchtower.domain.model import Controller, Event, ObjectRef, PriorityClass
 from watchtower.domain.queue import QueueEvaluator, WorkloadState
+from watchtower.domain.records import Controller, Event, ObjectRef, PriorityClass
 
 NAME = "WorkloadQuotaBlocked"
 

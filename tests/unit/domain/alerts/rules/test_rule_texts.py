@@ -17,7 +17,7 @@ from tests.alerting.helpers import (
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import RuleInput, evaluate_rules
-from watchtower.domain.messages import PREEMPTION_WORDS, PreemptionVerdict
+from watchtower.domain.messages.scheduler import PREEMPTION_WORDS, PreemptionVerdict
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
 from watchtower.simulator import objects as o

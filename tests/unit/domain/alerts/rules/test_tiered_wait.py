@@ -19,7 +19,7 @@ from tests.unit.domain.alerts.builders import (
     workload,
 )
 from watchtower.domain.alerts.rules import tiered_wait
-from watchtower.domain.messages import PreemptionVerdict
+from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 
 WARNING = ("WorkloadWaitWarning", "warning")

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .gangs import SOURCE_PODS
-from .kueue import SOURCE_KUEUE, KueueFacts, KueueWorkload, kueue_why, waiting_since
-from .kueue_tables import KueueTables
+from watchtower.domain.forms.gangs.records import SOURCE_PODS
+from watchtower.domain.forms.kueue.records import (
+    SOURCE_KUEUE,
+    KueueFacts,
+    KueueWorkload,
+    kueue_why,
+    waiting_since,
+)
+from watchtower.domain.forms.kueue.tables import KueueTables
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .dra import (
+from watchtower.domain.forms.dra.records import (
     ALL,
     CLAIM_DELETING,
     CLAIM_MISSING,

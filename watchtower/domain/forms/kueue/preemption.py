@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .disruptions import Preemption
-from .kueue import KUEUE_WORKLOAD_KIND, KueueWorkload
-from .workloads import WorkloadKey
+from watchtower.domain.disruptions import Preemption
+from watchtower.domain.forms.kueue.records import KUEUE_WORKLOAD_KIND, KueueWorkload
+from watchtower.domain.workloads import WorkloadKey
 
 
 def record_key(w: KueueWorkload) -> str:

@@ -10,7 +10,7 @@ plugins/gang/gang.go): ``0/N nodes are unavailable: <n> <reason>, ...`` on pods 
 PodGroups. Reasons are sorted as strings by both. Events are cut at 1024 bytes with a trailing `` ...``.
 Anything that does not fit is kept verbatim as reason ``other``: the parser never raises.
 
-The values it builds are in message_types.py and the gang grammars in messages_gang.py; both are
+The values it builds are in messages/types.py and the gang grammars in forms/gangs/messages.py; both are
 re-exported here, where readers import them from.
 """
 
@@ -19,7 +19,17 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .message_types import (
+from watchtower.domain.forms.dra.messages import PROBLEM_OF, dra_reason, dra_words
+from watchtower.domain.forms.gangs.messages import (
+    UPSTREAM_GROUP_UNSCHEDULABLE,
+    VOLCANO_NO_FIT,
+    gang_words,
+    group_unschedulable,
+    pod_group,
+    volcano_gang,
+    volcano_waits_for_gang,
+)
+from watchtower.domain.messages.types import (
     GANG_UNPLACEABLE,
     NO_VICTIMS,
     NOT_HELPFUL,
@@ -31,16 +41,6 @@ from .message_types import (
     placement,
     preemption_note,
     read_verdict,
-)
-from .messages_dra import PROBLEM_OF, dra_reason, dra_words
-from .messages_gang import (
-    UPSTREAM_GROUP_UNSCHEDULABLE,
-    VOLCANO_NO_FIT,
-    gang_words,
-    group_unschedulable,
-    pod_group,
-    volcano_gang,
-    volcano_waits_for_gang,
 )
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .state import ClusterState
+from watchtower.domain.state import ClusterState
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .kueue import KUEUE_WORKLOAD_KIND, ClusterQueue, KueueWorkload, LocalQueue, WorkloadPriorityClass
-from .workloads import WorkloadKey, workload_kind
+from watchtower.domain.forms.kueue.records import (
+    KUEUE_WORKLOAD_KIND,
+    ClusterQueue,
+    KueueWorkload,
+    LocalQueue,
+    WorkloadPriorityClass,
+)
+from watchtower.domain.workloads import WorkloadKey, workload_kind
 
 NsName = tuple[str, str]
 

@@ -10,8 +10,16 @@ from dataclasses import dataclass, field
 
 from msgspec.structs import replace
 
-from .gangs import REF_PODGROUP, REF_VOLCANO, REF_WORKLOAD, Gang, GangWorkload, GroupRef, VolcanoQueue
-from .workloads import WorkloadKey
+from watchtower.domain.forms.gangs.records import (
+    REF_PODGROUP,
+    REF_VOLCANO,
+    REF_WORKLOAD,
+    Gang,
+    GangWorkload,
+    GroupRef,
+    VolcanoQueue,
+)
+from watchtower.domain.workloads import WorkloadKey
 
 GroupId = tuple[str, str, str]  # (GroupRef.source, namespace, name)
 

@@ -1,4 +1,4 @@
-"""Kueue objects, wire → domain: Workload, ClusterQueue, LocalQueue, WorkloadPriorityClass, pending workloads.
+"""The Kueue form, wire → domain: Workload, ClusterQueue, LocalQueue, WorkloadPriorityClass, pending workloads.
 
 The field names are Kueue's (sigs.k8s.io/kueue v0.17.0 apis/kueue/v1beta2 and v1beta1 workload_types.go,
 clusterqueue_types.go, localqueue_types.go, workloadpriorityclass_types.go; apis/visibility/v1beta2
@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from watchtower.domain.kueue import (
+from watchtower.domain import kinds
+from watchtower.domain.forms.kueue.records import (
     ClusterQueue,
     KueueDraAsk,
     KueuePodSetClaims,
@@ -23,13 +24,14 @@ from watchtower.domain.kueue import (
     WorkloadPriorityClass,
     preempted_by,
 )
-from watchtower.domain.model import OwnerRef
+from watchtower.domain.records import OwnerRef
 from watchtower.ports import DecodeError
 
-from . import wire
+from .. import wire
+from ..quantities import GPU, ceil_int, parse_quantity
+from ..reading import KindReader, Reading, parse_time, reader
+from ..wire import Qty
 from .dra import pod_claims
-from .quantities import GPU, ceil_int, parse_quantity
-from .wire import Qty
 
 Times = Callable[[str | None], float | None]
 Sums = Callable[[wire.PodSpec], tuple[int, int, int]]
@@ -347,3 +349,21 @@ def pending_positions(p: PendingWorkloads) -> dict[tuple[str, str], int]:
         pos = item.positionInClusterQueue
         out[(m.namespace, m.name)] = pos if pos is not None and pos >= 0 else i
     return out
+
+
+def readers(ctx: Reading) -> dict[str, KindReader]:
+    """Return how this form decodes each of its kinds, by kind name."""
+    gpu_resources = ctx.kueue_gpu_resources
+    return {
+        # A Kueue Workload, v1beta2 or v1beta1.
+        kinds.KUEUE_WORKLOAD.name: KindReader(
+            reader("KueueWorkload", Workload, lambda w: workload(w, parse_time, ctx.sums_of, ctx.share_str))
+        ),
+        kinds.CLUSTER_QUEUE.name: KindReader(
+            reader("ClusterQueue", ClusterQueueObj, lambda q: cluster_queue(q, gpu_resources))
+        ),
+        kinds.LOCAL_QUEUE.name: KindReader(reader("LocalQueue", LocalQueueObj, local_queue)),
+        kinds.WORKLOAD_PRIORITY_CLASS.name: KindReader(
+            reader("WorkloadPriorityClass", PriorityClassObj, priority_class)
+        ),
+    }

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .model import Controller, Event, Pod, PriorityClass
-from .workloads import WorkloadKey, workload_kind
+from watchtower.domain.records import Controller, Event, Pod, PriorityClass
+from watchtower.domain.workloads import WorkloadKey, workload_kind
 
 GPU_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
 # A ResourceQuota counts DRA devices per class as `<class>.deviceclass.resource.k8s.io/devices`

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .gangs import (
+from watchtower.domain.forms.gangs.records import (
     REF_VOLCANO,
     SOURCE_PADDLEJOB,
     SOURCE_PODGROUP,
@@ -21,8 +21,8 @@ from .gangs import (
     Gang,
     GroupRef,
 )
-from .model import Controller, ResourceQuota
-from .quota import GPU_QUOTA_RESOURCE
+from watchtower.domain.forms.quota.refusals import GPU_QUOTA_RESOURCE
+from watchtower.domain.records import Controller, ResourceQuota
 
 # What each scheduler calls a gang's minimum, as the sentence names it (Volcano PodGroup spec.minMember,
 # upstream PodGroup spec.schedulingPolicy.gang.minCount); a controller's pod count has no such name.

@@ -1,6 +1,6 @@
 """What a scheduler message is read into, and the preemption suffix both grammars share.
 
-messages.py reads kube-scheduler's per-node grammar, messages_gang.py the PodGroup and Volcano gang
+messages/scheduler.py reads kube-scheduler's per-node grammar, forms/gangs/messages.py the PodGroup and Volcano gang
 grammars; both build these values and end in the same `preemption: <text>` verdicts.
 """
 

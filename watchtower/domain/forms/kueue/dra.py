@@ -1,4 +1,4 @@
-"""The GPUs a Kueue Workload's pod sets ask through DRA claims, counted by the rules pods are (dra.py).
+"""The GPUs a Kueue Workload's pod sets ask through DRA claims, counted by the rules pods are (forms/dra/records.py).
 
 A pod set's template may name claims in `spec.resourceClaims`: a `resourceClaimTemplateName` gives each of
 its `count` pods a claim of its own made from the template, so its GPUs count once per pod; a
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .dra import GpuClaim, PodClaim, ResourceClaim
-from .dra_tables import DraTables
-from .kueue import KueueWorkload
+from watchtower.domain.forms.dra.records import GpuClaim, PodClaim, ResourceClaim
+from watchtower.domain.forms.dra.tables import DraTables
+from watchtower.domain.forms.kueue.records import KueueWorkload
 
 # The id a Workload is indexed under among a claim's or template's users (pod uids never hold a "/").
 _USER = "kueue-workload/"

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from .dra import PodClaim
-from .gangs import GroupRef
+from watchtower.domain.forms.dra.records import PodClaim
+from watchtower.domain.forms.gangs.records import GroupRef
 
 # Condition reasons written by the scheduler on a preemption victim (DESIGN §3.6).
 PREEMPTION_REASONS = frozenset({"PreemptionByScheduler", "PreemptionByKubeScheduler"})

@@ -1,15 +1,15 @@
 """The gang grammars: a 1.36 PodGroup's condition and Volcano's PodGroup and pod messages.
 
-Neither has the `0/N nodes` head of kube-scheduler's per-node grammar (messages.py), which dispatches
+Neither has the `0/N nodes` head of kube-scheduler's per-node grammar (messages/scheduler.py), which dispatches
 here on the first words; a Volcano gang message may end in an Origin task's per-node text, handed back
-for messages.py to read.
+for messages/scheduler.py to read.
 """
 
 from __future__ import annotations
 
 import re
 
-from .message_types import (
+from watchtower.domain.messages.types import (
     GANG_UNPLACEABLE,
     WAITS_FOR_GANG,
     PreemptionVerdict,

@@ -11,16 +11,16 @@ from enum import StrEnum
 
 import msgspec
 
-from .capacity import Capacity
-from .disruptions import Disruption, Preemption
-from .dra import GpuClaim
-from .kueue import SOURCE_KUEUE, KueueFacts
-from .messages import PreemptionVerdict, SchedulingDiagnosis
-from .model import Pod
-from .patterns import searched
-from .quota import QuotaRefusal
-from .tiers import TierPolicy
-from .workloads import WorkloadKey
+from watchtower.domain.capacity import Capacity
+from watchtower.domain.disruptions import Disruption, Preemption
+from watchtower.domain.forms.dra.records import GpuClaim
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE, KueueFacts
+from watchtower.domain.forms.quota.refusals import QuotaRefusal
+from watchtower.domain.messages.scheduler import PreemptionVerdict, SchedulingDiagnosis
+from watchtower.domain.patterns import searched
+from watchtower.domain.records import Pod
+from watchtower.domain.tiers import TierPolicy
+from watchtower.domain.workloads import WorkloadKey
 
 
 class WorkloadState(StrEnum):

@@ -5,7 +5,7 @@ say whether it waits (`QuotaReserved` False, reason and message from Kueue's sch
 admitted, and whether it was preempted (`Preempted` True, the preemptor's uid in the message). Field and
 condition names are Kueue's own (sigs.k8s.io/kueue v0.17.0 apis/kueue/v1beta2/workload_types.go,
 clusterqueue_types.go, localqueue_types.go; the preemption message pkg/scheduler/preemption/preemption.go).
-One small record per Kueue object; the tables that hold them are kueue_tables.py.
+One small record per Kueue object; the tables that hold them are forms/kueue/tables.py.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import re
 
 import msgspec
 
-from .dra import PodClaim
-from .model import OwnerRef
+from watchtower.domain.forms.dra.records import PodClaim
+from watchtower.domain.records import OwnerRef
 
 # WorkloadFacts.source while the workload waits for Kueue (no quota reserved yet).
 SOURCE_KUEUE = "kueue"
@@ -53,7 +53,7 @@ class KueuePodSetClaims(msgspec.Struct, frozen=True, gc=False):
 
 class KueueDraAsk(msgspec.Struct, frozen=True, gc=False):
     """The pod sets of a Workload that ask through DRA claims, and what they ask as the state counts it
-    (kueue_dra.py: the claims and templates are the state's): GPUs in all, the most one pod asks."""
+    (forms/kueue/dra.py: the claims and templates are the state's): GPUs in all, the most one pod asks."""
 
     pod_sets: tuple[KueuePodSetClaims, ...]
     gpus: int = 0

@@ -1,0 +1,1 @@
+"""The DRA form: GPUs asked through ResourceClaims (and their templates), DeviceClasses, ResourceSlices."""
