@@ -6,9 +6,11 @@ twice changes nothing and reports nothing twice: replays after a re-list are har
 It holds its parts: the preemption ledger (preemption_ledger.py) and each queue form's part
 (`FormParts`: forms/gangs/part.py, forms/dra/part.py, forms/kueue/part.py), which apply that form's objects to its tables;
 the controllers, quotas and their refusals, and the change log, are its bases' (state_controllers.py).
-`bindings()` says how each watched kind reaches it, for the Ingestor. Longer than most modules: the
-pod index is one piece (each pod change moves the waiting, GPU, per-node and per-workload indexes
-together, and what happened with them), which a further split would only thread through more calls.
+`bindings()` says how each watched kind reaches it, for the Ingestor.
+
+Size: longer than most modules because the pod index is one piece (each pod change moves the waiting,
+GPU, per-node and per-workload indexes together, and what happened with them), which a further split
+would only thread through more calls.
 """
 
 from __future__ import annotations
