@@ -39,6 +39,8 @@ class RuleParams:
     thrash_count: int = 3
     thrash_window: float = 3600.0
     fairness_step: float = 300.0  # fairness.step: the interval of the fairness usage rules
+    # Fleet mode: the labels every aggregation and join keeps (the cluster label); () for one cluster.
+    keep: tuple[str, ...] = ()
 
     @property
     def own(self) -> OwnQueries:
@@ -104,4 +106,5 @@ def params_from(
         thrash_count=rules.thrash_count,
         thrash_window=settings.queue.thrash_window,
         fairness_step=settings.fairness.step,
+        keep=(settings.cluster.label,) if settings.artefacts.fleet else (),
     )
