@@ -151,7 +151,9 @@ def fleet(data: dict[str, Any], label: str) -> dict[str, Any]:
 
 def _fleet_panel(p: dict[str, Any], label: str, matcher: str) -> dict[str, Any]:
     if p.get("type") == "row":
-        return {**p, "panels": [_fleet_panel(x, label, matcher) for x in p.get("panels", [])]}
+        if "panels" not in p:
+            return p
+        return {**p, "panels": [_fleet_panel(x, label, matcher) for x in p["panels"]]}
     repeat = p.get("type") in _REPEATED
     targets = []
     for t in p.get("targets", []):
@@ -160,8 +162,8 @@ def _fleet_panel(p: dict[str, Any], label: str, matcher: str) -> dict[str, Any]:
             t["legendFormat"] = f"{{{{{label}}}}} {t['legendFormat']}"
         targets.append(t)
     p = {**p, "targets": targets}
-    if repeat:
-        p.update(repeat="cluster", repeatDirection="v")
+    if repeat:  # one copy per selected cluster, its title naming it
+        p.update(title=f"{p['title']} — $cluster", repeat="cluster", repeatDirection="v")
     return p
 
 

@@ -114,6 +114,7 @@ def test_every_panel_keeps_and_narrows_to_the_selected_clusters(files: dict[Path
             assert all("cluster=~S" in s for s in selectors), (rel, panel["title"], expr)
             if panel.get("repeat"):
                 assert panel["repeat"] == "cluster" and panel["type"] in ("heatmap", "table")
+                assert panel["title"].endswith(" — $cluster")
             elif t.get("legendFormat"):
                 assert t["legendFormat"].startswith("{{cluster}} "), (rel, panel["title"])
 

@@ -157,6 +157,13 @@ def narrow(expr: str, matcher: str) -> str:
                 continue
             out.append(text)
             i += 1
+            if text == "offset":  # its duration (`5m`, `-1h30m`) reads as numbers and names: copy it
+                while i < len(tokens) and (tokens[i][0] in ("space", "number") or tokens[i][1] == "-"):
+                    out.append(tokens[i][1])
+                    i += 1
+                    if i < len(tokens) and tokens[i - 1][0] == "number" and tokens[i][0] == "name":
+                        out.append(tokens[i][1])
+                        i += 1
             continue
         if kind == "name":
             j = _next(tokens, i + 1)

@@ -59,6 +59,7 @@ def test_dropping_the_kept_label_is_refused(expr: str) -> None:
         ),
         ("x > 0.5", f"x{{{M}}} > 0.5"),
         ("x == bool 1", f"x{{{M}}} == bool 1"),
+        ("rate(x[5m] offset 1h30m) + y", f"rate(x{{{M}}}[5m] offset 1h30m) + y{{{M}}}"),
     ],
 )
 def test_narrow(expr: str, narrowed: str) -> None:
