@@ -35,6 +35,16 @@ def with_label(series: str, label: str, value: str) -> str:
     return f"{series}{{{matcher}}}"
 
 
+def _expected(alert: dict[str, Any], label: str, cluster: str) -> dict[str, Any]:
+    """Return an expected alert of one cluster: its label, and its summary beginning with its name
+    (RuleParams.summary)."""
+    out = {**alert, "exp_labels": {**alert["exp_labels"], label: cluster}}
+    notes = alert.get("exp_annotations", {})
+    if "summary" in notes:
+        out["exp_annotations"] = {**notes, "summary": f"[{cluster}] {notes['summary']}"}
+    return out
+
+
 def _unlabelled(sample_labels: str) -> bool:
     return sample_labels.split("{")[0] in _UNLABELLED
 
@@ -46,9 +56,7 @@ def on_two_clusters(test: dict[str, Any], label: str) -> dict[str, Any]:
         {**s, "series": with_label(s["series"], label, c)} for c in CLUSTERS for s in test["input_series"]
     ]
     for case in out.get("alert_rule_test", []):
-        case["exp_alerts"] = [
-            {**a, "exp_labels": {**a["exp_labels"], label: c}} for c in CLUSTERS for a in case["exp_alerts"]
-        ]
+        case["exp_alerts"] = [_expected(a, label, c) for c in CLUSTERS for a in case["exp_alerts"]]
     for case in out.get("promql_expr_test", []):
         samples = []
         for s in case["exp_samples"]:
@@ -81,9 +89,7 @@ def only_a_waits(p: RuleParams, label: str) -> dict[str, Any]:
     ]
     alerts = copy.deepcopy(base["alert_rule_test"])
     for case in alerts:
-        case["exp_alerts"] = [
-            {**x, "exp_labels": {**x["exp_labels"], label: "a"}} for x in case["exp_alerts"]
-        ]
+        case["exp_alerts"] = [_expected(x, label, "a") for x in case["exp_alerts"]]
     last = base["promql_expr_test"][0]["eval_time"]
     last_s = float(base["promql_expr_test"][0]["exp_samples"][0]["value"])
     tier = f'tier="{t.name}"'

@@ -44,6 +44,8 @@ def render_all(
         for group in rules["groups"]:
             for rule in group["rules"]:  # type: ignore[attr-defined]
                 rule["expr"] = keep_label(rule["expr"], *p.keep)
+                if "summary" in rule.get("annotations", {}):
+                    rule["annotations"]["summary"] = p.summary(rule["annotations"]["summary"])
     rule_file = Path("..") / RULES  # promtool resolves rule_files from the test file's directory
     tests = unit_tests(p, str(rule_file))
     if p.keep:

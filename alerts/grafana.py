@@ -172,7 +172,7 @@ def alert_rule(p: RuleParams, r: GrafanaRule) -> g.AlertRulev9:
         evaluateFor=duration(r.for_) if r.for_ else "0s",
         labels=dict(r.labels),
         annotations={
-            "summary": r.summary,
+            "summary": p.summary(r.summary),
             "description": r.description,
             "runbook_url": p.runbook_url(r.title),
         },

@@ -71,6 +71,10 @@ class RuleParams:
         by = self.pending_for_by_rule
         return by.get(alertname, by.get(mirrors, self.pending_for))
 
+    def summary(self, text: str) -> str:
+        """Return an alert's summary; in fleet mode beginning with its cluster, so a notification names it."""
+        return f"[{{{{ $labels.{self.keep[0]} }}}}] {text}" if self.keep else text
+
     def runbook_url(self, alertname: str) -> str:
         return runbook_link(self.runbook_base, alertname)
 

@@ -75,6 +75,8 @@ def test_every_rule_keeps_the_cluster_label(files: dict[Path, str]) -> None:
         if r["expr"] == "vector(time())":  # the rules' evaluation time: one series whatever the clusters
             continue
         assert _drops_label(r["expr"], "cluster") == [], r.get("record") or r.get("alert")
+        if "alert" in r:  # a notification names its cluster
+            assert r["annotations"]["summary"].startswith("[{{ $labels.cluster }}] "), r["alert"]
 
 
 def test_the_prometheus_rule_holds_the_fleet_rules(files: dict[Path, str]) -> None:
@@ -91,6 +93,8 @@ def test_every_grafana_alert_query_keeps_the_cluster_label(files: dict[Path, str
     assert len(queries) >= 5
     for q in queries:
         assert _drops_label(q, "cluster") == [], q
+    for r in (r for g in doc["groups"] for r in g["rules"]):
+        assert r["annotations"]["summary"].startswith("[{{ $labels.cluster }}] "), r["title"]
 
 
 def test_every_panel_keeps_and_narrows_to_the_selected_clusters(files: dict[Path, str]) -> None:
