@@ -63,7 +63,18 @@ def route_tree(settings: Settings) -> dict[str, object]:
     inhibitor = {"receiver": INHIBITOR_RECEIVER, "matchers": [f'alertname="{INFO_INHIBITOR}"']}
     # First, and without `continue`: no other route sees it.
     out["routes"] = [inhibitor, *(_route(c, top=False) for c in cfg.routes)]
+    if settings.artefacts.fleet:
+        _group_by_cluster(out, settings.cluster.label)
     return out
+
+
+def _group_by_cluster(route: dict[str, object], label: str) -> None:
+    """Fleet mode: each grouping of `route` and its children keeps the clusters' alerts apart."""
+    group_by = route.get("group_by")
+    if isinstance(group_by, list) and "..." not in group_by and label not in group_by:
+        route["group_by"] = [label, *group_by]
+    for child in route.get("routes", []):  # type: ignore[attr-defined]
+        _group_by_cluster(child, label)
 
 
 def receivers(settings: Settings) -> list[ReceiverConfig]:
@@ -157,6 +168,18 @@ def inhibit_rules(settings: Settings) -> list[dict[str, object]]:
     as well (it changes nothing for workload alerts: one workload has one tier), and "quota-blocked mutes
     the same team's waits". Either way last the InfoInhibitor's, which the info rules need to stay quiet
     alone."""
+    rules = _inhibit_rules(settings)
+    if settings.artefacts.fleet:  # one cluster's alert never mutes another's
+        label = settings.cluster.label
+        for r in rules:
+            equal = r["equal"]
+            assert isinstance(equal, list)
+            if label not in equal:
+                r["equal"] = [label, *equal]
+    return rules
+
+
+def _inhibit_rules(settings: Settings) -> list[dict[str, object]]:
     if settings.alerting.inhibit_rules is not None:
         return [*(_inhibit(i) for i in settings.alerting.inhibit_rules), info_inhibition()]
     # The per-tier Prometheus alerts name no workload, so the severity matchers alone: `tier` in `equal`

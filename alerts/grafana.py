@@ -24,6 +24,7 @@ from typing import Any
 from grafanalib import core as g
 
 from watchtower.domain.alerts.rules.base import human
+from watchtower.domain.promql.fleet import keep_label
 from watchtower.domain.promql.syntax import duration, quoted
 
 from . import alerting
@@ -157,7 +158,9 @@ def _instant(expr: str, ref: str) -> g.Target:
 
 def alert_rule(p: RuleParams, r: GrafanaRule) -> g.AlertRulev9:
     """Return `r` as grafanalib's rule: instant queries A (and T), the math condition C."""
-    triggers: list[g.Target | g.AlertExpression] = [_instant(r.value, "A")]
+    # Fleet mode: query A keeps the cluster label; T (one series per tier) joins every cluster's A, as
+    # Grafana's math expressions join series whose labels are a subset of the other's.
+    triggers: list[g.Target | g.AlertExpression] = [_instant(keep_label(r.value, *p.keep), "A")]
     if r.thresholds:
         triggers.append(_instant(r.thresholds, "T"))
     triggers.append(g.AlertExpression(refId="C", expression=r.condition, expressionType=g.EXP_TYPE_MATH))
@@ -169,7 +172,7 @@ def alert_rule(p: RuleParams, r: GrafanaRule) -> g.AlertRulev9:
         evaluateFor=duration(r.for_) if r.for_ else "0s",
         labels=dict(r.labels),
         annotations={
-            "summary": r.summary,
+            "summary": p.summary(r.summary),
             "description": r.description,
             "runbook_url": p.runbook_url(r.title),
         },

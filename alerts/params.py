@@ -39,6 +39,8 @@ class RuleParams:
     thrash_count: int = 3
     thrash_window: float = 3600.0
     fairness_step: float = 300.0  # fairness.step: the interval of the fairness usage rules
+    # Fleet mode: the labels every aggregation and join keeps (the cluster label); () for one cluster.
+    keep: tuple[str, ...] = ()
 
     @property
     def own(self) -> OwnQueries:
@@ -68,6 +70,10 @@ class RuleParams:
         common `pending_for`."""
         by = self.pending_for_by_rule
         return by.get(alertname, by.get(mirrors, self.pending_for))
+
+    def summary(self, text: str) -> str:
+        """Return an alert's summary; in fleet mode beginning with its cluster, so a notification names it."""
+        return f"[{{{{ $labels.{self.keep[0]} }}}}] {text}" if self.keep else text
 
     def runbook_url(self, alertname: str) -> str:
         return runbook_link(self.runbook_base, alertname)
@@ -104,4 +110,5 @@ def params_from(
         thrash_count=rules.thrash_count,
         thrash_window=settings.queue.thrash_window,
         fairness_step=settings.fairness.step,
+        keep=(settings.cluster.label,) if settings.artefacts.fleet else (),
     )

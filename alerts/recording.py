@@ -103,13 +103,16 @@ def fairness_group(p: RuleParams) -> dict[str, object]:
     own, q = p.own, p.queries
     idle = q.team_idle_devices(p.rate_window, p.idle_threshold, kind="gpu")
     allocated = q.team_gpus_allocated()
+    # `or vector(0)`: no idle GPU is a share of 0. A vector has no cluster label, so in fleet mode each
+    # cluster's 0 comes from its own allocation instead.
+    no_idle = f"sum ({allocated}) * 0" if p.keep else "vector(0)"
     return {
         "name": "watchtower.fairness.rules",
         "rules": [
             _rule(JAIN_INDEX, own.jain_index()),
             _rule(TEAM_ATTAINMENT, own.attainment()),
             _rule(TEAM_IDLE_SHARE, f"(({idle}) or ({allocated}) * 0) / (({allocated}) > 0)"),
-            _rule(CLUSTER_IDLE_SHARE, f"(sum ({idle}) or vector(0)) / (sum ({allocated}) > 0)"),
+            _rule(CLUSTER_IDLE_SHARE, f"(sum ({idle}) or {no_idle}) / (sum ({allocated}) > 0)"),
         ],
     }
 

@@ -12,6 +12,10 @@ from typing import Any
 from grafanalib._gen import DashboardEncoder
 
 from watchtower.config import Settings
+from watchtower.domain.promql.fleet import keep_label, label_values_query, narrow
+from watchtower.domain.promql.names import LAST_EVALUATION
+
+from . import panels
 
 HERE = Path(__file__).parent
 
@@ -107,12 +111,60 @@ def _variable(v: dict[str, Any]) -> dict[str, Any]:
     return v
 
 
+def _json(obj: Any) -> Any:
+    return json.loads(json.dumps(obj.to_json_data(), cls=DashboardEncoder))
+
+
 def render(module: ModuleType, settings: Settings) -> tuple[str, str]:
-    """Return (file name, JSON text) of one dashboard module built from `settings`."""
+    """Return (file name, JSON text) of one dashboard module built from `settings` (in fleet mode, with
+    `fleet()` applied)."""
     board = module.build(settings)
-    raw = json.loads(json.dumps(board.to_json_data(), cls=DashboardEncoder))
-    text = json.dumps(normalise(raw), indent=2, ensure_ascii=False) + "\n"
+    data = normalise(_json(board))
+    if settings.artefacts.fleet:
+        data = fleet(data, settings.cluster.label)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     return f"{board.uid}.json", text
+
+
+# Panels whose series are drawn per label value (a heatmap's buckets, a table's rows and matrix cells):
+# another label in them would stack or overwrite clusters, so in fleet mode they repeat once per cluster.
+_REPEATED = ("heatmap", "table")
+
+
+def fleet(data: dict[str, Any], label: str) -> dict[str, Any]:
+    """Return a normalised dashboard in fleet mode: a `cluster` variable (multi-select, All) after the
+    datasource; every query keeps `label` in its aggregations and joins and reads only the selected
+    clusters; series legends name the cluster; heatmaps and tables repeat per selected cluster."""
+    matcher = f'{label}=~"$cluster"'
+    query = f"label_values({LAST_EVALUATION}, {label})"
+    variable = _variable(_drop_none(_json(panels.query_variable("cluster", "Cluster", query))))
+    others = []
+    for v in data["templating"]["list"]:
+        if v.get("type") == "query":
+            v = {**v, "query": label_values_query(v["query"], matcher)}
+        others.append(v)
+    at = next((i + 1 for i, v in enumerate(others) if v.get("type") == "datasource"), 0)
+    data["templating"] = {"list": [*others[:at], variable, *others[at:]]}
+    data["panels"] = [_fleet_panel(p, label, matcher) for p in data["panels"]]
+    return data
+
+
+def _fleet_panel(p: dict[str, Any], label: str, matcher: str) -> dict[str, Any]:
+    if p.get("type") == "row":
+        if "panels" not in p:
+            return p
+        return {**p, "panels": [_fleet_panel(x, label, matcher) for x in p["panels"]]}
+    repeat = p.get("type") in _REPEATED
+    targets = []
+    for t in p.get("targets", []):
+        t = {**t, "expr": narrow(keep_label(t["expr"], label), matcher)}
+        if t.get("legendFormat") and not repeat:
+            t["legendFormat"] = f"{{{{{label}}}}} {t['legendFormat']}"
+        targets.append(t)
+    p = {**p, "targets": targets}
+    if repeat:  # one copy per selected cluster, its title naming it
+        p.update(title=f"{p['title']} — $cluster", repeat="cluster", repeatDirection="v")
+    return p
 
 
 def render_all(settings: Settings) -> dict[Path, str]:

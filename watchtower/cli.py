@@ -140,14 +140,24 @@ def generate(
         str | None,
         typer.Option(help="UID of the Prometheus data source in Grafana's alert rules (default: prometheus)"),
     ] = None,
+    fleet: Annotated[
+        bool,
+        typer.Option(
+            "--fleet",
+            help="fleet mode (as artefacts.fleet): keep the cluster label (cluster.label) in every rule and "
+            "panel, a cluster variable on every dashboard; write them elsewhere with --out",
+        ),
+    ] = False,
 ) -> None:
     """Write every artefact users import: dashboards, Prometheus and Grafana alert rules, promtool tests,
     the Alertmanager configuration."""
     from dataclasses import replace
 
-    from watchtower.commands.generate import Options, drifted, render, write
+    from watchtower.commands.generate import Options, drifted, fleet_mode, render, write
 
     settings = _settings_or_exit(config)
+    if fleet:
+        settings = fleet_mode(settings)
     options = Options(source=str(config or ""))
     if grafana_datasource_uid:
         options = replace(options, grafana_datasource_uid=grafana_datasource_uid)

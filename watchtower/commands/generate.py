@@ -54,6 +54,11 @@ SETS = (
 )
 
 
+def fleet_mode(settings: Settings) -> Settings:
+    """Return `settings` with fleet mode on (`artefacts.fleet`, what `--fleet` sets)."""
+    return settings.model_copy(update={"artefacts": settings.artefacts.model_copy(update={"fleet": True})})
+
+
 def render(settings: Settings, options: Options = Options()) -> dict[Path, str]:
     """Return {path under the output root: text} of every artefact; raise ValueError for a configuration
     the artefacts cannot follow (a window shorter than 4 scrapes, a secret given inline)."""

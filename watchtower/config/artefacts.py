@@ -29,6 +29,8 @@ class ArtefactsConfig(BaseModel):
     """Grafana folder of the dashboard ConfigMaps (annotation `grafana_folder`, read by the Grafana sidecar)."""
     alertmanager_secret: str = Field("watchtower-alertmanager", pattern=_NAME)
     """Secret (in `namespace`) the AlertmanagerConfig reads webhook URLs, SMTP passwords and CA certificates from."""
+    fleet: bool = False
+    """Fleet mode (or `watchtower generate --fleet`): the rules, dashboards and Grafana alert rules keep `cluster.label` in every aggregation and join, for a metrics engine over many clusters; the dashboards get a cluster variable. Off: the single-cluster files."""
 
     @field_validator("job_selector")
     @classmethod

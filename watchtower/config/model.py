@@ -164,6 +164,8 @@ class ClusterConfig(Section):
     # One limit for "the picture is stale": the source's `healthy`, /readyz and the status page all use it.
     stale_after: PositiveDuration = 120.0
     """The picture is stale after this long without news from the cluster: `/readyz`, the status page and the self-alert use it."""
+    label: str = Field("cluster", pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    """Name of the label that tells clusters apart in a metrics engine over many clusters (each Prometheus's external label or the engine's); fleet-mode artefacts (`artefacts.fleet`) keep it."""
 
 
 class ServerConfig(Section):
