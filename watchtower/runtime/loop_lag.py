@@ -29,7 +29,8 @@ class LoopLagMonitor:
         while True:
             due = loop.time() + self.every
             await asyncio.sleep(self.every)
-            # The loop runs a timer up to its clock's resolution early: that is no lag.
+            # The loop runs a timer up to its clock's resolution early: that is no lag. (uvloop's clock, the
+            # service's loop when installed, counts whole milliseconds: lags read in steps of 1 ms there.)
             self.latest = max(0.0, loop.time() - due)
             self.worst = max(self.worst, self.latest)
             self.measured += 1
