@@ -169,6 +169,23 @@ def build(settings: Settings) -> g.Dashboard:
         h=10,
     )
 
+    grid.row("Watchtower itself")
+    grid.add(
+        timeseries(
+            title="Event-loop lag per replica: latest and p99",
+            description="How late each replica's event loop woke a timer it set every 0.5 s. The tick, the "
+            "API and the cluster feed share that loop: seconds here mean one step holds it and every "
+            "other waits behind it. p99 is over every wake-up, so a stall between two scrapes shows too.",
+            targets=targets(
+                (OWN.loop_lag("instance"), "{{instance}} latest"),
+                (OWN.loop_lag_quantile(0.99, RATE, "instance"), "{{instance}} p99"),
+            ),
+            unit="s",
+            valueMin=0,
+        ),
+        w=24,
+    )
+
     return dashboard(
         TITLE,
         UID,

@@ -227,6 +227,12 @@ def live_report_source(reports: FairnessReports, clock: Clock) -> ReportSource:
     return source
 
 
+def loop_lag_recorder(container: Container) -> Callable[[float], None] | None:
+    """Return where the event loop's lag is recorded (`/metrics`), when the container's metrics are ours."""
+    m = container.metrics
+    return m.loop_lagged if isinstance(m, WatchtowerMetrics) else None
+
+
 def fairness_recorder(container: Container, *, start_empty: bool = False) -> FairnessRecorder | None:
     """Return the tick consumer that records the fairness history, when the container has a history
     (`start_empty`: not from the store's open waits, for a cluster other than the one the store follows)."""

@@ -13,11 +13,12 @@ from typing import Any
 
 from watchtower.adapters.scheduled_jobs import ScheduledJobs
 from watchtower.api.container import Container
-from watchtower.bootstrap import fairness_recorder
+from watchtower.bootstrap import fairness_recorder, loop_lag_recorder
 from watchtower.ports import ClusterSource
 from watchtower.runtime.config_reload import config_reloader
 from watchtower.runtime.delivery import wire_delivery
 from watchtower.runtime.leader_jobs import DELIVERY, leader_jobs
+from watchtower.runtime.loop_lag import LoopLagMonitor
 from watchtower.runtime.stopping import Stopping
 from watchtower.runtime.tick_loop import TickLoop
 from watchtower.services.alerting import DeliveryWorker
@@ -41,9 +42,9 @@ async def serve(
     config_path: str | Path | None = None,
     handle_signals: bool = False,
 ) -> None:
-    """Run the feed, the evaluation tick, the leader election (when on), the leader's jobs and the HTTP
-    server until SIGTERM/SIGINT (with `handle_signals`) or cancellation; with `config_path`, reload that
-    file when it changes (`server.config_reload_every`).
+    """Run the feed, the evaluation tick, the leader election (when on), the leader's jobs, the event-loop
+    lag monitor and the HTTP server until SIGTERM/SIGINT (with `handle_signals`) or cancellation; with
+    `config_path`, reload that file when it changes (`server.config_reload_every`).
 
     The way out, in order: no new work (no tick, no grouping, no new send); the sends under way get
     `server.shutdown_deadline` (none when cancelled) and what is left stays due in the outbox; the Lease is
@@ -84,6 +85,8 @@ async def serve(
     loop = TickLoop(container, extra=[recorder.on_tick] if recorder is not None else [])
     container.watcher.on_listed = loop.kick
     scheduler = ScheduledJobs()
+    if (record_lag := loop_lag_recorder(container)) is not None:
+        spawn(LoopLagMonitor(record_lag).run(), "the event-loop lag monitor")
     alerting = container.alerting
     delivery = wire_delivery(container, scheduler, http)
     worker = delivery.worker if delivery is not None else None

@@ -14,6 +14,8 @@ from watchtower.domain.promql.names import (
     CONFIG_VALID,
     DISRUPTIONS,
     EVALUATION_DURATION,
+    EVENT_LOOP_LAG,
+    EVENT_LOOP_LAGS,
     MALFORMED_OBJECTS_SKIPPED,
     PREEMPTION_GPU_HOURS_LOST,
     PREEMPTION_TO_RUNNING,
@@ -56,6 +58,9 @@ WAIT_BUCKETS = (
 PREEMPTION_TO_RUNNING_BUCKETS = (5.0, 10.0, 15.0, 30.0, 45.0, 60.0, 90.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 STARTUP_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
 EVALUATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# A free loop wakes within a millisecond or two; the issue's budget for one step on the loop is 100 ms; a
+# stall of seconds is what operators page on.
+LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class WatchtowerMetrics:
@@ -156,6 +161,18 @@ class WatchtowerMetrics:
             ["consumer"],
             registry=registry,
         )
+        self._loop_lag = Gauge(
+            EVENT_LOOP_LAG,
+            "How late the event loop woke the lag monitor's latest timer: a step that holds the loop "
+            "(a slow rule, a blocking call) delays everything else by as much.",
+            registry=registry,
+        )
+        self._loop_lags = Histogram(
+            EVENT_LOOP_LAGS,
+            "How late the event loop woke each of the lag monitor's timers: stalls between two scrapes.",
+            buckets=LOOP_LAG_BUCKETS,
+            registry=registry,
+        )
         self._queue = QueueCollector(feed_health)
         registry.register(self._queue)
 
@@ -202,6 +219,11 @@ class WatchtowerMetrics:
         """Count one look at a changed configuration file (`applied` or `invalid`) and say if it was valid."""
         self._config_reloads.labels(result).inc()
         self._config_valid.set(1 if valid else 0)
+
+    def loop_lagged(self, seconds: float) -> None:
+        """Record one measurement of how late the event loop ran a timer."""
+        self._loop_lag.set(seconds)
+        self._loop_lags.observe(seconds)
 
     def render(self) -> bytes:
         """Return the registry in the Prometheus text format 0.0.4."""

@@ -53,6 +53,9 @@ CONFIG_VALID = "watchtower_config_valid"
 CONFIG_RELOADS = "watchtower_config_reload"
 LEADER = "watchtower_leader"
 LEADER_TRANSITIONS = "watchtower_leader_transitions"
+# How late the event loop ran a timer (runtime/loop_lag.py): the latest measurement, and every one.
+EVENT_LOOP_LAG = "watchtower_event_loop_lag_seconds"
+EVENT_LOOP_LAGS = "watchtower_event_loop_wakeup_lag_seconds"
 # The fairness gauges (domain/fairness/live.py computes them each tick), per team unless said.
 WAITING_GPUS = "watchtower_waiting_gpus"  # team, tier: GPUs waiting work still needs
 TEAM_OLDEST_WAIT = "watchtower_team_oldest_wait_seconds"  # team, tier

@@ -9,6 +9,8 @@ from __future__ import annotations
 from .names import (
     CONFIG_VALID,
     DISRUPTIONS,
+    EVENT_LOOP_LAG,
+    EVENT_LOOP_LAGS,
     LAST_EVALUATION,
     MOST_PREEMPTIONS,
     OLDEST_WAIT,
@@ -128,6 +130,17 @@ class OwnQueries:
     def evaluation_changes(self, window: str) -> str:
         """How often the last-evaluation time moved within `window`: 0 when Watchtower has stalled."""
         return f"changes({self.series(LAST_EVALUATION)}[{window}])"
+
+    def loop_lag(self, *by: str) -> str:
+        """How late the event loop woke its latest timer, seconds: the worst over what `by` leaves out (each
+        replica has a loop of its own, so keep `instance` to see which one stalls)."""
+        return aggregate("max", by, self.series(EVENT_LOOP_LAG))
+
+    def loop_lag_quantile(self, q: float, window: str, *by: str) -> str:
+        """The `q` quantile of the event loop's wake-up lags over `window`: stalls between two scrapes."""
+        return (
+            f"histogram_quantile({q:g}, {self._rate('rate', bucket(EVENT_LOOP_LAGS), window, (*by, 'le'))})"
+        )
 
     def config_invalid(self, *by: str) -> str:
         """1 where the configuration file changed to one that could not be applied (the worst replica)."""
