@@ -1,6 +1,6 @@
 """The live use case: a cluster source feeds the state; an evaluation turns it into one immutable Tick.
 
-`Watcher` owns one `ClusterState`. A `ClusterSource` (the Kubernetes adapter or the simulator) pushes
+`QueueTracker` owns one `ClusterState`. A `ClusterSource` (the Kubernetes adapter or the simulator) pushes
 objects into `on_list` / `on_change`; what newly happened becomes metrics. `evaluate(now)` returns the
 `Tick` that TickLoop (watchtower.runtime) hands on to GPU usage, alerting and the API. A running
 workload's status is worked out on demand (`status_of`, `find`).
@@ -91,7 +91,7 @@ def _diagnosis_reason(d: SchedulingDiagnosis) -> str:
     return "other"
 
 
-class Watcher:
+class QueueTracker:
     """The live picture of one cluster: state, ingest, feed bookkeeping and the evaluation."""
 
     def __init__(
