@@ -46,7 +46,8 @@ from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
 from watchtower.ports import QueueGauges
 from watchtower.services.queue_json import snapshot_dict
-from watchtower.services.queue_tracker import QueueTracker, main_reason
+from watchtower.services.queue_tracker import QueueTracker
+from watchtower.services.wait_reasons import main_reason
 
 T0 = 1_800_000_000.0
 PRIOS = [(1_000_000, "urgent-debug"), (900_000, "online-serving"), (500_000, "experiment"), (0, "")]
