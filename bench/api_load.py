@@ -59,7 +59,7 @@ def serve(pending: int) -> None:
     rng = random.Random(1)
     settings = Settings()
     container = build_container(settings, clock=Clock(), source_health=lambda: HEALTHY, source_name="bench")
-    w = container.watcher
+    w = container.queue_tracker
     w.on_list(
         "Namespace", [msgspec.Raw(orjson.dumps(o.namespace(f"team-{i}", team=f"t{i}"))) for i in range(40)]
     )

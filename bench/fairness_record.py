@@ -1,5 +1,5 @@
 """What recording the fairness history adds to a tick: record_tick (domain/fairness/record.py) over the
-Watcher's tick of bench/tick.py's cluster (150,000 pods, 20,000 pending, the gangs, jobs and Kueue
+QueueTracker's tick of bench/tick.py's cluster (150,000 pods, 20,000 pending, the gangs, jobs and Kueue
 Workloads beside them), beside that tick itself as the reference, measured in the same run.
 
 Three figures: the first tick (every waiting workload opens an episode), an unchanged tick (the service's
@@ -26,7 +26,7 @@ from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.record import RecordedState, RecordPolicy, record_tick
 from watchtower.domain.health import HEALTHY
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 
 
 def main() -> None:
@@ -38,18 +38,18 @@ def main() -> None:
 
     pods, nodes, kinds, kueue = build(args.pods, args.pending, kueue=20_000)
     settings = Settings()
-    watcher = Watcher(
+    tracker = QueueTracker(
         settings=settings,
         clock=FixedClock(),
         metrics=NullMetrics(),
         decoder=object_decoder(settings),
         source_health=lambda: HEALTHY,
     )
-    state = watcher.state
+    state = tracker.state
     load(state, pods, nodes, kinds, kueue)
     gc.freeze()
     policy = RecordPolicy(
-        tiers=watcher.policy.tiers,
+        tiers=tracker.policy.tiers,
         gang_stall_after=settings.alerting.rules.gang_stall_after,
         team_of=state.team_of,
     )
@@ -57,16 +57,16 @@ def main() -> None:
     def present(k: object) -> bool:
         return k in state.by_workload
 
-    first = watcher.evaluate(NOW)
+    first = tracker.evaluate(NOW)
     t0 = time.perf_counter()
     recorded, opened = record_tick(first, RecordedState(), policy, present=present)
     first_ms = (time.perf_counter() - t0) * 1000
     waiting = sum(1 for w in first.snapshot.workloads if w.waiting)
 
-    tick_ms = median_ms(lambda: watcher.evaluate(NOW + 15), args.runs)
+    tick_ms = median_ms(lambda: tracker.evaluate(NOW + 15), args.runs)
     # The next tick records what crossed a threshold in between; the one after is the service's usual tick.
-    recorded, _ = record_tick(watcher.evaluate(NOW + 15), recorded, policy, present=present)
-    steady = watcher.evaluate(NOW + 16)
+    recorded, _ = record_tick(tracker.evaluate(NOW + 15), recorded, policy, present=present)
+    steady = tracker.evaluate(NOW + 16)
     _, none = record_tick(steady, recorded, policy, present=present)
     unchanged_ms = median_ms(lambda: record_tick(steady, recorded, policy, present=present), args.runs)
     recorded, _ = record_tick(steady, recorded, policy, present=present)
@@ -78,7 +78,7 @@ def main() -> None:
     for p in rnd.sample(pending, max(1, len(pending) // 100)):
         state.upsert_pod(replace(p, nominated_node="gpu-0001" if p.nominated_node != "gpu-0001" else ""))
     t0 = time.perf_counter()
-    churned = watcher.evaluate(NOW + 17)  # this tick derives the changed workloads' facts again
+    churned = tracker.evaluate(NOW + 17)  # this tick derives the changed workloads' facts again
     churn_tick_ms = (time.perf_counter() - t0) * 1000
     _, some = record_tick(churned, recorded, policy, present=present)
     churn_ms = median_ms(lambda: record_tick(churned, recorded, policy, present=present), args.runs)
@@ -91,7 +91,7 @@ def main() -> None:
         f"state: {len(state.pods):,} pods, {waiting:,} waiting workloads, "
         f"{len(first.snapshot.preemptions)} preemptions in the window"
     )
-    print(f"reference: the Watcher's tick (unchanged)          {tick_ms:8.2f} ms median")
+    print(f"reference: the QueueTracker's tick (unchanged)          {tick_ms:8.2f} ms median")
     print(
         f"record_tick, first tick (opens {len(opened.episodes):,} episodes, {len(opened.incidents):,} incidents) "
         f"{first_ms:8.2f} ms (once)"
@@ -102,7 +102,7 @@ def main() -> None:
     )
     print(
         f"record_tick, 1 % of pending pods changed ({len(some.episodes)} episodes to write) {churn_ms:8.2f} ms "
-        f"median = {churn_ms / tick_ms:.1%} of the unchanged tick; the Watcher's tick with that change took "
+        f"median = {churn_ms / tick_ms:.1%} of the unchanged tick; the QueueTracker's tick with that change took "
         f"{churn_tick_ms:.2f} ms (once)"
     )
     print(

@@ -2,7 +2,7 @@
 
 Builds the service's container as commands.run.run_service does (SQLite alert store and fairness history in
 a temporary directory, alerting to a webhook that is never called), lists bench/_podgen.py's realistic
-pods into the watcher, then loops as bench/soak.py drives the service: each tick of `evaluate_every`
+pods into the queue tracker, then loops as bench/soak.py drives the service: each tick of `evaluate_every`
 (0.5 s of a clock of its own) takes rate × 0.5 pod MODIFIED events, each giving a random pod a new
 `watchtower.io/note`; every 2 s a probe pod in `soak-probe` is added or deleted; every 30 s a new
 namespace `soak-alert-K` gets a critical pod pending an hour; then the service's tick runs (TickLoop.tick:
@@ -195,7 +195,7 @@ async def main() -> None:
         alert_store=store,
         history=history,
     )
-    w = c.watcher
+    w = c.queue_tracker
     _podgen.T0 = t0
     items = _podgen.pod_bytes(a.pods, 1)
     w.on_list(

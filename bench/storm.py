@@ -195,7 +195,7 @@ async def storm(
         if svc.pusher is not None:
             svc.pusher.on_enqueued = worker.wake.set
         flusher = asyncio.create_task(svc.notifier.run(clock))
-        holders = gpu_holders(state, s.tier_policy())  # what the watcher puts in each Tick
+        holders = gpu_holders(state, s.tier_policy())  # what the queue tracker puts in each Tick
         sender = asyncio.create_task(worker.run())
         lag = asyncio.create_task(watch_loop_lag(stalls))
         await asyncio.sleep(0.05)
@@ -268,7 +268,7 @@ async def main(
     build = time.perf_counter() - t
     del objs  # the service keeps the cluster state and the snapshot, not the raw API objects
     gc.collect()
-    # As the service does once the first full listing is in (services/watch.py): the listed objects are
+    # As the service does once the first full listing is in (services/queue_tracker.py): the listed objects are
     # frozen, so a full collection during the storm walks what the storm made, not the whole cluster.
     gc.freeze()
     print(

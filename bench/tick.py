@@ -1,4 +1,4 @@
-"""One evaluation tick over a large cluster: QueueEvaluator.evaluate and the Watcher's tick vs dict loops.
+"""One evaluation tick over a large cluster: QueueEvaluator.evaluate and the QueueTracker's tick vs dict loops.
 
 The state holds 150,000 pods (20,000 of them pending: PaddleJob gangs, partial gangs, batch Jobs, bare
 pods; plus preemption victims) and beside them (issue 12) 2,000 upstream PodGroups, 2,000 PaddleJobs
@@ -8,7 +8,7 @@ that setup stays short; the reference holds the same objects as raw dicts (API-s
 work the naive way: walk all pods, group, parse each message, sum GPUs per node; then the gangs and jobs
 against the pods that exist, each tier's head tried on every node, a start estimate per waiting workload.
 
-The Watcher's tick (services/watch.py evaluate) is the service's: the evaluation plus stuck tier heads,
+The tick of QueueTracker.evaluate (services/queue_tracker.py) is the service's: the evaluation plus stuck tier heads,
 the tiers' recent waits, quotas, gauges, running work per tier, and while urgent work is stuck the GPU
 holders below it (all of these follow the state's change log: the first tick walks every pod, shown apart).
 The priority-inversion rule is timed over that tick's holders (alerting runs it once a tick).
@@ -56,7 +56,7 @@ from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import JOBSET_NAME_LABEL
 from watchtower.ports import QueueGauges
 from watchtower.services.alerting.evaluation import rule_settings
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 
 NOW = 1_800_000_000.0
 PRIORITIES = [
@@ -292,7 +292,7 @@ def median_ms(fn: Any, runs: int) -> float:
 
 
 class NullMetrics:
-    """The Watcher's metrics port, recording nothing: the bench times the evaluation, not Prometheus."""
+    """The QueueTracker's metrics port, recording nothing: the bench times the evaluation, not Prometheus."""
 
     def scheduled(self, tier: str, wait: float) -> None: ...
     def started(self, tier: str, latency: float) -> None: ...
@@ -339,7 +339,7 @@ def compare_dra(args: argparse.Namespace) -> None:
     base = [sys.executable, __file__, "--pods", str(args.pods), "--pending", str(args.pending)]
     base += ["--runs", str(args.runs)] + (["--no-kinds"] if args.no_kinds else [])
     wanted = {
-        "tick": r"^Watcher\.evaluate +median +([\d.]+)",
+        "tick": r"^QueueTracker\.evaluate +median +([\d.]+)",
         "churn": r"^  after 1% churn +median +([\d.]+)",
         "binds": r"^  after churn \+ 100 binds, 100 finishes median +([\d.]+)",
         "reference": r"together ([\d.]+) ms|^reference: dict loops +median +([\d.]+)",
@@ -389,28 +389,28 @@ def main() -> None:
     t0 = time.perf_counter()
     pods, nodes, kinds, kueue = build(args.pods, args.pending, kinds=not args.no_kinds, kueue=args.kueue)
     settings = Settings()
-    watcher = Watcher(
+    tracker = QueueTracker(
         settings=settings,
         clock=FixedClock(),
         metrics=NullMetrics(),
         decoder=object_decoder(settings),
         source_health=lambda: HEALTHY,
     )
-    state = watcher.state
+    state = tracker.state
     load(state, pods, nodes, kinds, kueue)
     dra = build_dra(random.Random(13), args.dra, NOW)
     load_dra(state, dra)
     pods = [*pods, *dra.pods]
-    policy = watcher.policy
+    policy = tracker.policy
     # As the service does after its first full list: the recent bindings are the estimates' history.
     tiers = policy.tiers
-    watcher.history.seed(
+    tracker.history.seed(
         (p for p in pods if policy.selector.matches(p)),
         tier_of=lambda p: tiers.tier_of(p.priority, p.priority_class).name,
         now=NOW,
     )
     setup = time.perf_counter() - t0
-    # The service freezes the collector after its initial lists (watchtower/services/watch.py), so the
+    # The service freezes the collector after its initial lists (watchtower/services/queue_tracker.py), so the
     # 150,000 records it keeps are not walked by every full collection; measure the tick the same way.
     gc.freeze()
     evaluator = QueueEvaluator(policy)
@@ -443,31 +443,31 @@ def main() -> None:
 
     domain = median_ms(lambda: evaluator.evaluate(state, now=NOW), args.runs)
     t_first = time.perf_counter()
-    first = watcher.evaluate(NOW)  # the first tick builds the holder and running indexes: a walk of every pod
+    first = tracker.evaluate(NOW)  # the first tick builds the holder and running indexes: a walk of every pod
     first_ms = (time.perf_counter() - t_first) * 1000
     history = sum(len(w) for w in first.waits.waits.values()) if first.waits is not None else 0
     print(
-        f"  the Watcher's tick: {len(first.stuck)} stuck tier head(s), estimates from {history:,} recent waits"
+        f"  the tracker's tick: {len(first.stuck)} stuck tier head(s), estimates from {history:,} recent waits"
     )
-    service = median_ms(lambda: watcher.evaluate(NOW), args.runs)
+    service = median_ms(lambda: tracker.evaluate(NOW), args.runs)
     # The bench's urgent tier waits for days with preemption not helping, so every tick above also lists
     # the GPU holders for the priority-inversion rule (a walk of every bound pod); without such a stall:
-    inversion = watcher._inversion_tiers
-    watcher._inversion_tiers = frozenset()
-    no_holders = median_ms(lambda: watcher.evaluate(NOW), args.runs)
-    watcher._inversion_tiers = inversion
+    inversion = tracker._inversion_tiers
+    tracker._inversion_tiers = frozenset()
+    no_holders = median_ms(lambda: tracker.evaluate(NOW), args.runs)
+    tracker._inversion_tiers = inversion
 
     def estimates() -> None:
-        tick = watcher.latest
+        tick = tracker.latest
         assert tick is not None and tick.waits is not None
         for w in tick.snapshot.workloads:
             tick.waits.estimate(w)
 
     estimated = median_ms(estimates, args.runs)
-    running = median_ms(lambda: watcher._running_by_tier(first.snapshot), 3)
+    running = median_ms(lambda: tracker._running_by_tier(first.snapshot), 3)
     # The priority-inversion rule over the tick's holders (alerting runs it on the event loop too).
     settings_in = rule_settings(settings)
-    tick_now = watcher.evaluate(NOW)
+    tick_now = tracker.evaluate(NOW)
     stuck_n = sum(1 for w in tick_now.snapshot.workloads if priority_inversion._stuck(w, inversion))
     rule_in = RuleInput(
         snapshot=tick_now.snapshot, now=NOW, tiers=tiers, settings=settings_in, holders=tick_now.holders
@@ -509,19 +509,19 @@ def main() -> None:
         return statistics.median(times)
 
     churn_domain = churned(lambda: evaluator.evaluate(state, now=NOW))
-    watcher.evaluate(NOW)  # catch up with the churn the evaluator alone saw
-    churn_service = churned(lambda: watcher.evaluate(NOW))
+    tracker.evaluate(NOW)  # catch up with the churn the evaluator alone saw
+    churn_service = churned(lambda: tracker.evaluate(NOW))
     # The fairness recorder runs on every tick of every replica: its cost after the same churn.
     record_policy = RecordPolicy(
         tiers=policy.tiers, gang_stall_after=settings.alerting.rules.gang_stall_after, team_of=state.team_of
     )
     recorded, _ = record_tick(
-        watcher.evaluate(NOW), RecordedState(), record_policy, present=state.by_workload.__contains__
+        tracker.evaluate(NOW), RecordedState(), record_policy, present=state.by_workload.__contains__
     )
     record_times = []
     for _ in range(args.runs):
         churn()
-        t = watcher.evaluate(NOW)
+        t = tracker.evaluate(NOW)
         t0 = time.perf_counter()
         recorded, _ = record_tick(t, recorded, record_policy, present=state.by_workload.__contains__)
         record_times.append((time.perf_counter() - t0) * 1000)
@@ -545,7 +545,7 @@ def main() -> None:
             churn()
             binds()
             t0 = time.perf_counter()
-            watcher.evaluate(NOW)
+            tracker.evaluate(NOW)
             times.append((time.perf_counter() - t0) * 1000)
         return statistics.median(times)
 
@@ -579,7 +579,7 @@ def main() -> None:
     print(f"  after 1% churn           median {churn_domain:8.1f} ms over {r} runs")
     print(f"  cold (new evaluator)     median {cold:8.1f} ms over 3 runs")
     print(
-        f"Watcher.evaluate          median {service:8.1f} ms over {r} runs, state unchanged (the service's tick)"
+        f"QueueTracker.evaluate     median {service:8.1f} ms over {r} runs, state unchanged (the service's tick)"
     )
     print(f"  after 1% churn           median {churn_service:8.1f} ms over {r} runs")
     print(
@@ -609,7 +609,7 @@ def main() -> None:
         f"ratio evaluator/reference {domain / ref:.3f}, after churn {churn_domain / ref:.3f} "
         f"(pods-only reference: {domain / naive:.3f})"
     )
-    print(f"ratio Watcher/reference   {service / ref:.3f}, after churn {churn_service / ref:.3f}")
+    print(f"ratio tracker/reference   {service / ref:.3f}, after churn {churn_service / ref:.3f}")
     if args.dra:
         # What a DRA pod and its claim keep in a state of their own (target <= 1 KB per tracked object).
         tracemalloc.start()

@@ -43,7 +43,7 @@ from watchtower.services.fairness_report import ClusterNow, FairnessReports
 from watchtower.services.fairness_send import FairnessMailer, FairnessSendMetrics
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 
 if TYPE_CHECKING:
     from watchtower.adapters.store.postgres import PostgresAlertStore
@@ -68,14 +68,14 @@ def object_decoder(settings: Settings) -> KubeObjectDecoder:
     )
 
 
-def build_gpu_usage(settings: Settings, watcher: Watcher) -> GpuUsageService | None:
+def build_gpu_usage(settings: Settings, tracker: QueueTracker) -> GpuUsageService | None:
     """Return the GPU-usage service the `prometheus:` section describes, or None without that section."""
     from watchtower.adapters.prometheus.reader import PrometheusReader
 
     cfg = settings.prometheus
     if cfg is None:
         return None
-    state = watcher.state
+    state = tracker.state
     return GpuUsageService(
         reader=PrometheusReader(url=cfg.url, timeout=cfg.timeout, retries=cfg.retries, backoff=cfg.backoff),
         queries=ExporterQueries(cfg.query_config(settings.teams.label)),
@@ -199,15 +199,15 @@ def _connect_postgres(settings: Settings, where: StoreLocation) -> PostgresAlert
 
 
 def fairness_reports(
-    settings: Settings, history: FairnessHistory, watcher: Watcher | None = None
+    settings: Settings, history: FairnessHistory, tracker: QueueTracker | None = None
 ) -> FairnessReports:
-    """Return the report builder: with the live cluster's entitlement and namespaces when a watcher is
+    """Return the report builder: with the live cluster's entitlement and namespaces when a queue tracker is
     given (the service), from the store and Prometheus alone when not (the CLI)."""
     cluster = None
-    if watcher is not None:
+    if tracker is not None:
         from watchtower.domain.fairness.inputs import running_lines, team_namespaces
 
-        w = watcher
+        w = tracker
         cluster = ClusterNow(
             tick=lambda: w.latest,
             namespaces=lambda: team_namespaces(w.state),
@@ -241,13 +241,13 @@ def fairness_recorder(container: Container, *, start_empty: bool = False) -> Fai
     reports = container.fairness
     if reports is None:
         return None
-    st = container.watcher.state
+    st = container.queue_tracker.state
     settings = container.settings
     every = settings.queue.evaluate_every
     return FairnessRecorder(
         history=reports.history,
         policy=RecordPolicy(
-            tiers=container.watcher.policy.tiers,
+            tiers=container.queue_tracker.policy.tiers,
             gang_stall_after=settings.alerting.rules.gang_stall_after,
             team_of=st.team_of,
             heartbeat_gap=max(120.0, 2 * every + 60.0),
@@ -274,7 +274,7 @@ def build_container(
     leadership: Fence | None = None,
     history: FairnessHistory | None = None,
 ) -> Container:
-    """Return the service's parts wired together: metrics on their own registry, the watcher, the GPU-usage
+    """Return the service's parts wired together: metrics on their own registry, the queue tracker, the GPU-usage
     service (when `settings.prometheus` is set), alerting (when an `alert_store` is given), the weekly
     report's page (when a `report_source` is given and `fairness.enabled`) and who leads (`leadership`: a
     LeaderElector, else this process alone)."""
@@ -289,7 +289,7 @@ def build_container(
     else:
         leadership = leadership or SoleLeader()
         leader_metrics.leader.set(1)
-    watcher = Watcher(
+    tracker = QueueTracker(
         settings=settings,
         clock=clock,
         metrics=metrics,
@@ -303,7 +303,7 @@ def build_container(
         )
     reports = None
     if history is not None and settings.fairness.enabled:
-        reports = fairness_reports(settings, history, watcher)
+        reports = fairness_reports(settings, history, tracker)
         # The page and the weekly email read the same service as the JSON: the report as of the clock's now.
         report_source = report_source or live_report_source(reports, clock)
     if not settings.fairness.enabled:
@@ -311,13 +311,13 @@ def build_container(
     return Container(
         settings=settings,
         clock=clock,
-        watcher=watcher,
+        queue_tracker=tracker,
         metrics=metrics,
-        documents=DocumentCache(watcher.policy.tiers),
+        documents=DocumentCache(tracker.policy.tiers),
         source_name=source_name,
         alerting=alerting,
         alert_store=alert_store if alerting is not None else None,
-        gpu=build_gpu_usage(settings, watcher),
+        gpu=build_gpu_usage(settings, tracker),
         links=dict(links or {}),
         report_source=report_source,
         report_presenter=report_presenter() if report_source is not None else None,
@@ -342,7 +342,7 @@ def fairness_mailer(
         return None
     settings = container.settings
     base = settings.server.external_url.rstrip("/") if settings.server.external_url else ""
-    state = container.watcher.state
+    state = container.queue_tracker.state
     registry = getattr(container.metrics, "registry", None)  # WatchtowerMetrics': the one /metrics serves
     return FairnessMailer(
         source=source,

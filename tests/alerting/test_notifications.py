@@ -50,7 +50,7 @@ class Rig:
             backend = StoreBackend("sqlite", str(backend / "alerts.db"))
         self.store = backend.open()
         self.http = httpx.AsyncClient()
-        # What the watcher puts in each Tick: the source's health (healthy unless a test says).
+        # What the queue tracker puts in each Tick: the source's health (healthy unless a test says).
         self.health = health if health is not None else (lambda: HEALTHY)
         self.svc = build_alerting(settings=s, store=self.store)
         self.worker = DeliveryWorker(

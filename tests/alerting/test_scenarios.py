@@ -61,7 +61,7 @@ class StateRig(Rig):
         super().__init__(s, tmp_path, clock, **kw)
 
     async def tick_state(self, at, history: ScheduleHistory | None = None):
-        """Tick as the watcher does; with a `history`, the Tick also carries stuck heads and start estimates."""
+        """Tick as the queue tracker does; with a `history`, the Tick also carries stuck heads and start estimates."""
         self.clock.t = at
         policy = self.s.queue_policy()
         snap = QueueEvaluator(policy).evaluate(self.state, now=at, include_running=True)

@@ -1,10 +1,10 @@
 """Every dashboard query and every generated rule against the REAL Prometheus, scraping the simulator's
-exporter (DCGM and kube-state-metrics shaped) and a Watcher's /metrics fed by the same simulator, with the
+exporter (DCGM and kube-state-metrics shaped) and a QueueTracker's /metrics fed by the same simulator, with the
 generated rule file loaded. The simulator keeps running (30 simulated seconds a second) while Prometheus
 scrapes, so rates and histogram quantiles see new preemptions, bindings and starts.
 
 The simulator never evicts a pod other than by preemption, so one drain eviction (a running pod's
-DisruptionTarget `EvictionByEvictionAPI`, as the eviction API writes it) is fed to the Watcher through its
+DisruptionTarget `EvictionByEvictionAPI`, as the eviction API writes it) is fed to the QueueTracker through its
 decoder: the "other disruptions" panel then has a real series to read."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 from watchtower.simulator.cluster import KINDS, SimulatedCluster
 
 pytestmark = pytest.mark.prometheus
@@ -86,7 +86,7 @@ def prom(tmp_path_factory, real_prometheus_bin):
     metrics = WatchtowerMetrics(
         registry=CollectorRegistry(), tier_bounds=[t.warn_after for t in settings.tier_policy().tiers]
     )
-    watcher = Watcher(
+    tracker = QueueTracker(
         settings=settings,
         clock=SimClock(sim),
         metrics=metrics,
@@ -94,19 +94,19 @@ def prom(tmp_path_factory, real_prometheus_bin):
         source_health=sim.feed_health,
     )
     for kind in KINDS:
-        watcher.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
+        tracker.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
     lock = threading.Lock()
 
     def step(seconds: float) -> None:
         with lock:
             sim.step(seconds)
             for kind, type_, raw in sim.drain():
-                watcher.on_change(kind, type_, raw)
-            watcher.evaluate(sim.now())
+                tracker.on_change(kind, type_, raw)
+            tracker.evaluate(sim.now())
 
     for _ in range(20):  # 20 simulated minutes: arrivals, scheduling, waits, preemptions
         step(60)
-    _evict_one_running_pod(sim, watcher)
+    _evict_one_running_pod(sim, tracker)
     stop = threading.Event()
 
     def keep_running() -> None:
@@ -167,7 +167,7 @@ scrape_configs:
         exporter.stop()
 
 
-def _evict_one_running_pod(sim: SimulatedCluster, watcher: Watcher) -> None:
+def _evict_one_running_pod(sim: SimulatedCluster, tracker: QueueTracker) -> None:
     for raw in sim.list_objects("Pod"):
         pod = json.loads(raw)
         if pod["status"].get("phase") == "Running":
@@ -180,7 +180,7 @@ def _evict_one_running_pod(sim: SimulatedCluster, watcher: Watcher) -> None:
                     "lastTransitionTime": pod["status"]["startTime"],
                 }
             )
-            watcher.on_change("Pod", "MODIFIED", json.dumps(pod).encode())
+            tracker.on_change("Pod", "MODIFIED", json.dumps(pod).encode())
             return
     raise AssertionError("the simulator has no running pod to evict")
 

@@ -120,9 +120,9 @@ async def every_table(tmp_path: Path, *extra: dict[str, Any]) -> AsyncIterator[s
             settings, clock=clock, source_health=source.feed_health, source_name="replay", alert_store=store
         )
         assert c.alerting is not None
-        list_everything(c.watcher, cluster)
+        list_everything(c.queue_tracker, cluster)
         source.listed = set(cluster.objects)
-        tick = c.watcher.evaluate(clock.now())
+        tick = c.queue_tracker.evaluate(clock.now())
         await c.alerting.on_tick(tick)
         gpu = scenario_gpu(c)
         await gpu.refresh(time.time())

@@ -1,7 +1,7 @@
 """Recording the fairness history from the service's ticks: what each tick adds, and that recording the same
 ticks again, or restarting (a new process that lists the cluster again) in the middle, leaves the same rows.
 
-Real parts: the watcher on a replayed cluster (tests/fixtures/scenario.py), the composition root's
+Real parts: the queue tracker on a replayed cluster (tests/fixtures/scenario.py), the composition root's
 recorder, the history on SQLite (and, for recording again and restarting, on a real PostgreSQL too).
 """
 
@@ -51,7 +51,7 @@ def after_first_minute() -> Cluster:
 
 
 class Service:
-    """One process: a container on its own watcher, listing `cluster`, recording into the store at `db`."""
+    """One process: a container on its own tracker, listing `cluster`, recording into the store at `db`."""
 
     def __init__(self, db: Path | StoreBackend, cluster: Cluster, clock: ManualClock) -> None:
         self.history = open_history(db) if isinstance(db, StoreBackend) else SQLiteFairnessHistory(db)
@@ -63,7 +63,7 @@ class Service:
             source_name="replay",
             history=self.history,
         )
-        list_everything(self.c.watcher, cluster)
+        list_everything(self.c.queue_tracker, cluster)
         rec = fairness_recorder(self.c)
         assert rec is not None
         self.loop = TickLoop(self.c, extra=[rec.on_tick])
@@ -73,7 +73,7 @@ class Service:
 
     def first_minute_passes(self) -> None:
         """The changes of the first minute as the watch delivers them."""
-        w, c = self.c.watcher, demo_cluster()
+        w, c = self.c.queue_tracker, demo_cluster()
         w.on_change("Pod", "MODIFIED", orjson.dumps(scheduled(_pod(c, "serve-canary"), NOW + 30)))
         w.on_change("Pod", "DELETED", orjson.dumps(_pod(c, "sweep-7")))
 
@@ -254,7 +254,7 @@ async def test_a_job_kueue_holds_is_one_episode_from_its_workload_to_its_pods(tm
         history=history,
     )
     for obj in json.loads((real / "kueue-shaped-job-pending.json").read_text())["items"]:
-        c.watcher.on_change(kinds.get(obj["kind"], obj["kind"]), "ADDED", orjson.dumps(obj))
+        c.queue_tracker.on_change(kinds.get(obj["kind"], obj["kind"]), "ADDED", orjson.dumps(obj))
     rec = fairness_recorder(c)
     assert rec is not None
     loop = TickLoop(c, extra=[rec.on_tick])
@@ -262,7 +262,7 @@ async def test_a_job_kueue_holds_is_one_episode_from_its_workload_to_its_pods(tm
     (held,) = history.episodes(0, NOW + 1e6)
     assert (held.workload, held.source, held.outcome) == ("Job/resnet", "kueue", "waiting")
     admitted = json.loads((real / "kueue-shaped-workload-admitted.json").read_text())
-    c.watcher.on_change("KueueWorkload", "MODIFIED", orjson.dumps(admitted))
+    c.queue_tracker.on_change("KueueWorkload", "MODIFIED", orjson.dumps(admitted))
     clock.t += 60
     await loop.tick()
     # Admitted, its pods not running yet: the same wait goes on (the queue keeps its start), now read from pods.
@@ -293,7 +293,7 @@ async def test_a_follower_records_as_the_leader_does(tmp_path: Path) -> None:
         history=h,
         leadership=Follower(),
     )
-    list_everything(c.watcher, demo_cluster())
+    list_everything(c.queue_tracker, demo_cluster())
     rec = fairness_recorder(c)
     assert rec is not None and c.leadership.term() is None
     await TickLoop(c, extra=[rec.on_tick]).tick()

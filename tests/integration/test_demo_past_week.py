@@ -1,6 +1,6 @@
 """The demo's simulated past week: a second simulated cluster run at full speed through (the first hours
 of) a past ISO week, recorded into the store by the service's recorder, then reported by the same report
-service as any week. Real parts: the simulator, the watcher, the recorder, the SQLite history, the report
+service as any week. Real parts: the simulator, the queue tracker, the recorder, the SQLite history, the report
 service. A shortened week (`span`) keeps the run to seconds; `watchtower demo` simulates the whole week."""
 
 from __future__ import annotations

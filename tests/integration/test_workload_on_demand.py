@@ -26,7 +26,7 @@ async def test_a_running_workload_is_left_out_of_the_tick_but_answered_by_the_wo
     running = [w for w in _offline()["workloads"] if w["state"] == "running"]
     assert running, "the scenario has running workloads"
     s = make_service()
-    picture = s.container.watcher.latest
+    picture = s.container.queue_tracker.latest
     assert picture is not None
     assert all(w.waiting for w in picture.snapshot.workloads)
     assert sum(picture.running_by_tier.values()) == len(running)

@@ -23,7 +23,7 @@ def report_app(source: StandIn | None = None, *, with_report: bool = True) -> tu
         source_name="replay",
         report_source=source if with_report else None,
     )
-    list_everything(container.watcher, replay.cluster)
+    list_everything(container.queue_tracker, replay.cluster)
     replay.listed = set(replay.cluster.objects)
-    container.watcher.evaluate(clock.now())
+    container.queue_tracker.evaluate(clock.now())
     return create_app(container), source

@@ -11,7 +11,7 @@ from watchtower.services.alerting import Alerting
 from watchtower.services.fairness_report import FairnessReports
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import SoleLeader
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 
 from .documents import DocumentCache
 
@@ -20,7 +20,7 @@ from .documents import DocumentCache
 class Container:
     settings: Settings
     clock: Clock
-    watcher: Watcher
+    queue_tracker: QueueTracker
     metrics: MetricsExposition
     documents: DocumentCache
     source_name: str  # "kube" or "sim", shown on the status page

@@ -10,7 +10,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from watchtower.domain.tick import Tick
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 
 from .container import Container
 from .documents import QueueDocuments
@@ -24,15 +24,15 @@ async def get_container(request: Request) -> Container:
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-async def get_watcher(container: ContainerDep) -> Watcher:
-    return container.watcher
+async def get_queue_tracker(container: ContainerDep) -> QueueTracker:
+    return container.queue_tracker
 
 
-WatcherDep = Annotated[Watcher, Depends(get_watcher)]
+QueueTrackerDep = Annotated[QueueTracker, Depends(get_queue_tracker)]
 
 
-async def get_tick(watcher: WatcherDep) -> Tick:
-    tick = watcher.latest
+async def get_tick(tracker: QueueTrackerDep) -> Tick:
+    tick = tracker.latest
     if tick is None:
         raise HTTPException(
             status_code=503,

@@ -26,7 +26,7 @@ from watchtower.ports import Clock, ClusterSource, Fence
 from watchtower.runtime.logs import configure_logging
 from watchtower.runtime.serve import serve
 from watchtower.runtime.sockets import bind, reachable_at, served_url
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 
 log = logging.getLogger("watchtower")
 
@@ -49,7 +49,7 @@ def run_service(
     clock: Clock
     health: Callable[[], SourceHealth]
     leadership: Fence | None = None
-    side_feeds: list[tuple[str, Callable[[Watcher], Coroutine[Any, Any, None]]]] = []
+    side_feeds: list[tuple[str, Callable[[QueueTracker], Coroutine[Any, Any, None]]]] = []
     decoder = object_decoder(settings)
     if settings.leader_election.enabled and settings.cluster.source != "kube":
         raise StartupError("leader_election needs cluster.source kube: the Lease lives on the API server")

@@ -4,7 +4,7 @@ Taken while running (applied by a reload): the alert rules' settings (`alerting.
 tree, receivers, inhibition rules, delivery retries (`alerting.delivery`, except its `mode`) and
 `alerting.resolved_retention`. Everything else is read once at start: a change of it is reported as
 needing a restart and runs with the old value until then. Tiers are among those: their thresholds are
-part of each workload's queue facts, which the watcher works out with the policy it started with.
+part of each workload's queue facts, which the queue tracker works out with the policy it started with.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """When a waiting workload may start: its place in its tier and its tier's recent time to schedule.
 
-`ScheduleHistory` keeps the waits of the pods seen leaving the queue (the watcher's PodScheduled
+`ScheduleHistory` keeps the waits of the pods seen leaving the queue (the queue tracker's PodScheduled
 happenings) within a window; each tick freezes it into `TierWaits`, every tier's waits sorted once, so
 that an estimate is a bisection, cheap at 20,000 waiting workloads. The estimate is conditional on the
 wait so far: among recent waits longer than this one's, the median is when it would start. It is an

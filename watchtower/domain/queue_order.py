@@ -4,7 +4,7 @@ After churn a tick re-derives a few hundred of tens of thousands of workloads. R
 re-planning all of them each time was most of such a tick, so the order is kept as parallel lists (the
 facts, their sort keys, their wait starts, whether each is queued) that are spliced at the changed places
 with list slices, which copy at C speed; who is ahead of whom is then a prefix sum of the queued flags
-(itertools.accumulate), not a loop over the workloads. A reader of the order (the Watcher's gauges and
+(itertools.accumulate), not a loop over the workloads. A reader of the order (the QueueTracker's gauges and
 indexes) asks `change_since` for what was removed and added since the generation it last saw.
 """
 

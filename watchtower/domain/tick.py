@@ -1,6 +1,6 @@
 """One evaluation of the cluster as one immutable value, handed in turn to every consumer.
 
-The tick loop (`watchtower.runtime.tick_loop`) builds a `Tick` from the watcher, lets GPU usage add its
+The tick loop (`watchtower.runtime.tick_loop`) builds a `Tick` from the queue tracker, lets GPU usage add its
 findings (`with_gpu`), then hands the same value to alerting and to the API's documents: nobody reaches back
 into the live state.
 """

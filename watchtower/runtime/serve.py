@@ -24,7 +24,7 @@ from watchtower.runtime.tick_loop import TickLoop
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
 from watchtower.services.leadership import LeaderElector
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 
 log = logging.getLogger("watchtower")
 
@@ -38,7 +38,7 @@ async def serve(
     sock: socket.socket,
     *,
     started: asyncio.Event | None = None,
-    side_feeds: Sequence[tuple[str, Callable[[Watcher], Coroutine[Any, Any, None]]]] = (),
+    side_feeds: Sequence[tuple[str, Callable[[QueueTracker], Coroutine[Any, Any, None]]]] = (),
     config_path: str | Path | None = None,
     handle_signals: bool = False,
 ) -> None:
@@ -83,7 +83,7 @@ async def serve(
 
     recorder = fairness_recorder(container)
     loop = TickLoop(container, extra=[recorder.on_tick] if recorder is not None else [])
-    container.watcher.on_listed = loop.kick
+    container.queue_tracker.on_listed = loop.kick
     scheduler = ScheduledJobs()
     if (record_lag := loop_lag_recorder(container)) is not None:
         spawn(LoopLagMonitor(record_lag).run(), "the event-loop lag monitor")
@@ -123,7 +123,7 @@ async def serve(
     app = create_app(container, routers=routers)
     loop.schedule(scheduler)
     scheduler.start()
-    w = container.watcher
+    w = container.queue_tracker
     spawn(source.run(on_list=w.on_list, on_change=w.on_change), "the cluster feed")
     for name, feed in side_feeds:
         spawn(feed(w), name)

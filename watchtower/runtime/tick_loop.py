@@ -19,7 +19,7 @@ TickConsumer = Callable[[Tick], Awaitable[None]]
 
 class TickLoop:
     """One tick, in the one order its consumers see it: GPU usage reads Prometheus and names the idle
-    holders, the watcher evaluates (with those holders' statuses), GPU usage weighs idle GPUs against the
+    holders, the queue tracker evaluates (with those holders' statuses), GPU usage weighs idle GPUs against the
     queue, alerting reads the Tick with GPU findings, and the API's documents are built from the same Tick.
 
     A consumer that fails is logged and counted; the others still get the Tick.
@@ -42,8 +42,8 @@ class TickLoop:
             if gpu is not None:
                 await self._step("GpuUsageService.refresh", gpu.refresh_if_due(self.wall.now()))
             now = c.clock.now()
-            tick = c.watcher.evaluate(now, holders_of=gpu.idle_holders() if gpu is not None else ())
-            c.watcher.prune(now)
+            tick = c.queue_tracker.evaluate(now, holders_of=gpu.idle_holders() if gpu is not None else ())
+            c.queue_tracker.prune(now)
             if gpu is not None:
                 snap = tick.snapshot_with_holders()
                 if await self._step("GpuUsageService.on_snapshot", gpu.on_snapshot(snap, self.wall.now())):
@@ -65,7 +65,7 @@ class TickLoop:
             await work
         except Exception:
             log.exception("tick consumer %s failed", name)
-            self.c.watcher.metrics.consumer_failed(name)
+            self.c.queue_tracker.metrics.consumer_failed(name)
             return False
         return True
 

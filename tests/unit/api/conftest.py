@@ -56,10 +56,10 @@ def make_service(
     )
     container = build_container(settings, clock=clock, source_health=source.feed_health, source_name="replay")
     if listed:
-        list_everything(container.watcher, source.cluster)
+        list_everything(container.queue_tracker, source.cluster)
         source.listed = set(source.cluster.objects)
     if evaluate:
-        container.watcher.evaluate(clock.now())
+        container.queue_tracker.evaluate(clock.now())
     return Service(container, create_app(container, routers=[mutation_router()]), source, clock)
 
 

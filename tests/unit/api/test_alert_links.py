@@ -58,9 +58,9 @@ async def test_an_alert_links_a_runbook_section_and_its_workloads_page_that_answ
         settings, clock=clock, source_health=source.feed_health, source_name="replay", alert_store=store
     )
     assert c.alerting is not None
-    list_everything(c.watcher, cluster)
+    list_everything(c.queue_tracker, cluster)
     source.listed = set(cluster.objects)
-    await c.alerting.on_tick(c.watcher.evaluate(clock.now()))
+    await c.alerting.on_tick(c.queue_tracker.evaluate(clock.now()))
     app = create_app(c, routers=[build_router(c.alerting.admin, require_token=require_token, clock=clock)])
     try:
         with live_server(app, sock) as url:
@@ -99,9 +99,9 @@ async def test_a_gpu_idle_alerts_link_opens_its_workloads_page_not_a_namesakes(t
     source = ReplaySource(cluster)
     clock = ManualClock()
     c = build_container(settings, clock=clock, source_health=source.feed_health, source_name="replay")
-    list_everything(c.watcher, cluster)
+    list_everything(c.queue_tracker, cluster)
     source.listed = set(cluster.objects)
-    c.watcher.evaluate(clock.now())
+    c.queue_tracker.evaluate(clock.now())
     usage = WorkloadUsage(
         key=WorkloadKey("vision", "PaddleJob", "resnet"),
         team="vision",

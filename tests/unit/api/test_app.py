@@ -1,4 +1,4 @@
-"""The HTTP API end to end: the app built by create_app over a Watcher fed through the ClusterSource port."""
+"""The HTTP API end to end: the app built by create_app over a QueueTracker fed through the ClusterSource port."""
 
 from __future__ import annotations
 
@@ -209,7 +209,7 @@ async def test_a_new_evaluation_replaces_the_cached_queue_document(
         "wait_seconds"
     ]
     service.clock.t += 60
-    service.container.watcher.evaluate(service.clock.now())
+    service.container.queue_tracker.evaluate(service.clock.now())
     second = (await client.get("/api/v1/queue", params={"tier": "critical"})).json()["workloads"][0][
         "wait_seconds"
     ]
@@ -228,7 +228,7 @@ async def test_the_preemptor_tier_is_still_shown_after_the_preemptor_pod_is_gone
 ) -> None:
     # The preemptor ran and was deleted before the next evaluation: the page, the API and /metrics still
     # name its tier, from what the service recorded when the preemption was first attributed.
-    w = service.container.watcher
+    w = service.container.queue_tracker
     [bert] = [p for p in service.source.cluster.objects["Pod"] if p["metadata"]["name"] == "bert-worker-0"]
     w.on_change("Pod", "DELETED", orjson.dumps(bert))
     w.evaluate(service.clock.now() + 60)
@@ -258,7 +258,7 @@ async def test_on_the_simulator_the_page_says_which_clock_each_time_is() -> None
     gpu = scenario_gpu(c)
     wall = time.time() - 42  # Prometheus answered 42 real seconds ago
     await gpu.refresh(wall)
-    await gpu.on_snapshot(c.watcher.evaluate(svc.clock.now() + 5 * 3600).snapshot, wall)
+    await gpu.on_snapshot(c.queue_tracker.evaluate(svc.clock.now() + 5 * 3600).snapshot, wall)
     app = create_app(dataclasses.replace(c, gpu=gpu, source_name="sim"))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         page = (await client.get("/")).text

@@ -78,7 +78,7 @@ def held_work() -> list[tuple[str, dict[str, Any]]]:
 
 def service(*, demo: bool = True) -> Service:
     s = make_service(evaluate=False, cluster=None if demo else base_cluster())
-    w = s.container.watcher
+    w = s.container.queue_tracker
     for kind, obj in held_work():
         w.on_change(kind, "ADDED", orjson.dumps(obj))
     w.evaluate(NOW)
@@ -171,8 +171,8 @@ async def test_a_1_36_preemption_placement_is_in_the_workload_json_and_on_its_pa
         priority_class="experiment",
         conditions=[o.unschedulable(NOW - 4 * MIN, msg)],
     )
-    s.container.watcher.on_change("Pod", "ADDED", orjson.dumps(p))
-    s.container.watcher.evaluate(NOW)
+    s.container.queue_tracker.on_change("Pod", "ADDED", orjson.dumps(p))
+    s.container.queue_tracker.evaluate(NOW)
     doc = (await get(s, "/api/v1/workloads/nlp/eval-9")).json()["workload"]
     assert (doc["preemption"], doc["preemption_node"], doc["preemption_victims"]) == ("possible", "gpu-2", 3)
     assert (doc["gang_min"], doc["gang_placed"]) == (None, None)
@@ -213,8 +213,8 @@ async def test_the_workload_page_shows_its_volcano_queues_entitlement(svc: Servi
 async def test_a_queue_whose_object_was_not_read_says_so() -> None:
     s = make_service(evaluate=False)
     for kind, obj in volcano_job("lost-q", "nlp", "nowhere-q", NOW - 5 * MIN):
-        s.container.watcher.on_change(kind, "ADDED", orjson.dumps(obj))
-    s.container.watcher.evaluate(NOW)
+        s.container.queue_tracker.on_change(kind, "ADDED", orjson.dumps(obj))
+    s.container.queue_tracker.evaluate(NOW)
     page = (await get(s, "/workloads/nlp/lost-q")).text
     assert "<h2>Volcano queue nowhere-q</h2>" in page
     assert "Its Queue object has not been read" in page

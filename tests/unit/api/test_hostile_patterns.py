@@ -101,7 +101,7 @@ async def test_catastrophic_patterns_leave_the_tick_and_healthz_prompt(
         settings, clock=clock, source_health=source.feed_health, source_name="replay", alert_store=store
     )
     assert c.alerting is not None
-    list_everything(c.watcher, cluster)
+    list_everything(c.queue_tracker, cluster)
     source.listed = set(cluster.objects)
     app = create_app(c, routers=[build_router(c.alerting.admin, require_token=require_token, clock=clock)])
     loop = TickLoop(c)

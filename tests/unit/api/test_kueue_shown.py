@@ -31,14 +31,14 @@ def items() -> list[dict[str, Any]]:
 
 def service() -> Service:
     s = make_service(evaluate=False)
-    w = s.container.watcher
+    w = s.container.queue_tracker
     for obj in items():
         w.on_change(KINDS.get(obj["kind"], obj["kind"]), "ADDED", orjson.dumps(obj))
     body = k.pending_workloads(
         [("vision", k.workload_name("Job", "resnet", o.new_uid("job/resnet")), "team", 1)]
     )
     w.on_kueue_positions(
-        s.container.watcher.ingestor.decoder.pending_positions(orjson.dumps(body)), {"team-cq"}
+        s.container.queue_tracker.ingestor.decoder.pending_positions(orjson.dumps(body)), {"team-cq"}
     )
     w.evaluate(AT)
     return s
@@ -53,7 +53,7 @@ async def get(s: Service, path: str) -> httpx.Response:
 
 async def test_the_queue_json_and_pages_show_a_job_kueue_holds() -> None:
     s = service()
-    assert s.container.watcher.kueue_waiting_queues() == {"team-cq"}
+    assert s.container.queue_tracker.kueue_waiting_queues() == {"team-cq"}
     body = (await get(s, "/api/v1/queue")).json()
     (w,) = [x for x in body["workloads"] if x["name"] == "resnet"]
     assert (w["kind"], w["source"], w["state"], w["tier"], w["gpus_requested"]) == (
@@ -79,7 +79,7 @@ async def test_the_queue_json_and_pages_show_a_job_kueue_holds() -> None:
 
 async def test_a_pods_place_counts_only_what_the_scheduler_holds_and_each_place_says_its_queue() -> None:
     s = make_service(evaluate=False)
-    w = s.container.watcher
+    w = s.container.queue_tracker
     for obj in items():
         w.on_change(KINDS.get(obj["kind"], obj["kind"]), "ADDED", orjson.dumps(obj))
     # A pod of the same tier and priority, younger than the held job: the job is before it in the order,

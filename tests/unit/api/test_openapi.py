@@ -197,11 +197,11 @@ def scenario_gpu(c: Container) -> GpuUsageService:
     """Return the GPU-usage service of container `c` reading ScenarioPrometheus, as the composition root
     builds it."""
     return GpuUsageService(
-        reader=ScenarioPrometheus(c.watcher.state),
+        reader=ScenarioPrometheus(c.queue_tracker.state),
         queries=ExporterQueries(),
         policy=IdlePolicy(),
         tiers=c.settings.tier_policy(),
-        team_of=c.watcher.state.team_of,
+        team_of=c.queue_tracker.state.team_of,
         holders_included=True,
     )
 
@@ -221,13 +221,13 @@ async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     )
     store = SQLiteAlertStore(tmp_path / "alerts.db")
     alerting = build_alerting(settings=settings, store=store)
-    tick = c.watcher.latest
+    tick = c.queue_tracker.latest
     await alerting.on_tick(tick)
     store.disable("hook/webhook/0", "410 Gone at hook/webhook/0", NOW)
     gpu = scenario_gpu(c)
     # As the runtime's TickLoop does: read, name the idle holders, evaluate with their statuses.
     await gpu.refresh(NOW)
-    tick = c.watcher.evaluate(NOW, holders_of=gpu.idle_holders())
+    tick = c.queue_tracker.evaluate(NOW, holders_of=gpu.idle_holders())
     await gpu.on_snapshot(tick.snapshot_with_holders(), NOW)
     history = SQLiteFairnessHistory(tmp_path / "alerts.db")
     container = dataclasses.replace(
@@ -235,7 +235,7 @@ async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
         alerting=alerting,
         alert_store=store,
         gpu=gpu,
-        fairness=fairness_reports(c.settings, history, c.watcher),
+        fairness=fairness_reports(c.settings, history, c.queue_tracker),
     )
     app = create_app(
         container, routers=[build_router(alerting.admin, require_token=require_token, clock=svc.clock)]

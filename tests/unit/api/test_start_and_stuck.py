@@ -16,7 +16,7 @@ MIN = 60.0
 
 def _service() -> Service:
     s = make_service(evaluate=False)
-    w = s.container.watcher
+    w = s.container.queue_tracker
     # Recent high-tier waits (min) 5, 12, 20, 30, 45, 60: serve-canary has waited 10 min, so 12..60 are
     # longer, their median 30 min → it starts in about 20 min.
     for i, m in enumerate((5, 12, 20, 30, 45, 60)):

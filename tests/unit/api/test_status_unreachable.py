@@ -17,10 +17,10 @@ def unreachable(s: Service, down_for: float) -> float:
     since = s.clock.now() - down_for
     s.source.healthy = False
     healthy = s.source.feed_health
-    s.container.watcher.source_health = lambda: dataclasses.replace(
+    s.container.queue_tracker.source_health = lambda: dataclasses.replace(
         healthy(), down_since=since, last_error=ERROR
     )
-    s.container.watcher.evaluate(s.clock.now())
+    s.container.queue_tracker.evaluate(s.clock.now())
     return since
 
 

@@ -97,7 +97,7 @@ def test_an_earlier_snapshot_is_not_changed_by_a_later_tick():
 
 
 def test_a_change_the_evaluator_had_not_read_when_the_log_forgot_it_still_shows():
-    # The service drops the change log's read entries every tick (services/watch.py); an evaluator that
+    # The service drops the change log's read entries every tick (services/queue_tracker.py); an evaluator that
     # had not read them (another reader's tick) must start over, not read a slice from the wrong place.
     state = ClusterState()
     pending = Pod("u1", "a", "p", T0, gpus=1, scheduled=Condition("False", "Unschedulable", GPU_FULL, T0))

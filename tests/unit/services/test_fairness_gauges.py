@@ -1,4 +1,4 @@
-"""The fairness gauges `/metrics` exports each tick, from the Watcher fed by the simulator: every GPU in use
+"""The fairness gauges `/metrics` exports each tick, from the QueueTracker fed by the simulator: every GPU in use
 is some team's, the waiting GPUs are the waiting workloads', fair shares split what there is, and only
 teams with demand have a satisfaction (Jain's index is taken over them)."""
 
@@ -13,7 +13,7 @@ from watchtower.bootstrap import object_decoder
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
 from watchtower.domain.queue import WAITING_STATES
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 from watchtower.simulator.cluster import KINDS, SimulatedCluster
 
 
@@ -30,7 +30,7 @@ def run():
     sim = demo_cluster(SimulatorConfig(seed=7, nodes=6))
     settings = Settings()
     registry = CollectorRegistry()
-    watcher = Watcher(
+    tracker = QueueTracker(
         settings=settings,
         clock=SimClock(sim),
         metrics=WatchtowerMetrics(registry=registry),
@@ -38,15 +38,15 @@ def run():
         source_health=sim.feed_health,
     )
     for kind in KINDS:
-        watcher.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
+        tracker.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
     tick = None
     for _ in range(15):
         sim.step(60)
         for kind, type_, raw in sim.drain():
-            watcher.on_change(kind, type_, raw)
-        tick = watcher.evaluate(sim.now())
+            tracker.on_change(kind, type_, raw)
+        tick = tracker.evaluate(sim.now())
     assert tick is not None
-    return watcher, registry, tick
+    return tracker, registry, tick
 
 
 def _samples(registry: CollectorRegistry, name: str) -> dict[tuple[str, ...], float]:
@@ -96,12 +96,12 @@ def test_only_teams_with_demand_have_a_satisfaction_between_0_and_1(run) -> None
 
 
 def test_entitlement_is_read_team_by_team_kueue_first_then_the_quotas(run) -> None:
-    watcher, registry, tick = run
+    tracker, registry, tick = run
     entitled = {
         team: (source, v) for (source, team), v in _samples(registry, "watchtower_team_gpus_entitled").items()
     }
     kueue_teams = {t for q in tick.kueue_queues for t in q.teams if q.nominal_gpus}
-    quota_teams = {watcher.state.team_of(q.namespace) for q in watcher.state.quotas.values() if q.hard_gpus}
+    quota_teams = {tracker.state.team_of(q.namespace) for q in tracker.state.quotas.values() if q.hard_gpus}
     assert kueue_teams and quota_teams - kueue_teams
     assert {t for t, (s, _) in entitled.items() if s == "kueue"} == kueue_teams
     assert {t for t, (s, _) in entitled.items() if s == "quota"} == quota_teams - kueue_teams

@@ -1,10 +1,10 @@
 """The service's tick, kept by difference from one tick to the next, says what a tick from scratch says.
 
-A Watcher keeps what unchanged facts give (the queue order, positions, gauges, the stuck index, the
+A QueueTracker keeps what unchanged facts give (the queue order, positions, gauges, the stuck index, the
 priority-inversion candidates) and after churn updates it from the changed workloads only. Through
 random churn of pods, PodGroups, PaddleJobs, nodes, Kueue Workloads and queues, DRA claims and
-ResourceSlices, its Tick, its gauges and the queue JSON must equal those of a fresh Watcher that is handed
-the same objects at once. The objects go straight into each Watcher's state as domain records (what the
+ResourceSlices, its Tick, its gauges and the queue JSON must equal those of a fresh QueueTracker that is handed
+the same objects at once. The objects go straight into each QueueTracker's state as domain records (what the
 Ingestor would make of them), so both see the same cluster whatever the order of the changes.
 """
 
@@ -46,7 +46,8 @@ from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
 from watchtower.ports import QueueGauges
 from watchtower.services.queue_json import snapshot_dict
-from watchtower.services.watch import Watcher, main_reason
+from watchtower.services.queue_tracker import QueueTracker
+from watchtower.services.wait_reasons import main_reason
 
 T0 = 1_800_000_000.0
 PRIOS = [(1_000_000, "urgent-debug"), (900_000, "online-serving"), (500_000, "experiment"), (0, "")]
@@ -69,7 +70,7 @@ DRA_NODES = ["d0", "d1"]
 
 
 class RecordedMetrics:
-    """The Watcher's metrics port keeping the last gauges: what /metrics would show after the tick."""
+    """The QueueTracker's metrics port keeping the last gauges: what /metrics would show after the tick."""
 
     def __init__(self) -> None:
         self.gauges: QueueGauges | None = None
@@ -89,9 +90,9 @@ class Clock:
         return self.at
 
 
-def new_watcher(clock: Clock) -> Watcher:
+def new_tracker(clock: Clock) -> QueueTracker:
     settings = Settings()
-    return Watcher(
+    return QueueTracker(
         settings=settings,
         clock=clock,
         metrics=RecordedMetrics(),
@@ -426,7 +427,7 @@ class World:
         st.forms.dra.upsert_claim(c)
 
 
-def picture(w: Watcher, now: float) -> tuple[Tick, QueueGauges | None, dict[str, Any]]:
+def picture(w: QueueTracker, now: float) -> tuple[Tick, QueueGauges | None, dict[str, Any]]:
     """Return what one tick shows: the Tick (holders sorted: they come in no order), its gauges, its JSON."""
     tick = w.evaluate(now)
     metrics = w.metrics
@@ -437,7 +438,7 @@ def picture(w: Watcher, now: float) -> tuple[Tick, QueueGauges | None, dict[str,
 
 
 def assert_by_definition(tick: Tick, gauges: QueueGauges | None, tiers: TierPolicy) -> None:
-    """Check a tick's positions, fragmentation and gauges against their definitions (both Watchers share
+    """Check a tick's positions, fragmentation and gauges against their definitions (both QueueTrackers share
     the code that keeps them: equal pictures alone would not catch a wrong formula)."""
     snap = tick.snapshot
     # Ahead of a workload: the work before it whose pods wait in the scheduler's queue (not Kueue-held, not
@@ -476,7 +477,7 @@ def test_a_tick_after_random_churn_equals_a_tick_from_scratch(seed: int) -> None
     clock = Clock()
     world = World(rnd)
     world.build()
-    live = new_watcher(clock)
+    live = new_tracker(clock)
     world.load(live.state)
     evaluator = QueueEvaluator(live.policy)  # the evaluator alone, kept across ticks as the bench keeps it
     now = T0
@@ -487,7 +488,7 @@ def test_a_tick_after_random_churn_equals_a_tick_from_scratch(seed: int) -> None
         now += rnd.choice([0.0, 15.0, 600.0])
         clock.at = now
         got = picture(live, now)
-        fresh = new_watcher(clock)
+        fresh = new_tracker(clock)
         world.load(fresh.state)
         want = picture(fresh, now)
         assert_by_definition(*want[:2], live.policy.tiers)
@@ -515,14 +516,14 @@ def test_the_change_log_keeps_only_what_a_reader_still_needs(
     of a 500 events/s feed: the soak's steady RSS climb). After each tick it keeps only what the holder
     index, read only while urgent work is stuck, has not read yet, and nothing once that index is more than
     HOLDER_LAG behind, which then starts over; the Tick still equals one from scratch either way."""
-    from watchtower.services import watch
+    from watchtower.services import queue_tracker
 
-    monkeypatch.setattr(watch, "HOLDER_LAG", lag)
+    monkeypatch.setattr(queue_tracker, "HOLDER_LAG", lag)
     rnd = random.Random(7)
     clock = Clock()
     world = World(rnd)
     world.build()
-    live = new_watcher(clock)
+    live = new_tracker(clock)
     world.load(live.state)
     now = T0
     touched = 0
@@ -534,7 +535,7 @@ def test_the_change_log_keeps_only_what_a_reader_still_needs(
         now += rnd.choice([15.0, 600.0])
         clock.at = now
         got = picture(live, now)
-        fresh = new_watcher(clock)
+        fresh = new_tracker(clock)
         world.load(fresh.state)
         assert got[0] == picture(fresh, now)[0], f"step {step}: the Tick"
         st = live.state

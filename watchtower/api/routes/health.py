@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 
 from watchtower.ports import Fence
 
-from ..deps import ContainerDep, WatcherDep
+from ..deps import ContainerDep, QueueTrackerDep
 from ..schemas import Health, LeaderStatus, Readiness
 
 router = APIRouter(tags=["health"])
@@ -26,10 +26,10 @@ async def healthz(container: ContainerDep) -> Health:
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-async def readyz(container: ContainerDep, watcher: WatcherDep) -> JSONResponse:
+async def readyz(container: ContainerDep, tracker: QueueTrackerDep) -> JSONResponse:
     """200 when every kind has been listed and the picture is fresh (leader or follower alike); the body
     says how stale, per kind, and who leads."""
-    r = watcher.readiness()
+    r = tracker.readiness()
     body = Readiness(
         ready=r.ready, problems=list(r.problems), leadership=_leadership(container.leadership), **r.detail
     )

@@ -33,7 +33,7 @@ async def get_queue(
     limit: Annotated[int, Query(ge=0, le=MAX_LIMIT, description="page size")] = DEFAULT_LIMIT,
 ) -> Response:
     tiers = frozenset(tier or ())
-    known = {t.name for t in container.watcher.policy.tiers.tiers}
+    known = {t.name for t in container.queue_tracker.policy.tiers.tiers}
     unknown = sorted(tiers - known)
     if unknown:
         raise HTTPException(422, f"unknown tier {unknown[0]!r}; tiers are: {', '.join(sorted(known))}")

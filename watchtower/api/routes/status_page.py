@@ -54,14 +54,14 @@ def page_response(html: str, status_code: int = 200) -> HTMLResponse:
 @router.get("/", response_class=HTMLResponse)
 async def status_page(request: Request, container: ContainerDep) -> HTMLResponse:
     # On the event loop, where alerting and GPU usage change their state: no half-updated reads.
-    watcher = container.watcher
-    tick = watcher.latest
+    tracker = container.queue_tracker
+    tick = tracker.latest
     docs = container.documents.for_tick(tick) if tick is not None else None
     ctx = page_context(
         tick=tick,
         docs=docs,
-        readiness=watcher.readiness(),
-        tiers=list(watcher.policy.tiers.tiers),
+        readiness=tracker.readiness(),
+        tiers=list(tracker.policy.tiers.tiers),
         source=container.source_name,
         sim_speed=container.settings.simulator.speed if container.source_name == "sim" else None,
     )

@@ -156,7 +156,7 @@ async def workload_page(
 ) -> HTMLResponse:
     # On the event loop, as the status page: alerting changes its state there.
     renderer: PageRenderer = request.app.state.pages
-    tick = container.watcher.latest
+    tick = container.queue_tracker.latest
     admin = container.alerting.admin if container.alerting is not None else None
     now = container.clock.now()
     ctx: dict[str, Any] = {"namespace": namespace, "name": name, "kind": kind, "alerting": admin is not None}
@@ -165,7 +165,7 @@ async def workload_page(
         ctx["alerts"] = alerts_about(admin, namespace, name, kind, now)
         return page_response(renderer.render_page("workload.html", ctx), 503)
     docs = container.documents.for_tick(tick)
-    found = lookup(docs, container.watcher, namespace, name, kind)
+    found = lookup(docs, container.queue_tracker, namespace, name, kind)
     if not found:
         why = not_found(namespace, name, kind)
         ctx["problem"] = why[:1].upper() + why[1:] + "."
@@ -178,7 +178,7 @@ async def workload_page(
         ctx["alerts"] = alerts_about(admin, namespace, name, kind, now)
         return page_response(renderer.render_page("workload.html", ctx), 409)
     doc = found[0]
-    held = container.watcher.gpus_by_node(WorkloadKey(namespace, doc["kind"], name))
+    held = container.queue_tracker.gpus_by_node(WorkloadKey(namespace, doc["kind"], name))
     ctx.update(
         workload_context(
             doc, tick, held, preemptions_of(docs, namespace, name, doc["kind"]), docs.volcano_queues

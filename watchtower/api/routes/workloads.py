@@ -7,9 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 
 from watchtower.services.queue_json import workload_dict
-from watchtower.services.watch import Watcher
+from watchtower.services.queue_tracker import QueueTracker
 
-from ..deps import DocumentsDep, WatcherDep
+from ..deps import DocumentsDep, QueueTrackerDep
 from ..documents import QueueDocuments
 from ..schemas import Problem, WorkloadDetail
 
@@ -17,7 +17,7 @@ router = APIRouter(prefix="/api/v1", tags=["workloads"])
 
 
 def lookup(
-    docs: QueueDocuments, watcher: Watcher, namespace: str, name: str, kind: str | None
+    docs: QueueDocuments, tracker: QueueTracker, namespace: str, name: str, kind: str | None
 ) -> list[dict[str, Any]]:
     """Return the documents of every workload called namespace/name (of `kind`, when given): the tick's,
     else worked out now (a tick evaluates waiting workloads only, a running one is not in it)."""
@@ -25,7 +25,7 @@ def lookup(
     if not found:
         found = [
             workload_dict(st)
-            for st in watcher.find(namespace, name, now=docs.tick.at)
+            for st in tracker.find(namespace, name, now=docs.tick.at)
             if kind is None or st.kind == kind
         ]
     return found
@@ -60,12 +60,12 @@ def get_workload(
     namespace: str,
     name: str,
     docs: DocumentsDep,
-    watcher: WatcherDep,
+    tracker: QueueTrackerDep,
     kind: Annotated[
         str | None, Query(description="PaddleJob, Job, VolcanoJob, ... when a name is ambiguous")
     ] = None,
 ) -> WorkloadDetail:
-    found = lookup(docs, watcher, namespace, name, kind)
+    found = lookup(docs, tracker, namespace, name, kind)
     if not found:
         raise HTTPException(404, not_found(namespace, name, kind))
     if len(found) > 1:

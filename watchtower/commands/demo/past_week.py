@@ -125,7 +125,7 @@ async def _record(
         )
         recorder = fairness_recorder(c, start_empty=True)
         assert recorder is not None  # the history was given
-        w = c.watcher
+        w = c.queue_tracker
         for kind in KINDS:
             w.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
         out = (

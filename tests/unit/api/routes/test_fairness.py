@@ -47,8 +47,8 @@ async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     c = build_container(
         Settings(), clock=clock, source_health=source.feed_health, source_name="replay", history=history
     )
-    list_everything(c.watcher, source.cluster)
-    c.watcher.evaluate(NOW)
+    list_everything(c.queue_tracker, source.cluster)
+    c.queue_tracker.evaluate(NOW)
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=create_app(c)), base_url="http://wt.test"
     ) as cl:

@@ -68,9 +68,9 @@ async def page_client(*extra: dict[str, Any], store: SQLiteAlertStore | None = N
     c: Container = build_container(
         settings, clock=clock, source_health=source.feed_health, source_name="replay"
     )
-    list_everything(c.watcher, cluster)
+    list_everything(c.queue_tracker, cluster)
     source.listed = set(cluster.objects)
-    tick = c.watcher.evaluate(clock.now())
+    tick = c.queue_tracker.evaluate(clock.now())
     if store is not None:
         alerting = build_alerting(settings=settings, store=store)
         await alerting.on_tick(tick)
@@ -118,8 +118,8 @@ async def test_the_nodes_holding_a_gangs_gpus_are_shown_when_the_tick_lists_no_h
     source = ReplaySource(cluster)
     clock = ManualClock()
     c = build_container(Settings(), clock=clock, source_health=source.feed_health, source_name="replay")
-    list_everything(c.watcher, cluster)
-    c.watcher.latest = dataclasses.replace(c.watcher.evaluate(clock.now()), holders=())
+    list_everything(c.queue_tracker, cluster)
+    c.queue_tracker.latest = dataclasses.replace(c.queue_tracker.evaluate(clock.now()), holders=())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(c)), base_url="http://t") as cl:
         page = (await cl.get("/workloads/nlp/bert?kind=PaddleJob")).text
     assert '<tr><td>gpu-3</td><td class="num">4</td></tr>' in page

@@ -18,13 +18,20 @@ def test_quota_namespaces_and_running_work_from_the_demo_cluster() -> None:
     c = build_container(
         Settings(), clock=ManualClock(), source_health=ReplaySource(cluster).feed_health, source_name="t"
     )
-    list_everything(c.watcher, cluster)
-    tick = c.watcher.evaluate(NOW)
+    list_everything(c.queue_tracker, cluster)
+    tick = c.queue_tracker.evaluate(NOW)
     ent = entitlements(tick, {"ops": 2.0})
     assert ent["vision"].quota_gpus == 16 and ent["vision"].weight is None
     assert ent["ops"].weight == 2.0 and ent["ops"].quota_gpus is None
-    assert team_namespaces(c.watcher.state) == {"vision": ("vision",), "language": ("nlp",), "ops": ("ops",)}
-    lines = {(r.namespace, r.workload): r for r in running_lines(c.watcher.state, c.watcher.policy.tiers)}
+    assert team_namespaces(c.queue_tracker.state) == {
+        "vision": ("vision",),
+        "language": ("nlp",),
+        "ops": ("ops",),
+    }
+    lines = {
+        (r.namespace, r.workload): r
+        for r in running_lines(c.queue_tracker.state, c.queue_tracker.policy.tiers)
+    }
     resnet = lines[("vision", "PaddleJob/resnet")]
     assert (resnet.gpus, resnet.started, resnet.tier, resnet.team) == (24, NOW - 7100, "low", "vision")
     assert ("vision", "Pod/old-batch-0") in lines  # terminating: still holds its GPUs

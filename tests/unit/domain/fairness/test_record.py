@@ -3,7 +3,7 @@ are looked at, yet every change a user reads in the history is still recorded (a
 its tier or GPUs changed, one left open at shutdown), nothing is written when nothing changed, and a tick
 that misses the change chain (a restart, an unrecorded tick) records the same as one that follows it.
 
-Real parts: decoded pods in a ClusterState, the real QueueEvaluator, Ticks made as the Watcher makes them.
+Real parts: decoded pods in a ClusterState, the real QueueEvaluator, Ticks made as the QueueTracker makes them.
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def test_work_that_is_not_in_the_scheduling_queue_is_no_inversion(state):
 
 
 def test_the_tick_lists_gpu_holders_only_when_an_urgent_workload_is_stuck():
-    """Listing holders walks every bound pod (over a second at 150,000): the watcher asks this first."""
+    """Listing holders walks every bound pod (over a second at 150,000): the queue tracker asks this first."""
     tiers = frozenset({"critical", "high"})
     assert priority_inversion.needs_holders(snapshot(urgent()), tiers)
     assert not priority_inversion.needs_holders(snapshot(urgent(tier="low")), tiers)

@@ -1,4 +1,4 @@
-"""The Watcher: a source's objects become state, metrics and snapshots handed to the consumers."""
+"""The QueueTracker: a source's objects become state, metrics and snapshots handed to the consumers."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def pending_pod(name: str, **kw: Any) -> dict[str, Any]:
 
 def test_a_pod_leaving_the_queue_is_observed_once_in_its_tiers_time_to_schedule() -> None:
     c, _, clock = make(base_cluster())
-    w = c.watcher
+    w = c.queue_tracker
     list_everything(w, base_cluster())
     p = pending_pod("debug-2")
     w.on_change("Pod", "ADDED", orjson.dumps(p))
@@ -95,7 +95,7 @@ def test_preemption_is_counted_once_with_the_preemptor_tier_from_the_later_event
     preempted = [e for e in events if e["reason"] == "Preempted"]
     cluster.objects["Event"] = [e for e in events if e["reason"] != "Preempted"]
     c, _, clock = make(cluster)
-    w = c.watcher
+    w = c.queue_tracker
     list_everything(w, cluster)
     w.evaluate(clock.now())
     # The condition came first; the event naming the preemptor has not arrived: nothing counted yet.
@@ -116,7 +116,7 @@ def test_preemption_without_a_preemptor_event_is_counted_as_unknown_after_the_gr
     cluster = demo_cluster()
     cluster.objects["Event"] = [e for e in cluster.objects["Event"] if e["reason"] != "Preempted"]
     c, _, clock = make(cluster)
-    w = c.watcher
+    w = c.queue_tracker
     list_everything(w, cluster)
     w.evaluate(clock.now())
     assert sample(c, "watchtower_preemptions_total", victim_tier="low", preemptor_tier="unknown") is None
@@ -127,7 +127,7 @@ def test_preemption_without_a_preemptor_event_is_counted_as_unknown_after_the_gr
 
 def test_a_malformed_object_is_skipped_counted_and_the_feed_goes_on() -> None:
     c, _, clock = make(base_cluster())
-    w = c.watcher
+    w = c.queue_tracker
     list_everything(w, base_cluster())
     broken = pending_pod("no-uid")
     del broken["metadata"]["uid"]
@@ -141,7 +141,7 @@ def test_a_malformed_object_is_skipped_counted_and_the_feed_goes_on() -> None:
 
 def test_pending_gauges_say_tier_namespace_and_main_reason_and_replace_the_previous_evaluation() -> None:
     c, _, clock = make()
-    w = c.watcher
+    w = c.queue_tracker
     list_everything(w, demo_cluster())
     w.evaluate(clock.now())
     assert (
@@ -179,7 +179,7 @@ def test_pending_gauges_say_tier_namespace_and_main_reason_and_replace_the_previ
 
 async def test_tick_hands_the_snapshot_to_every_consumer_even_when_one_fails() -> None:
     c, _, clock = make()
-    w = c.watcher
+    w = c.queue_tracker
     list_everything(w, demo_cluster())
     got: list[tuple[QueueSnapshot, float]] = []
 
@@ -199,7 +199,7 @@ async def test_the_scheduler_runs_the_evaluation_tick_and_the_first_full_listing
     from watchtower.config.model import QueueConfig
 
     c, source, _ = make(queue=QueueConfig(evaluate_every=3600))
-    w = c.watcher
+    w = c.queue_tracker
     ticks: list[float] = []
 
     async def recorder(tick: Tick) -> None:
@@ -226,7 +226,7 @@ async def test_the_scheduler_runs_the_evaluation_tick_and_the_first_full_listing
 
 def test_readiness_needs_every_kind_listed_and_a_fresh_feed_and_says_which_kind_is_stale() -> None:
     c, source, _ = make()
-    w = c.watcher
+    w = c.queue_tracker
     r = w.readiness()
     assert not r.ready
     assert "Pod: not listed yet" in r.problems
@@ -265,7 +265,7 @@ def test_the_change_log_holds_no_more_than_the_events_since_the_last_tick() -> N
     # Each pod event adds an entry to the state's change log; kept once every tick had read it, the
     # service's memory grew with every event it ever saw (the soak: 500 events/s, +1 MiB a minute).
     c, _, clock = make(base_cluster())
-    w = c.watcher
+    w = c.queue_tracker
     list_everything(w, base_cluster())
     pods = [pending_pod(f"debug-{i}") for i in range(20)]
     for p in pods:

@@ -1,9 +1,11 @@
 """The live use case: a cluster source feeds the state; an evaluation turns it into one immutable Tick.
 
-`Watcher` owns one `ClusterState`. A `ClusterSource` (the Kubernetes adapter or the simulator) pushes
-objects into `on_list` / `on_change`; what newly happened becomes metrics. `evaluate(now)` returns the
-`Tick` that TickLoop (watchtower.runtime) hands on to GPU usage, alerting and the API. A running
-workload's status is worked out on demand (`status_of`, `find`).
+`QueueTracker` owns one `ClusterState`. A `ClusterSource` (the Kubernetes adapter or the simulator, which
+are what watch the cluster) pushes objects into `on_list` / `on_change`; the Ingestor takes them into the
+state and what newly happened becomes metrics. `evaluate(now)` returns the `Tick` that TickLoop
+(watchtower.runtime) hands on to GPU usage, alerting and the API, with the gauges of queue_gauges.py (their
+reason labels from wait_reasons.py). A running workload's status is worked out on demand (`status_of`,
+`find`).
 """
 
 from __future__ import annotations
@@ -20,21 +22,14 @@ import msgspec
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
-from watchtower.domain.churn import thrash_by_tier
-from watchtower.domain.entitlement import QueueLine, queue_lines
+from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
-from watchtower.domain.fairness.live import Pool, entitled_gpus, fairness_now
 from watchtower.domain.forms.dra.tables import DraTables
-from watchtower.domain.forms.gangs.records import SOURCE_PADDLEJOB, SOURCE_PODGROUP, SOURCE_VOLCANO
-from watchtower.domain.forms.kueue.queues import KueueQueueLine, kueue_queue_lines
-from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
+from watchtower.domain.forms.kueue.queues import kueue_queue_lines
 from watchtower.domain.health import SourceHealth
-from watchtower.domain.messages.scheduler import NO_NODES, SchedulingDiagnosis
 from watchtower.domain.queue import (
     QueueEvaluator,
     QueueSnapshot,
-    WorkloadFacts,
-    WorkloadState,
     WorkloadStatus,
 )
 from watchtower.domain.records import Pod
@@ -50,49 +45,23 @@ from watchtower.domain.state import (
 from watchtower.domain.stuck import stuck_heads
 from watchtower.domain.tick import QuotaLine, Tick
 from watchtower.domain.workloads import WorkloadKey
-from watchtower.ports import Clock, ObjectDecoder, QueueGauges, QueueMetrics
+from watchtower.ports import Clock, ObjectDecoder, QueueMetrics
 
 from .feeds import FeedTracker, Readiness
 from .ingest import KINDS, Ingestor, Skipped
 from .preemption_count import PreemptionCounter
 from .queue_figures import ListedFigures
+from .queue_gauges import queue_gauges, with_fairness
+from .wait_reasons import ReasonLabels
 
 # Change-log entries the holder index may lag behind before the log stops keeping them for it (~3 minutes of
 # a 500 events/s feed; a few MiB at most): past that, its next read re-walks the pods, which costs no more.
 HOLDER_LAG = 100_000
 
 
-def main_reason(w: WorkloadStatus) -> str:
-    """Return a bounded label for why a workload waits: the reason most nodes gave, or the state's."""
-    if w.state is WorkloadState.QUOTA_BLOCKED:
-        return "quota"
-    d = w.diagnosis
-    return _held_reason(w.facts) if d is None else _diagnosis_reason(d)
-
-
-def _held_reason(f: WorkloadFacts) -> str:
-    """Return the label of a wait the scheduler said nothing about: the work's own object says why
-    (gang-held work has no condition)."""
-    if f.source in (SOURCE_PODGROUP, SOURCE_VOLCANO) and f.pods_expected > f.pods_existing:
-        return "gang_incomplete"
-    if f.source == SOURCE_PADDLEJOB:
-        return "no_pods" if f.pods_existing == 0 else "pods_missing"
-    if f.source == SOURCE_KUEUE:
-        return "kueue"
-    return "not_tried"
-
-
-def _diagnosis_reason(d: SchedulingDiagnosis) -> str:
-    if d.reasons:
-        top = max(d.reasons, key=lambda r: (r.nodes, r.reason))
-        return top.reason if len(top.reason) <= 64 else "other"
-    if d.raw.startswith(NO_NODES):
-        return "no_nodes"
-    return "other"
-
-
-class Watcher:
-    """The live picture of one cluster: state, ingest, feed bookkeeping and the evaluation."""
+class QueueTracker:
+    """The live picture of one cluster's queue: its state, the ingest into it, feed bookkeeping and the
+    evaluation of each tick."""
 
     def __init__(
         self,
@@ -134,8 +103,7 @@ class Watcher:
         # Both follow the state's change log: a tick re-derives the workloads touched since the last.
         self._running = RunningTiers(self.policy.tiers, self.policy.selector)
         self._holders = HolderIndex(self.policy.tiers)
-        # main_reason per diagnosis: a few dozen distinct ones (the evaluator shares them) over 20,000 waits.
-        self._reasons: dict[int, tuple[SchedulingDiagnosis, str]] = {}
+        self._reasons = ReasonLabels()  # the pending gauge's reason labels
         self._listed: ListedFigures | None = None  # what the listed facts give, kept with the order
         self._keep = max(
             self.policy.preemption_window, self.policy.thrash_window, self.policy.quota_window, 3600.0
@@ -262,7 +230,7 @@ class Watcher:
             holders = self._holders.below(st, below) if below is not None else ()
             self._forget_read_changes(st)
             self.preemptions.settle(now=now, latest=st.preemptions)
-            gauges = self._gauges(snap, listed)
+            gauges = queue_gauges(snap, listed, st, self.policy.tiers, thrash_count=self._thrash_count)
             stuck = stuck_heads(
                 snap,
                 st,
@@ -276,7 +244,7 @@ class Watcher:
             dra_problems = tuple(st.unresolved_claims())
             gauges = dataclasses.replace(gauges, dra_unresolved=dict(Counter(u.reason for u in dra_problems)))
             kueue_queues = kueue_queue_lines(st)
-            gauges = self._with_fairness(gauges, snap, volcano_queues, kueue_queues)
+            gauges = with_fairness(gauges, snap, st, self.settings.fairness, volcano_queues, kueue_queues)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -357,87 +325,9 @@ class Watcher:
             generation=order.generation,
             tier_names=[t.name for t in self.policy.tiers.tiers],
             inversion_tiers=self._inversion_tiers,
-            reason=self._pending_reason,
+            reason=self._reasons.pending,
         )
         return new
-
-    def _pending_reason(self, f: WorkloadFacts) -> str:
-        """Return the pending gauge's reason label of a waiting workload."""
-        if f.state is WorkloadState.QUOTA_BLOCKED:
-            return "quota"
-        if f.diagnosis is None:
-            return _held_reason(f)
-        return self._reason(f.diagnosis)
-
-    def _gauges(self, snap: QueueSnapshot, listed: ListedFigures) -> QueueGauges:
-        # Everything but the oldest wait follows from the listed facts alone.
-        now = snap.at
-        oldest = dict.fromkeys((t.name for t in self.policy.tiers.tiers), 0.0)
-        for tier, since in listed.earliest_starts().items():
-            # the same clamp as the status' wait, of the earliest start: the longest wait of the tier
-            oldest[tier] = 0.0 if since is None or now - since < 0.0 else now - since
-        quotas = [q for q in self.state.quotas.values() if q.hard_gpus is not None]
-        waiting_gpus, team_since = listed.team_waits()
-        return QueueGauges(
-            pending=dict(listed.pending),  # copied: each tick its own
-            waiting_gpus=waiting_gpus,
-            team_oldest_wait={k: max(0.0, now - since) for k, since in team_since.items()},
-            oldest_wait=oldest,
-            partial_gangs=dict(listed.partial),
-            partial_gang_gpus=dict(listed.partial_gpus),
-            quota_used={(q.namespace, q.name): q.used_gpus or 0 for q in quotas},
-            quota_hard={(q.namespace, q.name): q.hard_gpus or 0 for q in quotas},
-            gated_pods=snap.gated_pods,
-            fragmented_workloads=len(snap.fragmentation),
-            gpus_allocatable=snap.capacity.allocatable,
-            gpus_used=snap.capacity.used,
-            evaluated_at=snap.at,
-            **thrash_by_tier(snap, self.policy.tiers, thrash_count=self._thrash_count)._asdict(),
-        )
-
-    def _with_fairness(
-        self,
-        gauges: QueueGauges,
-        snap: QueueSnapshot,
-        volcano: Iterable[QueueLine],
-        kueue: Iterable[KueueQueueLine],
-    ) -> QueueGauges:
-        """Return `gauges` with each team's fairness now (domain/fairness/live.py)."""
-        st, cfg = self.state, self.settings.fairness
-        used: dict[str, float] = {}
-        for ns, n in st.gpus_used_by_namespace.items():
-            team = st.team_of(ns)
-            used[team] = used.get(team, 0.0) + n
-        waiting: dict[str, float] = {}
-        for (team, _), n in gauges.waiting_gpus.items():
-            waiting[team] = waiting.get(team, 0.0) + n
-        quotas: dict[str, float] = {}
-        for q in st.quotas.values():
-            if q.hard_gpus is not None:
-                team = st.team_of(q.namespace)
-                quotas[team] = quotas.get(team, 0.0) + q.hard_gpus
-        capacity = float(snap.capacity.allocatable)
-        entitled = entitled_gpus(
-            capacity,
-            {*used, *waiting},
-            mode=cfg.entitlement,
-            quotas=quotas,
-            weights=cfg.weights,
-            kueue=[Pool(float(k.nominal_gpus or 0), k.teams) for k in kueue],
-            volcano=[Pool(float(v.deserved_gpus or 0), v.teams) for v in volcano],
-        )
-        teams = fairness_now(capacity, used, waiting, entitled, weights=cfg.weights)
-        return dataclasses.replace(gauges, teams=teams)
-
-    def _reason(self, d: SchedulingDiagnosis) -> str:
-        # Keyed by identity, the diagnosis kept beside its label: a few dozen distinct ones a queue.
-        reasons = self._reasons
-        known = reasons.get(id(d))
-        if known is None or known[0] is not d:
-            if len(reasons) > 10_000:  # diagnoses the evaluator has long dropped
-                reasons.clear()
-            known = reasons[id(d)] = (d, _diagnosis_reason(d))
-        return known[1]
 
     def prune(self, now: float) -> None:
         with self._lock:
