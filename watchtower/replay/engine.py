@@ -161,14 +161,17 @@ class _Cluster:
         return None
 
 
-def replay(jobs: Sequence[TraceJob], policy: ReplayPolicy) -> Replay:
-    """Return what becomes of `jobs` under `policy` (see the module's docstring for the model)."""
-    return _Run(jobs, policy).run()
+def replay(jobs: Sequence[TraceJob], policy: ReplayPolicy, *, prune: bool = True) -> Replay:
+    """Return what becomes of `jobs` under `policy` (see the module's docstring for the model). `prune`: pass
+    over the pending jobs a scheduling pass has shown cannot start (off: try each one, the same result slower;
+    the tests compare the two)."""
+    return _Run(jobs, policy, prune).run()
 
 
 class _Run:
-    def __init__(self, jobs: Sequence[TraceJob], policy: ReplayPolicy) -> None:
+    def __init__(self, jobs: Sequence[TraceJob], policy: ReplayPolicy, prune: bool = True) -> None:
         self.jobs = jobs
+        self.prune = prune
         self.policy = policy
         self.cluster = _Cluster(policy)
         self.grace = policy.termination_grace
@@ -181,6 +184,12 @@ class _Run:
             )
             for j in jobs
         ]
+        shapes: dict[_Need, int] = {}
+        self.kind = [
+            (shapes.setdefault(need, len(shapes)), j.tier) for need, j in zip(self.need, jobs, strict=True)
+        ]
+        self.needs = list(shapes)  # shape id -> need
+        self.waiting: dict[tuple[int, str], int] = {}  # kind -> jobs of that kind pending
         self.state = [_PENDING] * n
         self.remaining = [j.duration for j in jobs]
         self.queued_at = [j.submitted for j in jobs]
@@ -255,19 +264,17 @@ class _Run:
         self.seq += 1
         heapq.heappush(self.events, (t, kind, self.seq, i, self.token[i]))
 
-    def _enqueue(self, i: int) -> None:
-        bisect.insort(self.pending, (-self.jobs[i].priority, self.queued_at[i], i))
-
     def _schedule(self) -> None:
-        """Try every pending job in order; stop early once nothing is free and no one left may preempt."""
+        """Try every pending job in order; stop early once nothing is free and no one left may preempt, or
+        once every kind of job still pending has failed in this pass."""
         keep: list[tuple[int, float, int]] = []
         pending, self.pending = self.pending, []
         lowest: float | None = None  # the lowest running priority, found when first needed
-        # Shapes that neither fit nor found victims in this pass: a later job asking at least as much in every
-        # way, with no more victims open to it, fails too. A later job has no higher a priority, so a shape
-        # whose job could preempt any lower priority ("lower") rules out every tier; another only its own.
-        failed: list[tuple[_Need, str | None]] = []
-        seen: set[tuple[_Need, str | None]] = set()  # the same, for the exact shapes (most jobs repeat one)
+        # Kinds (shape, tier) known to fail in this pass: a job asking at least as much in every way as one
+        # that neither fit nor found victims, with no more victims open to it, fails too. Later jobs have no
+        # higher a priority, so a failed job whose rule is "lower" (any lower priority) rules out every tier's
+        # kinds it covers; one with a narrower rule only its own tier's.
+        dead: set[tuple[int, str]] = set()
         for k, entry in enumerate(pending):
             if self.cluster.total_free <= 0:
                 # Preemptions in this pass only raise the lowest running priority: this bound stays safe.
@@ -277,25 +284,44 @@ class _Run:
                     keep.extend(pending[k:])
                     break
             i = entry[2]
-            need, tier = self.need[i], self.jobs[i].tier
-            if (
-                (need, None) in seen
-                or (need, tier) in seen
-                or any(_covers(f, need) and (ft is None or ft == tier) for f, ft in failed)
-            ):
+            kind = self.kind[i]
+            if kind in dead:
                 keep.append(entry)
                 continue
             if not self._admitted(i):
                 keep.append(entry)
-            elif not self._place(i):
-                keep.append(entry)
-                shape = (need, None if self.rules.get(tier, "lower") == "lower" else tier)
-                failed.append(shape)
-                seen.add(shape)
+                continue
+            if self._place(i):
+                self._left_queue(kind)
+                continue
+            keep.append(entry)
+            if not self.prune:
+                continue
+            need, every_tier = self.needs[kind[0]], self.rules.get(kind[1], "lower") == "lower"
+            for other in self.waiting:
+                if (
+                    other not in dead
+                    and (every_tier or other[1] == kind[1])
+                    and _covers(need, self.needs[other[0]])
+                ):
+                    dead.add(other)
+            if len(dead) >= len(self.waiting):  # every kind still pending fails: the rest wait
+                keep.extend(pending[k + 1 :])
+                break
         # Jobs enqueued while this pass ran (the victims of a zero grace) join in order.
         for e in self.pending:
             bisect.insort(keep, e)
         self.pending = keep
+
+    def _enqueue(self, i: int) -> None:
+        bisect.insort(self.pending, (-self.jobs[i].priority, self.queued_at[i], i))
+        self.waiting[self.kind[i]] = self.waiting.get(self.kind[i], 0) + 1
+
+    def _left_queue(self, kind: tuple[int, str]) -> None:
+        if self.waiting[kind] == 1:
+            del self.waiting[kind]
+        else:
+            self.waiting[kind] -= 1
 
     # --- one job --------------------------------------------------------------------------------------------
 

@@ -210,3 +210,18 @@ def test_a_synthetic_trace_is_the_same_for_a_seed() -> None:
     a = poisson_jobs(5, 100, per_hour=10, mean_duration=600)
     assert a == poisson_jobs(5, 100, per_hour=10, mean_duration=600)
     assert a != poisson_jobs(6, 100, per_hour=10, mean_duration=600)
+
+
+def test_passing_over_jobs_shown_unable_to_start_changes_nothing() -> None:
+    policy = policy_from_mapping(
+        {
+            "nodes": {"count": 8, "gpus": 8},
+            "quotas": {"team0": 32},
+            "preemption": {"high": "never", "medium": ["low"]},
+            "cluster_queues": [
+                {"name": "q", "teams": ["team1", "team2"], "nominal_gpus": 24, "borrowing_limit": 8}
+            ],
+        }
+    )
+    jobs = _mixed_week(5)
+    assert replay(jobs, policy) == replay(jobs, policy, prune=False)
