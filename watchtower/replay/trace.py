@@ -109,6 +109,7 @@ def parse_csv(lines: str | Iterable[str], tiers: TierPolicy, *, max_rows: int = 
     if header is None:
         raise TraceError("line 1: the trace is empty; the first line names the columns")
     names = [h.strip() for h in header]
+    names[0] = names[0].removeprefix("\ufeff")  # the byte-order mark spreadsheets put before the first column
     _check_header(names)
 
     def rows() -> Iterator[tuple[int, dict[str, Any]]]:
@@ -147,6 +148,55 @@ def parse_jsonl(lines: str | Iterable[str], tiers: TierPolicy, *, max_rows: int 
             yield line, obj
 
     return _parse(rows(), tiers, max_rows)
+
+
+def format_csv(jobs: Iterable[TraceJob]) -> Iterator[str]:
+    """Yield a CSV trace of `jobs`, one line each after the header (each line ends with a newline), that
+    parse_csv reads back to the same jobs: times in epoch seconds, the tier and the priority value both."""
+    yield ",".join(COLUMNS) + "\n"
+    for j in jobs:
+        row = _row(j)
+        yield ",".join(_csv_cell(row[c]) for c in COLUMNS) + "\n"
+
+
+def format_jsonl(jobs: Iterable[TraceJob]) -> Iterator[str]:
+    """Yield a JSON-lines trace of `jobs` (one object per line, unset columns left out) that parse_jsonl reads
+    back to the same jobs."""
+    for j in jobs:
+        yield orjson.dumps({k: v for k, v in _row(j).items() if v is not None}).decode() + "\n"
+
+
+def _row(j: TraceJob) -> dict[str, Any]:
+    return {
+        "id": j.id,
+        "team": j.team,
+        "tier": j.tier,
+        "priority_class": None,
+        "priority": j.priority,
+        "submitted": j.submitted,
+        "started": j.started,
+        "duration": j.duration,
+        "finished": None,
+        "pods": j.pods,
+        "gpus_per_pod": j.gpus_per_pod,
+        "cpu_per_pod": f"{j.cpu_millis_per_pod}m" if j.cpu_millis_per_pod is not None else None,
+        "memory_per_pod": j.memory_bytes_per_pod,
+        "gang_min": j.gang_min,
+        "preemptible": j.preemptible,
+    }
+
+
+def _csv_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)  # the shortest text that reads back to the same float
+    text = str(v)
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def _check_header(names: list[str]) -> None:

@@ -47,3 +47,14 @@ def test_the_summary_groups_waits_preemptions_and_losses_by_tier_and_team() -> N
     ]
     assert out["utilisation"] == pytest.approx(1.0)  # busy from the first submission to the last finish
     assert out["preemptions"] == 1
+
+
+def test_an_empty_trace_gives_empty_figures() -> None:
+    out = summarise(replay([], policy_from_mapping({"nodes": {"count": 1, "gpus": 8}})))
+    assert (out["jobs"], out["tiers"], out["teams"], out["utilisation"], out["jain_index"]) == (
+        0,
+        [],
+        [],
+        None,
+        None,
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from watchtower.config.model import Settings
-from watchtower.replay.trace import MAX_ROWS, TraceError, parse_csv, parse_jsonl
+from watchtower.replay.trace import MAX_ROWS, TraceError, format_csv, format_jsonl, parse_csv, parse_jsonl
 
 TIERS = Settings().tier_policy()
 HEADER = "id,team,tier,submitted,duration,pods,gpus_per_pod"
@@ -146,3 +146,19 @@ def test_ten_million_rows_are_refused_at_the_cap_without_reading_them_all() -> N
         parse_csv(lines(), TIERS, max_rows=1000)
     assert read < 1010
     assert MAX_ROWS < 10**7
+
+
+def test_a_written_trace_reads_back_to_the_same_jobs() -> None:
+    jobs = parse_csv(
+        "id,team,tier,submitted,started,duration,pods,gpus_per_pod,cpu_per_pod,memory_per_pod,gang_min,preemptible\n"
+        '"a,1",nlp,high,1796032800.25,1796032900,2h,4,8,8,64Gi,2,false\n'
+        "b,vision,low,1796032801,,0.1,1,1,,,,\n",
+        TIERS,
+    ).jobs
+    assert parse_csv(format_csv(jobs), TIERS).jobs == jobs
+    assert parse_jsonl(format_jsonl(jobs), TIERS).jobs == jobs
+
+
+def test_a_spreadsheets_byte_order_mark_is_not_part_of_the_first_column() -> None:
+    (job,) = parse_csv(f"\ufeff{HEADER}\na,t,low,0,60,1,1\n", TIERS).jobs
+    assert job.id == "a"
