@@ -267,8 +267,10 @@ class _Run:
     def _schedule(self) -> None:
         """Try every pending job in order; stop early once nothing is free and no one left may preempt, or
         once every kind of job still pending has failed in this pass."""
-        keep: list[tuple[int, float, int]] = []
-        pending, self.pending = self.pending, []
+        # The queue is not copied (it may hold a backlog of many thousands): the jobs that start are deleted
+        # from it afterwards. Nothing joins it during a pass: victims rejoin when their grace ends.
+        pending = self.pending
+        started: list[int] = []
         lowest: float | None = None  # the lowest running priority, found when first needed
         # Kinds (shape, tier) known to fail in this pass: a job asking at least as much in every way as one
         # that neither fit nor found victims, with no more victims open to it, fails too. Later jobs have no
@@ -281,20 +283,15 @@ class _Run:
                 if lowest is None:
                     lowest = min((self.jobs[v].priority for v in self.running), default=math.inf)
                 if -entry[0] <= lowest:
-                    keep.extend(pending[k:])
                     break
             i = entry[2]
             kind = self.kind[i]
-            if kind in dead:
-                keep.append(entry)
-                continue
-            if not self._admitted(i):
-                keep.append(entry)
+            if kind in dead or not self._admitted(i):
                 continue
             if self._place(i):
                 self._left_queue(kind)
+                started.append(k)
                 continue
-            keep.append(entry)
             if not self.prune:
                 continue
             need, every_tier = self.needs[kind[0]], self.rules.get(kind[1], "lower") == "lower"
@@ -306,12 +303,9 @@ class _Run:
                 ):
                     dead.add(other)
             if len(dead) >= len(self.waiting):  # every kind still pending fails: the rest wait
-                keep.extend(pending[k + 1 :])
                 break
-        # Jobs enqueued while this pass ran (the victims of a zero grace) join in order.
-        for e in self.pending:
-            bisect.insort(keep, e)
-        self.pending = keep
+        for k in reversed(started):
+            del pending[k]
 
     def _enqueue(self, i: int) -> None:
         bisect.insort(self.pending, (-self.jobs[i].priority, self.queued_at[i], i))
