@@ -22,9 +22,9 @@ import resource
 import time
 import tracemalloc
 
+from watchtower.commands.demo.past_week import STEP
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings
-from watchtower.demo_past_week import STEP
 from watchtower.replay.engine import replay
 from watchtower.replay.policy import ReplayPolicy, policy_from_mapping
 from watchtower.replay.results import summarise

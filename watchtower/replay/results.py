@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from watchtower.domain.fairness.compute import nearest_rank
 from watchtower.domain.fairness.shares import jain_index
+from watchtower.domain.fairness.waits import nearest_rank
 
 from .engine import JobOutcome, Replay
 
