@@ -1,0 +1,1 @@
+"""JobSets (and the TrainJobs that own them), read for the owner of their child Jobs' pods."""

@@ -1,0 +1,10 @@
+"""The Kueue form's registration."""
+
+from watchtower.domain import kinds
+from watchtower.domain.forms.form import QueueForm
+
+FORM = QueueForm(
+    "kueue",
+    (kinds.WORKLOAD_PRIORITY_CLASS, kinds.CLUSTER_QUEUE, kinds.LOCAL_QUEUE, kinds.KUEUE_WORKLOAD),
+    "a job Kueue holds suspended (no pods) until its Workload is admitted",
+)

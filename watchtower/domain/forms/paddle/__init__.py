@@ -1,0 +1,1 @@
+"""PaddleJobs that wait before their pods (paddle-operator)."""

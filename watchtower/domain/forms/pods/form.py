@@ -1,0 +1,10 @@
+"""The pods form's registration."""
+
+from watchtower.domain import kinds
+from watchtower.domain.forms.form import QueueForm
+
+FORM = QueueForm(
+    "pods",
+    (kinds.NAMESPACE, kinds.PRIORITY_CLASS, kinds.NODE, kinds.POD, kinds.EVENT),
+    "pods with PodScheduled=False, in kube-scheduler's queue",
+)

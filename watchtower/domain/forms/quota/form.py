@@ -1,0 +1,10 @@
+"""The quota form's registration: controllers whose pods a ResourceQuota refuses."""
+
+from watchtower.domain import kinds
+from watchtower.domain.forms.form import QueueForm
+
+FORM = QueueForm(
+    "quota",
+    (kinds.RESOURCE_QUOTA, kinds.JOB, kinds.REPLICA_SET),
+    "work a ResourceQuota refuses: its controller's FailedCreate, no pod",
+)
