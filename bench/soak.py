@@ -63,7 +63,7 @@ import _podgen  # noqa: E402
 from _harness import kubeconfig_for, proc_cpu_seconds, proc_rss_bytes  # noqa: E402
 from api_load import pct, wrk  # noqa: E402
 
-from watchtower.domain.kinds import WATCHED  # noqa: E402
+from watchtower.domain.forms.registry import WATCHED  # noqa: E402
 from watchtower.domain.promql.names import PENDING_WORKLOADS  # noqa: E402
 from watchtower.simulator import objects as o  # noqa: E402
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from watchtower.domain.kinds import WATCHED
+from watchtower.domain.forms.registry import WATCHED
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "deploy" / "base" / "rbac.yaml"

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from tests.e2e.controlplane.cluster import tls_context
-from watchtower.domain.kinds import WATCHED
+from watchtower.domain.forms.registry import WATCHED
 
 # Where each kind Watchtower reads is listed, and the kind/apiVersion a List item must carry in a dump:
 # (kind, collection path, apiVersion, namespaced), from the service's own kinds table. Upstream's and

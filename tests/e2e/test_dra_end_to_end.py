@@ -22,7 +22,7 @@ from tests.e2e.kubelet import RUN_SECONDS
 from tests.e2e.scenario import Scenario
 from tests.e2e.test_service_api import metric, service_watching
 from watchtower.api.schemas.workload import Workload
-from watchtower.domain.kinds import WATCHED
+from watchtower.domain.forms.registry import WATCHED
 
 pytestmark = [
     pytest.mark.e2e,

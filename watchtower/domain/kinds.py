@@ -1,10 +1,10 @@
 """The kinds of API object Watchtower reads, and where the API server serves each of them.
 
-One table for the whole service: the Kubernetes adapter lists and watches `WATCHED`, the simulator
-serves the same kinds, each queue form's decoder reads its own (adapters/kube/forms/, checked against
-this table), and the Ingestor binds each one by name to the decoder and to the state's part that holds
-it (`ClusterState.bindings()`). The shipped RBAC reads exactly these (tests/deploy/test_rbac_kinds.py).
-An object of any other kind is counted and ignored.
+The rows of the forms that ship with Watchtower; each form registers its own (domain/forms/<name>/form.py),
+and `WATCHED` is composed from the registered forms (domain/forms/registry.py). The Kubernetes adapter
+lists and watches exactly those, the simulator serves them, each form's decoder reads its own, and the
+Ingestor binds each by name to the decoder and to the state's part that holds it. The shipped RBAC reads
+exactly these (tests/deploy/test_rbac_kinds.py). An object of any other kind is counted and ignored.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ class Kind:
     fallback_versions: tuple[str, ...] = ()
     # The kind as the API server spells it, when `name` must differ (Volcano's PodGroup beside upstream's).
     api_kind: str = ""
+    # Where it comes in a whole picture (a dump, a first LIST): 0 for what pods refer to (classes,
+    # controllers, queues), 1 for pods, 2 for what names pods (events). See registry.WATCHED.
+    stage: int = 0
 
     @property
     def path(self) -> str:
@@ -87,42 +90,5 @@ WORKLOAD_PRIORITY_CLASS = Kind(
 CLUSTER_QUEUE = Kind("ClusterQueue", _KUEUE, "v1beta2", "clusterqueues", True, ("v1beta1",))
 LOCAL_QUEUE = Kind("LocalQueue", _KUEUE, "v1beta2", "localqueues", True, ("v1beta1",))
 KUEUE_WORKLOAD = Kind("KueueWorkload", _KUEUE, "v1beta2", "workloads", True, ("v1beta1",), "Workload")
-POD = Kind("Pod", "", "v1", "pods")
-EVENT = Kind("Event", "", "v1", "events")
-
-# In the order a whole picture is best applied (a dump, the simulator's first LIST): what pods and events
-# refer to first (classes, controllers), and events after the pods they name.
-WATCHED: tuple[Kind, ...] = (
-    NAMESPACE,
-    PRIORITY_CLASS,
-    NODE,
-    RESOURCE_QUOTA,
-    JOB,
-    REPLICA_SET,
-    PADDLE_JOB,
-    WORKLOAD,
-    POD_GROUP,
-    VOLCANO_POD_GROUP,
-    VOLCANO_QUEUE,
-    JOBSET,
-    DEVICE_CLASS,
-    RESOURCE_SLICE,
-    RESOURCE_CLAIM_TEMPLATE,
-    RESOURCE_CLAIM,
-    WORKLOAD_PRIORITY_CLASS,
-    CLUSTER_QUEUE,
-    LOCAL_QUEUE,
-    KUEUE_WORKLOAD,
-    POD,
-    EVENT,
-)
-
-
-def kind_named(kind: str, api_version: str) -> str:
-    """Return the name a watched kind goes by for an object's kind and apiVersion (a dump mixes them):
-    Volcano's PodGroup → VolcanoPodGroup, Kueue's Workload → KueueWorkload; any other kind is its own name."""
-    group = api_version.rpartition("/")[0]
-    for k in WATCHED:
-        if k.api_kind == kind and k.group == group:
-            return k.name
-    return kind
+POD = Kind("Pod", "", "v1", "pods", stage=1)
+EVENT = Kind("Event", "", "v1", "events", stage=2)

@@ -9,7 +9,7 @@ from watchtower.config.model import Settings
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.forms.dra.records import GPU_DEVICE_CLASS
 from watchtower.domain.forms.dra.tables import DraTables
-from watchtower.domain.kinds import WATCHED, kind_named
+from watchtower.domain.forms.registry import WATCHED, kind_named
 from watchtower.domain.latency import latency_by_tier
 from watchtower.domain.queue import QueueEvaluator, QueuePolicy, QueueSnapshot
 from watchtower.domain.state import ClusterState

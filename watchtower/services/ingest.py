@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from watchtower.domain.kinds import WATCHED
+from watchtower.domain.forms.registry import WATCHED
 from watchtower.domain.state import ClusterState, Happening
 from watchtower.ports import DecodeError, ObjectDecoder
 

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 import orjson
 
 from watchtower.config.model import SimulatorConfig
+from watchtower.domain.forms.registry import WATCHED
 from watchtower.domain.health import SourceHealth
-from watchtower.domain.kinds import WATCHED
 from watchtower.ports import ListSink, ObjectSink
 from watchtower.simulator import controllers, exporter, lifecycle
 from watchtower.simulator import objects as obj

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from watchtower.domain.kinds import WATCHED, Kind
+from watchtower.domain.forms.registry import WATCHED
+from watchtower.domain.kinds import Kind
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ import yaml
 
 from tests.fixtures import ROOT
 from watchtower.adapters.kube import RESOURCES
-from watchtower.domain.kinds import PADDLE_JOB, WATCHED
+from watchtower.domain.forms.registry import WATCHED
+from watchtower.domain.kinds import PADDLE_JOB
 
 RBAC = ROOT / "deploy" / "base" / "rbac.yaml"
 

@@ -11,8 +11,7 @@ import importlib
 from collections.abc import Callable
 from types import ModuleType
 
-from watchtower.domain.forms.registry import FORMS
-from watchtower.domain.kinds import WATCHED
+from watchtower.domain.forms.registry import FORMS, WATCHED
 
 from ..reading import KindReader, Reading
 
