@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
-from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
+from watchtower.adapters.metrics.queue import feed_health_of
+from watchtower.adapters.metrics.registry import WatchtowerMetrics
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
 from watchtower.config.model import Settings

@@ -10,7 +10,7 @@ import json
 import msgspec
 from prometheus_client import CollectorRegistry
 
-from watchtower.adapters.metrics import WatchtowerMetrics
+from watchtower.adapters.metrics.registry import WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig

@@ -18,7 +18,7 @@ from tests.fixtures.scenario import (
     demo_cluster,
     list_everything,
 )
-from watchtower.adapters.metrics import feed_health_of
+from watchtower.adapters.metrics.queue import feed_health_of
 from watchtower.api.container import Container
 from watchtower.bootstrap import build_container
 from watchtower.domain.health import KindFreshness, SourceHealth
