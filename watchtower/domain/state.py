@@ -5,9 +5,10 @@ GPUs held per node, pods per workload) so that a tick never walks all pods. Appl
 twice changes nothing and reports nothing twice: replays after a re-list are harmless (DESIGN §3.12).
 It holds its parts, each a field: the change log its evaluators read (`log`, change_log.py), the
 controllers, quotas and their refusals (`control`, state_controllers.py), the preemption ledger
-(`ledger`, preemption_ledger.py) and each queue form's part (`FormParts`: forms/gangs/part.py,
-forms/dra/part.py, forms/kueue/part.py), which apply that form's objects to its tables. `bindings()`
-says how each watched kind reaches it, for the Ingestor.
+(`ledger`, preemption_ledger.py) and each queue form's part (`forms`, forms/parts.py), built from the
+forms' registry (domain/forms/registry.py): a form's part applies that form's objects to its tables, so
+a new form adds its part and no line here. `bindings()` says how each watched kind reaches it, for the
+Ingestor.
 
 Size: longer than most modules because the pod index is one piece (each pod change moves the waiting,
 GPU, per-node and per-workload indexes together, and what happened with them), which a further split
@@ -16,21 +17,21 @@ would only thread through more calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from operator import attrgetter
 from typing import Any
 
 from msgspec.structs import replace as with_fields
 
-from watchtower.domain.forms.dra.part import DraForm
+from watchtower.domain.forms import registry
 from watchtower.domain.forms.dra.records import PodClaim, UnresolvedClaim
 from watchtower.domain.forms.dra.tables import DraTables
-from watchtower.domain.forms.gangs.part import GangForm
+from watchtower.domain.forms.form import QueueForm
 from watchtower.domain.forms.gangs.tables import GangTables
 from watchtower.domain.forms.kueue.dra import workload_of_user
-from watchtower.domain.forms.kueue.part import KueueForm
 from watchtower.domain.forms.kueue.records import KueueWorkload
 from watchtower.domain.forms.kueue.tables import KueueTables
+from watchtower.domain.forms.parts import FormParts
 from watchtower.domain.forms.quota.refusals import quota_refusal
 from watchtower.domain.records import Event, Namespace, Node, Pod, PriorityClass
 
@@ -87,18 +88,6 @@ Happening = PodScheduled | PodStarted | PreemptionSeen | DisruptionSeen
 
 
 @dataclass(slots=True)
-class FormParts:
-    """The state's part for each queue form beyond pods and controllers: one line per form."""
-
-    gangs: GangForm
-    dra: DraForm
-    kueue: KueueForm
-
-    def bindings(self) -> dict[str, Binding[Any]]:
-        return {**self.gangs.bindings(), **self.dra.bindings(), **self.kueue.bindings()}
-
-
-@dataclass(slots=True)
 class ClusterState:
     """The pods and the rest; the change log, the controllers, the preemption ledger and the forms' parts are
     parts it holds."""
@@ -123,26 +112,28 @@ class ClusterState:
     workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
     # Waiting pods per workload, so that a tick finds the waiting workloads without walking the pods.
     waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
+    # The forms to build parts for; None: every registered form (registry.FORMS, read when the state is made).
+    queue_forms: InitVar[tuple[QueueForm, ...] | None] = None
     # Workloads touched since a reader last read: what an evaluator re-derives.
     log: ChangeLog = field(default_factory=ChangeLog)
     # Pod controllers, ResourceQuotas, their refusals and operator warnings.
     control: ControllerPart = field(init=False)
     # Preemptions (merged from pods, events, preemptors) and disruptions.
     ledger: PreemptionLedger = field(init=False)
-    # Each queue form's part: how its objects change the tables above (the tables are read directly).
+    # Each queue form's part: how its objects change its tables (the tables above for gangs, DRA, Kueue).
     forms: FormParts = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, queue_forms: tuple[QueueForm, ...] | None) -> None:
         self.control = ControllerPart(self.log, self._rekey)
         self.ledger = PreemptionLedger(self)
-        self.forms = FormParts(GangForm(self), DraForm(self), KueueForm(self))
+        self.forms = FormParts.built(self, registry.FORMS if queue_forms is None else queue_forms)
 
     def bindings(self) -> dict[str, Binding[Any]]:
         """Return how each watched kind reaches the state, by kind name: the pods' and the rest of the
         core's, the controllers' and quotas', and each form part's."""
         # The whole state's, not a part's: the Ingestor binds every kind here, whichever part holds it.
         name, uid = attrgetter("name"), attrgetter("uid")
-        return {
+        core: dict[str, Binding[Any]] = {
             kinds.NAMESPACE.name: Binding(
                 self.upsert_namespace, lambda ns: self.delete_namespace(ns.name), self.namespaces, name
             ),
@@ -160,8 +151,12 @@ class ClusterState:
             # Events expire on their own and what they told stays told: deleting one changes nothing.
             kinds.EVENT.name: Binding(self.upsert_event, None, None, uid),
             **self.control.bindings(),
-            **self.forms.bindings(),
         }
+        by_forms = self.forms.bindings()
+        # A kind bound twice would reach one part only, silently: a new form's mistake, said at once.
+        if twice := core.keys() & by_forms.keys():
+            raise ValueError(f"kinds bound twice: {sorted(twice)}")
+        return {**core, **by_forms}
 
     # ---- pods -------------------------------------------------------------------------------------
 
