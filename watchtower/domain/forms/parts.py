@@ -9,13 +9,18 @@ typed, for the callers that drive them directly (`state.forms.kueue.set_position
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from watchtower.domain.binding import Binding
-from watchtower.domain.forms.dra.part import DraForm
+from watchtower.domain.forms.dra.part import DraForm, DraHost
 from watchtower.domain.forms.form import FormPart, QueueForm
-from watchtower.domain.forms.gangs.part import GangForm
-from watchtower.domain.forms.kueue.part import KueueForm
+from watchtower.domain.forms.gangs.part import GangForm, GangHost
+from watchtower.domain.forms.kueue.part import KueueForm, KueueHost
+
+
+class PartsHost(GangHost, DraHost, KueueHost, Protocol):
+    """What the named parts read of the state: typed here so that mypy still checks `ClusterState` against
+    them, which the registry's factories (`QueueForm.part`, taking Any) do not."""
 
 
 @dataclass(slots=True)
@@ -30,7 +35,7 @@ class FormParts:
     kueue: KueueForm
 
     @classmethod
-    def built(cls, host: object, forms: tuple[QueueForm, ...]) -> FormParts:
+    def built(cls, host: PartsHost, forms: tuple[QueueForm, ...]) -> FormParts:
         """Return each form's part of `host`, made by the factory the form registers, in registry order."""
         with_part = tuple(f for f in forms if f.part is not None)
         by_name = {f.name: f.part(host) for f in with_part if f.part is not None}
