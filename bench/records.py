@@ -153,18 +153,18 @@ def main() -> None:
     measure(
         "PaddleJob (with schedulingPolicy)",
         [("PaddleJob", [dumps(paddle_job(i)) for i in range(n)])],
-        lambda s: len(s.controllers_of("PaddleJob")),
+        lambda s: len(s.control.controllers_of("PaddleJob")),
     )
     sets = [jobset_and_jobs(i) for i in range(n)]
     measure(
         "JobSet alone",
         [("JobSet", [dumps(x[0]) for x in sets])],
-        lambda s: len(s.controllers_of("JobSet")),
+        lambda s: len(s.control.controllers_of("JobSet")),
     )
     measure(
         "JobSets with their 2 child Jobs each",
         [("JobSet", [dumps(x[0]) for x in sets]), ("Job", [dumps(j) for x in sets for j in x[1:]])],
-        lambda s: len(s.controllers_of("JobSet")) + len(s.controllers_of("Job")),
+        lambda s: len(s.control.controllers_of("JobSet")) + len(s.control.controllers_of("Job")),
     )
     pods = [dumps(grouped_pod(i)) for i in range(4 * n)]
     measure("pod naming its PodGroup (1.36)", [("Pod", pods)], lambda s: len(s.pods))

@@ -317,9 +317,9 @@ def load(
     for n in nodes:
         state.upsert_node(n)
     for q in kinds.quotas:
-        state.upsert_quota(q)
+        state.control.upsert_quota(q)
     for c in kinds.controllers:
-        state.upsert_controller(c)
+        state.control.upsert_controller(c)
     for g in kinds.volcano_groups:
         state.forms.gangs.upsert_volcano_group(g)
     for g in kinds.pod_groups:
@@ -493,7 +493,7 @@ def main() -> None:
         for g in rnd.sample(groups, len(groups) // 100):
             state.forms.gangs.upsert_pod_group(replace(g, message=rnd.choice(msgs)))
         for c in rnd.sample(jobs, len(jobs) // 100):
-            state.upsert_controller(replace(c, pods_reported=rnd.randrange(c.pods + 1)))
+            state.control.upsert_controller(replace(c, pods_reported=rnd.randrange(c.pods + 1)))
         # NVIDIA's driver republishing 1% of the ResourceSlices (a new pool generation, same devices).
         for name in rnd.sample(slice_names, len(slice_names) // 100):
             sl = state.dra.slices[name]

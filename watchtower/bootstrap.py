@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.kube.decoder import ObjectDecoder as KubeObjectDecoder
-from watchtower.adapters.metrics import WatchtowerMetrics, feed_health_of
+from watchtower.adapters.metrics.queue import feed_health_of
+from watchtower.adapters.metrics.registry import WatchtowerMetrics
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
 from watchtower.config.model import Settings
@@ -85,7 +86,7 @@ def build_gpu_usage(settings: Settings, tracker: QueueTracker) -> GpuUsageServic
         every=cfg.query_every,
         unreachable_failures=cfg.unreachable_failures,
         team_of=state.team_of,
-        workload_of=state.workload_of_controller,
+        workload_of=state.control.workload_of_controller,
         class_priority=lambda: {pc.name: pc.value for pc in state.priority_classes.values()},
         holders_included=True,
     )
@@ -254,7 +255,7 @@ def fairness_recorder(container: Container, *, start_empty: bool = False) -> Fai
         ),
         # A workload is still there while it has pods or its controller (a Job, a Kueue-suspended job, a
         # refused ReplicaSet) exists: its wait ended placed; otherwise it was deleted while waiting.
-        present=lambda k: k in st.by_workload or st.controller(k) is not None,
+        present=lambda k: k in st.by_workload or st.control.controller(k) is not None,
         retention_weeks=settings.fairness.retention_weeks,
         start_empty=start_empty,
     )

@@ -26,7 +26,7 @@ from alerts import alerting, recording
 from alerts import generate as alerts_generate
 from tests.prometheus.prom_server import CONTENT_TYPE as TEXT_FORMAT
 from tests.prometheus.prom_server import HTTPServer, PrometheusProcess
-from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
+from watchtower.adapters.metrics.registry import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from watchtower.adapters.metrics import QueueGauges, WatchtowerMetrics
+from watchtower.adapters.metrics.registry import WatchtowerMetrics
+from watchtower.ports import QueueGauges
 
 ROOT = Path(__file__).parents[2]
 GENERATED = [

@@ -76,8 +76,8 @@ def test_restart_and_410_mid_watch_miss_no_preemption_and_repeat_none(
             lambda: feed.read(
                 lambda st: (
                     # The feed sees the whole cluster: earlier scenarios' preemptions may still be there.
-                    {u for u, p in st.preemptions.items() if p.victim_namespace == low} == uids
-                    and all(st.preemptions[u].preemptor_uid for u in uids)
+                    {u for u, p in st.ledger.preemptions.items() if p.victim_namespace == low} == uids
+                    and all(st.ledger.preemptions[u].preemptor_uid for u in uids)
                 )
             ),
             timeout=60,
@@ -98,7 +98,7 @@ def test_restart_and_410_mid_watch_miss_no_preemption_and_repeat_none(
             if isinstance(h, PreemptionSeen) and h.new and h.preemption.victim_namespace == low
         )
         assert dict(new) == dict.fromkeys(uids, 1), "each preemption reported once, none missed"
-        state_preemptions = feed.read(lambda st: dict(st.preemptions))
+        state_preemptions = feed.read(lambda st: dict(st.ledger.preemptions))
         for uid in uids:
             p = state_preemptions[uid]
             assert p.reason == "PreemptionByScheduler"

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.prometheus.prom_server import HTTPServer, SimExporter
-from watchtower.adapters.metrics import CONTENT_TYPE, WatchtowerMetrics
+from watchtower.adapters.metrics.registry import CONTENT_TYPE, WatchtowerMetrics
 from watchtower.adapters.prometheus.process import (
     INSTALL_HINT,
     LocalPrometheusError,

@@ -119,7 +119,7 @@ def service(reader: PrometheusReader, model: LiveModel) -> GpuUsageService:
         step=SCRAPE,
         every=0.0,
         team_of=model.state.team_of,
-        workload_of=model.state.workload_of_controller,  # as bootstrap wires it
+        workload_of=model.state.control.workload_of_controller,  # as bootstrap wires it
     )
 
 

@@ -38,7 +38,7 @@ def queue_lines(state: ClusterState) -> tuple[QueueLine, ...]:
     for g in state.gangs.volcano_groups.values():
         if g.queue:
             users.setdefault(g.queue, set()).add(g.namespace)
-    for c in state.controllers.get("PaddleJob", {}).values():
+    for c in state.control.controllers.get("PaddleJob", {}).values():
         if c.queue:
             users.setdefault(c.queue, set()).add(c.namespace)
     out = []

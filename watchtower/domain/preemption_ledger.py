@@ -16,8 +16,9 @@ from watchtower.domain.forms.gangs.records import REF_PODGROUP, Gang
 from watchtower.domain.forms.gangs.tables import GangTables
 from watchtower.domain.records import Pod, PriorityClass
 
+from .change_log import ChangeLog
 from .disruptions import Disruption, Preemption
-from .workloads import WorkloadKey
+from .state_controllers import ControllerPart
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +36,10 @@ class LedgerHost(Protocol):
     def priority_classes(self) -> Mapping[str, PriorityClass]: ...
     @property
     def gangs(self) -> GangTables: ...
-    def touch(self, key: WorkloadKey) -> None: ...
-    def workload_of_controller(self, key: WorkloadKey) -> WorkloadKey: ...
+    @property
+    def log(self) -> ChangeLog: ...
+    @property
+    def control(self) -> ControllerPart: ...
 
 
 @dataclass(slots=True)
@@ -55,7 +58,7 @@ class PreemptionLedger:
         """Take a preemption (new, or completing one seen before); return it when that changed anything."""
         vw = p.victim_workload
         if vw is not None and vw.kind == "JobSet":  # the victim's workload as its pods are keyed
-            p = replace(p, victim_workload=self.host.workload_of_controller(vw))
+            p = replace(p, victim_workload=self.host.control.workload_of_controller(vw))
         known = self.preemptions.get(p.victim_uid)
         rec = self.attributed(p if known is None else known.merged(p))
         if rec.preemptor_kind == "PodGroup" and rec.preemptor_uid and rec.victim_uid in self.host.pods:
@@ -118,7 +121,7 @@ class PreemptionLedger:
         g = self._preempting_group(rec)
         if g is not None:
             for key in self.host.gangs.naming(REF_PODGROUP, g.namespace, g.name):
-                self.host.touch(key)
+                self.host.log.touch(key)
 
     def preemptor_seen(self, pod: Pod) -> list[PreemptionSeen]:
         """Attribute the records that waited for this pod as their preemptor."""

@@ -92,12 +92,12 @@ class QueueEvaluator:
         cap = capacity(state.nodes, state.gpus_used, state.dra.node_gpus())
         refusals = {
             k: q
-            for k, q in state.quota_refusals.items()
+            for k, q in state.control.quota_refusals.items()
             if q.last is not None and now - policy.quota_window <= q.last <= now + 60
         }
-        thrash = self._thrash_counts(state.preemptions.values(), now=now)
+        thrash = self._thrash_counts(state.ledger.preemptions.values(), now=now)
         if include_running:
-            keys = set(state.by_workload) | set(refusals) | state.expecting | state.kueue.held
+            keys = set(state.by_workload) | set(refusals) | state.control.expecting | state.kueue.held
             order = QueueOrder(self._derive(state, keys, refusals, thrash, now).values())
         else:
             order = self._waiting_order(state, refusals, thrash, now)
@@ -105,12 +105,12 @@ class QueueEvaluator:
         statuses = _positioned(order.plan(), now)
         horizon = now - policy.preemption_window
         preemptions = sorted(
-            (p for p in state.preemptions.values() if p.at is None or p.at >= horizon),
+            (p for p in state.ledger.preemptions.values() if p.at is None or p.at >= horizon),
             key=lambda p: (p.at or 0.0, p.victim_uid),
             reverse=True,
         )
         disruptions = sorted(
-            (d for d in state.disruptions.values() if d.at is None or d.at >= horizon),
+            (d for d in state.ledger.disruptions.values() if d.at is None or d.at >= horizon),
             key=lambda d: (d.at or 0.0, d.uid),
             reverse=True,
         )
@@ -153,8 +153,8 @@ class QueueEvaluator:
 
     def needs(self, state: ClusterState) -> int:
         """Return the position of `state`'s change log from which this still needs its entries."""
-        fresh = self._seen_state is state and self._epoch == state.epoch
-        return self._position if fresh else state.changes_end
+        fresh = self._seen_state is state and self._epoch == state.log.epoch
+        return self._position if fresh else state.log.changes_end
 
     def _waiting_order(
         self,
@@ -164,23 +164,23 @@ class QueueEvaluator:
         now: float,
     ) -> QueueOrder:
         """Return every non-running workload's facts in queue order, re-deriving only what changed."""
-        end = state.changes_end
+        end = state.log.changes_end
         # An operator's warning leaving its TTL changes the why with nothing touched: re-derive then.
-        warned = {k for k, w in state.operator_warnings.items() if w.current(now)}
+        warned = {k for k, w in state.control.operator_warnings.items() if w.current(now)}
         known = self._known
         if (
             known is None
             or self._seen_state is not state
-            or self._epoch != state.epoch
-            or self._position < state.changes_base  # what it had not read was forgotten
+            or self._epoch != state.log.epoch
+            or self._position < state.log.changes_base  # what it had not read was forgotten
         ):
-            keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals) | state.expecting
+            keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals) | state.control.expecting
             keys |= state.kueue_waiting()
             derived = self._derive(state, keys, refusals, thrash, now)
             known = {k: f for k, f in derived.items() if f.state is not WorkloadState.RUNNING}
             self.order.reset(known.values())
         else:
-            changed = set(state.changes[self._position - state.changes_base :])
+            changed = set(state.log.changes[self._position - state.log.changes_base :])
             old_refusals, old_thrash = self._refusals, self._thrash
             for k in refusals.keys() | old_refusals.keys():
                 if refusals.get(k) is not old_refusals.get(k):
@@ -189,7 +189,7 @@ class QueueEvaluator:
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
             changed |= warned ^ self._warned
-            waiting, expecting, kueue = state.waiting_workloads, state.expecting, state.kueue_may_wait
+            waiting, expecting, kueue = state.waiting_workloads, state.control.expecting, state.kueue_may_wait
             changed = {
                 k
                 for k in changed
@@ -215,7 +215,7 @@ class QueueEvaluator:
                         if old is not None:
                             removed.append(old)
                 self.order.replace(removed, added)
-        self._known, self._seen_state, self._epoch, self._position = known, state, state.epoch, end
+        self._known, self._seen_state, self._epoch, self._position = known, state, state.log.epoch, end
         self._refusals, self._thrash, self._warned = refusals, thrash, warned
         return self.order
 
@@ -225,13 +225,13 @@ class QueueEvaluator:
         A tick evaluates the waiting workloads only (running ones are most of a big cluster); this answers
         for any one of them on demand. Queue positions (`ahead`) are left at zero: they belong to a tick.
         """
-        refusal = state.quota_refusals.get(key)
+        refusal = state.control.quota_refusals.get(key)
         if refusal is not None and not (
             refusal.last is not None and now - self.policy.quota_window <= refusal.last <= now + 60
         ):
             refusal = None
         members = state.by_workload.get(key, ())
-        thrash = self._thrash_counts(state.preemptions.values(), now=now)
+        thrash = self._thrash_counts(state.ledger.preemptions.values(), now=now)
         pods = [state.pods[u] for u in members if u in state.pods]
         facts = workload_facts(
             state, key, pods, refusal, now, thrash, policy=self.policy, diagnose=self.diagnose

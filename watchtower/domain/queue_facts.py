@@ -45,7 +45,7 @@ def workload_facts(
         # The controller created a pod after its last refusal: that refusal is history, not a block.
         refusal = None
     tracked = [p for p in pods if not p.terminal and policy.selector.matches(p)]
-    job = state.controller(key) if key in state.expecting else None
+    job = state.control.controller(key) if key in state.control.expecting else None
     kw = state.kueue.of_key(key) if key in state.kueue.held else None
     if kw is not None and (
         kw.finished
@@ -71,7 +71,7 @@ def workload_facts(
         priority, pclass = top.priority, top.priority_class
     else:
         # No pod to read it from: the refused controller's template says what its pods would be.
-        ctrl = state.controller(refusal.refused_by) if refusal is not None else job
+        ctrl = state.control.controller(refusal.refused_by) if refusal is not None else job
         priority, pclass = refused_priority(ctrl, state.priority_classes)
     if kw is not None:  # Kueue orders it by its Workload's priority (a WorkloadPriorityClass, maybe)
         priority, pclass = state.kueue_priority(kw)
@@ -109,7 +109,7 @@ def workload_facts(
     gpus_per_pod = max((p.gpus for p in queued), default=0)
     gpus_requested = sum(p.gpus for p in tracked)
     if state_ is WorkloadState.QUOTA_BLOCKED and refusal is not None:
-        missing, gpus_per_pod = refused_gpus(state.controller(refusal.refused_by), refusal, tracked)
+        missing, gpus_per_pod = refused_gpus(state.control.controller(refusal.refused_by), refusal, tracked)
         gpus_requested += missing
     if state_ is WorkloadState.QUOTA_BLOCKED and refusal is not None:
         why = f"refused by ResourceQuota {refusal.quota}: {_quota_words(refusal)}"
@@ -131,7 +131,7 @@ def workload_facts(
         gw = group_wait(ref, gang, min_count, live)
         if gw is not None:
             source, expected, group, queue = gw.source, gw.pods_expected, gw.group, gw.queue
-            if gang is not None and gang.uid and state.group_victims.get(gang.uid):
+            if gang is not None and gang.uid and state.ledger.group_victims.get(gang.uid):
                 # The gang preempts as a whole; its victims are terminating (no node is nominated).
                 verdict = PreemptionVerdict.POSSIBLE
             if expected > live and gpus_per_pod:
@@ -146,9 +146,11 @@ def workload_facts(
                 why = explain(diag, gpus=gpus_per_pod, verdict=verdict)
     if job is not None and refusal is None and state_ in (WorkloadState.RUNNING, WorkloadState.PENDING):
         made = sum(p.gpus for p in pods if not p.terminal)
-        warned = state.operator_warnings.get(key)
+        warned = state.control.operator_warnings.get(key)
         said = warned.words if warned is not None and warned.speaks_for(job, now) else ""
-        jw = job_wait(job, live, made, state.quotas_in(key.namespace), state.gangs.volcano_group(key), said)
+        jw = job_wait(
+            job, live, made, state.control.quotas_in(key.namespace), state.gangs.volcano_group(key), said
+        )
         if jw is not None and not queued:
             source, expected, group, queue = jw.source, job.pods, jw.group, jw.queue
             if jw.quota_blocked:

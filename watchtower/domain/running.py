@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 from watchtower.domain.queue_values import TrainingSelector
 
+from .change_log import ChangeCursor
 from .state import ClusterState
-from .state_controllers import ChangeCursor
 from .tiers import TierPolicy
 from .workloads import WorkloadKey
 
@@ -28,12 +28,12 @@ class RunningTiers:
 
     def needs(self, state: ClusterState) -> int:
         """Return the position of `state`'s change log from which this still needs its entries."""
-        return self._cursor.needs(state) if state is self._state else state.changes_end
+        return self._cursor.needs(state.log) if state is self._state else state.log.changes_end
 
     def by_tier(self, state: ClusterState, listed: Iterable[WorkloadKey]) -> dict[str, int]:
         """Return tier → running workloads, each tier named, leaving out the `listed` ones (a tick's
         waiting and partly placed workloads, which the queue counts)."""
-        changed = self._cursor.read(state)
+        changed = self._cursor.read(state.log)
         if changed is None or state is not self._state:
             self._state = state
             self._tier.clear()

@@ -3,10 +3,12 @@
 Every change goes through `ClusterState`, which keeps the indexes an evaluation needs (waiting pods,
 GPUs held per node, pods per workload) so that a tick never walks all pods. Applying the same object
 twice changes nothing and reports nothing twice: replays after a re-list are harmless (DESIGN §3.12).
-It holds its parts: the preemption ledger (preemption_ledger.py) and each queue form's part
-(`FormParts`: forms/gangs/part.py, forms/dra/part.py, forms/kueue/part.py), which apply that form's objects to its tables;
-the controllers, quotas and their refusals, and the change log, are its bases' (state_controllers.py).
-`bindings()` says how each watched kind reaches it, for the Ingestor.
+It holds its parts, each a field: the change log its evaluators read (`log`, change_log.py), the
+controllers, quotas and their refusals (`control`, state_controllers.py), the preemption ledger
+(`ledger`, preemption_ledger.py) and each queue form's part (`forms`, forms/parts.py), built from the
+forms' registry (domain/forms/registry.py): a form's part applies that form's objects to its tables, so
+a new form adds its part and no line here. `bindings()` says how each watched kind reaches it, for the
+Ingestor.
 
 Size: longer than most modules because the pod index is one piece (each pod change moves the waiting,
 GPU, per-node and per-workload indexes together, and what happened with them), which a further split
@@ -15,26 +17,27 @@ would only thread through more calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from operator import attrgetter
 from typing import Any
 
 from msgspec.structs import replace as with_fields
 
-from watchtower.domain.forms.dra.part import DraForm
+from watchtower.domain.forms import registry
 from watchtower.domain.forms.dra.records import PodClaim, UnresolvedClaim
 from watchtower.domain.forms.dra.tables import DraTables
-from watchtower.domain.forms.gangs.part import GangForm
+from watchtower.domain.forms.form import QueueForm
 from watchtower.domain.forms.gangs.tables import GangTables
 from watchtower.domain.forms.kueue.dra import workload_of_user
-from watchtower.domain.forms.kueue.part import KueueForm
 from watchtower.domain.forms.kueue.records import KueueWorkload
 from watchtower.domain.forms.kueue.tables import KueueTables
+from watchtower.domain.forms.parts import FormParts
 from watchtower.domain.forms.quota.refusals import quota_refusal
 from watchtower.domain.records import Event, Namespace, Node, Pod, PriorityClass
 
 from . import kinds
 from .binding import Binding
+from .change_log import ChangeLog
 from .disruptions import (
     Disruption,
     Preemption,
@@ -46,12 +49,10 @@ from .disruptions import (
 from .node_use import NodeUse
 from .operator_events import operator_warning
 from .preemption_ledger import PreemptionLedger, PreemptionSeen
-from .state_controllers import PADDLE_WAITING_PHASES, ChangeLog, ControllerState
+from .state_controllers import ControllerPart
 from .workloads import WorkloadKey, workload_of
 
 __all__ = [
-    "PADDLE_WAITING_PHASES",
-    "ChangeLog",
     "ClusterState",
     "DisruptionSeen",
     "Happening",
@@ -87,20 +88,9 @@ Happening = PodScheduled | PodStarted | PreemptionSeen | DisruptionSeen
 
 
 @dataclass(slots=True)
-class FormParts:
-    """The state's part for each queue form beyond pods and controllers: one line per form."""
-
-    gangs: GangForm
-    dra: DraForm
-    kueue: KueueForm
-
-    def bindings(self) -> dict[str, Binding[Any]]:
-        return {**self.gangs.bindings(), **self.dra.bindings(), **self.kueue.bindings()}
-
-
-@dataclass(slots=True)
-class ClusterState(ControllerState):
-    """The pods and the rest; controllers, quotas and refusals are its base's (state_controllers.py)."""
+class ClusterState:
+    """The pods and the rest; the change log, the controllers, the preemption ledger and the forms' parts are
+    parts it holds."""
 
     pods: dict[str, Pod] = field(default_factory=dict)
     nodes: dict[str, Node] = field(default_factory=dict)
@@ -122,20 +112,28 @@ class ClusterState(ControllerState):
     workload_of_uid: dict[str, WorkloadKey] = field(default_factory=dict)
     # Waiting pods per workload, so that a tick finds the waiting workloads without walking the pods.
     waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
-    # Preemptions (merged from pods, events, preemptors) and disruptions: a part it holds.
+    # The forms to build parts for; None: every registered form (registry.FORMS, read when the state is made).
+    queue_forms: InitVar[tuple[QueueForm, ...] | None] = None
+    # Workloads touched since a reader last read: what an evaluator re-derives.
+    log: ChangeLog = field(default_factory=ChangeLog)
+    # Pod controllers, ResourceQuotas, their refusals and operator warnings.
+    control: ControllerPart = field(init=False)
+    # Preemptions (merged from pods, events, preemptors) and disruptions.
     ledger: PreemptionLedger = field(init=False)
-    # Each queue form's part: how its objects change the tables above (the tables are read directly).
+    # Each queue form's part: how its objects change its tables (the tables above for gangs, DRA, Kueue).
     forms: FormParts = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, queue_forms: tuple[QueueForm, ...] | None) -> None:
+        self.control = ControllerPart(self.log, self._rekey)
         self.ledger = PreemptionLedger(self)
-        self.forms = FormParts(GangForm(self), DraForm(self), KueueForm(self))
+        self.forms = FormParts.built(self, registry.FORMS if queue_forms is None else queue_forms)
 
     def bindings(self) -> dict[str, Binding[Any]]:
         """Return how each watched kind reaches the state, by kind name: the pods' and the rest of the
         core's, the controllers' and quotas', and each form part's."""
+        # The whole state's, not a part's: the Ingestor binds every kind here, whichever part holds it.
         name, uid = attrgetter("name"), attrgetter("uid")
-        return {
+        core: dict[str, Binding[Any]] = {
             kinds.NAMESPACE.name: Binding(
                 self.upsert_namespace, lambda ns: self.delete_namespace(ns.name), self.namespaces, name
             ),
@@ -152,27 +150,13 @@ class ClusterState(ControllerState):
             ),
             # Events expire on their own and what they told stays told: deleting one changes nothing.
             kinds.EVENT.name: Binding(self.upsert_event, None, None, uid),
-            **self.controller_bindings(),
-            **self.forms.bindings(),
+            **self.control.bindings(),
         }
-
-    @property
-    def preemptions(self) -> dict[str, Preemption]:
-        """The preemption records, by victim uid (or a Kueue Workload's record key)."""
-        return self.ledger.preemptions
-
-    @property
-    def disruptions(self) -> dict[str, Disruption]:
-        """The disruptions that were not preemptions, by pod uid."""
-        return self.ledger.disruptions
-
-    @property
-    def awaited_preemptors(self) -> dict[str, set[str]]:
-        return self.ledger.awaited_preemptors
-
-    @property
-    def group_victims(self) -> dict[str, set[str]]:
-        return self.ledger.group_victims
+        by_forms = self.forms.bindings()
+        # A kind bound twice would reach one part only, silently: a new form's mistake, said at once.
+        if twice := core.keys() & by_forms.keys():
+            raise ValueError(f"kinds bound twice: {sorted(twice)}")
+        return {**core, **by_forms}
 
     # ---- pods -------------------------------------------------------------------------------------
 
@@ -236,9 +220,9 @@ class ClusterState(ControllerState):
         if wkey is None and new is not None:
             wkey = workload_of(new)
             if wkey.kind == "JobSet":  # a TrainJob's, when its JobSet is held (DESIGN §3.17)
-                wkey = self.workload_of_controller(wkey)
+                wkey = self.control.workload_of_controller(wkey)
         if wkey is not None:
-            self.touch(wkey)
+            self.log.touch(wkey)
             if old is not None and old.waiting:
                 left = self.waiting_workloads.get(wkey, 0) - 1
                 if left > 0:
@@ -327,11 +311,11 @@ class ClusterState(ControllerState):
             return list(self.ledger.record(p))
         q = quota_refusal(ev)
         if q is not None:
-            self.refuse(q)
+            self.control.refuse(q)
             return []
         warned = operator_warning(ev)
         if warned is not None:
-            self.warn(*warned)
+            self.control.warn(*warned)
         return []
 
     # ---- the other kinds ---------------------------------------------------------------------------
@@ -346,20 +330,20 @@ class ClusterState(ControllerState):
         old = self.namespaces.get(ns.name)
         self.namespaces[ns.name] = ns
         if old is None or old.team != ns.team:
-            self.touch_all()
+            self.log.touch_all()
 
     def delete_namespace(self, name: str) -> None:
         if self.namespaces.pop(name, None) is not None:
-            self.touch_all()
+            self.log.touch_all()
 
     def upsert_priority_class(self, pc: PriorityClass) -> None:
         if self.priority_classes.get(pc.name) != pc:
             self.priority_classes[pc.name] = pc
-            self.touch_all()
+            self.log.touch_all()
 
     def delete_priority_class(self, name: str) -> None:
         if self.priority_classes.pop(name, None) is not None:
-            self.touch_all()
+            self.log.touch_all()
 
     def _rekey(self, old: WorkloadKey, new: WorkloadKey) -> None:
         """Re-key the pods and Kueue Workloads indexed under `old` (a JobSet's, before the JobSet named its
@@ -375,11 +359,11 @@ class ClusterState(ControllerState):
         waiting = self.waiting_workloads.pop(old, 0)
         if waiting:
             self.waiting_workloads[new] = self.waiting_workloads.get(new, 0) + waiting
-        self.touch(old)
+        self.log.touch(old)
 
     def _touch_each(self, keys: list[WorkloadKey]) -> None:
         for key in keys:
-            self.touch(key)
+            self.log.touch(key)
 
     # ---- Kueue -------------------------------------------------------------------------------------
 
@@ -455,6 +439,7 @@ class ClusterState(ControllerState):
 
     def prune(self, *, now: float, keep_seconds: float) -> None:
         """Forget preemptions, disruptions and quota refusals older than the horizon."""
+        # The whole state's: one horizon for the ledger and the controllers part alike.
         horizon = now - keep_seconds
         self.ledger.prune(horizon, now)
-        self.prune_refusals(horizon, now)
+        self.control.prune_refusals(horizon, now)

@@ -1,13 +1,14 @@
 """The controllers part of the cluster state: pod templates, PaddleJobs that want pods, ResourceQuotas, the
 refusals their controllers report and paddle-operator's warnings.
 
-A base of `ClusterState` (state.py), which adds the pods: this part knows which workload a controller's
-pods belong to and what waits with no pod at all; re-keying the pods themselves is the state's
-(`_rekey`). Every change notes the workloads it touches in the change log an evaluator reads.
+A part `ClusterState` (state.py) holds as `state.control`: this part knows which workload a controller's
+pods belong to and what waits with no pod at all; re-keying the pods themselves is the state's (the
+`rekey` it is given). Every change notes the workloads it touches in the state's change log (`log`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
@@ -17,6 +18,7 @@ from watchtower.domain.records import Controller, ResourceQuota
 
 from . import kinds
 from .binding import Binding
+from .change_log import ChangeLog
 from .operator_events import OperatorWarning
 from .workloads import WorkloadKey, workload_of_controller
 
@@ -26,66 +28,10 @@ PADDLE_WAITING_PHASES = frozenset({"", "Pending", "Starting"})
 
 
 @dataclass(slots=True)
-class ChangeLog:
-    # Workloads touched since the log began, in order: an evaluator reads it from where it left off and
-    # re-derives only those. `epoch` moves when every workload may have changed (a namespace's team, the
-    # priority classes) or when the log was cut short; an evaluator then starts over.
-    changes: list[WorkloadKey] = field(default_factory=list)
-    changes_base: int = 0  # position of changes[0] since the state was made
-    epoch: int = 0
-    max_changes: int = 500_000
-
-    def touch(self, key: WorkloadKey) -> None:
-        """Note that something a workload's status is derived from has changed."""
-        changes = self.changes
-        changes.append(key)
-        if len(changes) > self.max_changes:
-            self.changes_base += len(changes)
-            changes.clear()
-            self.epoch += 1
-
-    def touch_all(self) -> None:
-        self.epoch += 1
-
-    @property
-    def changes_end(self) -> int:
-        """The position after the last entry: where a reader that has read everything stands."""
-        return self.changes_base + len(self.changes)
-
-    def forget_before(self, position: int) -> None:
-        """Drop the entries before `position`, read by every reader that reads at each tick. Without this
-        the log kept every change until `max_changes` (17 minutes of a 500 events/s feed, a steady RSS
-        climb, then a start-over of every reader). A reader still behind `position` starts over, as after
-        a cut."""
-        n = min(position, self.changes_end) - self.changes_base
-        if n > 0:
-            del self.changes[:n]
-            self.changes_base += n
-
-
-@dataclass(slots=True)
-class ChangeCursor:
-    """Where one reader of a state's change log left off (an index that follows the state, not the evaluator)."""
-
-    position: int = -1
-    epoch: int = -1
-
-    def read(self, log: ChangeLog) -> set[WorkloadKey] | None:
-        """Return the workloads touched since the last read, or None when the reader must start over."""
-        end = log.changes_end
-        fresh = self.epoch == log.epoch and self.position >= log.changes_base
-        out = set(log.changes[self.position - log.changes_base :]) if fresh else None
-        self.position, self.epoch = end, log.epoch
-        return out
-
-    def needs(self, log: ChangeLog) -> int:
-        """Return the position of `log` from which this reader still needs the entries (the end when it
-        will start over anyway). For a log of the state the reader last read."""
-        return self.position if self.epoch == log.epoch else log.changes_end
-
-
-@dataclass(slots=True)
-class ControllerState(ChangeLog):
+class ControllerPart:
+    log: ChangeLog  # the state's, shared with its other parts
+    # Moves what the state indexes under a controller's own key to its workload's (the pods, Kueue's).
+    rekey: Callable[[WorkloadKey, WorkloadKey], None]
     quotas: dict[tuple[str, str], ResourceQuota] = field(default_factory=dict)
     quota_refusals: dict[WorkloadKey, QuotaRefusal] = field(default_factory=dict)  # by workload
     # Pod controllers per kind, by their own key (a ReplicaSet's, not its Deployment's): what refused work
@@ -96,9 +42,6 @@ class ControllerState(ChangeLog):
     # paddle-operator's newest Warning about each PaddleJob: at most one per workload.
     operator_warnings: dict[WorkloadKey, OperatorWarning] = field(default_factory=dict)
 
-    def _rekey(self, old: WorkloadKey, new: WorkloadKey) -> None:
-        """Move what is indexed under a controller's own key to its workload's (the pods: `ClusterState`)."""
-
     def put_refusal(self, q: QuotaRefusal) -> None:
         """Keep the newest refusal of a workload, with the first time it was ever refused (the wait's start)."""
         prev = self.quota_refusals.get(q.workload)
@@ -107,7 +50,7 @@ class ControllerState(ChangeLog):
         first = q.first
         if prev is not None and prev.first is not None and (first is None or prev.first < first):
             first = prev.first
-        self.touch(q.workload)
+        self.log.touch(q.workload)
         self.quota_refusals[q.workload] = replace(q, first=first)
 
     def refuse(self, q: QuotaRefusal) -> None:
@@ -123,7 +66,7 @@ class ControllerState(ChangeLog):
         if prev is not None and (w.at < prev.at or w == prev):
             return
         self.operator_warnings[key] = w
-        self.touch(key)
+        self.log.touch(key)
 
     def upsert_controller(self, c: Controller) -> None:
         """Record a controller's template; one that wants no pods (scaled to 0, finished) is forgotten."""
@@ -148,10 +91,10 @@ class ControllerState(ChangeLog):
             # JobSet not yet known to be a TrainJob's: it moves up, naming the controller it was for.
             early = self.quota_refusals.pop(key, None)
             if early is not None:
-                self.touch(key)
+                self.log.touch(key)
                 self.put_refusal(replace(early, workload=top, controller=early.controller or key))
-            self._rekey(key, top)
-        self.touch(top)
+            self.rekey(key, top)
+        self.log.touch(top)
 
     def delete_controller(self, key: WorkloadKey) -> None:
         top = self.workload_of_controller(key)
@@ -159,7 +102,7 @@ class ControllerState(ChangeLog):
         self.expecting.discard(key)
         self.operator_warnings.pop(key, None)
         if c is not None:
-            self.touch(top)
+            self.log.touch(top)
 
     def upsert_quota(self, q: ResourceQuota) -> None:
         old = self.quotas.get((q.namespace, q.name))
@@ -175,9 +118,9 @@ class ControllerState(ChangeLog):
         # A PaddleJob with no pod may wait on its namespace's quota: read afresh when the quota moves.
         for key in self.expecting:
             if key.namespace == namespace:
-                self.touch(key)
+                self.log.touch(key)
 
-    def controller_bindings(self) -> dict[str, Binding[Any]]:
+    def bindings(self) -> dict[str, Binding[Any]]:
         """Return the bindings of the quota form's kinds: ResourceQuotas and the controllers whose pods
         they refuse (PaddleJob and JobSet are controllers too, read the same way)."""
         bound: dict[str, Binding[Any]] = {

@@ -101,7 +101,7 @@ def workload_of_controller(c: Controller) -> WorkloadKey:
     the JobSet of a child Job, the TrainJob of a JobSet; else itself.
 
     The same key `workload_of` gives its pods, so that a refusal and the pods made later are one workload.
-    A child Job of a TrainJob's JobSet takes two steps: ClusterState.workload_of_controller chains them.
+    A child Job of a TrainJob's JobSet takes two steps: ControllerPart.workload_of_controller (state.control) chains them.
     """
     owner = c.owner
     if owner is not None and owner.name:

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from watchtower.adapters.metrics import WatchtowerMetrics
+from watchtower.adapters.metrics.registry import WatchtowerMetrics
 from watchtower.api.container import Container
 from watchtower.config.alerting import AlertingConfig
 from watchtower.config.model import Settings

@@ -51,12 +51,12 @@ def dump_time(state: ClusterState) -> float | None:
         for c in (p.scheduled, p.disruption):
             if c is not None:
                 see(c.since)
-    for q in state.quota_refusals.values():
+    for q in state.control.quota_refusals.values():
         see(q.first)
         see(q.last)
-    for pre in state.preemptions.values():
+    for pre in state.ledger.preemptions.values():
         see(pre.at)
-    for d in state.disruptions.values():
+    for d in state.ledger.disruptions.values():
         see(d.at)
     return newest
 

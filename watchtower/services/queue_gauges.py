@@ -32,7 +32,7 @@ def queue_gauges(
     for tier, since in listed.earliest_starts().items():
         # the same clamp as the status' wait, of the earliest start: the longest wait of the tier
         oldest[tier] = 0.0 if since is None or now - since < 0.0 else now - since
-    quotas = [q for q in st.quotas.values() if q.hard_gpus is not None]
+    quotas = [q for q in st.control.quotas.values() if q.hard_gpus is not None]
     waiting_gpus, team_since = listed.team_waits()
     return QueueGauges(
         pending=dict(listed.pending),  # copied: each tick its own
@@ -69,7 +69,7 @@ def with_fairness(
     for (team, _), n in gauges.waiting_gpus.items():
         waiting[team] = waiting.get(team, 0.0) + n
     quotas: dict[str, float] = {}
-    for q in st.quotas.values():
+    for q in st.control.quotas.values():
         if q.hard_gpus is not None:
             team = st.team_of(q.namespace)
             quotas[team] = quotas.get(team, 0.0) + q.hard_gpus

@@ -346,7 +346,7 @@ def snapshot_dict(
                 "gpus_hard": q.hard_gpus,
                 "gpus_used": q.used_gpus,
             }
-            for q in sorted(state.quotas.values(), key=lambda q: (q.namespace, q.name))
+            for q in sorted(state.control.quotas.values(), key=lambda q: (q.namespace, q.name))
             if q.hard_gpus is not None
         ]
         out["volcano_queues"] = [volcano_queue_dict(q) for q in queue_lines(state)]

@@ -216,7 +216,7 @@ class QueueTracker:
             holder_statuses = tuple(x for ns, n in sorted(wanted) for x in self._find(ns, n, now))
             quota = tuple(
                 QuotaLine(q.namespace, q.name, st.team_of(q.namespace), q.hard_gpus, q.used_gpus)
-                for q in sorted(st.quotas.values(), key=lambda q: (q.namespace, q.name))
+                for q in sorted(st.control.quotas.values(), key=lambda q: (q.namespace, q.name))
                 if q.hard_gpus is not None
             )
             # Only while urgent work is stuck does the priority-inversion rule read holders, and then only
@@ -229,7 +229,7 @@ class QueueTracker:
             )
             holders = self._holders.below(st, below) if below is not None else ()
             self._forget_read_changes(st)
-            self.preemptions.settle(now=now, latest=st.preemptions)
+            self.preemptions.settle(now=now, latest=st.ledger.preemptions)
             gauges = queue_gauges(snap, listed, st, self.policy.tiers, thrash_count=self._thrash_count)
             stuck = stuck_heads(
                 snap,
@@ -274,7 +274,7 @@ class QueueTracker:
         held = self._holders.needs(st)
         if keep - held <= HOLDER_LAG:
             keep = min(keep, held)
-        st.forget_before(keep)
+        st.log.forget_before(keep)
 
     def _running_by_tier(self, snap: QueueSnapshot) -> dict[str, int]:
         """Return running workloads per tier, those the snapshot lists (waiting, partly placed) left out.
@@ -305,7 +305,9 @@ class QueueTracker:
         st = self.state
         keys = [k for k in st.by_workload if k.name == name and k.namespace == namespace]
         keys += [
-            k for k in st.quota_refusals if k.name == name and k.namespace == namespace and k not in keys
+            k
+            for k in st.control.quota_refusals
+            if k.name == name and k.namespace == namespace and k not in keys
         ]
         found = (self.evaluator.status_of(st, k, now=at) for k in sorted(keys))
         return [s for s in found if s is not None]

@@ -51,7 +51,7 @@ def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) ->
     elif kind == "PriorityClass":
         state.upsert_priority_class(DECODER.decode("PriorityClass", raw(obj)))
     elif kind == "ResourceQuota":
-        state.upsert_quota(DECODER.decode("ResourceQuota", raw(obj)))
+        state.control.upsert_quota(DECODER.decode("ResourceQuota", raw(obj)))
     elif kind == "Workload" and obj["apiVersion"].startswith("kueue.x-k8s.io/"):
         w = DECODER.decode("KueueWorkload", raw(obj))
         if deleted:
@@ -76,9 +76,9 @@ def apply(state: ClusterState, obj: dict[str, Any], *, deleted: bool = False) ->
         c = CONTROLLERS[kind](raw(obj))
         key = WorkloadKey(c.namespace, c.kind, c.name)
         if deleted:
-            state.delete_controller(key)
+            state.control.delete_controller(key)
         else:
-            state.upsert_controller(c)
+            state.control.upsert_controller(c)
     return []
 
 

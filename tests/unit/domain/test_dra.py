@@ -12,9 +12,9 @@ import pytest
 
 from tests.fixtures import FIXTURES
 from watchtower.adapters.kube.decoder import ObjectDecoder
+from watchtower.domain.change_log import ChangeCursor
 from watchtower.domain.messages.scheduler import parse_scheduling_message
 from watchtower.domain.state import ClusterState
-from watchtower.domain.state_controllers import ChangeCursor
 from watchtower.ports import DecodeError
 
 DRA = FIXTURES / "real" / "dra"
@@ -59,10 +59,10 @@ def test_a_claim_seen_after_its_pod_gives_the_pod_its_gpus_and_touches_its_workl
     pod = next(p for p in st.pods.values() if p.name == "waiting")
     assert pod.gpus == 0  # nothing says yet what its claim asks
     cursor = ChangeCursor()
-    cursor.read(st)  # what the first upsert touched is taken
+    cursor.read(st.log)  # what the first upsert touched is taken
     feed(st, REAL[("ResourceClaim", "waiting-gpus")])
     assert st.pods[pod.uid].gpus == 2 and st.pods[pod.uid].dra_gpus == 2
-    assert cursor.read(st) == {st.workload_of_uid[pod.uid]}  # the next tick re-derives it
+    assert cursor.read(st.log) == {st.workload_of_uid[pod.uid]}  # the next tick re-derives it
     # A pod MODIFIED after that is decoded without the claim's GPUs: the state adds them again.
     feed(st, REAL[("Pod", "waiting")])
     assert st.pods[pod.uid].gpus == 2

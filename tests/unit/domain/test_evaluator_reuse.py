@@ -106,7 +106,7 @@ def test_a_change_the_evaluator_had_not_read_when_the_log_forgot_it_still_shows(
     assert [w.facts.pods_pending for w in ev.evaluate(state, now=T0 + 10).workloads] == [1]
     state.upsert_pod(replace(pending, uid="u2", name="q"))
     state.upsert_pod(replace(pending, gpus=8))
-    state.forget_before(state.changes_end)
+    state.log.forget_before(state.log.changes_end)
     got = ev.evaluate(state, now=T0 + 20)
     assert got == QueueEvaluator(POLICY).evaluate(state, now=T0 + 20)
     assert sorted((w.facts.key.name, w.facts.gpus_per_pod) for w in got.workloads) == [("p", 8), ("q", 1)]

@@ -57,7 +57,7 @@ def test_victims_are_the_podgroups_and_its_preemption_is_under_way(group_first: 
     if not group_first:
         put_group(state)  # the events came before the PodGroup: attributed when it arrives
 
-    recs = sorted(state.preemptions.values(), key=lambda p: p.victim_name)
+    recs = sorted(state.ledger.preemptions.values(), key=lambda p: p.victim_name)
     assert [p.victim_name for p in recs] == ["filler-0", "filler-1", "filler-2", "filler-3"]
     by_name = {v["metadata"]["name"]: v for v in victims()}
     for p in recs:
@@ -65,7 +65,7 @@ def test_victims_are_the_podgroups_and_its_preemption_is_under_way(group_first: 
         assert p.preemptor_tier(TIERS) == "critical"  # the PodGroup's own priority, 1,000,000
         assert p.victim_tier(TIERS) == "low"
         assert p.node == by_name[p.victim_name]["spec"]["nodeName"]  # "on node cluster" names no node
-    assert not state.awaited_preemptors  # no pod is awaited for a PodGroup's uid
+    assert not state.ledger.awaited_preemptors  # no pod is awaited for a PodGroup's uid
 
     w = gang_status(state, now_of())
     assert w.state is WorkloadState.PENDING
@@ -88,7 +88,7 @@ def test_once_its_victims_are_gone_the_gang_no_longer_says_preemption_is_under_w
     (w,) = [w for w in evaluator.evaluate(state, now=now + 1).waiting() if w.key == GANG]
     assert w.preemption is PreemptionVerdict.UNKNOWN
     assert "preemption is under way" not in w.why
-    assert not state.group_victims
+    assert not state.ledger.group_victims
 
 
 def test_the_bare_podgroup_messages_are_read_as_the_gang_not_fitting() -> None:

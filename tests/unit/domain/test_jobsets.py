@@ -122,7 +122,7 @@ def test_a_refusal_before_the_jobset_is_known_moves_to_the_train_job():
     apply(state, js)
     (w,) = evaluate(state, T0 + 400).waiting()
     assert (w.kind, w.name, w.state) == ("TrainJob", "llama-ft", WorkloadState.QUOTA_BLOCKED)
-    assert state.workload_of_controller(WorkloadKey(NS, "Job", jobs[0]["metadata"]["name"])) == w.key
+    assert state.control.workload_of_controller(WorkloadKey(NS, "Job", jobs[0]["metadata"]["name"])) == w.key
 
 
 def test_the_decoded_jobset_wants_every_child_jobs_pods_and_names_its_train_job():
@@ -166,6 +166,6 @@ def test_a_jobset_owned_by_another_groups_train_job_stays_the_jobset():
         o.owner_ref("TrainJob", "loop", api_version="example.com/v1", uid="t")
     ]
     state = state_of(js)
-    assert state.workload_of_controller(WorkloadKey(NS, "JobSet", "loop")) == WorkloadKey(
+    assert state.control.workload_of_controller(WorkloadKey(NS, "JobSet", "loop")) == WorkloadKey(
         NS, "JobSet", "loop"
     )

@@ -60,7 +60,7 @@ def test_the_real_preemption_names_the_urgent_workload_and_its_tier() -> None:
     st, happened = picture("pending", "admitted", "preempted")
     # The dump lists the victim before its preemptor: recorded first, attributed when the preemptor comes.
     assert [h.new for h in happened if isinstance(h, PreemptionSeen)] == [True, False]
-    (seen,) = st.preemptions.values()
+    (seen,) = st.ledger.preemptions.values()
     assert (seen.victim_name, seen.victim_workload) == ("job-train-b4bf7", TRAIN)
     assert (seen.preemptor_kind, seen.preemptor_name, seen.kueue_reason) == (
         "KueueWorkload",
@@ -88,7 +88,7 @@ def test_the_real_requeued_job_waits_again_from_its_eviction() -> None:
     assert w.kueue is not None and w.kueue.evictions == 1
     # Its wait starts at the requeue (QuotaReserved False again), not at its creation an hour of running ago.
     assert w.since is not None and w.since > created("requeued", "job-train-b4bf7")
-    assert len([p for p in st.preemptions.values() if p.preemptor_kind == "KueueWorkload"]) == 1
+    assert len([p for p in st.ledger.preemptions.values() if p.preemptor_kind == "KueueWorkload"]) == 1
 
 
 def test_the_real_visibility_answer_gives_positions() -> None:

@@ -65,7 +65,7 @@ def test_the_operators_warning_is_the_why_of_a_paddlejob_with_no_pods() -> None:
 def test_the_newest_warning_is_kept_whatever_order_they_arrive_in() -> None:
     newer = operator_event(T0 + 300, reason="Delete", message="delete failed  ocr-train-worker-1")
     state = waiting_job(newer, operator_event(T0 + 30))
-    assert list(state.operator_warnings) == [JOB]  # at most one per workload
+    assert list(state.control.operator_warnings) == [JOB]  # at most one per workload
     assert only(state, T0 + 600).why == "paddle-operator: Delete: delete failed ocr-train-worker-1"
 
 
@@ -108,4 +108,4 @@ def test_a_hostile_message_is_kept_on_one_line_and_bounded() -> None:
 def test_a_deleted_paddlejob_forgets_its_warning() -> None:
     state = waiting_job(operator_event(T0 + 30))
     apply(state, paddle_job(), deleted=True)
-    assert state.operator_warnings == {}
+    assert state.control.operator_warnings == {}

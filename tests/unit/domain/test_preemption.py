@@ -71,7 +71,7 @@ def test_disruption_target_of_the_scheduler_is_a_preemption(reason):
     state = state_of(o.node(NODE), victim())
     out = apply(state, with_target(reason))
     assert [type(h) for h in out] == [PreemptionSeen]
-    p = state.preemptions["uid-victim"]
+    p = state.ledger.preemptions["uid-victim"]
     assert (p.node, p.victim_gpus, p.reason, p.victim_workload) == (
         NODE,
         8,
@@ -97,8 +97,8 @@ def test_preempted_event_names_the_preemptor_before_or_after_the_condition(messa
     else:
         out = apply(state, steps[1]) + apply(state, steps[0])
     assert [h.new for h in out if isinstance(h, PreemptionSeen)] == [True, False]
-    assert len(state.preemptions) == 1
-    p = state.preemptions["uid-victim"]
+    assert len(state.ledger.preemptions) == 1
+    p = state.ledger.preemptions["uid-victim"]
     # Either message names a pod the state holds: the record takes its whole identity and its tier.
     assert (p.preemptor_uid, p.preemptor_name, p.node) == ("uid-urgent", "urgent", NODE)
     assert (p.preemptor_priority, p.preemptor_priority_class) == (1_000_000, "urgent-debug")
@@ -110,7 +110,7 @@ def test_preempted_event_names_the_preemptor_before_or_after_the_condition(messa
 def test_related_field_gives_the_preemptor_uid():
     state = state_of(o.node(NODE), victim(), PREEMPTOR, with_target())
     apply(state, preempted_event(f"Preempted by {NS}/urgent on node {NODE}"))
-    p = state.preemptions["uid-victim"]
+    p = state.ledger.preemptions["uid-victim"]
     assert (p.preemptor_uid, p.preemptor_namespace, p.preemptor_name) == ("uid-urgent", NS, "urgent")
 
 
@@ -118,7 +118,7 @@ def test_condition_read_from_the_final_deleted_object():
     state = state_of(o.node(NODE), victim())
     out = apply(state, with_target(), deleted=True)  # MODIFIED with the condition was never seen
     assert [type(h) for h in out] == [PreemptionSeen]
-    assert "uid-victim" not in state.pods and "uid-victim" in state.preemptions
+    assert "uid-victim" not in state.pods and "uid-victim" in state.ledger.preemptions
     assert state.gpus_used == {}
 
 
@@ -126,7 +126,7 @@ def test_event_after_the_pod_is_gone_still_attributes_the_preemptor():
     state = state_of(o.node(NODE), victim())
     apply(state, with_target(), deleted=True)
     apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}"))
-    p = state.preemptions["uid-victim"]
+    p = state.ledger.preemptions["uid-victim"]
     assert p.preemptor_uid == "uid-urgent" and p.victim_gpus == 8
 
 
@@ -134,7 +134,7 @@ def test_the_preemptor_tier_is_recorded_when_first_named_and_outlives_the_preemp
     state = state_of(o.node(NODE), victim(), PREEMPTOR, with_target())
     apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}", related=False))
     apply(state, PREEMPTOR, deleted=True)  # the urgent job ran and is gone before anyone looks
-    p = state.preemptions["uid-victim"]
+    p = state.ledger.preemptions["uid-victim"]
     assert (p.preemptor_namespace, p.preemptor_name) == (NS, "urgent")
     assert p.preemptor_tier(TIERS) == "critical" and p.victim_tier(TIERS) == "low"
 
@@ -143,27 +143,27 @@ def test_a_preemptor_pod_seen_after_the_event_completes_the_record():
     # Events and pods come on separate watches: the event may name a pod not seen yet.
     state = state_of(o.node(NODE), victim(), with_target())
     apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}", related=False))
-    assert state.preemptions["uid-victim"].preemptor_tier(TIERS) is None
+    assert state.ledger.preemptions["uid-victim"].preemptor_tier(TIERS) is None
     out = apply(state, PREEMPTOR)
     assert [(type(h), h.new) for h in out if isinstance(h, PreemptionSeen)] == [(PreemptionSeen, False)]
-    p = state.preemptions["uid-victim"]
+    p = state.ledger.preemptions["uid-victim"]
     assert (p.preemptor_name, p.preemptor_tier(TIERS)) == ("urgent", "critical")
-    assert state.awaited_preemptors == {}
+    assert state.ledger.awaited_preemptors == {}
     assert apply(state, PREEMPTOR) == []  # seen once
 
 
 def test_a_preemptor_never_seen_is_forgotten_with_its_record():
     state = state_of(o.node(NODE), victim(), with_target())
     apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}", related=False))
-    assert set(state.awaited_preemptors) == {"uid-urgent"}
+    assert set(state.ledger.awaited_preemptors) == {"uid-urgent"}
     state.prune(now=T0 + 7211.0 + 7 * 86400, keep_seconds=3600)
-    assert state.preemptions == {} and state.awaited_preemptors == {}
+    assert state.ledger.preemptions == {} and state.ledger.awaited_preemptors == {}
 
 
 def test_event_alone_for_an_unknown_pod_is_recorded_without_cost():
     state = state_of()
     apply(state, preempted_event(f"Preempted by pod uid-urgent on node {NODE}"))
-    p = state.preemptions["uid-victim"]
+    p = state.ledger.preemptions["uid-victim"]
     assert p.gpu_hours_lost is None and p.node == NODE
 
 
@@ -175,11 +175,11 @@ def test_replaying_the_same_objects_reports_nothing_twice():
         preempted_event(f"Preempted by pod uid-urgent on node {NODE}"),
     ]
     state = state_of(*objs)
-    before = dict(state.preemptions)
+    before = dict(state.ledger.preemptions)
     for obj in objs:
         assert apply(state, obj) == []
     assert apply(state, with_target(), deleted=True) == []
-    assert state.preemptions == before
+    assert state.ledger.preemptions == before
 
 
 def test_relist_replace_is_idempotent():
@@ -201,7 +201,7 @@ def test_other_disruption_targets_are_not_preemptions(reason):
     state = state_of(o.node(NODE), victim())
     out = apply(state, with_target(reason))
     assert [type(h) for h in out] == [DisruptionSeen]
-    assert state.preemptions == {}
+    assert state.ledger.preemptions == {}
     snap = evaluate(state, T0 + 7300)
     assert snap.preemptions == () and [d.reason for d in snap.disruptions] == [reason]
     assert apply(state, with_target(reason)) == []  # once
@@ -211,8 +211,8 @@ def test_other_disruption_targets_are_not_preemptions(reason):
 def test_kubelet_evictions_are_not_preemptions(status_reason):
     state = state_of(o.node(NODE), victim())
     apply(state, victim(phase="Failed", status_reason=status_reason))
-    assert state.preemptions == {}
-    assert [d.reason for d in state.disruptions.values()] == [status_reason]
+    assert state.ledger.preemptions == {}
+    assert [d.reason for d in state.ledger.disruptions.values()] == [status_reason]
 
 
 def test_unrelated_events_do_not_make_preemptions():
@@ -226,7 +226,7 @@ def test_unrelated_events_do_not_make_preemptions():
         component="kubelet",
     )
     assert apply(state, ev) == []
-    assert state.preemptions == {}
+    assert state.ledger.preemptions == {}
 
 
 def test_repeated_preemption_of_a_workload_is_counted_per_window():

@@ -124,7 +124,7 @@ def test_preemption_verdict_comes_from_the_pod_when_it_knows_better():
 
 def test_nominated_node_alone_records_no_preemption():
     state = state_of(o.node("gpu-1"), pending_pod("nom", nominated_node="gpu-1", message=GPU_FULL))
-    assert state.preemptions == {}
+    assert state.ledger.preemptions == {}
     assert evaluate(state, T0 + 60).preemptions == ()
 
 

@@ -81,12 +81,12 @@ def test_other_failed_create_events_are_not_quota_refusals():
         'Error creating: pods "llm-worker-0" is forbidden: error looking up service account vision/x'
     )
     state = state_of(ev)
-    assert state.quota_refusals == {}
+    assert state.control.quota_refusals == {}
 
 
 def test_repeated_refusal_events_keep_the_first_time():
     state = state_of(failed_create(T0, T0 + 60), failed_create(T0 + 30, T0 + 600, count=9))
-    q = state.quota_refusals[WorkloadKey(NS, "PaddleJob", "llm")]
+    q = state.control.quota_refusals[WorkloadKey(NS, "PaddleJob", "llm")]
     assert (q.first, q.last, q.count) == (T0, T0 + 600, 9)
 
 
@@ -210,9 +210,9 @@ def test_a_refused_paddlejob_is_tiered_by_its_gpu_role_not_its_parameter_server(
 
 def test_a_controller_scaled_to_zero_or_deleted_is_forgotten():
     state = state_of(serving_replica_set())
-    assert state.controller(WorkloadKey(NS, "ReplicaSet", RS_NAME)) is not None
+    assert state.control.controller(WorkloadKey(NS, "ReplicaSet", RS_NAME)) is not None
     apply(state, serving_replica_set(replicas=0))
-    assert state.controller(WorkloadKey(NS, "ReplicaSet", RS_NAME)) is None
+    assert state.control.controller(WorkloadKey(NS, "ReplicaSet", RS_NAME)) is None
     apply(state, serving_replica_set())
     apply(state, serving_replica_set(), deleted=True)
-    assert state.controllers_of("ReplicaSet") == {}
+    assert state.control.controllers_of("ReplicaSet") == {}

@@ -87,7 +87,7 @@ def test_real_victim_and_event_in_any_order_and_replayed_make_one_preemption() -
                     else st.upsert_event(dec.decode("Event", raw(obj)))
                 )
         assert [h.new for h in seen if isinstance(h, PreemptionSeen)].count(True) == 1
-        (p,) = st.preemptions.values()
+        (p,) = st.ledger.preemptions.values()
         assert p.reason == "PreemptionByScheduler" and p.victim_gpus == 2
         assert p.preemptor_uid == load("preemptor-nominated")["metadata"]["uid"]
 
@@ -208,8 +208,8 @@ def test_real_refusals_are_tiered_by_their_controllers_templates() -> None:
     st = ClusterState()
     for name, value in (("experiment", 500_000), ("online-serving", 900_000)):
         st.upsert_priority_class(dec.decode("PriorityClass", raw(o.priority_class(name, value))))
-    st.upsert_controller(dec.decode("Job", raw(load("job-refused-by-quota"))))
-    st.upsert_controller(dec.decode("ReplicaSet", raw(load("replicaset-of-deployment"))))
+    st.control.upsert_controller(dec.decode("Job", raw(load("job-refused-by-quota"))))
+    st.control.upsert_controller(dec.decode("ReplicaSet", raw(load("replicaset-of-deployment"))))
     ev = dec.decode("Event", raw(load("failedcreate-quota-event")))
     st.upsert_event(ev)
     st.upsert_event(dec.decode("Event", raw(load("replicaset-failedcreate-quota-event"))))

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures.scenario import ManualClock, ReplaySource, demo_cluster
-from watchtower.adapters.metrics import WatchtowerMetrics
+from watchtower.adapters.metrics.registry import WatchtowerMetrics
 from watchtower.bootstrap import build_container
 from watchtower.config import Settings
 from watchtower.domain.promql.names import EVENT_LOOP_LAG, EVENT_LOOP_LAGS

@@ -10,7 +10,7 @@ import json
 import msgspec
 from prometheus_client import CollectorRegistry
 
-from watchtower.adapters.metrics import WatchtowerMetrics
+from watchtower.adapters.metrics.registry import WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
@@ -63,7 +63,7 @@ def test_team_pairs_count_the_same_preemptions_as_tier_pairs_and_lose_the_same_g
     tiers = _samples(registry, "watchtower_preemptions_total")
     teams = _samples(registry, "watchtower_team_preemptions_total")
     assert sum(tiers.values()) >= 5 and sum(teams.values()) == sum(tiers.values())
-    namespaces = {p.victim_namespace for p in tracker.state.preemptions.values()}
+    namespaces = {p.victim_namespace for p in tracker.state.ledger.preemptions.values()}
     victim_teams = {dict(k)["victim_team"] for k in teams}
     assert victim_teams <= {tracker.state.team_of(ns) for ns in namespaces} | {"unknown"}
     lost_tiers = sum(_samples(registry, "watchtower_preemption_gpu_hours_lost_total").values())
@@ -76,13 +76,13 @@ def test_each_preemptor_that_started_is_timed_once_from_its_victims_eviction() -
     counts = _samples(registry, "watchtower_preemption_to_running_seconds_count")
     preemptors = {
         p.preemptor_uid
-        for p in tracker.state.preemptions.values()
+        for p in tracker.state.ledger.preemptions.values()
         if p.preemptor_uid and p.preemptor_kind != "PodGroup"
     }
     started = [u for u in preemptors if (pod := tracker.state.pods.get(u)) and pod.running_since]
     assert started and 0 < sum(counts.values()) <= len(preemptors)
     evicted = {}
-    for p in tracker.state.preemptions.values():
+    for p in tracker.state.ledger.preemptions.values():
         if p.preemptor_uid in started and p.at is not None:
             evicted[p.preemptor_uid] = min(evicted.get(p.preemptor_uid, p.at), p.at)
     total = sum(_samples(registry, "watchtower_preemption_to_running_seconds_sum").values())

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 from prometheus_client import CollectorRegistry
 
-from watchtower.adapters.metrics import WatchtowerMetrics
+from watchtower.adapters.metrics.registry import WatchtowerMetrics
 from watchtower.bootstrap import object_decoder
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import Settings, SimulatorConfig
@@ -101,7 +101,9 @@ def test_entitlement_is_read_team_by_team_kueue_first_then_the_quotas(run) -> No
         team: (source, v) for (source, team), v in _samples(registry, "watchtower_team_gpus_entitled").items()
     }
     kueue_teams = {t for q in tick.kueue_queues for t in q.teams if q.nominal_gpus}
-    quota_teams = {tracker.state.team_of(q.namespace) for q in tracker.state.quotas.values() if q.hard_gpus}
+    quota_teams = {
+        tracker.state.team_of(q.namespace) for q in tracker.state.control.quotas.values() if q.hard_gpus
+    }
     assert kueue_teams and quota_teams - kueue_teams
     assert {t for t, (s, _) in entitled.items() if s == "kueue"} == kueue_teams
     assert {t for t, (s, _) in entitled.items() if s == "quota"} == quota_teams - kueue_teams

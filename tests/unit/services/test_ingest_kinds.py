@@ -51,5 +51,5 @@ def test_every_kind_the_simulator_serves_reaches_the_state() -> None:
     for kind, type_, b in sim.drain():
         ing.apply(kind, type_, b)
     assert not ing.ignored and not ing.skipped
-    assert state.namespaces and state.priority_classes and state.nodes and state.quotas and state.pods
-    assert all(state.controllers_of(k) for k in ("Job", "ReplicaSet", "PaddleJob"))
+    assert state.namespaces and state.priority_classes and state.nodes and state.control.quotas and state.pods
+    assert all(state.control.controllers_of(k) for k in ("Job", "ReplicaSet", "PaddleJob"))

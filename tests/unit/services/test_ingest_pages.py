@@ -67,7 +67,7 @@ def test_a_relist_in_pages_drops_unlisted_nodes_quotas_and_priority_classes() ->
 
     st = ing.state
     assert set(st.nodes) == {"b", "c"}
-    assert set(st.quotas) == {("y", "gpu")} and st.quotas[("y", "gpu")].used_gpus == 1
+    assert set(st.control.quotas) == {("y", "gpu")} and st.control.quotas[("y", "gpu")].used_gpus == 1
     assert set(st.priority_classes) == {"hi"}
 
 

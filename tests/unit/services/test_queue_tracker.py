@@ -18,7 +18,7 @@ from tests.fixtures.scenario import (
     demo_cluster,
     list_everything,
 )
-from watchtower.adapters.metrics import feed_health_of
+from watchtower.adapters.metrics.queue import feed_health_of
 from watchtower.api.container import Container
 from watchtower.bootstrap import build_container
 from watchtower.domain.health import KindFreshness, SourceHealth
@@ -275,10 +275,10 @@ def test_the_change_log_holds_no_more_than_the_events_since_the_last_tick() -> N
         for k, p in enumerate(pods):
             p["metadata"].setdefault("annotations", {})["watchtower.io/note"] = f"churn {tick}.{k}"
             w.on_change("Pod", "MODIFIED", orjson.dumps(p))
-        assert len(w.state.changes) == len(pods)
+        assert len(w.state.log.changes) == len(pods)
         clock.t += 1
         w.evaluate(clock.now())
-        assert len(w.state.changes) == 0
+        assert len(w.state.log.changes) == 0
     # Read by difference from the shortened log, a tick still shows what changed since the last one.
     for p in pods[:5]:
         p["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "4"

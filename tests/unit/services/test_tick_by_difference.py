@@ -124,7 +124,7 @@ class World:
         for n in self.nodes.values():
             st.upsert_node(n)
         for c in self.jobs.values():
-            st.upsert_controller(c)
+            st.control.upsert_controller(c)
         for g in self.groups.values():
             st.forms.gangs.upsert_pod_group(g)
         for pc in (WorkloadPriorityClass("kueue-urgent", 1_000_000), WorkloadPriorityClass("kueue-low", 100)):
@@ -229,7 +229,7 @@ class World:
         )
         self.jobs[c.name] = c
         if st is not None:
-            st.upsert_controller(c)
+            st.control.upsert_controller(c)
 
     def pod_group(self, i: int, st: ClusterState | None = None) -> None:
         rnd = self.rnd
@@ -367,7 +367,7 @@ class World:
                 phase=rnd.choice(["Pending", "Starting", "Running"]),
             )
             self.jobs[c.name] = c
-            st.upsert_controller(c)
+            st.control.upsert_controller(c)
         elif r < 0.76 and self.kueue:  # admitted, evicted back, or a new Kueue message
             w = self.kueue[rnd.choice(sorted(self.kueue))]
             admit = rnd.random() < 0.5
@@ -528,10 +528,10 @@ def test_the_change_log_keeps_only_what_a_reader_still_needs(
     now = T0
     touched = 0
     for step in range(40):
-        before = live.state.changes_end
+        before = live.state.log.changes_end
         for _ in range(rnd.choice([1, 2, 5])):
             world.churn(live.state)
-        touched += live.state.changes_end - before
+        touched += live.state.log.changes_end - before
         now += rnd.choice([15.0, 600.0])
         clock.at = now
         got = picture(live, now)
@@ -540,8 +540,8 @@ def test_the_change_log_keeps_only_what_a_reader_still_needs(
         assert got[0] == picture(fresh, now)[0], f"step {step}: the Tick"
         st = live.state
         if lag == 0:
-            assert st.changes == [], f"step {step}: {len(st.changes)} entries kept"
+            assert st.log.changes == [], f"step {step}: {len(st.log.changes)} entries kept"
         else:  # kept from where the holder index last read, not from the start
-            assert st.changes_base == live._holders.needs(st) or st.changes == []
+            assert st.log.changes_base == live._holders.needs(st) or st.log.changes == []
     assert touched > 50  # what the log would hold without forgetting
-    assert len(live.state.changes) < touched
+    assert len(live.state.log.changes) < touched

@@ -61,7 +61,7 @@ def test_preemption_evicts_the_lowest_tier_and_marks_victim_and_preemptor_as_the
     ev = one(w.events("Preempted"))
     assert ev["message"] == f"Preempted by pod {debug.uid} on node {victim.node}"
     assert ev["related"]["uid"] == debug.uid and ev["involvedObject"]["uid"] == victim.uid
-    p = w.state.preemptions[victim.uid]
+    p = w.state.ledger.preemptions[victim.uid]
     assert p.preemptor_uid == debug.uid and p.reason == "PreemptionByScheduler" and p.victim_gpus == 8
     w.step(60)
     assert victim.uid not in sim.pods
@@ -191,11 +191,11 @@ def test_the_controllers_are_served_while_their_work_lasts_then_deleted():
     )
     w.step(10)
     assert [o["metadata"]["name"] for o in map(msgspec.json.decode, sim.list_objects("Job"))] == ["etl"]
-    pj = w.state.controller(WorkloadKey("team-b", "PaddleJob", "llm"))
+    pj = w.state.control.controller(WorkloadKey("team-b", "PaddleJob", "llm"))
     assert pj is not None and (pj.pods, pj.gpus, pj.gpus_per_pod) == (3, 4, 2)  # a ps and two workers
     w.step(3 * 3600)
     assert sim.list_objects("Job") == [] and sim.list_objects("PaddleJob") == []
-    assert not any(w.state.controllers.values())
+    assert not any(w.state.control.controllers.values())
 
 
 def test_quota_used_is_published_on_the_resource_quota():
@@ -203,7 +203,7 @@ def test_quota_used_is_published_on_the_resource_quota():
     w = Watched(sim)
     sim.submit(single_pod(kind="Job", name="x", team="a", priority_class="batch", gpus=3, duration=1e6))
     w.step(30)
-    q = w.state.quotas[("team-a", "gpu-quota")]
+    q = w.state.control.quotas[("team-a", "gpu-quota")]
     assert (q.hard_gpus, q.used_gpus) == (16, 3)
 
 

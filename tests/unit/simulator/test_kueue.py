@@ -34,10 +34,10 @@ def test_a_kueue_job_waits_with_no_pods_at_its_quota_is_admitted_later_and_one_i
             admitted_with_pods = True
     assert held == {("Job", "pending", "Pending")}
     assert admitted_with_pods  # admitted once the urgent job was done
-    kueue = [p for p in w.state.preemptions.values() if p.preemptor_kind == "KueueWorkload"]
+    kueue = [p for p in w.state.ledger.preemptions.values() if p.preemptor_kind == "KueueWorkload"]
     assert len(kueue) == 1
     (p,) = kueue
     assert p.victim_workload is not None and p.victim_workload.name == LOW_A
     assert p.kueue_reason == "InClusterQueue" and p.preemptor_name.startswith(f"job-{URGENT}-")
     assert p.gpu_hours_lost is not None and p.gpu_hours_lost > 0
-    assert not [d for d in w.state.disruptions.values() if d.name.startswith(LOW_A)]
+    assert not [d for d in w.state.ledger.disruptions.values() if d.name.startswith(LOW_A)]

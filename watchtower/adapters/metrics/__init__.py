@@ -7,12 +7,6 @@ are fed from the state's happenings as they arrive.
 
 By family group: `registry` (`WatchtowerMetrics`: the counters and histograms, configuration reloads, the
 rendering), `queue` (the queue's gauges and the cluster source's feed health, collected per scrape) and
-`fairness` (the per-team fairness gauges). This package re-exports what its importers use.
+`fairness` (the per-team fairness gauges). Importers name the defining module; `QueueGauges`, the port
+the queue gauges fill, is watchtower.ports'.
 """
-
-from watchtower.ports import QueueGauges
-
-from .queue import FeedHealth, feed_health_of
-from .registry import CONTENT_TYPE, WatchtowerMetrics
-
-__all__ = ["CONTENT_TYPE", "FeedHealth", "QueueGauges", "WatchtowerMetrics", "feed_health_of"]

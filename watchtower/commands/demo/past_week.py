@@ -99,7 +99,7 @@ async def _record(
 ) -> PastWeek:
     import msgspec
 
-    from watchtower.adapters.metrics import WatchtowerMetrics
+    from watchtower.adapters.metrics.registry import WatchtowerMetrics
     from watchtower.adapters.prometheus.backfill import Backfill
     from watchtower.adapters.prometheus.fairness import PIECE
     from watchtower.bootstrap import build_container, fairness_recorder, open_history

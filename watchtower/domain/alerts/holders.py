@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import chain
 
+from watchtower.domain.change_log import ChangeCursor
 from watchtower.domain.records import Pod
 from watchtower.domain.state import ClusterState
-from watchtower.domain.state_controllers import ChangeCursor
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.workloads import WorkloadKey
 
@@ -80,12 +80,12 @@ class HolderIndex:
 
     def needs(self, state: ClusterState) -> int:
         """Return the position of `state`'s change log from which this still needs its entries."""
-        return self._cursor.needs(state) if state is self._state else state.changes_end
+        return self._cursor.needs(state.log) if state is self._state else state.log.changes_end
 
     def below(self, state: ClusterState, rank: int) -> tuple[GpuHolder, ...]:
         """Return the records of every holder whose tier ranks below `rank` (0 = the top tier), in no
         particular order; the same tuple as the last call when nothing they derive from changed."""
-        changed = self._cursor.read(state)
+        changed = self._cursor.read(state.log)
         if changed is None or state is not self._state:
             self._state = state
             for d in self._by_rank:

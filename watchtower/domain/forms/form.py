@@ -4,14 +4,27 @@ A form is a slice: `domain/forms/<name>/` (its records, tables, state part, the 
 workload and the JSON it presents), `adapters/kube/forms/<name>.py` (how its kinds decode) and, when
 the demo shows it, `simulator/forms/<name>.py` (the controller that makes its objects). Every layer
 finds a form's module by the form's name in the one list, `registry.FORMS`; start-up and
-tests/architecture fail when a layer lacks a module a form needs.
+tests/architecture fail when a layer lacks a module a form needs. A form whose objects change more than
+the pods and controllers registers its state part (`part`): `ClusterState` builds one per form from the
+registry and binds its kinds through the part's `bindings()`, so that a new form adds its part, with its
+tables inside, and no line of state.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
+from watchtower.domain.binding import Binding
 from watchtower.domain.kinds import Kind
+
+
+class FormPart(Protocol):
+    """A form's part of the cluster state: it applies the objects of the form's kinds (to tables of its own,
+    or the state's) and says how each kind reaches it."""
+
+    def bindings(self) -> dict[str, Binding[Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,3 +34,7 @@ class QueueForm:
     name: str
     kinds: tuple[Kind, ...]
     summary: str  # one line: what waits in this form, for docs/architecture.md's table
+    # Makes the form's part of a `ClusterState`, given that state: None for a form whose kinds the state's
+    # own parts hold (pods, controllers). The state is `Any` here because this module is imported by
+    # state.py (through the registry); each part types what it reads of it with a host Protocol.
+    part: Callable[[Any], FormPart] | None = None

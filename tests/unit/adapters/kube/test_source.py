@@ -166,7 +166,7 @@ async def test_preemption_is_reported_once_across_a_relist(apiserver, tmp_path: 
 
         new = [h for h in r.happenings if isinstance(h, PreemptionSeen) and h.new]
         assert [h.preemption.victim_uid for h in new] == ["uid-00001"]
-        assert list(r.state.preemptions) == ["uid-00001"]
+        assert list(r.state.ledger.preemptions) == ["uid-00001"]
 
 
 async def test_malformed_listed_pod_is_skipped_and_counted_the_rest_is_kept(

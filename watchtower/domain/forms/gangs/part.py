@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from watchtower.domain import kinds
 from watchtower.domain.binding import Binding
+from watchtower.domain.change_log import ChangeLog
 from watchtower.domain.forms.gangs.records import Gang, GangWorkload, VolcanoQueue
 from watchtower.domain.forms.gangs.tables import GangTables
 from watchtower.domain.preemption_ledger import PreemptionLedger
@@ -25,7 +26,8 @@ class GangHost(Protocol):
     def gangs(self) -> GangTables: ...
     @property
     def ledger(self) -> PreemptionLedger: ...
-    def touch(self, key: WorkloadKey) -> None: ...
+    @property
+    def log(self) -> ChangeLog: ...
 
 
 @dataclass(slots=True)
@@ -34,7 +36,7 @@ class GangForm:
 
     def _touch_each(self, keys: list[WorkloadKey]) -> None:
         for key in keys:
-            self.host.touch(key)
+            self.host.log.touch(key)
 
     def upsert_pod_group(self, g: Gang) -> None:
         self._touch_each(self.host.gangs.upsert_pod_group(g))

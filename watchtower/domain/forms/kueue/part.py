@@ -17,6 +17,7 @@ from msgspec.structs import replace as with_fields
 
 from watchtower.domain import kinds
 from watchtower.domain.binding import Binding
+from watchtower.domain.change_log import ChangeLog
 from watchtower.domain.disruptions import started_at
 from watchtower.domain.forms.dra.tables import DraTables
 from watchtower.domain.forms.kueue.dra import all_claims, claim_user, pod_set_gpus
@@ -30,6 +31,7 @@ from watchtower.domain.forms.kueue.records import (
 from watchtower.domain.forms.kueue.tables import KueueTables, NsName
 from watchtower.domain.preemption_ledger import PreemptionLedger, PreemptionSeen
 from watchtower.domain.records import Pod
+from watchtower.domain.state_controllers import ControllerPart
 from watchtower.domain.workloads import WorkloadKey
 
 _ns_name = attrgetter("namespace", "name")
@@ -46,9 +48,10 @@ class KueueHost(Protocol):
     def by_workload(self) -> Mapping[WorkloadKey, set[str]]: ...
     @property
     def ledger(self) -> PreemptionLedger: ...
-    def touch(self, key: WorkloadKey) -> None: ...
-    def touch_all(self) -> None: ...
-    def workload_of_controller(self, key: WorkloadKey) -> WorkloadKey: ...
+    @property
+    def log(self) -> ChangeLog: ...
+    @property
+    def control(self) -> ControllerPart: ...
     def kueue_priority(self, w: KueueWorkload) -> tuple[int, str]: ...
 
 
@@ -58,7 +61,7 @@ class KueueForm:
 
     def _touch_each(self, keys: list[WorkloadKey]) -> None:
         for key in keys:
-            self.host.touch(key)
+            self.host.log.touch(key)
 
     def upsert_workload(self, w: KueueWorkload) -> list[PreemptionSeen]:
         """Hold a Kueue Workload; return its preemption when it newly shows one (and attribute any that
@@ -67,7 +70,7 @@ class KueueForm:
         prev = h.kueue.workloads.get((w.namespace, w.name))
         if w.dra is not None or (prev is not None and prev.dra is not None):
             w = self._with_claims(prev, w)
-        old, touched = h.kueue.upsert_workload(w, h.workload_of_controller)
+        old, touched = h.kueue.upsert_workload(w, h.control.workload_of_controller)
         self._touch_each(touched)
         if not touched:
             return []
@@ -147,18 +150,18 @@ class KueueForm:
         for key in h.kueue.held:
             w = h.kueue.of_key(key)
             if w is not None and w.namespace == q.namespace and w.local_queue == q.name:
-                h.touch(key)
+                h.log.touch(key)
 
     def upsert_priority_class(self, pc: WorkloadPriorityClass) -> None:
         h = self.host
         if h.kueue.priority_classes.get(pc.name) != pc:
             h.kueue.priority_classes[pc.name] = pc
-            h.touch_all()
+            h.log.touch_all()
 
     def delete_priority_class(self, pc: WorkloadPriorityClass) -> None:
         h = self.host
         if h.kueue.priority_classes.pop(pc.name, None) is not None:
-            h.touch_all()
+            h.log.touch_all()
 
     def set_positions(self, positions: dict[NsName, int], queues: set[str]) -> None:
         """Take the positions the visibility API gives the pending Workloads of these ClusterQueues."""

@@ -212,7 +212,7 @@ def test_a_refused_job_of_the_high_tier_alerts_at_the_high_tiers_thresholds(afte
     """No pod, so the tier is its template's class: not the lowest tier's 2 h / 8 h, 8 times too late."""
     state = cluster()
     state.upsert_priority_class(PriorityClass("online-serving", PRIORITY["high"]))
-    state.upsert_controller(
+    state.control.upsert_controller(
         Controller(NS, "Job", "sweep", "uid-sweep", None, "online-serving", None, 4, 4, 1)
     )
     state.upsert_event(refused_job(T0 + after))
