@@ -1,5 +1,6 @@
-"""The Kubernetes-native forms of the artefacts, one object a file under `deploy/monitoring/`; `watchtower
-generate` writes them (watchtower/commands/generate.py).
+"""The Kubernetes files `watchtower generate` writes under `deploy/` (watchtower/commands/generate.py): the
+Kubernetes-native forms of the artefacts, one object a file under `deploy/monitoring/`, and the RBAC of
+`deploy/base/` and the chart, whose read rules follow the watched kinds (rbac.py).
 
 The PrometheusRule holds the generated rules file's groups, the dashboard ConfigMaps the generated dashboards,
 the Grafana alert ConfigMap the generated provisioning file, the AlertmanagerConfig the generated route tree:
@@ -20,17 +21,19 @@ from alerts.render import to_yaml
 from dashboards import generate as dashboards_generate
 from watchtower.config import Settings
 
-from . import grafana, operator
+from . import grafana, operator, rbac
 
 COMMAND = alerts_generate.COMMAND
-PROMETHEUS_RULE = Path("prometheusrule.yaml")
-SERVICE_MONITOR = Path("servicemonitor.yaml")
-ALERTMANAGER_CONFIG = Path("alertmanagerconfig.yaml")
-GRAFANA_ALERTS = Path("grafana-alerts.yaml")
+# Paths under deploy/.
+MONITORING = Path("monitoring")
+PROMETHEUS_RULE = MONITORING / "prometheusrule.yaml"
+SERVICE_MONITOR = MONITORING / "servicemonitor.yaml"
+ALERTMANAGER_CONFIG = MONITORING / "alertmanagerconfig.yaml"
+GRAFANA_ALERTS = MONITORING / "grafana-alerts.yaml"
 
 
 def dashboard_file(uid: str) -> Path:
-    return Path(f"grafana-dashboard-{uid.removeprefix('watchtower-')}.yaml")
+    return MONITORING / f"grafana-dashboard-{uid.removeprefix('watchtower-')}.yaml"
 
 
 def _secret_note(settings: Settings, keys: list[tuple[str, str]]) -> str:
@@ -61,8 +64,8 @@ _SCOPE_NOTE = (
 def render_all(
     settings: Settings, *, source: str = "", grafana_datasource_uid: str = DATASOURCE_UID
 ) -> dict[Path, str]:
-    """Return {file name under deploy/monitoring/: text}; raise ValueError for a job selector a
-    ServiceMonitor cannot give its series."""
+    """Return {path under deploy/: text}; raise ValueError for a job selector a ServiceMonitor cannot give
+    its series."""
     a = settings.artefacts
     plain = alerts_generate.render_all(settings, source=source, grafana_datasource_uid=grafana_datasource_uid)
     groups = yaml.safe_load(plain[alerts_generate.RULES])["groups"]
@@ -84,6 +87,7 @@ def render_all(
         out[dashboard_file(uid)] = dump(cm)
     grafana_rules = {Path(alerts_generate.GRAFANA_RULES.name): plain[alerts_generate.GRAFANA_RULES]}
     out[GRAFANA_ALERTS] = dump(grafana.alert_rules_config_map(grafana_rules, a))
+    out.update(rbac.render_all())
     return out
 
 

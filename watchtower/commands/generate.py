@@ -3,8 +3,7 @@ which of them drifted from what the configuration gives (`watchtower generate`).
 
 The generators live beside the package (alerts/, dashboards/) and import only the domain and the config
 model; this module only places their output under one root, in the checkout's layout, so that generating
-into the checkout reproduces the committed files. A new kind of artefact (e.g. Kubernetes manifests under
-deploy/) is one more entry in `SETS`.
+into the checkout reproduces the committed files. A new kind of artefact is one more entry in `SETS`.
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ SETS = (
     ArtefactSet("dashboards", Path("dashboards"), lambda s, _: dashboards_generate.render_all(s)),
     ArtefactSet(
         "manifests",
-        Path("deploy/monitoring"),
+        Path("deploy"),
         lambda s, o: manifests_generate.render_all(
             s, source=o.source, grafana_datasource_uid=o.grafana_datasource_uid
         ),
