@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from watchtower.domain.kinds import WATCHED, Kind
+from watchtower.domain.forms.registry import WATCHED
+from watchtower.domain.kinds import Kind
 
 # Under deploy/.
 BASE = Path("base/rbac.yaml")

@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 
 from manifests import rbac
-from watchtower.domain.kinds import JOB, WATCHED, Kind
+from watchtower.domain.forms.registry import WATCHED
+from watchtower.domain.kinds import JOB, Kind
 
 ROOT = Path(__file__).resolve().parents[2]
 READ = ["get", "list", "watch"]
