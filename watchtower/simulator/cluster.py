@@ -4,9 +4,9 @@
 simulated clock advances. It composes the one object store (store.py: every kind's objects, the
 resourceVersion every write bumps, the changes a watcher drains) and what acts on it each tick: the
 controllers and quota admission (controllers.py), kube-scheduler's decisions applied (binding.py,
-deciding in scheduler.py), the Volcano and Kueue stand-ins (volcano.py, kueue.py), the DRA driver
-(dra.py), the kubelet, completion and garbage collection (lifecycle.py) and the Events
-(events.py). Tests drive it with `step(dt)` and never need real time. What runs before its start (the
+deciding in scheduler.py), the kubelet, completion and garbage collection (lifecycle.py), the Events
+(events.py), and each queue form's controller (forms/<name>/controller.py: Volcano, Kueue, the DRA
+driver...), found by the forms' registry and called through its hooks (hooks.py), never by name. Tests drive it with `step(dt)` and never need real time. What runs before its start (the
 demo's warm start, in watchtower/commands/demo/warm.py) is a `Prelude` it is given, not something it knows.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -27,13 +27,10 @@ from watchtower.simulator import controllers, exporter, lifecycle
 from watchtower.simulator import objects as obj
 from watchtower.simulator.binding import KubeScheduler
 from watchtower.simulator.controllers import GPU_KEY, QUOTA_NAME, quota_used, quotas_used
-from watchtower.simulator.dra import KINDS as DRA_KIND_NAMES
-from watchtower.simulator.dra import DraDriver
 from watchtower.simulator.events import EventLog
-from watchtower.simulator.kueue import KueueStandIn
+from watchtower.simulator.hooks import FormController, form_controllers
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.simulator.store import Store
-from watchtower.simulator.volcano import VolcanoScheduler
 from watchtower.simulator.workloads import (
     PRIORITY_CLASSES,
     WorkloadGenerator,
@@ -46,9 +43,9 @@ __all__ = ["DEFAULT_START", "GPU_KEY", "KINDS", "QUOTA_NAME", "Prelude", "SimPod
 KINDS = tuple(k.name for k in WATCHED)
 # Served (installed CRDs with no objects yet), but the simulator makes none of these kinds.
 UNSIMULATED: frozenset[str] = frozenset()
-DRA_KINDS = frozenset(DRA_KIND_NAMES)  # served empty while the cluster has no DRA node
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 MAX_SUBSTEP = 10.0  # simulated seconds per internal tick: coarse steps are cut into these
+F = TypeVar("F", bound=FormController)
 
 
 class Prelude(Protocol):
@@ -82,12 +79,13 @@ class SimulatedCluster:
         self.tick = tick  # real seconds between steps in `run`
         self.store = store = Store(cfg, start if start is not None else DEFAULT_START)
         created = store.now() - 90 * 86400
-        self.volcano = VolcanoScheduler(created)
-        self.kueue = KueueStandIn()
-        self.dra = DraDriver(cfg.seed, created)
+        self.forms = form_controllers(store, created)  # in the registry's order, which their hooks run in
+        self._served = {kind: f for f in self.forms for kind in f.kinds}
         self.log = EventLog(store)
-        self.scheduler = KubeScheduler(store, self.log, self.dra, self.volcano)
+        self.scheduler = KubeScheduler(store, self.log, self.forms)
         store.nodes = self._make_nodes()
+        for f in self.forms:
+            f.add_nodes(store, created)
         store.namespaces = {team_namespace(t): obj.namespace(team_namespace(t), team=t) for t in cfg.teams}
         store.priority_classes = [
             obj.priority_class(
@@ -107,7 +105,7 @@ class SimulatedCluster:
             *store.priority_classes,
             *store.nodes.values(),
             *store.quotas.values(),
-            *(o for k in DRA_KINDS for o in self.dra.objects(k)),
+            *(o for f in self.forms for o in f.standing()),
         ]:
             store.stamp(o)
         self.generator = WorkloadGenerator(store.rng, list(cfg.teams), cfg.gpus_per_node)
@@ -121,6 +119,13 @@ class SimulatedCluster:
         store.drain()  # what happened before anyone listens is in the first LIST
 
     # ---- what the store holds, as tests and the exporter read it ----------------------------------
+
+    def form(self, cls: type[F]) -> F:
+        """Return the form controller of class `cls` (e.g. forms.kueue.controller.KueueStandIn)."""
+        for f in self.forms:
+            if isinstance(f, cls):
+                return f
+        raise LookupError(f"the simulator runs no {cls.__name__}")
 
     @property
     def config(self) -> SimulatorConfig:
@@ -186,25 +191,6 @@ class SimulatedCluster:
                 {"type": "Hostname", "address": name},
             ]
             out[name] = n
-        for j in range(cfg.dra_nodes):
-            # NVIDIA's DRA driver on these: no `nvidia.com/gpu`, the GPUs are its ResourceSlice's devices.
-            i = cfg.nodes + j
-            name = f"dra-node-{j:02d}"
-            n = obj.node(
-                name,
-                gpus=0,
-                cpu=str(16 * cfg.gpus_per_node),
-                memory=f"{96 * cfg.gpus_per_node}Gi",
-                created=created,
-            )
-            for part in ("allocatable", "capacity"):
-                del n["status"][part]["nvidia.com/gpu"]
-            n["status"]["addresses"] = [
-                {"type": "InternalIP", "address": f"10.0.{i // 250}.{i % 250 + 1}"},
-                {"type": "Hostname", "address": name},
-            ]
-            out[name] = n
-            self.dra.add_node(n, cfg.gpus_per_node, created)
         return out
 
     # ---- submissions ------------------------------------------------------------------------------
@@ -219,8 +205,9 @@ class SimulatedCluster:
         w.slots = {t.name: None for t in spec.pods}
         w.next_create = now
         self.store.workloads.append(w)
-        self.dra.submitted(self.store, spec)
-        controllers.created(self.store, self.volcano, self.kueue, w)
+        for f in self.forms:
+            f.submitted(self.store, w)
+        controllers.created(self.store, self.forms, w)
         return w
 
     def script(self, at: float, make: Callable[[], WorkloadSpec]) -> None:
@@ -256,16 +243,8 @@ class SimulatedCluster:
             items = [body for k, body in store.controllers.values() if k == kind]
             if kind == "Job":
                 items += [j for jobs in store.child_jobs.values() for j in jobs]
-        elif kind == "Workload":
-            items = list(store.gang_workloads.values())
-        elif kind == "PodGroup":
-            items = list(store.pod_groups.values())
-        elif kind in ("VolcanoPodGroup", "VolcanoQueue"):
-            items = list(self.volcano.objects(kind))
-        elif kind in DRA_KINDS:
-            items = self.dra.objects(kind)
-        elif kind in ("KueueWorkload", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"):
-            items = self.kueue.objects(kind)
+        elif kind in self._served:
+            items = self._served[kind].objects(kind)
         elif kind in UNSIMULATED:
             items = []
         else:
@@ -345,13 +324,14 @@ class SimulatedCluster:
         store.set_now(t)
         self._arrivals(t)
         lifecycle.kubelet(store, self.log, t)
-        lifecycle.progress(store, self.kueue, self.volcano, t, dt)
-        controllers.reconcile(store, self.log, self.volcano, self.kueue, t)
-        self.dra.reconcile(store, t)
-        self.kueue.session(store, t)
+        lifecycle.progress(store, self.forms, t, dt)
+        controllers.reconcile(store, self.log, self.forms, t)
+        for f in self.forms:
+            f.reconcile(store, t)
         self.scheduler.schedule(t)
         changed, store.pods_changed = store.pods_changed, set()
-        controllers.sync_paddle_jobs(store, t, changed)
+        for f in self.forms:
+            f.pods_changed(store, t, changed)
         self._refresh_quotas()
         self.log.expire(t)
 

@@ -1,27 +1,30 @@
 """The simulated controllers: the objects a workload is (Job, ReplicaSet, PaddleJob, JobSet and what they own),
 the pods they create under ResourceQuota admission, and the status they write back.
 
-Each function writes through the store (store.py), beside the stand-ins it asks; the shapes are in
-objects/, group_objects.py, jobset_objects.py and volcano_objects.py, with their upstream sources.
+Each function writes through the store (store.py), beside the form controllers it asks (hooks.py); the
+shapes are in objects/ and the forms' objects modules (forms/<name>/), with their upstream sources. What a
+form makes beside a workload's controller object is its controller's (`created`, `gone`); the kind
+branches below (a PaddleJob's Volcano policy, a Kueue Job's suspension, a JobSet's and gang Job's pod
+names, a DRA template's claims) are what is left of the forms here.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from watchtower.simulator import dra_objects
-from watchtower.simulator import group_objects as grp
-from watchtower.simulator import jobset_objects as jso
 from watchtower.simulator import objects as obj
-from watchtower.simulator import volcano_objects as vo
+from watchtower.simulator.forms.dra import objects as dra_objects
+from watchtower.simulator.forms.gangs import volcano_objects as vo
+from watchtower.simulator.forms.jobset import objects as jso
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.simulator.workloads import CLASS_BY_NAME, PodTemplate
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from watchtower.simulator.events import EventLog
-    from watchtower.simulator.kueue import KueueStandIn
+    from watchtower.simulator.hooks import FormController
     from watchtower.simulator.store import Store
-    from watchtower.simulator.volcano import VolcanoScheduler
 
 QUOTA_NAME = "gpu-quota"
 GPU_KEY = "requests.nvidia.com/gpu"
@@ -32,44 +35,16 @@ GIVE_UP_AFTER = 2 * 3600.0  # people delete a job their quota has refused for th
 # ---- what a workload is, before any pod -----------------------------------------------------------
 
 
-def created(store: Store, volcano: VolcanoScheduler, kueue: KueueStandIn, w: SimWorkload) -> None:
-    """Write the objects a new workload is: its controller and what that makes before any pod."""
+def created(store: Store, forms: Sequence[FormController], w: SimWorkload) -> None:
+    """Write the objects a new workload is: its controller, then what the forms make before any pod."""
     spec = w.spec
+    body: dict[str, Any] | None = None
     if spec.kind in CONTROLLER:
         body = controller_object(w)
         store.controllers[w.uid] = (spec.kind, body)
         store.emit(spec.kind, body, "ADDED")
-    if spec.pod_group:
-        _gang_objects(store, w)
-    if spec.volcano_queue:  # paddle-operator's constructPodGroup, before any pod
-        store.emit("VolcanoPodGroup", volcano.pod_group(w), "ADDED")
-    if spec.kueue_queue:  # Kueue's job reconciler, for the suspended Job
-        store.emit("KueueWorkload", kueue.workload(w, body, spec.kueue_class), "ADDED")
-    if spec.kind == "JobSet":
-        jobs = jso.child_jobs(body)
-        for j in jobs:
-            j["metadata"]["uid"] = store.new_uid(f"job/{j['metadata']['name']}")
-            store.emit("Job", j, "ADDED")
-        store.child_jobs[w.uid] = jobs
-
-
-def _gang_objects(store: Store, w: SimWorkload) -> None:
-    """Make a gang Job's Workload and PodGroup before any of its pods, as the 1.36 Job controller does."""
-    spec, n = w.spec, len(w.spec.pods)
-    wl = grp.gang_workload(
-        name=spec.name, namespace=spec.namespace, created=w.created, min_count=n, job_uid=w.uid
-    )
-    pg = grp.pod_group(
-        name=f"{spec.name}-0",
-        namespace=spec.namespace,
-        created=w.created,
-        min_count=n,
-        job=spec.name,
-        job_uid=w.uid,
-    )
-    store.gang_workloads[w.uid], store.pod_groups[w.uid] = wl, pg
-    store.emit("Workload", wl, "ADDED")
-    store.emit("PodGroup", pg, "ADDED")
+    for f in forms:
+        f.created(store, w, body)
 
 
 def controller_object(w: SimWorkload) -> dict[str, Any]:
@@ -163,18 +138,17 @@ def quotas_used(store: Store) -> dict[str, int]:
     return out
 
 
-def reconcile(store: Store, log: EventLog, volcano: VolcanoScheduler, kueue: KueueStandIn, t: float) -> None:
-    """Create the missing pods of each workload whose controller is due, until quota refuses one."""
+def reconcile(store: Store, log: EventLog, forms: Sequence[FormController], t: float) -> None:
+    """Create the missing pods of each workload whose controller is due and every form admits, until quota
+    refuses one."""
     for w in store.workloads:
         if w.done or t < w.next_create:
             continue
         if w.refused_since is not None and t - w.refused_since > GIVE_UP_AFTER:
             _abandon(store, w, t)
             continue
-        if w.spec.volcano_queue and not volcano.admits(w):
-            continue  # paddle-operator requeues until its PodGroup is Inqueue or Running
-        if w.spec.kueue_queue and not kueue.admits(w):
-            continue  # suspended: the Job controller makes no pod until Kueue unsuspends it
+        if not all(f.admits(w) for f in forms):
+            continue
         for slot, live in w.slots.items():
             if live is not None:
                 continue
@@ -308,24 +282,3 @@ def _child_job(store: Store, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any]
         return None
     job = tpl.name.rsplit("-", 1)[0]
     return next((j for j in jobs if j["metadata"]["name"] == job), None)
-
-
-# ---- status written back --------------------------------------------------------------------------
-
-
-def sync_paddle_jobs(store: Store, t: float, changed: set[str]) -> None:
-    """Write the status of each PaddleJob whose pods `changed`, when it differs (the operator's
-    syncCurrentStatus)."""
-    for w in store.workloads:
-        known = store.controllers.get(w.uid) if w.uid in changed else None
-        if known is None or known[0] != "PaddleJob":
-            continue
-        body = known[1]
-        replicas: dict[str, int] = {}
-        for tpl in w.spec.pods:
-            replicas[tpl.role] = replicas.get(tpl.role, 0) + 1
-        pods = [(p.template.role, p.phase) for p in w.slots.values() if p is not None]
-        status = grp.paddle_status(replicas, pods, old=body["status"], now=t)
-        if status != body["status"]:
-            body["status"] = status
-            store.emit("PaddleJob", body, "MODIFIED")
