@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from watchtower.simulator import objects as obj
 from watchtower.simulator.forms.dra import objects as dra_objects
 from watchtower.simulator.forms.gangs import volcano_objects as vo
-from watchtower.simulator.forms.jobset import objects as jso
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.simulator.workloads import CLASS_BY_NAME, PodTemplate
 
@@ -40,82 +39,76 @@ def created(store: Store, forms: Sequence[FormController], w: SimWorkload) -> No
     spec = w.spec
     body: dict[str, Any] | None = None
     if spec.kind in CONTROLLER:
-        body = controller_object(w)
+        body = controller_object(w, forms)
         store.controllers[w.uid] = (spec.kind, body)
         store.emit(spec.kind, body, "ADDED")
     for f in forms:
         f.created(store, w, body)
 
 
-def controller_object(w: SimWorkload) -> dict[str, Any]:
-    """Return the workload's controller as the API server serves it: its pod template per role."""
+def controller_object(w: SimWorkload, forms: Sequence[FormController] = ()) -> dict[str, Any]:
+    """Return the workload's controller as the API server serves it: its pod template per role.
+
+    A form's kind (PaddleJob, JobSet) is the form's to build; every form then shapes what was built (a
+    Volcano policy, a Kueue suspension)."""
+    body = _build(w, forms)
+    for f in forms:
+        f.shape(w, body)
+    return body
+
+
+def pod_template(w: SimWorkload, t: PodTemplate) -> dict[str, Any]:
+    """Return the pod template of a controller, as its controller object holds it."""
     spec = w.spec
-    pc = spec.priority_class
+    gpus = 0 if spec.claim_template else t.gpus
+    body = obj.pod_template(
+        gpus=gpus,
+        cpu=t.cpu,
+        memory=t.memory,
+        priority_class=spec.priority_class,
+        image=t.image,
+        grace=spec.grace,
+    )
+    if spec.claim_template:
+        dra_objects.claims_in_template(body, spec.claim_template)
+    return body
 
-    def template(t: PodTemplate) -> dict[str, Any]:
-        gpus = 0 if spec.claim_template else t.gpus
-        body = obj.pod_template(
-            gpus=gpus, cpu=t.cpu, memory=t.memory, priority_class=pc, image=t.image, grace=spec.grace
-        )
-        if spec.claim_template:
-            dra_objects.claims_in_template(body, spec.claim_template)
-        return body
 
+def templates_by_role(w: SimWorkload) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Return each role's pod count and pod template, in the order the roles first come."""
+    roles: dict[str, tuple[int, dict[str, Any]]] = {}
+    for t in w.spec.pods:
+        n, _ = roles.get(t.role, (0, {}))
+        roles[t.role] = (n + 1, pod_template(w, t))
+    return roles
+
+
+def _build(w: SimWorkload, forms: Sequence[FormController]) -> dict[str, Any]:
+    for f in forms:
+        made = f.build(w)
+        if made is not None:
+            return made
+    spec = w.spec
     name, ns, at, uid = spec.name, spec.namespace, w.created, w.uid
     first = spec.pods[0]
-    if spec.kind in ("PaddleJob", "JobSet"):
-        roles: dict[str, tuple[int, dict[str, Any]]] = {}
-        for t in spec.pods:
-            n, _ = roles.get(t.role, (0, {}))
-            roles[t.role] = (n + 1, template(t))
-    if spec.kind == "PaddleJob":
-        body = obj.paddle_job_object(name=name, namespace=ns, created=at, uid=uid, roles=roles)
-        if spec.volcano_queue:  # paddlejob_types.go SchedulingPolicy; the CRD's Collective mode
-            body["spec"]["schedulingPolicy"] = {
-                "minAvailable": len(spec.pods),
-                "queue": spec.volcano_queue,
-                "priorityClass": pc,
-            }
-            body["status"]["mode"] = "Collective"
-        return body
-    if spec.kind == "JobSet":
-        # One Job per replica of each replicatedJob, of parallelism = its pods per Job.
-        per_job = {t.role: int(t.name.rsplit("-", 2)[-1]) + 1 for t in spec.pods}
-        replicas = {t.role: int(t.name.rsplit("-", 2)[-2]) + 1 for t in spec.pods}
-        js = jso.jobset(
-            name=name,
-            namespace=ns,
-            created=at,
-            replicated_jobs={rj: (replicas[rj], per_job[rj], tpl) for rj, (_, tpl) in roles.items()},
-            train_job=spec.train_job,
-        )
-        js["metadata"]["uid"] = uid
-        return js
     n = len(spec.pods)
     if spec.kind == "Job":
-        job = obj.job(
+        return obj.job(
             name=name,
             namespace=ns,
             created=at,
             uid=uid,
-            template=template(first),
+            template=pod_template(w, first),
             parallelism=n,
             completions=n,
         )
-        if spec.pod_group:  # WorkloadWithJob gang-schedules Indexed Jobs with parallelism = completions
-            job["spec"]["completionMode"] = "Indexed"
-        if spec.kueue_queue:  # Kueue's webhook suspends a Job that names a queue
-            job["spec"]["suspend"] = True
-            job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": spec.kueue_queue}
-            job["status"].pop("startTime", None)
-        return job
     # The simulator's ReplicaSets are a Deployment's: `<deployment>-<pod-template-hash>`.
     return obj.replica_set(
         name=name,
         namespace=ns,
         created=at,
         uid=uid,
-        template=template(first),
+        template=pod_template(w, first),
         replicas=n,
         deployment=name.rsplit("-", 1)[0],
     )

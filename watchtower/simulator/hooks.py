@@ -51,6 +51,14 @@ class FormController:
         """Return the objects that exist before anyone listens: they get resourceVersions at the start."""
         return ()
 
+    def build(self, w: SimWorkload) -> dict[str, Any] | None:
+        """Return the controller object of a new workload of a kind the form owns; None when not its kind.
+        (controllers.py `pod_template` and `templates_by_role` make its pod templates.)"""
+        return None
+
+    def shape(self, w: SimWorkload, body: dict[str, Any]) -> None:
+        """Amend a new workload's controller object before it is written (a policy, a suspension...)."""
+
     def submitted(self, store: Store, w: SimWorkload) -> None:
         """Act on a submission before its controller object is written (what its user applies beside it)."""
 

@@ -39,6 +39,20 @@ class Gangs(FormController):
             return list(self.store.pod_groups.values())
         return list(self.volcano.objects(kind))
 
+    def shape(self, w: SimWorkload, body: dict[str, Any]) -> None:
+        spec = w.spec
+        if spec.kind == "PaddleJob" and spec.volcano_queue:
+            # paddlejob_types.go SchedulingPolicy; the CRD's Collective mode
+            body["spec"]["schedulingPolicy"] = {
+                "minAvailable": len(spec.pods),
+                "queue": spec.volcano_queue,
+                "priorityClass": spec.priority_class,
+            }
+            body["status"]["mode"] = "Collective"
+        if spec.kind == "Job" and spec.pod_group:
+            # WorkloadWithJob gang-schedules Indexed Jobs with parallelism = completions
+            body["spec"]["completionMode"] = "Indexed"
+
     def created(self, store: Store, w: SimWorkload, body: dict[str, Any] | None) -> None:
         if w.spec.pod_group:
             _gang_objects(store, w)

@@ -1,14 +1,14 @@
-"""The JobSet controller's child Jobs: one per replica of each replicatedJob, made with the JobSet and
-deleted with it (the shapes in objects.py).
+"""The JobSet form's controller: the JobSet object and the JobSet controller's child Jobs, one per replica
+of each replicatedJob, made with the JobSet and deleted with it (the shapes in objects.py).
 
-The JobSet object itself, and its pods' names, labels and owners (its child Jobs'), are still made by the
-core's controllers.py with the other controllers' objects.
+Its pods' names, labels and owners (its child Jobs') are still the core's (controllers.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from watchtower.simulator.controllers import templates_by_role
 from watchtower.simulator.forms.jobset import objects as jso
 from watchtower.simulator.hooks import FormController
 
@@ -18,7 +18,25 @@ if TYPE_CHECKING:
 
 
 class JobSets(FormController):
-    """Writes a JobSet's child Jobs; they are in the store (`child_jobs`), listed with the Jobs."""
+    """Makes the JobSets and their child Jobs; those are in the store (`child_jobs`), listed with the Jobs."""
+
+    def build(self, w: SimWorkload) -> dict[str, Any] | None:
+        spec = w.spec
+        if spec.kind != "JobSet":
+            return None
+        # One Job per replica of each replicatedJob, of parallelism = its pods per Job.
+        per_job = {t.role: int(t.name.rsplit("-", 2)[-1]) + 1 for t in spec.pods}
+        replicas = {t.role: int(t.name.rsplit("-", 2)[-2]) + 1 for t in spec.pods}
+        roles = templates_by_role(w)
+        js = jso.jobset(
+            name=spec.name,
+            namespace=spec.namespace,
+            created=w.created,
+            replicated_jobs={rj: (replicas[rj], per_job[rj], tpl) for rj, (_, tpl) in roles.items()},
+            train_job=spec.train_job,
+        )
+        js["metadata"]["uid"] = w.uid
+        return js
 
     def created(self, store: Store, w: SimWorkload, body: dict[str, Any] | None) -> None:
         if w.spec.kind != "JobSet" or body is None:

@@ -104,6 +104,12 @@ class KueueStandIn(FormController):
         self.entries[w.uid] = _Entry(w, body, gpus, CLASSES[priority_class], w.created)
         return body
 
+    def shape(self, w: SimWorkload, body: dict[str, Any]) -> None:
+        if w.spec.kind == "Job" and w.spec.kueue_queue:  # Kueue's webhook suspends a Job that names a queue
+            body["spec"]["suspend"] = True
+            body["metadata"]["labels"] = {ko.QUEUE_LABEL: w.spec.kueue_queue}
+            body["status"].pop("startTime", None)
+
     def created(self, store: Store, w: SimWorkload, body: dict[str, Any] | None) -> None:
         if w.spec.kueue_queue and body is not None:  # Kueue's job reconciler, for the suspended Job
             store.emit("KueueWorkload", self.workload(w, body, w.spec.kueue_class), "ADDED")

@@ -1,22 +1,36 @@
-"""paddle-operator's status write-back: a PaddleJob's status follows its pods (syncCurrentStatus).
+"""The PaddleJob form's controller: the PaddleJob object, and paddle-operator's status write-back (a
+PaddleJob's status follows its pods: syncCurrentStatus).
 
-The PaddleJob object, its pods and its quota refusals' words are still made by the core's controllers.py
-with the other controllers' objects.
+Its pods' names and labels and its quota refusals' words are still the core's (controllers.py).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from watchtower.simulator import objects as obj
+from watchtower.simulator.controllers import templates_by_role
 from watchtower.simulator.forms.paddle.objects import paddle_status
 from watchtower.simulator.hooks import FormController
 
 if TYPE_CHECKING:
+    from watchtower.simulator.pods import SimWorkload
     from watchtower.simulator.store import Store
 
 
 class PaddleJobs(FormController):
-    """Writes the status of the PaddleJobs whose pods changed."""
+    """Makes the PaddleJobs and writes the status of those whose pods changed."""
+
+    def build(self, w: SimWorkload) -> dict[str, Any] | None:
+        if w.spec.kind != "PaddleJob":
+            return None
+        return obj.paddle_job_object(
+            name=w.spec.name,
+            namespace=w.spec.namespace,
+            created=w.created,
+            uid=w.uid,
+            roles=templates_by_role(w),
+        )
 
     def pods_changed(self, store: Store, t: float, changed: set[str]) -> None:
         """Write the status of each PaddleJob whose pods `changed`, when it differs (the operator's
