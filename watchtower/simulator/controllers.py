@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from watchtower.simulator import objects as obj
 from watchtower.simulator.forms.dra import objects as dra_objects
-from watchtower.simulator.forms.gangs import volcano_objects as vo
+from watchtower.simulator.hooks import PodDraft
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.simulator.workloads import CLASS_BY_NAME, PodTemplate
 
@@ -146,7 +146,7 @@ def reconcile(store: Store, log: EventLog, forms: Sequence[FormController], t: f
             if live is not None:
                 continue
             tpl = next(x for x in w.spec.pods if x.name == slot)
-            if not _create_pod(store, log, w, tpl, t):
+            if not _create_pod(store, log, forms, w, tpl, t):
                 break
 
 
@@ -158,17 +158,27 @@ def _abandon(store: Store, w: SimWorkload, t: float) -> None:
             store.terminate(p, t, actual=store.rng.uniform(2.0, 10.0))
 
 
-def _create_pod(store: Store, log: EventLog, w: SimWorkload, tpl: PodTemplate, t: float) -> bool:
+def _create_pod(
+    store: Store, log: EventLog, forms: Sequence[FormController], w: SimWorkload, tpl: PodTemplate, t: float
+) -> bool:
     spec = w.spec
     kind = spec.kind
     name = tpl.name if kind in ("PaddleJob", "Pod") else f"{spec.name}-{store.suffix()}"
     index = next(i for i, x in enumerate(spec.pods) if x.name == tpl.name)
-    if spec.pod_group:  # an Indexed Job's pods: `<job>-<index>-<suffix>`
-        name = f"{spec.name}-{index}-{store.suffix()}"
-    child = _child_job(store, w, tpl)
-    if child is not None:  # a JobSet's Jobs are Indexed: `<job>-<completion index>-<suffix>`
-        name = f"{tpl.name}-{store.suffix()}"
-    ns = spec.namespace
+    labels: dict[str, str] = {"app": spec.name, "team": spec.team}
+    if kind == "Job":
+        labels.update(
+            {"batch.kubernetes.io/job-name": spec.name, "job-name": spec.name, "controller-uid": w.uid}
+        )
+    elif kind == "ReplicaSet":
+        labels["pod-template-hash"] = spec.name.rsplit("-", 1)[-1]
+    owner = None
+    if kind in CONTROLLER:
+        owner = obj.owner_ref(kind, spec.name, api_version=CONTROLLER[kind][1], uid=w.uid)
+    draft = PodDraft(name, index, labels, owner)
+    for f in forms:
+        f.pod(store, w, tpl, draft)
+    name, ns = draft.name, spec.namespace
     quota = store.quotas.get(ns)
     if quota is not None and tpl.gpus > 0 and not spec.claim_template:
         hard = int(quota["status"]["hard"][GPU_KEY])
@@ -177,25 +187,6 @@ def _create_pod(store: Store, log: EventLog, w: SimWorkload, tpl: PodTemplate, t
             _refused(store, log, w, tpl, name, used, hard, t)
             return False
     pc = CLASS_BY_NAME[spec.priority_class]
-    labels: dict[str, str] = {"app": spec.name, "team": spec.team}
-    owner = None
-    if kind == "PaddleJob":
-        labels.update({"paddle-res-name": name, "paddle-res-type": tpl.role})
-    elif kind == "Job":
-        labels.update(
-            {"batch.kubernetes.io/job-name": spec.name, "job-name": spec.name, "controller-uid": w.uid}
-        )
-        if spec.pod_group:
-            labels["batch.kubernetes.io/job-completion-index"] = str(index)
-    elif kind == "ReplicaSet":
-        labels["pod-template-hash"] = spec.name.rsplit("-", 1)[-1]
-    if child is not None:
-        cm = child["metadata"]
-        labels.update(child["spec"]["template"]["metadata"]["labels"])
-        labels["batch.kubernetes.io/job-completion-index"] = tpl.name.rsplit("-", 1)[-1]
-        owner = obj.owner_ref("Job", cm["name"], api_version="batch/v1", uid=cm["uid"])
-    elif kind in CONTROLLER:
-        owner = obj.owner_ref(kind, spec.name, api_version=CONTROLLER[kind][1], uid=w.uid)
     p = SimPod(
         uid=store.new_uid(f"pod/{ns}/{name}"),
         name=name,
@@ -206,14 +197,12 @@ def _create_pod(store: Store, log: EventLog, w: SimWorkload, tpl: PodTemplate, t
         priority=pc.value,
         priority_class=pc.name,
         preemption_policy=pc.preemption_policy,
-        labels=labels,
-        owner=owner,
+        labels=draft.labels,
+        owner=draft.owner,
         grace=spec.grace,
-        group=f"{spec.name}-0" if spec.pod_group else "",
-        scheduler=vo.SCHEDULER if spec.volcano_queue else "",
-        annotations=vo.pod_annotations(spec.name, tpl.role, spec.volcano_queue)
-        if spec.volcano_queue
-        else None,
+        group=draft.group,
+        scheduler=draft.scheduler,
+        annotations=draft.annotations,
     )
     store.pods[p.uid] = p
     w.slots[tpl.name] = p
@@ -257,7 +246,7 @@ def _refused(
         log.emit(ev, "MODIFIED")
         return
     involved, component = w.ref, CONTROLLER[w.spec.kind][0]
-    child = _child_job(store, w, tpl)
+    child = child_job(store, w, tpl)
     if child is not None:  # the child Job's controller is refused, on the child Job
         cm = child["metadata"]
         involved = {"kind": "Job", "namespace": cm["namespace"], "name": cm["name"], "uid": cm["uid"]}
@@ -268,7 +257,7 @@ def _refused(
     )
 
 
-def _child_job(store: Store, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:
+def child_job(store: Store, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:
     """Return the JobSet child Job a pod template belongs to; None for any other workload."""
     jobs = store.child_jobs.get(w.uid)
     if not jobs:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from watchtower.domain.forms.registry import FORMS
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from watchtower.simulator.pods import SimPod, SimWorkload
     from watchtower.simulator.scheduler import Scheduler
     from watchtower.simulator.store import Store
+    from watchtower.simulator.workloads import PodTemplate
 
 FORMS_PACKAGE = "watchtower.simulator.forms"
 
@@ -31,6 +33,20 @@ class Binder(Protocol):
     def bind(self, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None: ...
 
     def unschedulable(self, p: SimPod, message: str, t: float, *, scheduler: str = "") -> None: ...
+
+
+@dataclass(slots=True)
+class PodDraft:
+    """A pod its controller is about to make, as the core named, labelled and owned it: what the forms amend
+    (a gang's name and group, a child Job's labels and owner, another scheduler) before quota admission."""
+
+    name: str
+    index: int  # of its template in the workload's
+    labels: dict[str, str]
+    owner: dict[str, Any] | None
+    group: str = ""  # the PodGroup it names in spec.schedulingGroup.podGroupName
+    scheduler: str = ""  # spec.schedulerName when not kube-scheduler's
+    annotations: dict[str, str] | None = None
 
 
 class FormController:
@@ -64,6 +80,9 @@ class FormController:
 
     def created(self, store: Store, w: SimWorkload, body: dict[str, Any] | None) -> None:
         """Write what the form makes for a new workload, after its controller object `body` (None: a bare pod)."""
+
+    def pod(self, store: Store, w: SimWorkload, tpl: PodTemplate, draft: PodDraft) -> None:
+        """Amend a pod the workload's controller is about to make (before quota admits or refuses it)."""
 
     def admits(self, w: SimWorkload) -> bool:
         """Return whether the workload's controller may make its pods now."""

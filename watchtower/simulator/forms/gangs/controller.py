@@ -13,14 +13,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from watchtower.simulator.forms.gangs import objects as grp
+from watchtower.simulator.forms.gangs import volcano_objects as vo
 from watchtower.simulator.forms.gangs.volcano import VolcanoScheduler
-from watchtower.simulator.hooks import Binder, FormController
+from watchtower.simulator.hooks import Binder, FormController, PodDraft
 
 if TYPE_CHECKING:
     from watchtower.simulator.events import EventLog
     from watchtower.simulator.pods import SimWorkload
     from watchtower.simulator.scheduler import Scheduler
     from watchtower.simulator.store import Store
+    from watchtower.simulator.workloads import PodTemplate
 
 
 class Gangs(FormController):
@@ -58,6 +60,17 @@ class Gangs(FormController):
             _gang_objects(store, w)
         if w.spec.volcano_queue:  # paddle-operator's constructPodGroup, before any pod
             store.emit("VolcanoPodGroup", self.volcano.pod_group(w), "ADDED")
+
+    def pod(self, store: Store, w: SimWorkload, tpl: PodTemplate, draft: PodDraft) -> None:
+        spec = w.spec
+        if spec.pod_group:  # an Indexed Job's pods: `<job>-<index>-<suffix>`, in the group `<job>-0`
+            draft.name = f"{spec.name}-{draft.index}-{store.suffix()}"
+            if spec.kind == "Job":
+                draft.labels["batch.kubernetes.io/job-completion-index"] = str(draft.index)
+            draft.group = f"{spec.name}-0"
+        if spec.volcano_queue:  # paddle-operator's pods for a Volcano PodGroup
+            draft.scheduler = vo.SCHEDULER
+            draft.annotations = vo.pod_annotations(spec.name, tpl.role, spec.volcano_queue)
 
     def admits(self, w: SimWorkload) -> bool:
         # paddle-operator requeues until its PodGroup is Inqueue or Running

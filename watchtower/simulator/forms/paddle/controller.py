@@ -1,7 +1,8 @@
 """The PaddleJob form's controller: the PaddleJob object, and paddle-operator's status write-back (a
 PaddleJob's status follows its pods: syncCurrentStatus).
 
-Its pods' names and labels and its quota refusals' words are still the core's (controllers.py).
+Its pods are named by their templates and its quota refusals are in paddle-operator's words, still in the
+core (controllers.py `_create_pod`, `_refused`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 from watchtower.simulator import objects as obj
 from watchtower.simulator.controllers import templates_by_role
 from watchtower.simulator.forms.paddle.objects import paddle_status
-from watchtower.simulator.hooks import FormController
+from watchtower.simulator.hooks import FormController, PodDraft
 
 if TYPE_CHECKING:
     from watchtower.simulator.pods import SimWorkload
     from watchtower.simulator.store import Store
+    from watchtower.simulator.workloads import PodTemplate
 
 
 class PaddleJobs(FormController):
@@ -31,6 +33,10 @@ class PaddleJobs(FormController):
             uid=w.uid,
             roles=templates_by_role(w),
         )
+
+    def pod(self, store: Store, w: SimWorkload, tpl: PodTemplate, draft: PodDraft) -> None:
+        if w.spec.kind == "PaddleJob":
+            draft.labels.update({"paddle-res-name": draft.name, "paddle-res-type": tpl.role})
 
     def pods_changed(self, store: Store, t: float, changed: set[str]) -> None:
         """Write the status of each PaddleJob whose pods `changed`, when it differs (the operator's
