@@ -26,7 +26,6 @@ from watchtower.ports import ListSink, ObjectSink
 from watchtower.simulator import controllers, exporter, lifecycle
 from watchtower.simulator import objects as obj
 from watchtower.simulator.binding import KubeScheduler
-from watchtower.simulator.controllers import GPU_KEY, QUOTA_NAME, quota_used, quotas_used
 from watchtower.simulator.events import EventLog
 from watchtower.simulator.hooks import FormController, form_controllers
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
@@ -38,7 +37,7 @@ from watchtower.simulator.workloads import (
     team_namespace,
 )
 
-__all__ = ["DEFAULT_START", "GPU_KEY", "KINDS", "QUOTA_NAME", "Prelude", "SimPod", "SimulatedCluster"]
+__all__ = ["DEFAULT_START", "KINDS", "Prelude", "SimPod", "SimulatedCluster"]
 
 KINDS = tuple(k.name for k in WATCHED)
 # Served (installed CRDs with no objects yet), but the simulator makes none of these kinds.
@@ -93,18 +92,14 @@ class SimulatedCluster:
             )
             for c in PRIORITY_CLASSES
         ]
-        if cfg.team_gpu_quota > 0:
-            for ns in store.namespaces:
-                store.quotas[ns] = obj.resource_quota(
-                    ns, QUOTA_NAME, hard_gpus=cfg.team_gpu_quota, used_gpus=0
-                )
+        for f in self.forms:
+            f.furnish(store)
         if prelude is not None:
             prelude.furnish(self)
         for o in [
             *store.namespaces.values(),
             *store.priority_classes,
             *store.nodes.values(),
-            *store.quotas.values(),
             *(o for f in self.forms for o in f.standing()),
         ]:
             store.stamp(o)
@@ -217,10 +212,7 @@ class SimulatedCluster:
 
     def quota_room(self, namespace: str) -> int:
         """Return the GPUs a namespace's quota still admits (a large number when it has none)."""
-        q = self.store.quotas.get(namespace)
-        if q is None:
-            return 10**9
-        return int(q["status"]["hard"][GPU_KEY]) - quota_used(self.store, namespace)
+        return min(f.room(self.store, namespace) for f in self.forms)
 
     # ---- the ClusterSource port -------------------------------------------------------------------
 
@@ -233,8 +225,6 @@ class SimulatedCluster:
             items = store.priority_classes
         elif kind == "Node":
             items = list(store.nodes.values())
-        elif kind == "ResourceQuota":
-            items = list(store.quotas.values())
         elif kind == "Pod":
             return [store.render(p) for p in store.pods.values()]
         elif kind == "Event":
@@ -332,7 +322,8 @@ class SimulatedCluster:
         changed, store.pods_changed = store.pods_changed, set()
         for f in self.forms:
             f.pods_changed(store, t, changed)
-        self._refresh_quotas()
+        for f in self.forms:
+            f.settle(store, t)
         self.log.expire(t)
 
     def _arrivals(self, t: float) -> None:
@@ -342,12 +333,3 @@ class SimulatedCluster:
         while self._next_arrival <= t:
             self.submit(self.generator.any())
             self._next_arrival += self.generator.gap(self.config.arrivals_per_hour)
-
-    def _refresh_quotas(self) -> None:
-        store = self.store
-        charged = quotas_used(store) if store.quotas else {}
-        for ns, q in store.quotas.items():
-            used = str(charged.get(ns, 0))
-            if q["status"]["used"][GPU_KEY] != used:
-                q["status"]["used"][GPU_KEY] = used
-                store.emit("ResourceQuota", q, "MODIFIED")

@@ -1,11 +1,11 @@
-"""The simulated controllers: the objects a workload is (Job, ReplicaSet, PaddleJob, JobSet and what they own),
-the pods they create under ResourceQuota admission, and the status they write back.
+"""The simulated controllers: the objects a workload is (a Job or ReplicaSet here, a form's kind by its form)
+and the pods they create, as the forms amend and admit them.
 
 Each function writes through the store (store.py), beside the form controllers it asks (hooks.py); the
 shapes are in objects/ and the forms' objects modules (forms/<name>/), with their upstream sources. What a
-form makes beside a workload's controller object is its controller's (`created`, `gone`); the kind
-branches below (a PaddleJob's Volcano policy, a Kueue Job's suspension, a JobSet's and gang Job's pod
-names, a DRA template's claims) are what is left of the forms here.
+form makes of a workload is its controller's (`build`, `shape`, `created`, `pod`, `refuses`, `gone`);
+what is left of the forms here: pods named by their templates (a PaddleJob's, a bare pod's) and a DRA
+template's claims in the pod template.
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from watchtower.simulator.hooks import FormController
     from watchtower.simulator.store import Store
 
-QUOTA_NAME = "gpu-quota"
-GPU_KEY = "requests.nvidia.com/gpu"
-MAX_BACKOFF = 300.0
 GIVE_UP_AFTER = 2 * 3600.0  # people delete a job their quota has refused for this long
 
 
@@ -117,23 +114,9 @@ def _build(w: SimWorkload, forms: Sequence[FormController]) -> dict[str, Any]:
 # ---- the pods, under quota admission --------------------------------------------------------------
 
 
-def quota_used(store: Store, ns: str) -> int:
-    """Return the GPUs a namespace's quota charges: every pod not in a terminal phase, terminating ones too."""
-    return sum(p.gpus for p in store.pods.values() if p.namespace == ns and not p.terminal)
-
-
-def quotas_used(store: Store) -> dict[str, int]:
-    """Return quota_used of every namespace with a pod, in one pass over the pods (run every tick)."""
-    out: dict[str, int] = {}
-    for p in store.pods.values():
-        if p.gpus and not p.terminal:
-            out[p.namespace] = out.get(p.namespace, 0) + p.gpus
-    return out
-
-
 def reconcile(store: Store, log: EventLog, forms: Sequence[FormController], t: float) -> None:
-    """Create the missing pods of each workload whose controller is due and every form admits, until quota
-    refuses one."""
+    """Create the missing pods of each workload whose controller is due and every form admits, until a form
+    (quota) refuses one."""
     for w in store.workloads:
         if w.done or t < w.next_create:
             continue
@@ -179,13 +162,8 @@ def _create_pod(
     for f in forms:
         f.pod(store, w, tpl, draft)
     name, ns = draft.name, spec.namespace
-    quota = store.quotas.get(ns)
-    if quota is not None and tpl.gpus > 0 and not spec.claim_template:
-        hard = int(quota["status"]["hard"][GPU_KEY])
-        used = quota_used(store, ns)
-        if used + tpl.gpus > hard:
-            _refused(store, log, w, tpl, name, used, hard, t)
-            return False
+    if any(f.refuses(store, log, w, tpl, name, t) for f in forms):
+        return False
     pc = CLASS_BY_NAME[spec.priority_class]
     p = SimPod(
         uid=store.new_uid(f"pod/{ns}/{name}"),
@@ -210,51 +188,6 @@ def _create_pod(
     w.refused_since = None
     store.emit_pod(p, "ADDED")
     return True
-
-
-def _refused(
-    store: Store,
-    log: EventLog,
-    w: SimWorkload,
-    tpl: PodTemplate,
-    name: str,
-    used: int,
-    hard: int,
-    t: float,
-) -> None:
-    store.stats["quota_refusals"] += 1
-    if w.refused_since is None:
-        w.refused_since = t
-    w.next_create = t + w.backoff
-    w.backoff = min(MAX_BACKOFF, w.backoff * 2)
-    if w.spec.kind == "Pod":
-        w.done = True  # `kubectl create` got the error; nothing retries a bare pod
-        return
-    reason = "FailedCreate"
-    msg = (
-        f'Error creating: pods "{w.spec.name}-" is forbidden: exceeded quota: {QUOTA_NAME}, '
-        f"requested: {GPU_KEY}={tpl.gpus}, used: {GPU_KEY}={used}, limited: {GPU_KEY}={hard}"
-    )
-    if w.spec.kind == "PaddleJob":
-        # paddle-operator records its own words, not the API's error (controllers/paddlejob_controller.go
-        # createResource): the quota is read from the ResourceQuota itself.
-        reason, msg = "Create", f"create failed Pod {name}"
-    ev = w.failed_create
-    if ev is not None and ev["message"] == msg and log.current(ev):
-        ev["count"] += 1
-        ev["lastTimestamp"] = obj.ts(t)
-        log.emit(ev, "MODIFIED")
-        return
-    involved, component = w.ref, CONTROLLER[w.spec.kind][0]
-    child = child_job(store, w, tpl)
-    if child is not None:  # the child Job's controller is refused, on the child Job
-        cm = child["metadata"]
-        involved = {"kind": "Job", "namespace": cm["namespace"], "name": cm["name"], "uid": cm["uid"]}
-        involved["apiVersion"], component = "batch/v1", "job-controller"
-        msg = msg.replace(f'"{w.spec.name}-"', f'"{cm["name"]}-"')
-    w.failed_create = log.new_core(
-        involved, reason=reason, message=msg, type_="Warning", component=component, t=t
-    )
 
 
 def child_job(store: Store, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:

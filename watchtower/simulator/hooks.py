@@ -63,6 +63,9 @@ class FormController:
     def add_nodes(self, store: Store, created: float) -> None:
         """Add the nodes the form brings to `store.nodes` (after the cluster's own)."""
 
+    def furnish(self, store: Store) -> None:
+        """Add what the cluster starts with once its namespaces exist (before a prelude adds its own)."""
+
     def standing(self) -> Iterable[dict[str, Any]]:
         """Return the objects that exist before anyone listens: they get resourceVersions at the start."""
         return ()
@@ -84,6 +87,16 @@ class FormController:
     def pod(self, store: Store, w: SimWorkload, tpl: PodTemplate, draft: PodDraft) -> None:
         """Amend a pod the workload's controller is about to make (before quota admits or refuses it)."""
 
+    def refuses(
+        self, store: Store, log: EventLog, w: SimWorkload, tpl: PodTemplate, name: str, t: float
+    ) -> bool:
+        """Return whether the form's admission refuses the pod `name` (and write the refusal)."""
+        return False
+
+    def room(self, store: Store, namespace: str) -> int:
+        """Return the GPUs the form still admits in `namespace` (a large number when it does not limit it)."""
+        return 10**9
+
     def admits(self, w: SimWorkload) -> bool:
         """Return whether the workload's controller may make its pods now."""
         return True
@@ -101,6 +114,9 @@ class FormController:
 
     def pods_changed(self, store: Store, t: float, changed: set[str]) -> None:
         """Write the status of the workloads (by uid) whose pods changed this tick."""
+
+    def settle(self, store: Store, t: float) -> None:
+        """Act at the end of a tick, after every status write (what counts the tick's pods)."""
 
     def gone(self, store: Store, w: SimWorkload) -> None:
         """Delete what the form made for a workload that is over (the garbage collector's part)."""
