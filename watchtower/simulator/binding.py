@@ -54,9 +54,8 @@ def sched_nodes(store: Store, devices: Mapping[str, int]) -> list[SchedNode]:
 
 def _node_key(store: Store, devices: Mapping[str, int]) -> tuple[object, ...]:
     """What sched_nodes reads, compared as is: a node cordoned in place (as tests do) changes it."""
-    gpus = devices
     return tuple(
-        (name, n["spec"].get("unschedulable"), *n["status"]["allocatable"].values(), gpus.get(name, 0))
+        (name, n["spec"].get("unschedulable"), *n["status"]["allocatable"].values(), devices.get(name, 0))
         for name, n in store.nodes.items()
     )
 

@@ -3,11 +3,12 @@
 `SimulatedCluster` is a `ClusterSource`: it LISTs every kind, then streams ADDED/MODIFIED/DELETED JSON as its
 simulated clock advances. It composes the one object store (store.py: every kind's objects, the
 resourceVersion every write bumps, the changes a watcher drains) and what acts on it each tick: the
-controllers and quota admission (controllers.py), kube-scheduler's decisions applied (binding.py,
-deciding in scheduler.py), the kubelet, completion and garbage collection (lifecycle.py), the Events
-(events.py), and each queue form's controller (forms/<name>/controller.py: Volcano, Kueue, the DRA
-driver...), found by the forms' registry and called through its hooks (hooks.py), never by name. Tests drive it with `step(dt)` and never need real time. What runs before its start (the
-demo's warm start, in watchtower/commands/demo/warm.py) is a `Prelude` it is given, not something it knows.
+controllers (controllers.py), kube-scheduler's decisions applied (binding.py, deciding in scheduler.py),
+the kubelet, completion and garbage collection (lifecycle.py), the Events (events.py), and each queue
+form's controller (forms/<name>/controller.py: quota admission, Volcano, Kueue, the DRA driver...),
+found by the forms' registry and called through its hooks (hooks.py), never by name. Tests drive it with
+`step(dt)` and never need real time. What runs before its start (the demo's warm start, in
+watchtower/commands/demo/warm.py) is a `Prelude` it is given, not something it knows.
 """
 
 from __future__ import annotations

@@ -4,7 +4,17 @@ each form's controller by the forms' registry (watchtower/domain/forms/registry.
 A form the simulator produces is a package `simulator/forms/<name>/` (named as the form) whose `controller`
 module has `controller(store, created) -> FormController`; a registered form without one is simply not
 simulated. The core (cluster.py, controllers.py, lifecycle.py, binding.py) calls every form's hooks in the
-registry's order and names no form: adding a form's controller edits none of it.
+registry's order and holds no form's controller: adding one edits none of it.
+
+When they run: at the start `add_nodes`, `furnish`, `standing`; on a submission `submitted`, `build` and
+`shape` (its controller object), `created`; each tick `gone` (a workload over), `admits`, `pod` and
+`refuses` (each pod a controller makes), `reconcile`, `session` (after kube-scheduler's cycle) with
+`bound` for each pod bound, `pods_changed`, `settle`; `objects` for a LIST; `room` when asked.
+
+What the core still knows of particular forms, as kube-scheduler and the API server do: a pod's DRA
+claims (pod_json.py, the scheduler's DynamicResources filter in scheduler.py and binding.py), the upstream
+gang's all-or-nothing placing (binding.py, kube-scheduler's GangScheduling plugin), the controller kinds
+(pods.py CONTROLLER) and the submission's fields for each form (workloads.py WorkloadSpec).
 """
 
 from __future__ import annotations
