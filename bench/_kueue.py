@@ -1,7 +1,7 @@
 """The tick benchmark's Kueue Workloads (issue 13): 20,000 beside the 150,000 pods, most of them held.
 
 Built as domain records, as bench/tick.py builds its pods; `raw_workloads` gives the reference the same
-Workloads as API-shaped dicts (watchtower/simulator/kueue_objects.py, shaped from Kueue's types). Three
+Workloads as API-shaped dicts (watchtower/simulator/forms/kueue/objects.py, shaped from Kueue's types). Three
 quarters wait for admission with no pods (a few hundred requeued after a preemption), the rest are
 admitted and their Jobs' pods run (among the 150,000). `traced_bytes_per_workload` decodes the same number
 of Workload objects through the Ingestor and measures what the state retains, as bench/ingest.py does.
@@ -29,8 +29,8 @@ from watchtower.domain.forms.kueue.records import (
 from watchtower.domain.records import OwnerRef, Pod
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
-from watchtower.simulator import kueue_objects as ko
 from watchtower.simulator import objects as o
+from watchtower.simulator.forms.kueue import objects as ko
 
 NewPod = Callable[..., Pod]
 CLASSES = [("kueue-urgent", 1_000_000), ("kueue-normal", 500_000), ("kueue-batch", 100_000)]

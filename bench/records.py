@@ -5,7 +5,7 @@ Ingestor into a fresh ClusterState, as a LIST page is; what stays allocated once
 objects are gone (tracemalloc: the records, their strings, the state's tables and indexes, the decoder's
 shared values) is divided by the number of objects. Shapes: k8s.io/api scheduling/v1alpha2 PodGroup,
 paddle-operator api/v1/paddlejob_types.go, kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go
-(built by watchtower/simulator/jobset_objects.py), core/v1 pods with spec.schedulingGroup (1.36).
+(built by watchtower/simulator/forms/jobset/objects.py), core/v1 pods with spec.schedulingGroup (1.36).
 
     .venv/bin/python bench/records.py [--n 2000]
 
@@ -29,7 +29,7 @@ from watchtower.domain.records import Pod
 from watchtower.domain.state import ClusterState
 from watchtower.services.ingest import Ingestor
 from watchtower.simulator import objects as o
-from watchtower.simulator.jobset_objects import child_jobs, jobset
+from watchtower.simulator.forms.jobset.objects import child_jobs, jobset
 
 T0 = 1_800_000_000.0
 TEAMS = 50

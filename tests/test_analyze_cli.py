@@ -406,8 +406,8 @@ def test_a_train_jobs_pods_and_refused_child_job_are_one_workload(tmp_path):
     """A `kubectl get jobsets,jobs,pods,events -A -o json` dump: the TrainJob is one row, not one per Job."""
     from datetime import datetime
 
-    from watchtower.simulator import jobset_objects as js_o
     from watchtower.simulator import objects as o
+    from watchtower.simulator.forms.jobset import objects as js_o
 
     t = datetime.fromisoformat(AT).timestamp()
     tpl = o.pod_template(gpus=8, priority_class="batch")

@@ -1,18 +1,18 @@
 """kube-scheduler's decisions applied to the simulated cluster: binding, preemption, unschedulable pods, gangs.
 
 scheduler.py decides where a pod goes; this writes what the decision does to the pods, the gang PodGroups
-and the scheduler's events, as kube-scheduler would. The Volcano stand-in binds and refuses its pods here too,
-in its own words.
+and the scheduler's events, as kube-scheduler would. A form's own scheduler (Volcano's stand-in) binds and
+refuses its pods here too, in its own words, in its `session` hook after kube-scheduler's cycle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from watchtower.simulator import events
-from watchtower.simulator import group_objects as grp
 from watchtower.simulator import objects as obj
+from watchtower.simulator.forms.gangs import objects as grp
 from watchtower.simulator.pods import SimPod, SimWorkload, memory_bytes
 from watchtower.simulator.scheduler import (
     TERMINATING_ON_NOMINATED,
@@ -24,17 +24,16 @@ from watchtower.simulator.scheduler import (
 )
 
 if TYPE_CHECKING:
-    from watchtower.simulator.dra import DraDriver
     from watchtower.simulator.events import EventLog
+    from watchtower.simulator.hooks import FormController
     from watchtower.simulator.store import Store
-    from watchtower.simulator.volcano import VolcanoScheduler
 
 # An unschedulable pod is retried when the cluster frees something, or after this long (the scheduler's
 # queueing hints and its periodic flush of the unschedulable queue).
 RETRY_UNSCHEDULABLE = 60.0
 
 
-def sched_nodes(store: Store, dra: DraDriver) -> list[SchedNode]:
+def sched_nodes(store: Store, devices: Mapping[str, int]) -> list[SchedNode]:
     """Return the nodes as the scheduler reads them: allocatable and whether cordoned."""
     out = []
     for name, n in store.nodes.items():
@@ -47,17 +46,16 @@ def sched_nodes(store: Store, dra: DraDriver) -> list[SchedNode]:
                 memory_bytes(a["memory"]),
                 int(a["pods"]),
                 bool(n["spec"].get("unschedulable")),
-                dra.gpus.get(name, 0),
+                devices.get(name, 0),
             )
         )
     return out
 
 
-def _node_key(store: Store, dra: DraDriver) -> tuple[object, ...]:
+def _node_key(store: Store, devices: Mapping[str, int]) -> tuple[object, ...]:
     """What sched_nodes reads, compared as is: a node cordoned in place (as tests do) changes it."""
-    gpus = dra.gpus
     return tuple(
-        (name, n["spec"].get("unschedulable"), *n["status"]["allocatable"].values(), gpus.get(name, 0))
+        (name, n["spec"].get("unschedulable"), *n["status"]["allocatable"].values(), devices.get(name, 0))
         for name, n in store.nodes.items()
     )
 
@@ -70,30 +68,32 @@ class NodeTable:
         self._key: tuple[object, ...] | None = None
         self._nodes: list[SchedNode] = []
 
-    def get(self, store: Store, dra: DraDriver) -> list[SchedNode]:
-        key = _node_key(store, dra)
+    def get(self, store: Store, devices: Mapping[str, int]) -> list[SchedNode]:
+        """`devices`: the GPUs each node offers as devices (DRA), by node."""
+        key = _node_key(store, devices)
         if key != self._key:
-            self._key, self._nodes = key, sched_nodes(store, dra)
+            self._key, self._nodes = key, sched_nodes(store, devices)
         return self._nodes
 
 
 class KubeScheduler:
     """kube-scheduler's cycle over the store: the pending pods in queue order, each decision applied; then the
-    Volcano stand-in's session, which binds and refuses its pods here too."""
+    forms' sessions (Volcano's stand-in), which bind and refuse their pods here too."""
 
-    def __init__(self, store: Store, log: EventLog, dra: DraDriver, volcano: VolcanoScheduler) -> None:
-        self.store, self.log, self.dra, self.volcano = store, log, dra, volcano
+    def __init__(self, store: Store, log: EventLog, forms: Sequence[FormController]) -> None:
+        self.store, self.log, self.forms = store, log, forms
         self.node_table = NodeTable()  # the scheduler's view of the nodes, kept across ticks
 
     def schedule(self, t: float) -> None:
-        """Take the pending pods in queue order and apply what the scheduler decides for each; then Volcano's."""
+        """Take the pending pods in queue order and apply what the scheduler decides for each; then the forms'
+        sessions."""
         made: list[Scheduler] = []
 
         def ledger() -> Scheduler:
             # Built at its first use: most ticks of a busy cluster try no pod (each was refused less than a
             # minute ago with nothing freed since). Nothing before that first use changes what it loads.
             if not made:
-                s = Scheduler(self.node_table.get(self.store, self.dra), self.store.rng)
+                s = Scheduler(self.node_table.get(self.store, self.store.device_gpus), self.store.rng)
                 s.load(p for p in self.store.pods.values() if not p.terminal)
                 made.append(s)
             return made[0]
@@ -128,7 +128,8 @@ class KubeScheduler:
                 self._preempt(p, d, t)
             else:
                 self.unschedulable(p, d.message, t)
-        self.volcano.session(self.store, self.log, self, ledger, t)
+        for f in self.forms:
+            f.session(self.store, self.log, self, ledger, t)
 
     def _schedule_gang(self, ledger: Callable[[], Scheduler], w: SimWorkload, t: float) -> None:
         """Place a 1.36 gang all together or not at all (KEP-4671, the GangScheduling plugin).
@@ -184,8 +185,8 @@ class KubeScheduler:
         taken = {i for q in self.store.pods.values() if q.node == node and not q.terminal for i in q.gpu_ids}
         free = [i for i in range(self.store.config.gpus_per_node) if i not in taken]
         p.gpu_ids = tuple(free[: p.gpus + p.dra_gpus])
-        if p.dra_gpus:
-            self.dra.allocate(self.store, p, t)
+        for f in self.forms:
+            f.bound(self.store, p, t)
         self.store.stats["bound"] += 1
         self.log.forget(p)
         self.store.emit_pod(p, "MODIFIED")

@@ -3,11 +3,12 @@
 `SimulatedCluster` is a `ClusterSource`: it LISTs every kind, then streams ADDED/MODIFIED/DELETED JSON as its
 simulated clock advances. It composes the one object store (store.py: every kind's objects, the
 resourceVersion every write bumps, the changes a watcher drains) and what acts on it each tick: the
-controllers and quota admission (controllers.py), kube-scheduler's decisions applied (binding.py,
-deciding in scheduler.py), the Volcano and Kueue stand-ins (volcano.py, kueue.py), the DRA driver
-(dra.py), the kubelet, completion and garbage collection (lifecycle.py) and the Events
-(events.py). Tests drive it with `step(dt)` and never need real time. What runs before its start (the
-demo's warm start, in watchtower/commands/demo/warm.py) is a `Prelude` it is given, not something it knows.
+controllers (controllers.py), kube-scheduler's decisions applied (binding.py, deciding in scheduler.py),
+the kubelet, completion and garbage collection (lifecycle.py), the Events (events.py), and each queue
+form's controller (forms/<name>/controller.py: quota admission, Volcano, Kueue, the DRA driver...),
+found by the forms' registry and called through its hooks (hooks.py), never by name. Tests drive it with
+`step(dt)` and never need real time. What runs before its start (the demo's warm start, in
+watchtower/commands/demo/warm.py) is a `Prelude` it is given, not something it knows.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -26,14 +27,10 @@ from watchtower.ports import ListSink, ObjectSink
 from watchtower.simulator import controllers, exporter, lifecycle
 from watchtower.simulator import objects as obj
 from watchtower.simulator.binding import KubeScheduler
-from watchtower.simulator.controllers import GPU_KEY, QUOTA_NAME, quota_used, quotas_used
-from watchtower.simulator.dra import KINDS as DRA_KIND_NAMES
-from watchtower.simulator.dra import DraDriver
 from watchtower.simulator.events import EventLog
-from watchtower.simulator.kueue import KueueStandIn
+from watchtower.simulator.hooks import FormController, form_controllers
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.simulator.store import Store
-from watchtower.simulator.volcano import VolcanoScheduler
 from watchtower.simulator.workloads import (
     PRIORITY_CLASSES,
     WorkloadGenerator,
@@ -41,14 +38,14 @@ from watchtower.simulator.workloads import (
     team_namespace,
 )
 
-__all__ = ["DEFAULT_START", "GPU_KEY", "KINDS", "QUOTA_NAME", "Prelude", "SimPod", "SimulatedCluster"]
+__all__ = ["DEFAULT_START", "KINDS", "Prelude", "SimPod", "SimulatedCluster"]
 
 KINDS = tuple(k.name for k in WATCHED)
 # Served (installed CRDs with no objects yet), but the simulator makes none of these kinds.
 UNSIMULATED: frozenset[str] = frozenset()
-DRA_KINDS = frozenset(DRA_KIND_NAMES)  # served empty while the cluster has no DRA node
 DEFAULT_START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed epoch keeps runs comparable
 MAX_SUBSTEP = 10.0  # simulated seconds per internal tick: coarse steps are cut into these
+F = TypeVar("F", bound=FormController)
 
 
 class Prelude(Protocol):
@@ -82,12 +79,13 @@ class SimulatedCluster:
         self.tick = tick  # real seconds between steps in `run`
         self.store = store = Store(cfg, start if start is not None else DEFAULT_START)
         created = store.now() - 90 * 86400
-        self.volcano = VolcanoScheduler(created)
-        self.kueue = KueueStandIn()
-        self.dra = DraDriver(cfg.seed, created)
+        self.forms = form_controllers(store, created)  # in the registry's order, which their hooks run in
+        self._served = {kind: f for f in self.forms for kind in f.kinds}
         self.log = EventLog(store)
-        self.scheduler = KubeScheduler(store, self.log, self.dra, self.volcano)
+        self.scheduler = KubeScheduler(store, self.log, self.forms)
         store.nodes = self._make_nodes()
+        for f in self.forms:
+            f.add_nodes(store, created)
         store.namespaces = {team_namespace(t): obj.namespace(team_namespace(t), team=t) for t in cfg.teams}
         store.priority_classes = [
             obj.priority_class(
@@ -95,19 +93,15 @@ class SimulatedCluster:
             )
             for c in PRIORITY_CLASSES
         ]
-        if cfg.team_gpu_quota > 0:
-            for ns in store.namespaces:
-                store.quotas[ns] = obj.resource_quota(
-                    ns, QUOTA_NAME, hard_gpus=cfg.team_gpu_quota, used_gpus=0
-                )
+        for f in self.forms:
+            f.furnish(store)
         if prelude is not None:
             prelude.furnish(self)
         for o in [
             *store.namespaces.values(),
             *store.priority_classes,
             *store.nodes.values(),
-            *store.quotas.values(),
-            *(o for k in DRA_KINDS for o in self.dra.objects(k)),
+            *(o for f in self.forms for o in f.standing()),
         ]:
             store.stamp(o)
         self.generator = WorkloadGenerator(store.rng, list(cfg.teams), cfg.gpus_per_node)
@@ -121,6 +115,13 @@ class SimulatedCluster:
         store.drain()  # what happened before anyone listens is in the first LIST
 
     # ---- what the store holds, as tests and the exporter read it ----------------------------------
+
+    def form(self, cls: type[F]) -> F:
+        """Return the form controller of class `cls` (e.g. forms.kueue.controller.KueueStandIn)."""
+        for f in self.forms:
+            if isinstance(f, cls):
+                return f
+        raise LookupError(f"the simulator runs no {cls.__name__}")
 
     @property
     def config(self) -> SimulatorConfig:
@@ -186,25 +187,6 @@ class SimulatedCluster:
                 {"type": "Hostname", "address": name},
             ]
             out[name] = n
-        for j in range(cfg.dra_nodes):
-            # NVIDIA's DRA driver on these: no `nvidia.com/gpu`, the GPUs are its ResourceSlice's devices.
-            i = cfg.nodes + j
-            name = f"dra-node-{j:02d}"
-            n = obj.node(
-                name,
-                gpus=0,
-                cpu=str(16 * cfg.gpus_per_node),
-                memory=f"{96 * cfg.gpus_per_node}Gi",
-                created=created,
-            )
-            for part in ("allocatable", "capacity"):
-                del n["status"][part]["nvidia.com/gpu"]
-            n["status"]["addresses"] = [
-                {"type": "InternalIP", "address": f"10.0.{i // 250}.{i % 250 + 1}"},
-                {"type": "Hostname", "address": name},
-            ]
-            out[name] = n
-            self.dra.add_node(n, cfg.gpus_per_node, created)
         return out
 
     # ---- submissions ------------------------------------------------------------------------------
@@ -219,8 +201,9 @@ class SimulatedCluster:
         w.slots = {t.name: None for t in spec.pods}
         w.next_create = now
         self.store.workloads.append(w)
-        self.dra.submitted(self.store, spec)
-        controllers.created(self.store, self.volcano, self.kueue, w)
+        for f in self.forms:
+            f.submitted(self.store, w)
+        controllers.created(self.store, self.forms, w)
         return w
 
     def script(self, at: float, make: Callable[[], WorkloadSpec]) -> None:
@@ -230,10 +213,7 @@ class SimulatedCluster:
 
     def quota_room(self, namespace: str) -> int:
         """Return the GPUs a namespace's quota still admits (a large number when it has none)."""
-        q = self.store.quotas.get(namespace)
-        if q is None:
-            return 10**9
-        return int(q["status"]["hard"][GPU_KEY]) - quota_used(self.store, namespace)
+        return min(f.room(self.store, namespace) for f in self.forms)
 
     # ---- the ClusterSource port -------------------------------------------------------------------
 
@@ -246,8 +226,6 @@ class SimulatedCluster:
             items = store.priority_classes
         elif kind == "Node":
             items = list(store.nodes.values())
-        elif kind == "ResourceQuota":
-            items = list(store.quotas.values())
         elif kind == "Pod":
             return [store.render(p) for p in store.pods.values()]
         elif kind == "Event":
@@ -256,16 +234,8 @@ class SimulatedCluster:
             items = [body for k, body in store.controllers.values() if k == kind]
             if kind == "Job":
                 items += [j for jobs in store.child_jobs.values() for j in jobs]
-        elif kind == "Workload":
-            items = list(store.gang_workloads.values())
-        elif kind == "PodGroup":
-            items = list(store.pod_groups.values())
-        elif kind in ("VolcanoPodGroup", "VolcanoQueue"):
-            items = list(self.volcano.objects(kind))
-        elif kind in DRA_KINDS:
-            items = self.dra.objects(kind)
-        elif kind in ("KueueWorkload", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"):
-            items = self.kueue.objects(kind)
+        elif kind in self._served:
+            items = self._served[kind].objects(kind)
         elif kind in UNSIMULATED:
             items = []
         else:
@@ -345,14 +315,16 @@ class SimulatedCluster:
         store.set_now(t)
         self._arrivals(t)
         lifecycle.kubelet(store, self.log, t)
-        lifecycle.progress(store, self.kueue, self.volcano, t, dt)
-        controllers.reconcile(store, self.log, self.volcano, self.kueue, t)
-        self.dra.reconcile(store, t)
-        self.kueue.session(store, t)
+        lifecycle.progress(store, self.forms, t, dt)
+        controllers.reconcile(store, self.log, self.forms, t)
+        for f in self.forms:
+            f.reconcile(store, t)
         self.scheduler.schedule(t)
         changed, store.pods_changed = store.pods_changed, set()
-        controllers.sync_paddle_jobs(store, t, changed)
-        self._refresh_quotas()
+        for f in self.forms:
+            f.pods_changed(store, t, changed)
+        for f in self.forms:
+            f.settle(store, t)
         self.log.expire(t)
 
     def _arrivals(self, t: float) -> None:
@@ -362,12 +334,3 @@ class SimulatedCluster:
         while self._next_arrival <= t:
             self.submit(self.generator.any())
             self._next_arrival += self.generator.gap(self.config.arrivals_per_hour)
-
-    def _refresh_quotas(self) -> None:
-        store = self.store
-        charged = quotas_used(store) if store.quotas else {}
-        for ns, q in store.quotas.items():
-            used = str(charged.get(ns, 0))
-            if q["status"]["used"][GPU_KEY] != used:
-                q["status"]["used"][GPU_KEY] = used
-                store.emit("ResourceQuota", q, "MODIFIED")

@@ -1,146 +1,111 @@
-"""The simulated controllers: the objects a workload is (Job, ReplicaSet, PaddleJob, JobSet and what they own),
-the pods they create under ResourceQuota admission, and the status they write back.
+"""The simulated controllers: the objects a workload is (a Job or ReplicaSet here, a form's kind by its form)
+and the pods they create, as the forms amend and admit them.
 
-Each function writes through the store (store.py), beside the stand-ins it asks; the shapes are in
-objects/, group_objects.py, jobset_objects.py and volcano_objects.py, with their upstream sources.
+Each function writes through the store (store.py), beside the form controllers it asks (hooks.py); the
+shapes are in objects/ and the forms' objects modules (forms/<name>/), with their upstream sources. What a
+form makes of a workload is its controller's (`build`, `shape`, `created`, `pod`, `refuses`, `gone`);
+what is left of the forms here: pods named by their templates (a PaddleJob's, a bare pod's) and a DRA
+template's claims in the pod template.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from watchtower.simulator import dra_objects
-from watchtower.simulator import group_objects as grp
-from watchtower.simulator import jobset_objects as jso
 from watchtower.simulator import objects as obj
-from watchtower.simulator import volcano_objects as vo
+from watchtower.simulator.forms.dra import objects as dra_objects
+from watchtower.simulator.hooks import PodDraft
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 from watchtower.simulator.workloads import CLASS_BY_NAME, PodTemplate
 
 if TYPE_CHECKING:
-    from watchtower.simulator.events import EventLog
-    from watchtower.simulator.kueue import KueueStandIn
-    from watchtower.simulator.store import Store
-    from watchtower.simulator.volcano import VolcanoScheduler
+    from collections.abc import Sequence
 
-QUOTA_NAME = "gpu-quota"
-GPU_KEY = "requests.nvidia.com/gpu"
-MAX_BACKOFF = 300.0
+    from watchtower.simulator.events import EventLog
+    from watchtower.simulator.hooks import FormController
+    from watchtower.simulator.store import Store
+
 GIVE_UP_AFTER = 2 * 3600.0  # people delete a job their quota has refused for this long
 
 
 # ---- what a workload is, before any pod -----------------------------------------------------------
 
 
-def created(store: Store, volcano: VolcanoScheduler, kueue: KueueStandIn, w: SimWorkload) -> None:
-    """Write the objects a new workload is: its controller and what that makes before any pod."""
+def created(store: Store, forms: Sequence[FormController], w: SimWorkload) -> None:
+    """Write the objects a new workload is: its controller, then what the forms make before any pod."""
     spec = w.spec
+    body: dict[str, Any] | None = None
     if spec.kind in CONTROLLER:
-        body = controller_object(w)
+        body = controller_object(w, forms)
         store.controllers[w.uid] = (spec.kind, body)
         store.emit(spec.kind, body, "ADDED")
-    if spec.pod_group:
-        _gang_objects(store, w)
-    if spec.volcano_queue:  # paddle-operator's constructPodGroup, before any pod
-        store.emit("VolcanoPodGroup", volcano.pod_group(w), "ADDED")
-    if spec.kueue_queue:  # Kueue's job reconciler, for the suspended Job
-        store.emit("KueueWorkload", kueue.workload(w, body, spec.kueue_class), "ADDED")
-    if spec.kind == "JobSet":
-        jobs = jso.child_jobs(body)
-        for j in jobs:
-            j["metadata"]["uid"] = store.new_uid(f"job/{j['metadata']['name']}")
-            store.emit("Job", j, "ADDED")
-        store.child_jobs[w.uid] = jobs
+    for f in forms:
+        f.created(store, w, body)
 
 
-def _gang_objects(store: Store, w: SimWorkload) -> None:
-    """Make a gang Job's Workload and PodGroup before any of its pods, as the 1.36 Job controller does."""
-    spec, n = w.spec, len(w.spec.pods)
-    wl = grp.gang_workload(
-        name=spec.name, namespace=spec.namespace, created=w.created, min_count=n, job_uid=w.uid
-    )
-    pg = grp.pod_group(
-        name=f"{spec.name}-0",
-        namespace=spec.namespace,
-        created=w.created,
-        min_count=n,
-        job=spec.name,
-        job_uid=w.uid,
-    )
-    store.gang_workloads[w.uid], store.pod_groups[w.uid] = wl, pg
-    store.emit("Workload", wl, "ADDED")
-    store.emit("PodGroup", pg, "ADDED")
+def controller_object(w: SimWorkload, forms: Sequence[FormController] = ()) -> dict[str, Any]:
+    """Return the workload's controller as the API server serves it: its pod template per role.
+
+    A form's kind (PaddleJob, JobSet) is the form's to build; every form then shapes what was built (a
+    Volcano policy, a Kueue suspension)."""
+    body = _build(w, forms)
+    for f in forms:
+        f.shape(w, body)
+    return body
 
 
-def controller_object(w: SimWorkload) -> dict[str, Any]:
-    """Return the workload's controller as the API server serves it: its pod template per role."""
+def pod_template(w: SimWorkload, t: PodTemplate) -> dict[str, Any]:
+    """Return the pod template of a controller, as its controller object holds it."""
     spec = w.spec
-    pc = spec.priority_class
+    gpus = 0 if spec.claim_template else t.gpus
+    body = obj.pod_template(
+        gpus=gpus,
+        cpu=t.cpu,
+        memory=t.memory,
+        priority_class=spec.priority_class,
+        image=t.image,
+        grace=spec.grace,
+    )
+    if spec.claim_template:
+        dra_objects.claims_in_template(body, spec.claim_template)
+    return body
 
-    def template(t: PodTemplate) -> dict[str, Any]:
-        gpus = 0 if spec.claim_template else t.gpus
-        body = obj.pod_template(
-            gpus=gpus, cpu=t.cpu, memory=t.memory, priority_class=pc, image=t.image, grace=spec.grace
-        )
-        if spec.claim_template:
-            dra_objects.claims_in_template(body, spec.claim_template)
-        return body
 
+def templates_by_role(w: SimWorkload) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Return each role's pod count and pod template, in the order the roles first come."""
+    roles: dict[str, tuple[int, dict[str, Any]]] = {}
+    for t in w.spec.pods:
+        n, _ = roles.get(t.role, (0, {}))
+        roles[t.role] = (n + 1, pod_template(w, t))
+    return roles
+
+
+def _build(w: SimWorkload, forms: Sequence[FormController]) -> dict[str, Any]:
+    for f in forms:
+        made = f.build(w)
+        if made is not None:
+            return made
+    spec = w.spec
     name, ns, at, uid = spec.name, spec.namespace, w.created, w.uid
     first = spec.pods[0]
-    if spec.kind in ("PaddleJob", "JobSet"):
-        roles: dict[str, tuple[int, dict[str, Any]]] = {}
-        for t in spec.pods:
-            n, _ = roles.get(t.role, (0, {}))
-            roles[t.role] = (n + 1, template(t))
-    if spec.kind == "PaddleJob":
-        body = obj.paddle_job_object(name=name, namespace=ns, created=at, uid=uid, roles=roles)
-        if spec.volcano_queue:  # paddlejob_types.go SchedulingPolicy; the CRD's Collective mode
-            body["spec"]["schedulingPolicy"] = {
-                "minAvailable": len(spec.pods),
-                "queue": spec.volcano_queue,
-                "priorityClass": pc,
-            }
-            body["status"]["mode"] = "Collective"
-        return body
-    if spec.kind == "JobSet":
-        # One Job per replica of each replicatedJob, of parallelism = its pods per Job.
-        per_job = {t.role: int(t.name.rsplit("-", 2)[-1]) + 1 for t in spec.pods}
-        replicas = {t.role: int(t.name.rsplit("-", 2)[-2]) + 1 for t in spec.pods}
-        js = jso.jobset(
-            name=name,
-            namespace=ns,
-            created=at,
-            replicated_jobs={rj: (replicas[rj], per_job[rj], tpl) for rj, (_, tpl) in roles.items()},
-            train_job=spec.train_job,
-        )
-        js["metadata"]["uid"] = uid
-        return js
     n = len(spec.pods)
     if spec.kind == "Job":
-        job = obj.job(
+        return obj.job(
             name=name,
             namespace=ns,
             created=at,
             uid=uid,
-            template=template(first),
+            template=pod_template(w, first),
             parallelism=n,
             completions=n,
         )
-        if spec.pod_group:  # WorkloadWithJob gang-schedules Indexed Jobs with parallelism = completions
-            job["spec"]["completionMode"] = "Indexed"
-        if spec.kueue_queue:  # Kueue's webhook suspends a Job that names a queue
-            job["spec"]["suspend"] = True
-            job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": spec.kueue_queue}
-            job["status"].pop("startTime", None)
-        return job
     # The simulator's ReplicaSets are a Deployment's: `<deployment>-<pod-template-hash>`.
     return obj.replica_set(
         name=name,
         namespace=ns,
         created=at,
         uid=uid,
-        template=template(first),
+        template=pod_template(w, first),
         replicas=n,
         deployment=name.rsplit("-", 1)[0],
     )
@@ -149,37 +114,22 @@ def controller_object(w: SimWorkload) -> dict[str, Any]:
 # ---- the pods, under quota admission --------------------------------------------------------------
 
 
-def quota_used(store: Store, ns: str) -> int:
-    """Return the GPUs a namespace's quota charges: every pod not in a terminal phase, terminating ones too."""
-    return sum(p.gpus for p in store.pods.values() if p.namespace == ns and not p.terminal)
-
-
-def quotas_used(store: Store) -> dict[str, int]:
-    """Return quota_used of every namespace with a pod, in one pass over the pods (run every tick)."""
-    out: dict[str, int] = {}
-    for p in store.pods.values():
-        if p.gpus and not p.terminal:
-            out[p.namespace] = out.get(p.namespace, 0) + p.gpus
-    return out
-
-
-def reconcile(store: Store, log: EventLog, volcano: VolcanoScheduler, kueue: KueueStandIn, t: float) -> None:
-    """Create the missing pods of each workload whose controller is due, until quota refuses one."""
+def reconcile(store: Store, log: EventLog, forms: Sequence[FormController], t: float) -> None:
+    """Create the missing pods of each workload whose controller is due and every form admits, until a form
+    (quota) refuses one."""
     for w in store.workloads:
         if w.done or t < w.next_create:
             continue
         if w.refused_since is not None and t - w.refused_since > GIVE_UP_AFTER:
             _abandon(store, w, t)
             continue
-        if w.spec.volcano_queue and not volcano.admits(w):
-            continue  # paddle-operator requeues until its PodGroup is Inqueue or Running
-        if w.spec.kueue_queue and not kueue.admits(w):
-            continue  # suspended: the Job controller makes no pod until Kueue unsuspends it
+        if not all(f.admits(w) for f in forms):
+            continue
         for slot, live in w.slots.items():
             if live is not None:
                 continue
             tpl = next(x for x in w.spec.pods if x.name == slot)
-            if not _create_pod(store, log, w, tpl, t):
+            if not _create_pod(store, log, forms, w, tpl, t):
                 break
 
 
@@ -191,44 +141,30 @@ def _abandon(store: Store, w: SimWorkload, t: float) -> None:
             store.terminate(p, t, actual=store.rng.uniform(2.0, 10.0))
 
 
-def _create_pod(store: Store, log: EventLog, w: SimWorkload, tpl: PodTemplate, t: float) -> bool:
+def _create_pod(
+    store: Store, log: EventLog, forms: Sequence[FormController], w: SimWorkload, tpl: PodTemplate, t: float
+) -> bool:
     spec = w.spec
     kind = spec.kind
     name = tpl.name if kind in ("PaddleJob", "Pod") else f"{spec.name}-{store.suffix()}"
     index = next(i for i, x in enumerate(spec.pods) if x.name == tpl.name)
-    if spec.pod_group:  # an Indexed Job's pods: `<job>-<index>-<suffix>`
-        name = f"{spec.name}-{index}-{store.suffix()}"
-    child = _child_job(store, w, tpl)
-    if child is not None:  # a JobSet's Jobs are Indexed: `<job>-<completion index>-<suffix>`
-        name = f"{tpl.name}-{store.suffix()}"
-    ns = spec.namespace
-    quota = store.quotas.get(ns)
-    if quota is not None and tpl.gpus > 0 and not spec.claim_template:
-        hard = int(quota["status"]["hard"][GPU_KEY])
-        used = quota_used(store, ns)
-        if used + tpl.gpus > hard:
-            _refused(store, log, w, tpl, name, used, hard, t)
-            return False
-    pc = CLASS_BY_NAME[spec.priority_class]
     labels: dict[str, str] = {"app": spec.name, "team": spec.team}
-    owner = None
-    if kind == "PaddleJob":
-        labels.update({"paddle-res-name": name, "paddle-res-type": tpl.role})
-    elif kind == "Job":
+    if kind == "Job":
         labels.update(
             {"batch.kubernetes.io/job-name": spec.name, "job-name": spec.name, "controller-uid": w.uid}
         )
-        if spec.pod_group:
-            labels["batch.kubernetes.io/job-completion-index"] = str(index)
     elif kind == "ReplicaSet":
         labels["pod-template-hash"] = spec.name.rsplit("-", 1)[-1]
-    if child is not None:
-        cm = child["metadata"]
-        labels.update(child["spec"]["template"]["metadata"]["labels"])
-        labels["batch.kubernetes.io/job-completion-index"] = tpl.name.rsplit("-", 1)[-1]
-        owner = obj.owner_ref("Job", cm["name"], api_version="batch/v1", uid=cm["uid"])
-    elif kind in CONTROLLER:
+    owner = None
+    if kind in CONTROLLER:
         owner = obj.owner_ref(kind, spec.name, api_version=CONTROLLER[kind][1], uid=w.uid)
+    draft = PodDraft(name, index, labels, owner)
+    for f in forms:
+        f.pod(store, w, tpl, draft)
+    name, ns = draft.name, spec.namespace
+    if any(f.refuses(store, log, w, tpl, name, t) for f in forms):
+        return False
+    pc = CLASS_BY_NAME[spec.priority_class]
     p = SimPod(
         uid=store.new_uid(f"pod/{ns}/{name}"),
         name=name,
@@ -239,14 +175,12 @@ def _create_pod(store: Store, log: EventLog, w: SimWorkload, tpl: PodTemplate, t
         priority=pc.value,
         priority_class=pc.name,
         preemption_policy=pc.preemption_policy,
-        labels=labels,
-        owner=owner,
+        labels=draft.labels,
+        owner=draft.owner,
         grace=spec.grace,
-        group=f"{spec.name}-0" if spec.pod_group else "",
-        scheduler=vo.SCHEDULER if spec.volcano_queue else "",
-        annotations=vo.pod_annotations(spec.name, tpl.role, spec.volcano_queue)
-        if spec.volcano_queue
-        else None,
+        group=draft.group,
+        scheduler=draft.scheduler,
+        annotations=draft.annotations,
     )
     store.pods[p.uid] = p
     w.slots[tpl.name] = p
@@ -256,76 +190,10 @@ def _create_pod(store: Store, log: EventLog, w: SimWorkload, tpl: PodTemplate, t
     return True
 
 
-def _refused(
-    store: Store,
-    log: EventLog,
-    w: SimWorkload,
-    tpl: PodTemplate,
-    name: str,
-    used: int,
-    hard: int,
-    t: float,
-) -> None:
-    store.stats["quota_refusals"] += 1
-    if w.refused_since is None:
-        w.refused_since = t
-    w.next_create = t + w.backoff
-    w.backoff = min(MAX_BACKOFF, w.backoff * 2)
-    if w.spec.kind == "Pod":
-        w.done = True  # `kubectl create` got the error; nothing retries a bare pod
-        return
-    reason = "FailedCreate"
-    msg = (
-        f'Error creating: pods "{w.spec.name}-" is forbidden: exceeded quota: {QUOTA_NAME}, '
-        f"requested: {GPU_KEY}={tpl.gpus}, used: {GPU_KEY}={used}, limited: {GPU_KEY}={hard}"
-    )
-    if w.spec.kind == "PaddleJob":
-        # paddle-operator records its own words, not the API's error (controllers/paddlejob_controller.go
-        # createResource): the quota is read from the ResourceQuota itself.
-        reason, msg = "Create", f"create failed Pod {name}"
-    ev = w.failed_create
-    if ev is not None and ev["message"] == msg and log.current(ev):
-        ev["count"] += 1
-        ev["lastTimestamp"] = obj.ts(t)
-        log.emit(ev, "MODIFIED")
-        return
-    involved, component = w.ref, CONTROLLER[w.spec.kind][0]
-    child = _child_job(store, w, tpl)
-    if child is not None:  # the child Job's controller is refused, on the child Job
-        cm = child["metadata"]
-        involved = {"kind": "Job", "namespace": cm["namespace"], "name": cm["name"], "uid": cm["uid"]}
-        involved["apiVersion"], component = "batch/v1", "job-controller"
-        msg = msg.replace(f'"{w.spec.name}-"', f'"{cm["name"]}-"')
-    w.failed_create = log.new_core(
-        involved, reason=reason, message=msg, type_="Warning", component=component, t=t
-    )
-
-
-def _child_job(store: Store, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:
+def child_job(store: Store, w: SimWorkload, tpl: PodTemplate) -> dict[str, Any] | None:
     """Return the JobSet child Job a pod template belongs to; None for any other workload."""
     jobs = store.child_jobs.get(w.uid)
     if not jobs:
         return None
     job = tpl.name.rsplit("-", 1)[0]
     return next((j for j in jobs if j["metadata"]["name"] == job), None)
-
-
-# ---- status written back --------------------------------------------------------------------------
-
-
-def sync_paddle_jobs(store: Store, t: float, changed: set[str]) -> None:
-    """Write the status of each PaddleJob whose pods `changed`, when it differs (the operator's
-    syncCurrentStatus)."""
-    for w in store.workloads:
-        known = store.controllers.get(w.uid) if w.uid in changed else None
-        if known is None or known[0] != "PaddleJob":
-            continue
-        body = known[1]
-        replicas: dict[str, int] = {}
-        for tpl in w.spec.pods:
-            replicas[tpl.role] = replicas.get(tpl.role, 0) + 1
-        pods = [(p.template.role, p.phase) for p in w.slots.values() if p is not None]
-        status = grp.paddle_status(replicas, pods, old=body["status"], now=t)
-        if status != body["status"]:
-            body["status"] = status
-            store.emit("PaddleJob", body, "MODIFIED")

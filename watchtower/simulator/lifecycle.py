@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 from watchtower.simulator.pods import CONTROLLER, SimPod, SimWorkload
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from watchtower.simulator.events import EventLog
-    from watchtower.simulator.kueue import KueueStandIn
+    from watchtower.simulator.hooks import FormController
     from watchtower.simulator.store import Store
-    from watchtower.simulator.volcano import VolcanoScheduler
 
 FINISHED_POD_TTL = 900.0  # finished pods are cleaned up after a while (Job TTL, operator cleanup)
 
@@ -52,7 +53,7 @@ def _delete(store: Store, log: EventLog, p: SimPod) -> None:
     store.emit_pod(p, "DELETED")
 
 
-def progress(store: Store, kueue: KueueStandIn, volcano: VolcanoScheduler, t: float, dt: float) -> None:
+def progress(store: Store, forms: Sequence[FormController], t: float, dt: float) -> None:
     """Advance the workloads whose every pod runs; complete those that are done; forget those that are gone."""
     for w in store.workloads:
         if w.done:
@@ -64,7 +65,7 @@ def progress(store: Store, kueue: KueueStandIn, volcano: VolcanoScheduler, t: fl
     kept = []
     for w in store.workloads:
         if w.done and not any(w.slots.values()):
-            _controller_gone(store, kueue, volcano, w)
+            _controller_gone(store, forms, w)
         else:
             kept.append(w)
     store.workloads = kept
@@ -79,24 +80,14 @@ def _all_running(w: SimWorkload) -> bool:
     return True
 
 
-def _controller_gone(store: Store, kueue: KueueStandIn, volcano: VolcanoScheduler, w: SimWorkload) -> None:
-    """Delete the controller of a workload that is over (a finished Job's TTL, a scaled-down Deployment)."""
+def _controller_gone(store: Store, forms: Sequence[FormController], w: SimWorkload) -> None:
+    """Delete the controller of a workload that is over (a finished Job's TTL, a scaled-down Deployment),
+    then what the forms made for it."""
     known = store.controllers.pop(w.uid, None)
     if known is not None:
         store.emit(known[0], known[1], "DELETED")
-    # The garbage collector takes what the Job owned.
-    for kind, held in (("PodGroup", store.pod_groups), ("Workload", store.gang_workloads)):
-        owned = held.pop(w.uid, None)
-        if owned is not None:
-            store.emit(kind, owned, "DELETED")
-    kueue_workload = kueue.forget(w)  # owned by the Job: the garbage collector takes it
-    if kueue_workload is not None:
-        store.emit("KueueWorkload", kueue_workload, "DELETED")
-    volcano_group = volcano.forget(w)
-    if volcano_group is not None:
-        store.emit("VolcanoPodGroup", volcano_group, "DELETED")
-    for j in store.child_jobs.pop(w.uid, ()):
-        store.emit("Job", j, "DELETED")
+    for f in forms:
+        f.gone(store, w)
 
 
 def _complete(store: Store, w: SimWorkload, t: float) -> None:

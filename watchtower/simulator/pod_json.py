@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from watchtower.simulator import dra_objects
 from watchtower.simulator import objects as obj
+from watchtower.simulator.forms.dra import objects as dra_objects
 from watchtower.simulator.pods import SimPod
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from watchtower.simulator import objects as obj
-from watchtower.simulator.jobset_objects import JOBSET_API
+from watchtower.simulator.forms.jobset.objects import JOBSET_API
 from watchtower.simulator.workloads import Pattern, PodTemplate, WorkloadSpec
 
 _MI = 2**20

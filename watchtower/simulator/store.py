@@ -1,8 +1,8 @@
 """The simulated API server's store: every kind's objects, the resourceVersion each write bumps, the changes a
 watcher drains; and what every actor draws from beside it: the simulated clock, the seeded randomness, uids.
 
-The actors (controllers.py, lifecycle.py, binding.py, kueue.py, volcano.py, dra.py, events.py) receive
-this store and write through it; cluster.py composes them and decides when each acts.
+The actors (controllers.py, lifecycle.py, binding.py, events.py and the forms' controllers, forms/<name>/)
+receive this store and write through it; cluster.py composes them and decides when each acts.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ class Store:
         # A JobSet's child Jobs (the JobSet controller's), by the JobSet's uid.
         self.child_jobs: dict[str, list[dict[str, Any]]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
+        # The GPUs a node offers as devices (DRA's ResourceSlices) instead of `nvidia.com/gpu`, by node.
+        self.device_gpus: dict[str, int] = {}
         self.namespaces: dict[str, dict[str, Any]] = {}
         self.priority_classes: list[dict[str, Any]] = []
         self.quotas: dict[str, dict[str, Any]] = {}

@@ -16,8 +16,8 @@ from tests.fixtures import FIXTURES
 from tests.fixtures.scenario import NOW
 from tests.unit.api.conftest import Service, make_service
 from watchtower.domain.promql.names import PENDING_WORKLOADS
-from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
+from watchtower.simulator.forms.kueue import objects as k
 
 REAL = FIXTURES / "real"
 AT = NOW + 20 * 60  # the fixtures' Workload was made at NOW + 1

@@ -10,8 +10,8 @@ from watchtower.domain.alerts.holders import HolderIndex, gpu_holders
 from watchtower.domain.running import RunningTiers
 from watchtower.domain.state import ClusterState
 from watchtower.domain.workloads import WorkloadKey
-from watchtower.simulator import jobset_objects as js_o
 from watchtower.simulator import objects as o
+from watchtower.simulator.forms.jobset import objects as js_o
 
 OWNER = o.owner_ref("PaddleJob", "train", api_version="batch.paddlepaddle.org/v1", uid="pj-1")
 

@@ -1,7 +1,7 @@
 """JobSet and TrainJob work is one workload, never one per child Job (DESIGN §3.17).
 
 Objects shaped as the JobSet controller (kubernetes-sigs/jobset) and the TrainJob controller
-(kubeflow/trainer) write them: watchtower/simulator/jobset_objects.py.
+(kubeflow/trainer) write them: watchtower/simulator/forms/jobset/objects.py.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from tests.unit.domain.helpers import DECODER, GPU_FULL, NS, T0, apply, evaluate, raw, state_of
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
-from watchtower.simulator import jobset_objects as js_o
 from watchtower.simulator import objects as o
+from watchtower.simulator.forms.jobset import objects as js_o
 
 REFUSAL = (
     'Error creating: pods "{job}-0-x7k2p" is forbidden: exceeded quota: gpu-quota, '

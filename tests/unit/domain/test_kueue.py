@@ -1,7 +1,7 @@
 """Kueue-held jobs: suspended with no pods, waiting for quota, admitted, preempted by another Workload.
 
 The objects are shaped from Kueue's own types, test wrappers and condition words (tests/fixtures/real/
-kueue-shaped-*.json, written by watchtower/simulator/kueue_objects.py; see the fixtures README)."""
+kueue-shaped-*.json, written by watchtower/simulator/forms/kueue/objects.py; see the fixtures README)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from watchtower.domain.queue import WorkloadState
 from watchtower.domain.state import ClusterState, PreemptionSeen
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.queue_json import snapshot_dict, workload_dict
-from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
+from watchtower.simulator.forms.kueue import objects as k
 
 REAL = FIXTURES / "real"
 JOB = WorkloadKey(NS, "Job", "resnet")

@@ -4,7 +4,7 @@ A Kueue-held job has no pods, so no claim is made yet: the template its pod set 
 will ask. Kueue v0.17 counts the same templates (pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates:
 per pod set, ExactCount requests per DeviceClass, mapped to a resource name of its `deviceClassMappings`,
 times the pod set's count) when its alpha `DynamicResourceAllocation` gate is on. Objects: the Kueue shapes
-of watchtower/simulator/kueue_objects.py and the DRA shapes of dra_objects.py (from the real captures).
+of watchtower/simulator/forms/kueue/objects.py and the DRA shapes of forms/dra/objects.py (from the real captures).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import stuck_heads
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.queue_json import workload_dict
-from watchtower.simulator import dra_objects as d
-from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
+from watchtower.simulator.forms.dra import objects as d
+from watchtower.simulator.forms.kueue import objects as k
 
 # Kueue's name for the GPU DeviceClass in its deviceClassMappings (the KEP's example), told to Watchtower.
 WHOLE_GPUS = "whole-gpus"

@@ -8,7 +8,7 @@ top-level job and owns it (`jobset-<name>-<hash>`), and only the JobSet's own ow
 TrainJob. Kueue keeps that JobSet suspended while the Workload waits. The real capture of a Job's Workload
 (tests/fixtures/real/kueue/pending.json) has that one reference, `controller` and `blockOwnerDeletion` true,
 and the name `job-train-b4bf7`. Objects shaped from those sources:
-watchtower/simulator/kueue_objects.py, jobset_objects.py.
+watchtower/simulator/forms/kueue/objects.py, forms/jobset/objects.py.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.services.queue_json import workload_dict
-from watchtower.simulator import jobset_objects as js_o
-from watchtower.simulator import kueue_objects as k
 from watchtower.simulator import objects as o
+from watchtower.simulator.forms.jobset import objects as js_o
+from watchtower.simulator.forms.kueue import objects as k
 
 TRAINJOB = WorkloadKey(NS, "TrainJob", "llama-ft")
 

@@ -6,7 +6,7 @@ import msgspec
 from tests.unit.simulator.helpers import Watched, pods, small
 from watchtower.domain.queue import WorkloadState
 from watchtower.domain.workloads import WorkloadKey
-from watchtower.simulator.cluster import GPU_KEY
+from watchtower.simulator.forms.quota.controller import GPU_KEY
 from watchtower.simulator.workloads import paddle_job, single_pod
 
 GANG = WorkloadKey("team-a", "Job", "gang")

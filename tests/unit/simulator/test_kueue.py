@@ -1,7 +1,7 @@
 """Kueue in the simulator, read back as the service reads it: a Job queued by Kueue waits suspended with no
 pods at its ClusterQueue's quota, is admitted later, and one Workload is preempted by a higher-priority one.
 
-The stand-in's shapes and words are Kueue's (watchtower/simulator/kueue.py, kueue_objects.py)."""
+The stand-in's shapes and words are Kueue's (watchtower/simulator/forms/kueue/)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Volcano's PodGroup and Queue and a JobSet/TrainJob in the simulator, read back as the service reads them.
 
-The shapes and words are vc-scheduler's and paddle-operator's (watchtower/simulator/volcano_objects.py)."""
+The shapes and words are vc-scheduler's and paddle-operator's (watchtower/simulator/forms/gangs/
+volcano_objects.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from watchtower.commands.demo.story import JOBSET_NAME, TRAINJOB_NAME, VOLCANO_J
 from watchtower.commands.demo.warm import demo_cluster
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.queue import WorkloadState
-from watchtower.simulator import volcano_objects as vo
+from watchtower.simulator.forms.gangs import volcano_objects as vo
+from watchtower.simulator.forms.gangs.controller import Gangs
 from watchtower.simulator.workloads import paddle_job
 
 GANG_HEAD = "4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; Pending: 4 Unschedulable"
@@ -65,7 +67,8 @@ def test_within_the_first_minutes_a_volcano_paddlejob_and_two_jobsets_wait_each_
 
 def test_a_volcano_group_waits_pending_without_pods_until_its_queue_has_room_then_runs_together() -> None:
     sim = small(nodes=2)
-    sim.volcano.add_queue("team-q", weight=1, capability_gpus=4, deserved_gpus=4, guarantee_gpus=0)
+    volcano = sim.form(Gangs).volcano
+    volcano.add_queue("team-q", weight=1, capability_gpus=4, deserved_gpus=4, guarantee_gpus=0)
     w = Watched(sim)
     sim.submit(
         paddle_job(
@@ -83,7 +86,7 @@ def test_a_volcano_group_waits_pending_without_pods_until_its_queue_has_room_the
     assert (s.kind, s.state, s.source) == ("PaddleJob", WorkloadState.PENDING, "volcano-podgroup")
     assert s.why == "Volcano PodGroup rank is Pending in queue team-q"
     assert not pods(sim, "rank-") and [e["message"] for e in w.events("Unschedulable")] == [vo.QUEUE_FULL]
-    sim.volcano.queues["team-q"]["spec"]["capability"][vo.GPU] = "8"  # an admin raises the queue's capability
+    volcano.queues["team-q"]["spec"]["capability"][vo.GPU] = "8"  # an admin raises the queue's capability
     w.step(120)
     made = pods(sim, "rank-worker-")
     assert len(made) == 4 and all(p.node for p in made)

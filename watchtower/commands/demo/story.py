@@ -51,7 +51,9 @@ CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incid
 SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
 
-KUEUE_LOCAL_QUEUE = "research"  # the LocalQueue in the production namespace (simulator/kueue.py LOCAL_QUEUE)
+KUEUE_LOCAL_QUEUE = (
+    "research"  # the LocalQueue in the production namespace (simulator/forms/kueue/controller.py LOCAL_QUEUE)
+)
 PRODUCTION_TEAM = "platform"  # its namespace has no GPU quota (warm.py's prelude creates it)
 Room = Callable[[str], int]  # namespace → GPUs its quota still admits
 

@@ -14,6 +14,8 @@ from watchtower.commands.demo import story
 from watchtower.config.model import SimulatorConfig
 from watchtower.simulator import objects as obj
 from watchtower.simulator.cluster import SimulatedCluster
+from watchtower.simulator.forms.gangs.controller import Gangs
+from watchtower.simulator.forms.kueue.controller import KueueStandIn
 from watchtower.simulator.workloads import (
     Pattern,
     dra_job,
@@ -130,8 +132,9 @@ class WarmStart:
         gpus = story.VOLCANO_WORKERS * max(1, cfg.gpus_per_node // 2)
         # A busy cluster never has a gang's GPUs idle: the demo's vc-scheduler lets groups in on the queue's
         # capability alone (overcommit-factor 10), so its pods wait in Volcano's allocate words.
-        sim.volcano.overcommit_factor = 10.0
-        sim.volcano.add_queue(
+        volcano = sim.form(Gangs).volcano
+        volcano.overcommit_factor = 10.0
+        volcano.add_queue(
             story.VOLCANO_QUEUE,
             weight=2,
             capability_gpus=gpus,
@@ -142,7 +145,7 @@ class WarmStart:
         prod = team_namespace(story.PRODUCTION_TEAM)
         sim.namespaces.setdefault(prod, obj.namespace(prod, team=story.PRODUCTION_TEAM))
         # Kueue's ClusterQueue for the story's queued Jobs: room for one of them (2 pods x a quarter node).
-        sim.kueue.setup(2 * max(1, cfg.gpus_per_node // 4), [prod])
+        sim.form(KueueStandIn).setup(2 * max(1, cfg.gpus_per_node // 4), [prod])
 
     def play(self, sim: SimulatedCluster) -> None:
         warm_start(sim)

@@ -3,7 +3,7 @@ said once and looked at again later, never an error loop.
 
 The server is a small stand-in started by the test (no Kueue controller runs in the fast tests): it answers
 the discovery GET and `clusterqueues/{cq}/pendingworkloads` with the body Kueue serves (shaped from
-apis/visibility/v1beta2/types.go by watchtower/simulator/kueue_objects.py), or 404 / 403 on demand."""
+apis/visibility/v1beta2/types.go by watchtower/simulator/forms/kueue/objects.py), or 404 / 403 on demand."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tests.unit.adapters.kube.fake_apiserver import write_kubeconfig
 from watchtower.adapters.kube.connection import Transport, api_client
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.visibility import KueueVisibility
-from watchtower.simulator import kueue_objects as k
+from watchtower.simulator.forms.kueue import objects as k
 
 
 class Visibility:

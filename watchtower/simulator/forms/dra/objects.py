@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .objects import new_uid, owner_ref, ts
+from watchtower.simulator.objects import new_uid, owner_ref, ts
 
 DRA_API = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"  # NVIDIA's DRA driver, also the name of its GPU DeviceClass

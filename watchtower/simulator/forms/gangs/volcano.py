@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from watchtower.simulator import volcano_objects as vo
+from watchtower.simulator.forms.gangs import volcano_objects as vo
+from watchtower.simulator.hooks import Binder
 from watchtower.simulator.pods import SimPod, SimWorkload
 from watchtower.simulator.scheduler import SchedNode, Scheduler
 from watchtower.simulator.workloads import CLASS_BY_NAME
@@ -28,15 +29,6 @@ if TYPE_CHECKING:
 
 ROOT_QUEUE, DEFAULT_QUEUE = "root", "default"  # vc-scheduler's own queues (the capture)
 RETRY_EVERY = 60.0  # a group refused at enqueue or allocate is tried again after this long, or on a change
-
-
-class Binder(Protocol):
-    """What Volcano's decisions go through: kube-scheduler's binding and refusals (binding.py), in its
-    own words."""
-
-    def bind(self, p: SimPod, node: str, t: float, *, scheduler: str = "") -> None: ...
-
-    def unschedulable(self, p: SimPod, message: str, t: float, *, scheduler: str = "") -> None: ...
 
 
 @dataclass

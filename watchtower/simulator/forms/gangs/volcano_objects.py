@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .objects import PADDLE_API, new_uid, owner_ref, ts
+from watchtower.simulator.objects import PADDLE_API, new_uid, owner_ref, ts
 
 VOLCANO_API = "scheduling.volcano.sh/v1beta1"
 SCHEDULER = "volcano"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .objects import controller_meta, job, new_uid, owner_ref, pod
+from watchtower.simulator.objects import controller_meta, job, new_uid, owner_ref, pod
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"

@@ -4,8 +4,9 @@ ResourceClaimTemplates users submit with their jobs, and the resourceclaim contr
 What it imitates (kubernetes v1.36.3 pkg/controller/resourceclaim/controller.go): a pod naming a template
 gets a claim made for it, owned by it, and its `status.resourceClaimStatuses` names that claim; until then
 the DynamicResources plugin holds the pod before the queue (binding.py skips it). The scheduler writes
-the claim's allocation when it binds the pod (binding.py); once the pod is done or gone the controller
-removes the reservation and deletes the claim it made.
+the claim's allocation when it binds the pod (`bound`); once the pod is done or gone the controller
+removes the reservation and deletes the claim it made. The DRA-only nodes (`dra_nodes` of the config) are
+the driver's: it adds them after the cluster's own, their GPUs in `store.device_gpus`.
 """
 
 from __future__ import annotations
@@ -14,18 +15,24 @@ import random
 import string
 from typing import TYPE_CHECKING, Any
 
-from watchtower.simulator import dra_objects as dro
+from watchtower.simulator import objects as obj
+from watchtower.simulator.forms.dra import objects as dro
+from watchtower.simulator.hooks import FormController
 
 if TYPE_CHECKING:
-    from watchtower.simulator.pods import SimPod
+    from watchtower.simulator.pods import SimPod, SimWorkload
     from watchtower.simulator.store import Store
     from watchtower.simulator.workloads import WorkloadSpec
 
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim")
 
 
-class DraDriver:
+class DraDriver(FormController):
     """The DRA objects of the cluster and the controller acting on them."""
+
+    # A frozenset, as the kinds were stamped in its order before the forms had hooks: the same seed's
+    # resourceVersions stay as they were.
+    kinds = frozenset(KINDS)
 
     def __init__(self, seed: int, created: float) -> None:
         # Its own random source: generated names here leave the rest of a seeded story as it was.
@@ -42,6 +49,32 @@ class DraDriver:
 
     def _suffix(self) -> str:
         return "".join(self._rng.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+
+    def add_nodes(self, store: Store, created: float) -> None:
+        cfg = store.config
+        for j in range(cfg.dra_nodes):
+            # NVIDIA's DRA driver on these: no `nvidia.com/gpu`, the GPUs are its ResourceSlice's devices.
+            i = cfg.nodes + j
+            name = f"dra-node-{j:02d}"
+            n = obj.node(
+                name,
+                gpus=0,
+                cpu=str(16 * cfg.gpus_per_node),
+                memory=f"{96 * cfg.gpus_per_node}Gi",
+                created=created,
+            )
+            for part in ("allocatable", "capacity"):
+                del n["status"][part]["nvidia.com/gpu"]
+            n["status"]["addresses"] = [
+                {"type": "InternalIP", "address": f"10.0.{i // 250}.{i % 250 + 1}"},
+                {"type": "Hostname", "address": name},
+            ]
+            store.nodes[name] = n
+            self.add_node(n, cfg.gpus_per_node, created)
+            store.device_gpus[name] = cfg.gpus_per_node
+
+    def standing(self) -> list[dict[str, Any]]:
+        return [o for k in self.kinds for o in self.objects(k)]
 
     def add_node(self, node: dict[str, Any], gpus: int, created: float) -> None:
         """Publish a node's GPUs as a ResourceSlice (the node itself then has no `nvidia.com/gpu`)."""
@@ -60,7 +93,10 @@ class DraDriver:
             return list(self.templates.values())
         return list(self.claims.values())
 
-    def submitted(self, store: Store, spec: WorkloadSpec) -> None:
+    def submitted(self, store: Store, w: SimWorkload) -> None:
+        self.template(store, w.spec)
+
+    def template(self, store: Store, spec: WorkloadSpec) -> None:
         """Create the template a job's pods name, as its user applies it beside the job."""
         key = (spec.namespace, spec.claim_template)
         if not spec.claim_template or key in self.templates:
@@ -85,6 +121,10 @@ class DraDriver:
                 store.emit("ResourceClaim", claim, "ADDED")
                 store.emit_pod(p, "MODIFIED")
 
+    def bound(self, store: Store, p: SimPod, t: float) -> None:
+        if p.dra_gpus:
+            self.allocate(store, p, t)
+
     def allocate(self, store: Store, p: SimPod, t: float) -> None:
         """Write the claim's allocation for the devices the pod was bound with (the scheduler's PreBind)."""
         claim = self.claims.get(p.uid)
@@ -92,3 +132,7 @@ class DraDriver:
             return
         claim["status"] = dro.allocation(p.node, list(p.gpu_ids), p.name, p.uid, t)
         store.emit("ResourceClaim", claim, "MODIFIED")
+
+
+def controller(store: Store, created: float) -> DraDriver:
+    return DraDriver(store.config.seed, created)

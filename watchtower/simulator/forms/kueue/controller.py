@@ -1,6 +1,6 @@
 """A Kueue stand-in for the Jobs that name a LocalQueue: suspended until admitted, preempted within the queue.
 
-What it does each tick, as Kueue's scheduler and job reconciler do (shapes and words in kueue_objects.py):
+What it does each tick, as Kueue's scheduler and job reconciler do (shapes and words in objects.py):
 - a queued Job is created suspended (no pods) with a Workload `QuotaReserved=False Pending` in the flavor
   assigner's words while its ClusterQueue's nominal quota is used up;
 - Workloads are tried in Kueue's order (priority, then the queue timestamp: creation, or the eviction for a
@@ -17,12 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from watchtower.simulator import kueue_objects as ko
+from watchtower.simulator.forms.kueue import objects as ko
+from watchtower.simulator.hooks import FormController
 from watchtower.simulator.objects import ts
 from watchtower.simulator.pods import SimWorkload
 
 if TYPE_CHECKING:
     from watchtower.simulator.store import Store
+
+KINDS = frozenset({"KueueWorkload", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"})
 
 CLUSTER_QUEUE = "research-cq"
 LOCAL_QUEUE = "research"
@@ -62,8 +65,10 @@ def _set(body: dict[str, Any], type_: str, status: str, at: float, reason: str, 
     )
 
 
-class KueueStandIn:
+class KueueStandIn(FormController):
     """One ClusterQueue shared by the teams' LocalQueues, and the Workloads of the Jobs that name them."""
+
+    kinds = KINDS
 
     def __init__(self) -> None:
         self.nominal = 0
@@ -99,7 +104,20 @@ class KueueStandIn:
         self.entries[w.uid] = _Entry(w, body, gpus, CLASSES[priority_class], w.created)
         return body
 
+    def shape(self, w: SimWorkload, body: dict[str, Any]) -> None:
+        if w.spec.kind == "Job" and w.spec.kueue_queue:  # Kueue's webhook suspends a Job that names a queue
+            body["spec"]["suspend"] = True
+            body["metadata"]["labels"] = {ko.QUEUE_LABEL: w.spec.kueue_queue}
+            body["status"].pop("startTime", None)
+
+    def created(self, store: Store, w: SimWorkload, body: dict[str, Any] | None) -> None:
+        if w.spec.kueue_queue and body is not None:  # Kueue's job reconciler, for the suspended Job
+            store.emit("KueueWorkload", self.workload(w, body, w.spec.kueue_class), "ADDED")
+
     def admits(self, w: SimWorkload) -> bool:
+        """A queued Job is suspended (the Job controller makes no pod) until Kueue admits it."""
+        if not w.spec.kueue_queue:
+            return True
         e = self.entries.get(w.uid)
         return e is not None and e.admitted
 
@@ -107,10 +125,15 @@ class KueueStandIn:
         e = self.entries.pop(w.uid, None)
         return e.body if e is not None else None
 
+    def gone(self, store: Store, w: SimWorkload) -> None:
+        kueue_workload = self.forget(w)  # owned by the Job: the garbage collector takes it
+        if kueue_workload is not None:
+            store.emit("KueueWorkload", kueue_workload, "DELETED")
+
     def _used(self) -> int:
         return sum(e.gpus for e in self.entries.values() if e.admitted and not e.finished)
 
-    def session(self, store: Store, t: float) -> None:
+    def reconcile(self, store: Store, t: float) -> None:
         """Finish, admit and preempt as Kueue's scheduler would at `t`; write what changed."""
         changed: set[str] = set()
         for uid, e in self.entries.items():
@@ -243,3 +266,7 @@ class KueueStandIn:
         if any(st.get(k) != v for k, v in new.items()):
             st.update(new)
             store.emit("ClusterQueue", self.cluster_queue, "MODIFIED")
+
+
+def controller(store: Store, created: float) -> KueueStandIn:
+    return KueueStandIn()

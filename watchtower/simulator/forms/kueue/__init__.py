@@ -1,0 +1,1 @@
+"""The Kueue form's simulated controller (controller.py) and Kueue's objects (objects.py)."""

@@ -1,0 +1,1 @@
+"""The quota form's simulated ResourceQuotas and their admission (controller.py)."""
