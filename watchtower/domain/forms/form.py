@@ -9,9 +9,12 @@ tests/architecture fail when a layer lacks a module a form needs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from watchtower.domain.kinds import Kind
+from watchtower.domain.queue_values import WorkloadStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,3 +24,11 @@ class QueueForm:
     name: str
     kinds: tuple[Kind, ...]
     summary: str  # one line: what waits in this form, for docs/architecture.md's table
+    # Its keys of a workload's JSON, in order. services/queue_json.py puts them after the common keys (after
+    # "pods_existing"), form after form in the registry's order, so a form's keys stay where docs/json.md
+    # lists them. A new form reads what it added from `w.facts.form_facts[name]`.
+    workload_json: Callable[[WorkloadStatus], dict[str, Any]] | None = None
+    # Its sections of the queue document (`analyze`, /api/v1/queue), in order, from the cluster state at `now`
+    # (seconds). The state is typed `Any` here: the state imports this registry; each presenter names what
+    # it reads with a Protocol. The queue tracker presents them once per tick (`Tick.form_sections`).
+    queue_json: Callable[[Any, float], dict[str, Any]] | None = None

@@ -2,9 +2,12 @@
 
 from watchtower.domain import kinds
 from watchtower.domain.forms.form import QueueForm
+from watchtower.domain.forms.kueue import present
 
 FORM = QueueForm(
     "kueue",
     (kinds.WORKLOAD_PRIORITY_CLASS, kinds.CLUSTER_QUEUE, kinds.LOCAL_QUEUE, kinds.KUEUE_WORKLOAD),
     "a job Kueue holds suspended (no pods) until its Workload is admitted",
+    workload_json=present.workload_json,
+    queue_json=present.queue_json,
 )

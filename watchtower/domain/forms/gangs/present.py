@@ -1,0 +1,31 @@
+"""The gangs form in the queue's JSON (docs/json.md): a workload's PodGroup and Volcano queue, and the
+document's Volcano Queues, the teams' entitlement where Volcano schedules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from watchtower.domain.entitlement import EntitlementSource, QueueLine, queue_lines
+from watchtower.domain.queue_values import WorkloadStatus
+
+
+def workload_json(w: WorkloadStatus) -> dict[str, Any]:
+    return {"pod_group": w.group or None, "volcano_queue": w.queue or None}
+
+
+def volcano_queue_dict(q: QueueLine) -> dict[str, Any]:
+    return {
+        "name": q.name,
+        "weight": q.weight,
+        "state": q.state or None,
+        "gpus_capability": q.capability_gpus,
+        "gpus_deserved": q.deserved_gpus,
+        "gpus_guarantee": q.guarantee_gpus,
+        "gpus_allocated": q.allocated_gpus,
+        "namespaces": list(q.namespaces),
+        "teams": list(q.teams),
+    }
+
+
+def queue_json(state: EntitlementSource, now: float) -> dict[str, Any]:
+    return {"volcano_queues": [volcano_queue_dict(q) for q in queue_lines(state)]}
