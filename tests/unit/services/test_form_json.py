@@ -5,6 +5,7 @@ lists them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -12,6 +13,7 @@ import pytest
 from msgspec.structs import replace
 
 from tests.unit.api.conftest import make_service
+from watchtower.api.wait_source import read_from
 from watchtower.domain.forms import registry
 from watchtower.domain.forms.form import QueueForm
 from watchtower.domain.queue_values import WorkloadStatus
@@ -28,12 +30,17 @@ def lanes_json(state: Any, now: float) -> dict[str, Any]:
     return {"lanes": [{"name": "fast", "pods": len(state.pods), "at": now}]}
 
 
+def lane_read_from(doc: Mapping[str, Any]) -> str | None:
+    return f"Lane {doc['lane']['lane']}" if doc["source"] == LANES else None
+
+
 FORM = QueueForm(
     LANES,
     (),
     "work a lane controller holds",
     workload_json=lane_json,
     queue_json=lanes_json,
+    read_from=lane_read_from,
 )
 
 
@@ -70,6 +77,8 @@ async def test_a_forms_facts_are_what_its_workload_json_presents(with_lanes: Non
     facts = replace(w.facts, form_facts={LANES: {"lane": "fast", "position": 3}})
     d = workload_dict(replace(w, facts=facts))
     assert d["lane"] == {"lane": "fast", "position": 3}
+    assert read_from(d) == "its pods' PodScheduled condition"  # its source is its pods'
+    assert read_from({**d, "source": LANES}) == "Lane fast"  # the pages name the form's object
 
 
 async def test_without_the_form_nothing_of_it_is_shown() -> None:

@@ -9,7 +9,7 @@ tests/architecture fail when a layer lacks a module a form needs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,3 +32,7 @@ class QueueForm:
     # (seconds). The state is typed `Any` here: the state imports this registry; each presenter names what
     # it reads with a Protocol. The queue tracker presents them once per tick (`Tick.form_sections`).
     queue_json: Callable[[Any, float], dict[str, Any]] | None = None
+    # Where a workload's wait was read from, in the words of the objects users know ("Kueue Workload w in
+    # ClusterQueue q"), from its JSON; None when its `source` is not this form's. The pages ask each form
+    # (api/wait_source.py); its pods' PodScheduled condition is said when none claims the source.
+    read_from: Callable[[Mapping[str, Any]], str | None] | None = None

@@ -10,4 +10,5 @@ FORM = QueueForm(
     "a gang held whole: an upstream Workload/PodGroup, a Volcano PodGroup in its Queue",
     workload_json=present.workload_json,
     queue_json=present.queue_json,
+    read_from=present.read_from,
 )

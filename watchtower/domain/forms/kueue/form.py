@@ -10,4 +10,5 @@ FORM = QueueForm(
     "a job Kueue holds suspended (no pods) until its Workload is admitted",
     workload_json=present.workload_json,
     queue_json=present.queue_json,
+    read_from=present.read_from,
 )

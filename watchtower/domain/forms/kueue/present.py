@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from watchtower.domain.forms.kueue.queues import KueueQueueLine, KueueSource, kueue_queue_lines
+from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
 from watchtower.domain.queue_values import WorkloadStatus
 from watchtower.domain.timefmt import rfc3339
 
@@ -60,3 +62,12 @@ def kueue_queue_dict(q: KueueQueueLine) -> dict[str, Any]:
 
 def queue_json(state: KueueSource, now: float) -> dict[str, Any]:
     return {"kueue_queues": [kueue_queue_dict(q) for q in kueue_queue_lines(state)]}
+
+
+def read_from(doc: Mapping[str, Any]) -> str | None:
+    """Return "Kueue Workload w in ClusterQueue q (...)" for a job Kueue holds."""
+    if doc["source"] != SOURCE_KUEUE:
+        return None
+    k = doc["kueue"] or {}
+    where = f" in ClusterQueue {k['cluster_queue']}" if k.get("cluster_queue") else ""
+    return f"Kueue Workload {k.get('workload', '?')}{where} (its job is suspended: no pods until admitted)"
