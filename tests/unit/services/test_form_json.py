@@ -112,3 +112,18 @@ def test_the_analyze_document_ends_with_the_forms_sections_too(with_lanes: None)
     doc = snapshot_dict(tick.snapshot, tracker.policy.tiers, tracker.state)
     assert list(doc)[-5:] == ["quota", "volcano_queues", "dra_problems", "kueue_queues", "lanes"]
     assert doc["lanes"] == [{"name": "fast", "pods": len(tracker.state.pods), "at": tick.snapshot.at}]
+
+
+def test_no_form_presents_a_section_another_form_or_the_document_presents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tracker = make_service().container.queue_tracker
+    state, now = tracker.state, tracker.latest.snapshot.at
+    seen: dict[str, str] = {}
+    for f in registry.FORMS:
+        for key in f.queue_json(state, now) if f.queue_json is not None else {}:
+            assert key not in seen, (key, f.name, seen.get(key))
+            seen[key] = f.name
+    monkeypatch.setattr(registry, "FORMS", ())
+    common = set(snapshot_dict(tracker.latest.snapshot, tracker.policy.tiers, state))
+    assert not common & set(seen) and "quota" in common
