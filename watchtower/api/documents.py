@@ -17,12 +17,9 @@ from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
 from watchtower.services.queue_json import (
     SCHEMA_VERSION,
-    dra_problem_dict,
-    kueue_queue_dict,
     preemption_dict,
     quota_dict,
     rfc3339,
-    volcano_queue_dict,
     workload_dict,
 )
 
@@ -71,16 +68,12 @@ class QueueDocuments:
             preemption_dict(p, tiers) for p in snap.preemptions
         )
         self.quota: tuple[dict[str, Any], ...] = tuple(quota_dict(q) for q in tick.quota)
-        self.volcano_queues: tuple[dict[str, Any], ...] = tuple(
-            volcano_queue_dict(q) for q in tick.volcano_queues
+        # The forms' sections (Volcano Queues, DRA problems, ClusterQueues, ...), presented at the tick: the
+        # body ends with them, in the registry's order, whatever forms it holds.
+        self.sections: dict[str, Any] = dict(tick.form_sections)
+        self._sections_json = b"".join(
+            b"," + orjson.dumps(key) + b":" + orjson.dumps(value) for key, value in self.sections.items()
         )
-        self._queues_json = orjson.dumps(self.volcano_queues)
-        self.dra_problems: tuple[dict[str, Any], ...] = tuple(
-            dra_problem_dict(u, snap.at) for u in tick.dra_problems
-        )
-        self._dra_json = orjson.dumps(self.dra_problems)
-        self.kueue_queues: tuple[dict[str, Any], ...] = tuple(kueue_queue_dict(q) for q in tick.kueue_queues)
-        self._kueue_json = orjson.dumps(self.kueue_queues)
         # Dashboards and scripts repeat the same few queries until the next evaluation.
         self._bodies: dict[
             tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], int, int], bytes
@@ -122,18 +115,7 @@ class QueueDocuments:
                 "count": len(page),
             }
         )
-        body = (
-            head[:-1]
-            + b',"workloads":['
-            + b",".join(page)
-            + b'],"volcano_queues":'
-            + self._queues_json
-            + b',"dra_problems":'
-            + self._dra_json
-            + b',"kueue_queues":'
-            + self._kueue_json
-            + b"}"
-        )
+        body = head[:-1] + b',"workloads":[' + b",".join(page) + b"]" + self._sections_json + b"}"
         if len(self._bodies) >= CACHED_BODIES:
             self._bodies.pop(next(iter(self._bodies)))
         self._bodies[key] = body

@@ -206,7 +206,7 @@ def page_context(
                 "why": d["why"],
                 "pending": format_duration(d["pending_seconds"]),
             }
-            for d in docs.dra_problems
+            for d in docs.sections.get("dra_problems", ())
         ],
         waiting_total=sum(s["waiting"] for s in sections),
     )

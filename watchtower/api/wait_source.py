@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from watchtower.domain.forms import registry
 from watchtower.domain.timefmt import format_duration
 
 # Its own pods and a quota refusal already say themselves in `why`: the pages name only the other sources.
@@ -13,25 +14,12 @@ PLAIN_SOURCES = frozenset({"pods", "quota"})
 
 
 def read_from(doc: Mapping[str, Any]) -> str:
-    """Return the object the wait was read from: "PodGroup trainer-0", "Volcano PodGroup ocr-train in queue
-    vision-q", "PaddleJob status", or its pods' conditions, the ResourceQuota."""
-    source, group, queue = doc["source"], doc["pod_group"] or "", doc["volcano_queue"] or ""
-    if source == "podgroup":
-        return f"PodGroup {group}" if group else "its PodGroup"
-    if source == "volcano-podgroup":
-        head = f"Volcano PodGroup {group}" if group else "its Volcano PodGroup"
-        return f"{head} in queue {queue}" if queue else head
-    if source == "paddlejob":
-        return "PaddleJob status"
-    if source == "kueue":
-        k = doc["kueue"] or {}
-        where = f" in ClusterQueue {k['cluster_queue']}" if k.get("cluster_queue") else ""
-        return (
-            f"Kueue Workload {k.get('workload', '?')}{where} (its job is suspended: no pods until admitted)"
-        )
-    if source == "quota":
-        q = doc["quota"]
-        return f"ResourceQuota {q['name']}" if q else "its namespace's ResourceQuota"
+    """Return the object the wait was read from, in the words of the form whose `source` it is ("PodGroup
+    trainer-0", "Volcano PodGroup ocr-train in queue vision-q", "PaddleJob status", the ResourceQuota, ...),
+    else its pods' conditions."""
+    for form in registry.FORMS:
+        if form.read_from is not None and (words := form.read_from(doc)) is not None:
+            return words
     return "its pods' PodScheduled condition"
 
 

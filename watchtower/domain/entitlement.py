@@ -9,8 +9,24 @@ what it holds now (allocated). Field meanings: volcano-sh/apis pkg/apis/scheduli
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from .state import ClusterState
+from watchtower.domain.forms.gangs.tables import GangTables
+
+from .state_controllers import ControllerPart
+
+
+class EntitlementSource(Protocol):
+    """What `queue_lines` reads of the cluster state: a Protocol, not `ClusterState`, since the state
+    imports the forms' registry and the gangs form presents these lines."""
+
+    @property
+    def gangs(self) -> GangTables: ...
+
+    @property
+    def control(self) -> ControllerPart: ...
+
+    def team_of(self, namespace: str) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +44,7 @@ class QueueLine:
     teams: tuple[str, ...]
 
 
-def queue_lines(state: ClusterState) -> tuple[QueueLine, ...]:
+def queue_lines(state: EntitlementSource) -> tuple[QueueLine, ...]:
     """Return every Volcano Queue the state holds, by name, each with the namespaces whose Volcano PodGroups
     or PaddleJobs (spec.schedulingPolicy.queue) name it."""
     queues = state.gangs.queues

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from watchtower.domain.forms.dra.records import UnresolvedClaim
 from watchtower.domain.forms.kueue.queues import KueueQueueLine
@@ -55,6 +56,9 @@ class Tick:
     # Pods naming a DRA claim, template or class that is not there: no workload (GPUs unknown), listed apart.
     dra_problems: tuple[UnresolvedClaim, ...] = ()
     kueue_queues: tuple[KueueQueueLine, ...] = ()  # Kueue ClusterQueues, likewise where Kueue admits
+    # The forms' sections of the queue document as plain JSON data, by key in the registry's order (each
+    # form's `queue_json`): presented from the state at the tick, which the API's documents never read.
+    form_sections: Mapping[str, Any] = field(default_factory=dict)
     # The snapshot's workloads' facts in order, as one list the evaluation reuses, the same object, while
     # no workload's facts changed: a consumer that keeps it tells an unchanged queue by identity (the
     # fairness history records by difference). Empty when the builder did not give it.

@@ -6,13 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from watchtower.domain.disruptions import Preemption
-from watchtower.domain.entitlement import QueueLine, queue_lines
 from watchtower.domain.estimate import StartEstimate, TierWaits
-from watchtower.domain.forms.dra.messages import problem_of
-from watchtower.domain.forms.dra.records import UnresolvedClaim
-from watchtower.domain.forms.kueue.queues import KueueQueueLine, kueue_queue_lines
+from watchtower.domain.forms import registry
 from watchtower.domain.latency import Distribution, TierLatency
-from watchtower.domain.messages.types import SchedulingDiagnosis
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import StuckHead
@@ -51,38 +47,12 @@ def stuck_dict(s: StuckHead | None) -> dict[str, Any] | None:
     }
 
 
-def _dra_problem(d: SchedulingDiagnosis | None) -> str | None:
-    p = problem_of(tuple(r.reason for r in d.reasons)) if d is not None else None
-    return p.value if p is not None else None
-
-
-def kueue_dict(w: WorkloadStatus) -> dict[str, Any] | None:
-    k = w.kueue
-    if k is None:
-        return None
-    return {
-        "workload": k.workload,
-        "local_queue": k.local_queue or None,
-        "cluster_queue": k.cluster_queue or None,
-        "admitted": k.admitted,
-        "admitted_at": rfc3339(k.admitted_at),
-        "reason": k.reason or None,
-        "message": k.message or None,
-        "position": k.position,
-        "evictions": k.evictions,
-    }
-
-
-def _secs(v: float | None) -> float | None:
-    return round(v, 3) if v is not None else None
-
-
 def workload_dict(
     w: WorkloadStatus, estimate: StartEstimate | None = None, stuck: StuckHead | None = None
 ) -> dict[str, Any]:
     """Return a workload as the JSON shows it; `estimate` and `stuck` come from its tick, when it has one."""
     d = w.diagnosis
-    return {
+    out: dict[str, Any] = {
         "namespace": w.namespace,
         "name": w.name,
         "kind": w.kind,
@@ -127,35 +97,35 @@ def workload_dict(
         "source": w.source,
         "pods_expected": w.pods_expected,
         "pods_existing": w.pods_existing,
-        "pod_group": w.group or None,
-        "volcano_queue": w.queue or None,
-        "gpu_claims": [
-            {
-                "name": c.name,
-                "device_class": c.device_class,
-                "count": c.count,
-                "allocated": c.allocated,
-                "devices": list(c.devices),
-            }
-            for c in w.facts.gpu_claims
-        ],
-        "dra_problem": _dra_problem(d),
-        "kueue": kueue_dict(w),
-        "admission_wait_seconds": _secs(w.admission_wait),
-        "scheduling_wait_seconds": _secs(w.scheduling_wait),
-        "quota": (
-            {
-                "name": w.quota.quota,
-                "requested": w.quota.requested,
-                "used": w.quota.used,
-                "limited": w.quota.limited,
-                "refusals": w.quota.count,
-                "last_refused": rfc3339(w.quota.last),
-            }
-            if w.quota
-            else None
-        ),
     }
+    # Each form's keys, where docs/json.md lists them: after the common ones, in the registry's order.
+    for form in registry.FORMS:
+        if form.workload_json is not None:
+            out.update(form.workload_json(w))
+    # A quota refusal stays last, as docs/json.md lists it, whatever forms the registry gains.
+    out["quota"] = (
+        {
+            "name": w.quota.quota,
+            "requested": w.quota.requested,
+            "used": w.quota.used,
+            "limited": w.quota.limited,
+            "refusals": w.quota.count,
+            "last_refused": rfc3339(w.quota.last),
+        }
+        if w.quota
+        else None
+    )
+    return out
+
+
+def form_sections(state: ClusterState, now: float) -> dict[str, Any]:
+    """Return the forms' sections of the queue document (Volcano Queues, DRA problems, ClusterQueues, ...),
+    form after form in the registry's order, from the state at `now`."""
+    out: dict[str, Any] = {}
+    for form in registry.FORMS:
+        if form.queue_json is not None:
+            out.update(form.queue_json(state, now))
+    return out
 
 
 def quota_dict(q: QuotaLine) -> dict[str, Any]:
@@ -165,51 +135,6 @@ def quota_dict(q: QuotaLine) -> dict[str, Any]:
         "team": q.team,
         "gpus_hard": q.hard_gpus,
         "gpus_used": q.used_gpus,
-    }
-
-
-def dra_problem_dict(u: UnresolvedClaim, now: float) -> dict[str, Any]:
-    return {
-        "namespace": u.namespace,
-        "pod": u.pod,
-        "owner_kind": u.owner_kind or None,
-        "owner_name": u.owner_name or None,
-        "reason": u.reason,
-        "why": u.why,
-        "pending_seconds": round(max(0.0, now - u.created), 3),
-    }
-
-
-def volcano_queue_dict(q: QueueLine) -> dict[str, Any]:
-    return {
-        "name": q.name,
-        "weight": q.weight,
-        "state": q.state or None,
-        "gpus_capability": q.capability_gpus,
-        "gpus_deserved": q.deserved_gpus,
-        "gpus_guarantee": q.guarantee_gpus,
-        "gpus_allocated": q.allocated_gpus,
-        "namespaces": list(q.namespaces),
-        "teams": list(q.teams),
-    }
-
-
-def kueue_queue_dict(q: KueueQueueLine) -> dict[str, Any]:
-    return {
-        "name": q.name,
-        "cohort": q.cohort or None,
-        "gpus_nominal": q.nominal_gpus,
-        "gpus_borrowing_limit": q.borrowing_limit_gpus,
-        "gpus_lending_limit": q.lending_limit_gpus,
-        "gpus_reserved": q.reserved_gpus,
-        "gpus_used": q.used_gpus,
-        "gpus_borrowed": q.borrowed_gpus,
-        "pending_workloads": q.pending,
-        "admitted_workloads": q.admitted,
-        "stopped": q.stopped,
-        "local_queues": [{"namespace": ns, "name": name} for ns, name in q.local_queues],
-        "namespaces": list(q.namespaces),
-        "teams": list(q.teams),
     }
 
 
@@ -349,7 +274,5 @@ def snapshot_dict(
             for q in sorted(state.control.quotas.values(), key=lambda q: (q.namespace, q.name))
             if q.hard_gpus is not None
         ]
-        out["volcano_queues"] = [volcano_queue_dict(q) for q in queue_lines(state)]
-        out["dra_problems"] = [dra_problem_dict(u, snap.at) for u in state.unresolved_claims()]
-        out["kueue_queues"] = [kueue_queue_dict(q) for q in kueue_queue_lines(state)]
+        out.update(form_sections(state, snap.at))
     return out

@@ -52,6 +52,7 @@ from .ingest import KINDS, Ingestor, Skipped
 from .preemption_count import PreemptionCounter
 from .queue_figures import ListedFigures
 from .queue_gauges import queue_gauges, with_fairness
+from .queue_json import form_sections
 from .wait_reasons import ReasonLabels
 
 # Change-log entries the holder index may lag behind before the log stops keeping them for it (~3 minutes of
@@ -245,6 +246,7 @@ class QueueTracker:
             gauges = dataclasses.replace(gauges, dra_unresolved=dict(Counter(u.reason for u in dra_problems)))
             kueue_queues = kueue_queue_lines(st)
             gauges = with_fairness(gauges, snap, st, self.settings.fairness, volcano_queues, kueue_queues)
+            sections = form_sections(st, now)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         tick = Tick(
@@ -260,6 +262,7 @@ class QueueTracker:
             volcano_queues=volcano_queues,
             dra_problems=dra_problems,
             kueue_queues=kueue_queues,
+            form_sections=sections,
             listed_facts=self.evaluator.order.facts,  # replaced, never changed in place, when facts change
             facts_change=self.evaluator.order.last_change(),
         )

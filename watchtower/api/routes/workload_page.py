@@ -181,7 +181,11 @@ async def workload_page(
     held = container.queue_tracker.gpus_by_node(WorkloadKey(namespace, doc["kind"], name))
     ctx.update(
         workload_context(
-            doc, tick, held, preemptions_of(docs, namespace, name, doc["kind"]), docs.volcano_queues
+            doc,
+            tick,
+            held,
+            preemptions_of(docs, namespace, name, doc["kind"]),
+            docs.sections.get("volcano_queues", ()),
         )
     )
     ctx["kind"] = doc["kind"]

@@ -12,12 +12,13 @@ tables inside, and no line of state.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from watchtower.domain.binding import Binding
 from watchtower.domain.kinds import Kind
+from watchtower.domain.queue_values import WorkloadStatus
 
 
 class FormPart(Protocol):
@@ -38,3 +39,15 @@ class QueueForm:
     # own parts hold (pods, controllers). The state is `Any` here because this module is imported by
     # state.py (through the registry); each part types what it reads of it with a host Protocol.
     part: Callable[[Any], FormPart] | None = None
+    # Its keys of a workload's JSON, in order. services/queue_json.py puts them after the common keys (after
+    # "pods_existing"), form after form in the registry's order, so a form's keys stay where docs/json.md
+    # lists them. A new form reads what it added from `w.facts.form_facts[name]`.
+    workload_json: Callable[[WorkloadStatus], dict[str, Any]] | None = None
+    # Its sections of the queue document (`analyze`, /api/v1/queue), in order, from the cluster state at `now`
+    # (seconds). The state is typed `Any` here: the state imports this registry; each presenter names what
+    # it reads with a Protocol. The queue tracker presents them once per tick (`Tick.form_sections`).
+    queue_json: Callable[[Any, float], dict[str, Any]] | None = None
+    # Where a workload's wait was read from, in the words of the objects users know ("Kueue Workload w in
+    # ClusterQueue q"), from its JSON; None when its `source` is not this form's. The pages ask each form
+    # (api/wait_source.py); its pods' PodScheduled condition is said when none claims the source.
+    read_from: Callable[[Mapping[str, Any]], str | None] | None = None

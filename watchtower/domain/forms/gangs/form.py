@@ -2,6 +2,7 @@
 
 from watchtower.domain import kinds
 from watchtower.domain.forms.form import QueueForm
+from watchtower.domain.forms.gangs import present
 from watchtower.domain.forms.gangs.part import GangForm
 
 FORM = QueueForm(
@@ -9,4 +10,7 @@ FORM = QueueForm(
     (kinds.WORKLOAD, kinds.POD_GROUP, kinds.VOLCANO_POD_GROUP, kinds.VOLCANO_QUEUE),
     "a gang held whole: an upstream Workload/PodGroup, a Volcano PodGroup in its Queue",
     part=GangForm,
+    workload_json=present.workload_json,
+    queue_json=present.queue_json,
+    read_from=present.read_from,
 )

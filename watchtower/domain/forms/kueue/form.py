@@ -2,6 +2,7 @@
 
 from watchtower.domain import kinds
 from watchtower.domain.forms.form import QueueForm
+from watchtower.domain.forms.kueue import present
 from watchtower.domain.forms.kueue.part import KueueForm
 
 FORM = QueueForm(
@@ -9,4 +10,7 @@ FORM = QueueForm(
     (kinds.WORKLOAD_PRIORITY_CLASS, kinds.CLUSTER_QUEUE, kinds.LOCAL_QUEUE, kinds.KUEUE_WORKLOAD),
     "a job Kueue holds suspended (no pods) until its Workload is admitted",
     part=KueueForm,
+    workload_json=present.workload_json,
+    queue_json=present.queue_json,
+    read_from=present.read_from,
 )

@@ -4,8 +4,19 @@ cohort each lends and borrows in, and the LocalQueues (namespaces, teams) that l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from watchtower.domain.state import ClusterState
+from watchtower.domain.forms.kueue.tables import KueueTables
+
+
+class KueueSource(Protocol):
+    """What `kueue_queue_lines` reads of the cluster state: a Protocol, not `ClusterState`, since the state
+    imports the forms' registry and the Kueue form presents these lines."""
+
+    @property
+    def kueue(self) -> KueueTables: ...
+
+    def team_of(self, namespace: str) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +37,7 @@ class KueueQueueLine:
     teams: tuple[str, ...]
 
 
-def kueue_queue_lines(state: ClusterState) -> tuple[KueueQueueLine, ...]:
+def kueue_queue_lines(state: KueueSource) -> tuple[KueueQueueLine, ...]:
     """Return every ClusterQueue the state holds, by name, with the LocalQueues that point at it."""
     cqs = state.kueue.cluster_queues
     if not cqs:
