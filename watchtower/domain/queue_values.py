@@ -103,6 +103,9 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     gpu_claims: tuple[GpuClaim, ...] = ()  # its pods' DRA claims that ask GPUs, by claim name
     order: tuple[int, int, float, WorkloadKey] = (0, 0, 0.0, WorkloadKey("", "", ""))  # scheduler's order
     kueue: KueueFacts | None = None  # its Kueue Workload, when Kueue queues it
+    # What a form adds beyond the fields above, by form name (its facts step's entry); the forms with a
+    # field of their own above (kueue, gpu_claims, group, queue) add nothing here.
+    form_facts: Mapping[str, object] = msgspec.field(default_factory=dict)
 
     @property
     def scheduler_queued(self) -> bool:
