@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from watchtower.domain.facts_draft import FactsStep
 from watchtower.domain.kinds import Kind
 
 
@@ -21,3 +22,5 @@ class QueueForm:
     name: str
     kinds: tuple[Kind, ...]
     summary: str  # one line: what waits in this form, for docs/architecture.md's table
+    # Its step of a workload's facts (queue_facts.py runs the registered steps): None, it adds none.
+    facts: FactsStep | None = None
