@@ -2,5 +2,11 @@
 
 from watchtower.domain import kinds
 from watchtower.domain.forms.form import QueueForm
+from watchtower.domain.forms.paddle.facts import FACTS
 
-FORM = QueueForm("paddle", (kinds.PADDLE_JOB,), "a PaddleJob before its pods")
+FORM = QueueForm(
+    "paddle",
+    (kinds.PADDLE_JOB,),
+    "a PaddleJob before its pods",
+    facts=FACTS,
+)
