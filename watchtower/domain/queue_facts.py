@@ -102,7 +102,10 @@ _ordered: tuple[Sequence[QueueForm], tuple[FactsStep, ...]] = ((), ())
 
 
 def _steps(forms: Sequence[QueueForm]) -> tuple[FactsStep, ...]:
-    """Return the forms' steps by stage (ties in the forms' order), sorted once per list of forms."""
+    """Return the forms' steps by stage (ties in the forms' order).
+
+    Sorted once per list of forms (the registry's, or a test's), not once per workload: a tick may
+    re-derive tens of thousands."""
     global _ordered
     if _ordered[0] is not forms:
         steps = sorted((f.facts for f in forms if f.facts is not None), key=lambda s: s.stage)
