@@ -103,7 +103,8 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     gpu_claims: tuple[GpuClaim, ...] = ()  # its pods' DRA claims that ask GPUs, by claim name
     order: tuple[int, int, float, WorkloadKey] = (0, 0, 0.0, WorkloadKey("", "", ""))  # scheduler's order
     kueue: KueueFacts | None = None  # its Kueue Workload, when Kueue queues it
-    # What a form beyond those above adds, by form name: its `workload_json` presents it (forms/form.py).
+    # What a form adds beyond the fields above, by form name (its facts step's entry), which its
+    # `workload_json` presents (forms/form.py); the forms with a field of their own above add nothing here.
     form_facts: Mapping[str, object] = msgspec.field(default_factory=dict)
 
     @property

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from watchtower.domain.binding import Binding
+from watchtower.domain.facts_draft import FactsStep
 from watchtower.domain.kinds import Kind
 from watchtower.domain.queue_values import WorkloadStatus
 
@@ -51,3 +52,5 @@ class QueueForm:
     # ClusterQueue q"), from its JSON; None when its `source` is not this form's. The pages ask each form
     # (api/wait_source.py); its pods' PodScheduled condition is said when none claims the source.
     read_from: Callable[[Mapping[str, Any]], str | None] | None = None
+    # Its step of a workload's facts (queue_facts.py runs the registered steps): None, it adds none.
+    facts: FactsStep | None = None

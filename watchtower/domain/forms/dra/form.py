@@ -2,6 +2,7 @@
 
 from watchtower.domain import kinds
 from watchtower.domain.forms.dra import present
+from watchtower.domain.forms.dra.facts import FACTS
 from watchtower.domain.forms.dra.part import DraForm
 from watchtower.domain.forms.form import QueueForm
 
@@ -12,4 +13,5 @@ FORM = QueueForm(
     part=DraForm,
     workload_json=present.workload_json,
     queue_json=present.queue_json,
+    facts=FACTS,
 )

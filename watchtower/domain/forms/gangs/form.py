@@ -3,6 +3,7 @@
 from watchtower.domain import kinds
 from watchtower.domain.forms.form import QueueForm
 from watchtower.domain.forms.gangs import present
+from watchtower.domain.forms.gangs.facts import FACTS
 from watchtower.domain.forms.gangs.part import GangForm
 
 FORM = QueueForm(
@@ -13,4 +14,5 @@ FORM = QueueForm(
     workload_json=present.workload_json,
     queue_json=present.queue_json,
     read_from=present.read_from,
+    facts=FACTS,
 )
