@@ -13,7 +13,7 @@ registry, which reads each slice's step, which reads this.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -46,6 +46,8 @@ class FactsState(Protocol):
     def dra(self) -> DraTables: ...
     @property
     def kueue(self) -> KueueTables: ...
+    @property
+    def by_workload(self) -> Mapping[WorkloadKey, set[str]]: ...
     @property
     def ledger(self) -> PreemptionLedger: ...
     def kueue_priority(self, w: KueueWorkload) -> tuple[int, str]: ...
@@ -117,9 +119,27 @@ class FactsPass:
 
 
 @dataclass(frozen=True, slots=True)
+class PodLess:
+    """How a form makes workloads wait with no pod of theirs queued (a PaddleJob before its pods, a job
+    Kueue keeps suspended): the evaluator lists them beside the workloads of waiting pods."""
+
+    # Every workload it holds so, waiting or running: listed when running work is asked for too.
+    held: Callable[[FactsState], Collection[WorkloadKey]]
+    # Whether one of them may wait now with no pod queued: a first evaluation lists those, and a later one
+    # asks the same of each changed workload, so that both list alike.
+    may_wait: Callable[[FactsState, WorkloadKey], bool]
+
+    def waiting(self, state: FactsState) -> set[WorkloadKey]:
+        """Return the workloads it holds that may wait now with no pod queued."""
+        return {k for k in self.held(state) if self.may_wait(state, k)}
+
+
+@dataclass(frozen=True, slots=True)
 class FactsStep:
     """What a form registers (`QueueForm.facts`): where it runs among the others (lower `stage` first;
-    ties in the registry's order) and how it begins a pass over a workload (None: no part in it)."""
+    ties in the registry's order), how it begins a pass over a workload (None: no part in it), and, for a
+    form that holds work with no pod, which workloads those are (`pod_less`)."""
 
     stage: int
     begin: Callable[[FactsContext, FactsDraft], FactsPass | None]
+    pod_less: PodLess | None = None

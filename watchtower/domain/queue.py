@@ -28,7 +28,7 @@ from watchtower.domain.queue_values import (
 
 from .capacity import capacity
 from .disruptions import Preemption
-from .queue_facts import is_gated, workload_facts
+from .queue_facts import is_gated, pod_less, workload_facts
 from .queue_order import Plan, QueueOrder
 from .state import ClusterState
 from .workloads import WorkloadKey
@@ -97,7 +97,9 @@ class QueueEvaluator:
         }
         thrash = self._thrash_counts(state.ledger.preemptions.values(), now=now)
         if include_running:
-            keys = set(state.by_workload) | set(refusals) | state.control.expecting | state.kueue.held
+            keys = set(state.by_workload) | set(refusals)
+            for held in pod_less():
+                keys.update(held.held(state))
             order = QueueOrder(self._derive(state, keys, refusals, thrash, now).values())
         else:
             order = self._waiting_order(state, refusals, thrash, now)
@@ -174,8 +176,9 @@ class QueueEvaluator:
             or self._epoch != state.log.epoch
             or self._position < state.log.changes_base  # what it had not read was forgotten
         ):
-            keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals) | state.control.expecting
-            keys |= state.kueue_waiting()
+            keys: set[WorkloadKey] = set(state.waiting_workloads) | set(refusals)
+            for held in pod_less():
+                keys |= held.waiting(state)
             derived = self._derive(state, keys, refusals, thrash, now)
             known = {k: f for k, f in derived.items() if f.state is not WorkloadState.RUNNING}
             self.order.reset(known.values())
@@ -189,16 +192,15 @@ class QueueEvaluator:
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
             changed |= warned ^ self._warned
-            waiting, expecting, kueue = state.waiting_workloads, state.control.expecting, state.kueue_may_wait
-            changed = {
-                k
-                for k in changed
-                if k in waiting or k in refusals or k in known or k in expecting or kueue(k)
-            }
+            waiting, holders = state.waiting_workloads, pod_less()
+
+            def listed(k: WorkloadKey) -> bool:
+                # The same keys a first evaluation lists (each form's `may_wait`, not every job it holds).
+                return k in waiting or k in refusals or any(h.may_wait(state, k) for h in holders)
+
+            changed = {k for k in changed if k in known or listed(k)}
             if changed:
-                # The same keys a first evaluation lists (`state.kueue_waiting`, not every held job: an
-                # admitted one whose pods are all there is listed by its waiting pods, or not at all).
-                wanted = [k for k in changed if k in waiting or k in refusals or k in expecting or kueue(k)]
+                wanted = [k for k in changed if listed(k)]
                 fresh = self._derive(state, wanted, refusals, thrash, now)
                 removed: list[WorkloadFacts] = []
                 added: list[WorkloadFacts] = []

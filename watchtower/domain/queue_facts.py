@@ -8,10 +8,11 @@ its pods, a Kueue Workload). A form adds its facts in its own slice, not here.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsStep
+from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsStep, PodLess
 from watchtower.domain.forms import registry
 from watchtower.domain.forms.form import QueueForm
 from watchtower.domain.forms.pods.facts import is_gated
@@ -23,7 +24,7 @@ from watchtower.domain.records import Pod
 from .state import ClusterState
 from .workloads import WorkloadKey
 
-__all__ = ["is_gated", "workload_facts"]
+__all__ = ["is_gated", "pod_less", "workload_facts"]
 
 
 def workload_facts(
@@ -98,16 +99,15 @@ def workload_facts(
     )
 
 
-_ordered: tuple[Sequence[QueueForm], tuple[FactsStep, ...]] = ((), ())
-
-
-def _steps(forms: Sequence[QueueForm]) -> tuple[FactsStep, ...]:
+@functools.cache
+def _steps(forms: tuple[QueueForm, ...]) -> tuple[FactsStep, ...]:
     """Return the forms' steps by stage (ties in the forms' order).
 
     Sorted once per list of forms (the registry's, or a test's), not once per workload: a tick may
     re-derive tens of thousands."""
-    global _ordered
-    if _ordered[0] is not forms:
-        steps = sorted((f.facts for f in forms if f.facts is not None), key=lambda s: s.stage)
-        _ordered = (forms, tuple(steps))
-    return _ordered[1]
+    return tuple(sorted((f.facts for f in forms if f.facts is not None), key=lambda s: s.stage))
+
+
+def pod_less() -> tuple[PodLess, ...]:
+    """Return how each registered form holds work with no pod queued (`FactsStep.pod_less`)."""
+    return tuple(s.pod_less for s in _steps(registry.FORMS) if s.pod_less is not None)

@@ -385,19 +385,6 @@ class ClusterState:
                     return pc.value, pc.name
         return 0, pclass
 
-    def kueue_waiting(self) -> set[WorkloadKey]:
-        """Return the jobs Kueue holds that may wait with no pod of theirs queued: not admitted yet, or
-        admitted with no pod made yet."""
-        return {key for key in self.kueue.held if self.kueue_may_wait(key)}
-
-    def kueue_may_wait(self, key: WorkloadKey) -> bool:
-        """Return True when Kueue holds the job so that it may wait with no pod of its own queued (one of
-        `kueue_waiting`): an evaluator re-deriving one workload asks the same as one listing them all."""
-        if key not in self.kueue.held:
-            return False
-        w = self.kueue.of_key(key)
-        return w is not None and (w.waiting or key not in self.by_workload)
-
     # ---- queries ----------------------------------------------------------------------------------
 
     def unresolved_claims(self) -> list[UnresolvedClaim]:

@@ -25,6 +25,7 @@ from watchtower.domain.alerts.rules.priority_inversion import holders_needed_bel
 from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.forms.dra.tables import DraTables
+from watchtower.domain.forms.kueue.facts import HELD as KUEUE_HELD
 from watchtower.domain.forms.kueue.queues import kueue_queue_lines
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.queue import (
@@ -143,7 +144,7 @@ class QueueTracker:
             k = self.state.kueue
             return {
                 q
-                for key in self.state.kueue_waiting()
+                for key in KUEUE_HELD.waiting(self.state)
                 if (w := k.of_key(key)) and (q := k.cluster_queue_of(w))
             }
 

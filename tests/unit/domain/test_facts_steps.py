@@ -102,3 +102,37 @@ def test_every_form_with_facts_has_its_step_in_its_slice():
     for form in registry.FORMS:
         if form.facts is not None:
             assert form.facts.begin.__module__ == f"watchtower.domain.forms.{form.name}.facts"
+
+
+class _Bell:
+    """A throwaway form's workloads with no pod: held while the bell has not rung (`ringing`)."""
+
+    def __init__(self) -> None:
+        self.keys: set[WorkloadKey] = {HELD}
+        self.ringing = False
+
+    def held(self, state: object) -> set[WorkloadKey]:
+        return self.keys
+
+    def may_wait(self, state: object, key: WorkloadKey) -> bool:
+        return key in self.keys and not self.ringing
+
+
+def test_the_evaluator_lists_what_a_registered_form_holds_with_no_pod(monkeypatch: pytest.MonkeyPatch):
+    """The evaluator finds a form's pod-less work through the registry (`FactsStep.pod_less`), on a first
+    evaluation and on a later one that re-derives only what changed, with no line of queue.py per form."""
+    from watchtower.domain.facts_draft import PodLess
+
+    bell = _Bell()
+    step = FactsStep(99, _begin, pod_less=PodLess(bell.held, bell.may_wait))
+    monkeypatch.setattr(
+        registry, "FORMS", (*registry.FORMS, QueueForm("bell", (kinds.JOB,), "a test", facts=step))
+    )
+    state, ev = ClusterState(), QueueEvaluator(POLICY)
+    first = ev.evaluate(state, now=T0 + 60)
+    assert [(w.key, w.why) for w in first.waiting()] == [(HELD, "asleep until the bell")]
+    assert ev.evaluate(state, now=T0 + 120, include_running=True).workloads[0].key == HELD
+    # The bell rings: once the workload is touched, the next evaluation drops it.
+    bell.ringing = True
+    state.log.touch(HELD)
+    assert ev.evaluate(state, now=T0 + 180).waiting() == []

@@ -5,12 +5,13 @@ sets' DRA claims stand for its pods' while it has none.
 
 from __future__ import annotations
 
-from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsPass, FactsStep
+from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsPass, FactsState, FactsStep, PodLess
 from watchtower.domain.forms.kueue.dra import pod_set_gpu_claims
 from watchtower.domain.forms.kueue.records import KueueWorkload
 from watchtower.domain.forms.kueue.wait import kueue_wait
 from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue_values import WorkloadState
+from watchtower.domain.workloads import WorkloadKey
 
 
 class _KueuePass(FactsPass):
@@ -59,4 +60,18 @@ def _begin(ctx: FactsContext, draft: FactsDraft) -> FactsPass | None:
     return _KueuePass(kw)
 
 
-FACTS = FactsStep(stage=50, begin=_begin)
+def _held(state: FactsState) -> set[WorkloadKey]:
+    return state.kueue.held
+
+
+def _may_wait(state: FactsState, key: WorkloadKey) -> bool:
+    # Not admitted yet, or admitted with no pod made yet: an admitted job whose pods are there is listed
+    # by its waiting pods, or not at all.
+    if key not in state.kueue.held:
+        return False
+    w = state.kueue.of_key(key)
+    return w is not None and (w.waiting or key not in state.by_workload)
+
+
+HELD = PodLess(_held, _may_wait)
+FACTS = FactsStep(stage=50, begin=_begin, pod_less=HELD)

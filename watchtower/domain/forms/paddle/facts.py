@@ -6,12 +6,15 @@ After the gangs' stage: the job's pod count is what it expects, whatever group i
 
 from __future__ import annotations
 
-from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsPass, FactsStep
+from collections.abc import Collection
+
+from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsPass, FactsState, FactsStep, PodLess
 from watchtower.domain.forms.gangs.wait import job_wait
 from watchtower.domain.forms.quota.refusals import refused_priority
 from watchtower.domain.messages.scheduler import explain
 from watchtower.domain.queue_values import WorkloadState
 from watchtower.domain.records import Controller
+from watchtower.domain.workloads import WorkloadKey
 
 
 class _PaddlePass(FactsPass):
@@ -66,4 +69,13 @@ def _begin(ctx: FactsContext, draft: FactsDraft) -> FactsPass | None:
     return _PaddlePass(job) if job is not None else None
 
 
-FACTS = FactsStep(stage=40, begin=_begin)
+def _expecting(state: FactsState) -> Collection[WorkloadKey]:
+    return state.control.expecting
+
+
+FACTS = FactsStep(
+    stage=40,
+    begin=_begin,
+    # A controller that wants pods it has not made waits with none (state_controllers.py `expecting`).
+    pod_less=PodLess(_expecting, lambda state, key: key in state.control.expecting),
+)
