@@ -51,3 +51,9 @@ class QueueForm:
     # ClusterQueue q"), from its JSON; None when its `source` is not this form's. The pages ask each form
     # (api/wait_source.py); its pods' PodScheduled condition is said when none claims the source.
     read_from: Callable[[Mapping[str, Any]], str | None] | None = None
+    # The shape of `workload_json`'s keys: a TypedDict, described key by key (domain/forms/shapes.py). The
+    # API's `Workload` model declares them (api/schemas/workload.py), so /openapi.json documents them and a
+    # key presented but not declared fails the tests. A TypedDict class has no type to name but `type`.
+    workload_shape: type | None = None
+    # The shape of `queue_json`'s sections, a TypedDict, for the API's `Queue` and the `analyze` document.
+    queue_shape: type | None = None

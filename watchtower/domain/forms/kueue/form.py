@@ -2,7 +2,7 @@
 
 from watchtower.domain import kinds
 from watchtower.domain.forms.form import QueueForm
-from watchtower.domain.forms.kueue import present
+from watchtower.domain.forms.kueue import present, shapes
 from watchtower.domain.forms.kueue.part import KueueForm
 
 FORM = QueueForm(
@@ -12,5 +12,7 @@ FORM = QueueForm(
     part=KueueForm,
     workload_json=present.workload_json,
     queue_json=present.queue_json,
+    workload_shape=shapes.KueueWorkloadKeys,
+    queue_shape=shapes.KueueSections,
     read_from=present.read_from,
 )
