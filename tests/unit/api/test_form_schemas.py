@@ -182,3 +182,10 @@ def test_a_form_declaring_a_key_another_declares_is_refused() -> None:
 class ClashKeys(TypedDict):
     quota: str
     """a key the common ones already have"""
+
+
+async def test_the_composed_models_list_their_keys_in_the_order_the_json_has_them() -> None:
+    _, r = await served("/api/v1/queue?limit=100000")
+    body = r.json()
+    assert list(body) == list(Queue.model_fields)
+    assert all(list(w) == list(Workload.model_fields) for w in body["workloads"])
