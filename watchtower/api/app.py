@@ -35,7 +35,9 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
     )
     app.state.container = container
     app.state.pages = status_page.PageRenderer()
-    for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router, gpu.router):
+    # The queue's and a workload's bodies are composed from the forms registered now (api/schemas/queue.py).
+    queue_routes, workload_routes = queue.build_router(), workloads.build_router()
+    for r in (health.router, metrics.router, queue_routes, workload_routes, preemptions.router, gpu.router):
         app.include_router(r)
     for r in (fairness.router,):
         app.include_router(r)

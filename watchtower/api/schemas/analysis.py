@@ -2,16 +2,21 @@
 preemptions as the API serves them, plus the cluster-wide parts only analyze prints.
 
 No route serves it; it is declared here so that one set of models describes docs/json.md, and the tests
-check analyze's output against it as they check the API's."""
+check analyze's output against it as they check the API's. `Analysis` is composed as `Queue` is: its common keys
+(`CommonAnalysis`), with each registered form's sections (its `queue_shape`) after `quota`."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal
+
+from watchtower.domain.forms import registry
+from watchtower.domain.forms.form import QueueForm
 
 from .common import Body, Number, Time
 from .preemption import Preemption
-from .queue import DraProblem, KueueQueue, VolcanoQueue
-from .workload import Workload
+from .shapes import compose, section_fields
+from .workload import CommonWorkload, workload_model
 
 
 class Disruption(Body):
@@ -165,7 +170,7 @@ class SkippedObject(Body):
     """why it was skipped"""
 
 
-class Analysis(Body):
+class CommonAnalysis(Body):
     """`watchtower analyze --format json` (schema_version 1)."""
 
     schema_version: int
@@ -174,7 +179,7 @@ class Analysis(Body):
     """the evaluation time: `--at`, else the newest time the dump holds"""
     at_source: Literal["option", "dump", "now"]
     """where `at` came from: `option` (`--at`), `dump` (its newest time) or `now` (a dump holding no time)"""
-    workloads: list[Workload]
+    workloads: list[CommonWorkload]
     """every tracked workload, running ones included, ordered by tier (highest first), waiting before not
     waiting, longest wait first"""
     preemptions: list[Preemption]
@@ -191,12 +196,6 @@ class Analysis(Body):
     """pods held by `schedulingGates`: not queued yet, never alerted on as waiting"""
     quota: list[NamespaceQuota]
     """namespace GPU quotas"""
-    volcano_queues: list[VolcanoQueue]
-    """Volcano Queues with the namespaces and teams whose work names them"""
-    dra_problems: list[DraProblem]
-    """pods naming a DRA claim, template or device class that is not there, oldest first"""
-    kueue_queues: list[KueueQueue]
-    """Kueue ClusterQueues with their LocalQueues, namespaces and teams"""
     latency: list[TierLatency]
     """per tier: time to schedule and start-up"""
     alerts: list[RuleAlert]
@@ -207,3 +206,18 @@ class Analysis(Body):
     """kind → number of malformed items skipped"""
     ignored_kinds: dict[str, int]
     """kind → number of items of kinds analyze does not read (e.g. `ConfigMap`)"""
+
+
+@cache
+def analysis_model(forms: tuple[QueueForm, ...]) -> type[Body]:
+    """Return the `Analysis` model of these forms: its common keys, the forms' sections after `quota`."""
+    return compose(
+        "Analysis",
+        CommonAnalysis,
+        section_fields(forms),
+        after="quota",
+        swap=(CommonWorkload, workload_model(forms)),
+    )
+
+
+Analysis = analysis_model(registry.FORMS)

@@ -1,103 +1,24 @@
-"""The queue pages and one workload's detail."""
+"""The queue pages and one workload's detail.
+
+`Queue` is composed: its common keys (`CommonQueue`), then each registered form's sections (its `queue_shape`,
+domain/forms/<form>/shapes.py) in the registry's order, as services/queue_json.py places them; both models
+hold the composed `Workload`.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from functools import cache
+
+from watchtower.domain.forms import registry
+from watchtower.domain.forms.form import QueueForm
 
 from .common import Body, Time
 from .preemption import Preemption
-from .workload import Workload
+from .shapes import compose, section_fields
+from .workload import CommonWorkload, workload_model
 
 
-class DraProblem(Body):
-    """A pod that names a DRA ResourceClaim, ResourceClaimTemplate or DeviceClass that is not there: the
-    DynamicResources plugin cannot place it (a missing claim holds it before the queue, with no condition and
-    no event), and its GPUs are unknown, so it may be in no workload."""
-
-    namespace: str
-    """the pod's namespace"""
-    pod: str
-    """the pod"""
-    owner_kind: str | None
-    """its controller's kind (`Job`, ...), null for a bare pod"""
-    owner_name: str | None
-    """its controller's name"""
-    reason: Literal["claim_missing", "template_missing", "claim_deleting", "class_missing"]
-    """what is not there: the claim it names, the template its claim is made from, a claim being deleted, the
-    device class a claim's request names"""
-    why: str
-    """in words, naming the object, e.g. `ResourceClaim gpus-0 does not exist`"""
-    pending_seconds: float
-    """since the pod's creation"""
-
-
-class VolcanoQueue(Body):
-    """A Volcano Queue (`scheduling.volcano.sh/v1beta1`): a team's entitlement where Volcano schedules, in GPUs
-    (`nvidia.com/gpu`; volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go QueueSpec, QueueStatus)."""
-
-    name: str
-    """the Queue (cluster-scoped)"""
-    weight: int
-    """`spec.weight`: its share against the other queues when GPUs are divided"""
-    state: str | None
-    """`status.state`: `Open`, `Closed`, `Closing`, `Unknown`"""
-    gpus_capability: int | None
-    """`spec.capability`: the most it may ever use (null: no limit set)"""
-    gpus_deserved: int | None
-    """`spec.deserved`: its fair share; above it, its GPUs may be reclaimed by other queues"""
-    gpus_guarantee: int | None
-    """`spec.guarantee.resource`: reserved for it, never lent"""
-    gpus_allocated: int | None
-    """`status.allocated`: what its running work holds now"""
-    namespaces: list[str]
-    """the namespaces whose Volcano PodGroups or PaddleJobs (`spec.schedulingPolicy.queue`) name it"""
-    teams: list[str]
-    """those namespaces' teams"""
-
-
-class KueueLocalQueue(Body):
-    """A LocalQueue leading into a ClusterQueue."""
-
-    namespace: str
-    """its namespace"""
-    name: str
-    """the LocalQueue"""
-
-
-class KueueQueue(Body):
-    """A Kueue ClusterQueue (`kueue.x-k8s.io`): its GPUs (`nvidia.com/gpu` over its flavors) and who uses it."""
-
-    name: str
-    """the ClusterQueue (cluster-scoped)"""
-    cohort: str | None
-    """the cohort it lends and borrows in"""
-    gpus_nominal: int | None
-    """the flavors' `nominalQuota`, summed (null: no GPU quota)"""
-    gpus_borrowing_limit: int | None
-    """`borrowingLimit`, summed; null: unlimited (or no GPU quota)"""
-    gpus_lending_limit: int | None
-    """`lendingLimit`, summed; null: unlimited (or no GPU quota)"""
-    gpus_reserved: int
-    """`status.flavorsReservation`: quota its reserving workloads hold"""
-    gpus_used: int
-    """`status.flavorsUsage`: held by its admitted workloads"""
-    gpus_borrowed: int
-    """of the usage, borrowed from the cohort"""
-    pending_workloads: int
-    """`status.pendingWorkloads`"""
-    admitted_workloads: int
-    """`status.admittedWorkloads`"""
-    stopped: bool
-    """`spec.stopPolicy` is `Hold` or `HoldAndDrain`"""
-    local_queues: list[KueueLocalQueue]
-    """the LocalQueues leading into it"""
-    namespaces: list[str]
-    """their namespaces"""
-    teams: list[str]
-    """those namespaces' teams"""
-
-
-class Queue(Body):
+class CommonQueue(Body):
     """`/api/v1/queue`: one page of the tracked workloads in display order (tier, waiting first, longest wait).
 
     Served as bytes prebuilt per evaluation (api/documents.py), never validated per request: this model
@@ -113,21 +34,27 @@ class Queue(Body):
     """the first of them on this page"""
     count: int
     """workloads on this page (`offset`, `limit`)"""
-    workloads: list[Workload]
+    workloads: list[CommonWorkload]
     """the page"""
-    volcano_queues: list[VolcanoQueue]
-    """every Volcano Queue, whatever the filters: the teams' entitlement where Volcano schedules"""
-    dra_problems: list[DraProblem]
-    """pods naming a DRA claim, template or device class that is not there, whatever the filters, oldest
-    first"""
-    kueue_queues: list[KueueQueue]
-    """every Kueue ClusterQueue, whatever the filters: the teams' entitlement where Kueue admits"""
 
 
-class WorkloadDetail(Body):
+class CommonWorkloadDetail(Body):
     """`/api/v1/workloads/{namespace}/{name}`: one workload, running or waiting, and its pods' preemptions."""
 
-    workload: Workload
+    workload: CommonWorkload
     """the workload, running or waiting"""
     preemptions: list[Preemption]
     """the preemptions its pods suffered in `queue.preemption_window`, newest first"""
+
+
+@cache
+def queue_models(forms: tuple[QueueForm, ...]) -> tuple[type[Body], type[Body]]:
+    """Return the `Queue` and `WorkloadDetail` models of these forms, both holding their `Workload`."""
+    workload = workload_model(forms)
+    swap = (CommonWorkload, workload)
+    queue = compose("Queue", CommonQueue, section_fields(forms), after="workloads", swap=swap)
+    detail = compose("WorkloadDetail", CommonWorkloadDetail, {}, swap=swap)
+    return queue, detail
+
+
+Queue, WorkloadDetail = queue_models(registry.FORMS)

@@ -1,13 +1,21 @@
-"""A workload in the queue, as `queue_json.workload_dict` presents it (docs/json.md, "workloads")."""
+"""A workload in the queue, as `queue_json.workload_dict` presents it (docs/json.md, "workloads").
+
+`Workload` is composed: the common keys (`CommonWorkload`), then each registered form's (its `workload_shape`,
+domain/forms/<form>/shapes.py) in the registry's order, then `quota`, as services/queue_json.py places them.
+"""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal
 
+from watchtower.domain.forms import registry
+from watchtower.domain.forms.form import QueueForm
 from watchtower.domain.messages.scheduler import PreemptionVerdict
 from watchtower.domain.queue import WorkloadState
 
 from .common import Body, Number, Time
+from .shapes import compose, workload_fields
 
 
 class Reason(Body):
@@ -21,22 +29,6 @@ class Reason(Body):
     """how many nodes gave it (0 if unknown)"""
     text: str
     """the scheduler's words verbatim"""
-
-
-class GpuClaim(Body):
-    """One DRA ResourceClaim of its pods that asks GPUs (a device class listed in `gpu.device_classes`)."""
-
-    name: str
-    """the ResourceClaim (the generated one for a template's), or the pod's claim entry while not made yet"""
-    device_class: str
-    """the GPU DeviceClass its request names (`gpu.nvidia.com`)"""
-    count: int
-    """GPUs it asks: `exactly.count` (1 if unset); `allocationMode: All` before allocation: the most one node's
-    slices offer; `firstAvailable`: the first subrequest; once allocated: the devices allocated"""
-    allocated: bool
-    """`status.allocation` is set"""
-    devices: list[str]
-    """the allocated GPU devices, `driver/pool/device`"""
 
 
 class WorkloadQuota(Body):
@@ -54,30 +46,6 @@ class WorkloadQuota(Body):
     """how many refusals were seen"""
     last_refused: Time | None
     """the latest refusal"""
-
-
-class KueueWorkload(Body):
-    """Its Kueue Workload (`kueue.x-k8s.io`): where Kueue queues it and whether Kueue admitted it."""
-
-    workload: str
-    """the Kueue Workload's name (its job's pods and it are one workload)"""
-    local_queue: str | None
-    """`spec.queueName`"""
-    cluster_queue: str | None
-    """the ClusterQueue it is admitted to, else the one its LocalQueue leads to"""
-    admitted: bool
-    """`QuotaReserved=True`: Kueue reserved its quota and unsuspended its job"""
-    admitted_at: Time | None
-    """when (`QuotaReserved` `lastTransitionTime`); null while not admitted"""
-    reason: str | None
-    """the `QuotaReserved` reason: `Pending`, `Inadmissible`, `AdmissionGated`, `Waiting`, `QuotaReserved`"""
-    message: str | None
-    """Kueue's words (`couldn't assign flavors to pod set main: insufficient unused quota ...`)"""
-    position: int | None
-    """0-based place in its ClusterQueue from the visibility API; null when the API is not reachable or
-    it is admitted"""
-    evictions: int
-    """`status.schedulingStats.evictions` counts, summed (preemptions among them)"""
 
 
 class StartEstimate(Body):
@@ -120,7 +88,7 @@ class StuckDespiteCapacity(Body):
     """the same in plain words"""
 
 
-class Workload(Body):
+class CommonWorkload(Body):
     """The pods of one controller: PaddleJob, Volcano job, batch Job, any other controller, else the bare pod."""
 
     namespace: str
@@ -223,24 +191,15 @@ class Workload(Body):
     """the pods it needs: its gang's minimum or its spec's total (0 = unknown)"""
     pods_existing: int
     """of its pods, those that exist (not finished): `3` of `pods_expected` 4 is an incomplete gang"""
-    pod_group: str | None
-    """the PodGroup (upstream or Volcano) it waits in"""
-    volcano_queue: str | None
-    """the Volcano Queue its group waits in"""
-    kueue: KueueWorkload | None
-    """its Kueue Workload; null when Kueue does not queue it"""
-    admission_wait_seconds: Number | None
-    """Kueue: from the Workload's creation (or last requeue) to admission, or to `at` while not admitted;
-    null when Kueue does not queue it"""
-    scheduling_wait_seconds: Number | None
-    """Kueue: after admission, its pods' wait (`wait_seconds` − `admission_wait_seconds`); null when not
-    Kueue, not admitted yet or not waiting"""
     quota: WorkloadQuota | None
     """for `quota_blocked`: the refusing quota"""
-    gpu_claims: list[GpuClaim]
-    """its pods' DRA claims that ask GPUs (empty when it asks `nvidia.com/gpu` only); their GPUs are in
-    `gpus_requested`, `gpus_per_pod` and `gpus_held`"""
-    dra_problem: Literal["shortage", "config", "pending"] | None
-    """what the scheduler's DynamicResources words say: `shortage` (no free devices for its claims:
-    `cannot allocate all claims`, claim allocated elsewhere or in use), `config` (a claim, template or device
-    class is missing or wrong; no capacity will help), `pending` (an allocation is under way); null otherwise"""
+
+
+@cache
+def workload_model(forms: tuple[QueueForm, ...]) -> type[Body]:
+    """Return the `Workload` model of these forms: the common keys to `pods_existing`, each form's keys, then
+    `quota` (one model per registry, so that every document names the same `Workload`)."""
+    return compose("Workload", CommonWorkload, workload_fields(forms), after="pods_existing")
+
+
+Workload = workload_model(registry.FORMS)

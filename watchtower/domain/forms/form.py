@@ -54,3 +54,9 @@ class QueueForm:
     read_from: Callable[[Mapping[str, Any]], str | None] | None = None
     # Its step of a workload's facts (queue_facts.py runs the registered steps): None, it adds none.
     facts: FactsStep | None = None
+    # The shape of `workload_json`'s keys: a TypedDict, described key by key (domain/forms/shapes.py). The
+    # API's `Workload` model declares them (api/schemas/workload.py), so /openapi.json documents them and a
+    # key presented but not declared fails the tests. A TypedDict class has no type to name but `type`.
+    workload_shape: type | None = None
+    # The shape of `queue_json`'s sections, a TypedDict, for the API's `Queue` and the `analyze` document.
+    queue_shape: type | None = None

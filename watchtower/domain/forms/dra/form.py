@@ -1,7 +1,7 @@
 """The DRA form's registration: GPUs asked through ResourceClaims."""
 
 from watchtower.domain import kinds
-from watchtower.domain.forms.dra import present
+from watchtower.domain.forms.dra import present, shapes
 from watchtower.domain.forms.dra.facts import FACTS
 from watchtower.domain.forms.dra.part import DraForm
 from watchtower.domain.forms.form import QueueForm
@@ -14,4 +14,6 @@ FORM = QueueForm(
     workload_json=present.workload_json,
     queue_json=present.queue_json,
     facts=FACTS,
+    workload_shape=shapes.DraWorkload,
+    queue_shape=shapes.DraSections,
 )

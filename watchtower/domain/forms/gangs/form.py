@@ -2,7 +2,7 @@
 
 from watchtower.domain import kinds
 from watchtower.domain.forms.form import QueueForm
-from watchtower.domain.forms.gangs import present
+from watchtower.domain.forms.gangs import present, shapes
 from watchtower.domain.forms.gangs.facts import FACTS
 from watchtower.domain.forms.gangs.part import GangForm
 
@@ -13,6 +13,8 @@ FORM = QueueForm(
     part=GangForm,
     workload_json=present.workload_json,
     queue_json=present.queue_json,
+    workload_shape=shapes.GangsWorkload,
+    queue_shape=shapes.GangsSections,
     read_from=present.read_from,
     facts=FACTS,
 )

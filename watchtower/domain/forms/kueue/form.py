@@ -2,7 +2,7 @@
 
 from watchtower.domain import kinds
 from watchtower.domain.forms.form import QueueForm
-from watchtower.domain.forms.kueue import present
+from watchtower.domain.forms.kueue import present, shapes
 from watchtower.domain.forms.kueue.facts import FACTS
 from watchtower.domain.forms.kueue.part import KueueForm
 
@@ -13,6 +13,8 @@ FORM = QueueForm(
     part=KueueForm,
     workload_json=present.workload_json,
     queue_json=present.queue_json,
+    workload_shape=shapes.KueueWorkloadKeys,
+    queue_shape=shapes.KueueSections,
     read_from=present.read_from,
     facts=FACTS,
 )
