@@ -34,6 +34,7 @@ from watchtower.ports import (
     FairnessMetrics,
     Fence,
     ObjectDecoder,
+    ReplayPresenter,
     ReportOutbox,
     ReportPresenter,
     ReportSource,
@@ -332,6 +333,13 @@ def report_presenter() -> ReportPresenter:
     from watchtower.adapters.report.presenter import FairnessPresenter
 
     return FairnessPresenter()
+
+
+def replay_presenter() -> ReplayPresenter:
+    """Return the presenter of a replay's HTML page; imports matplotlib."""
+    from watchtower.adapters.report.replay_page import ReplayPage
+
+    return ReplayPage()
 
 
 def fairness_mailer(
