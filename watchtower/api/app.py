@@ -15,6 +15,7 @@ from .routes import (
     metrics,
     preemptions,
     queue,
+    replays,
     runbooks,
     status_page,
     workload_page,
@@ -37,7 +38,7 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
     app.state.pages = status_page.PageRenderer()
     for r in (health.router, metrics.router, queue.router, workloads.router, preemptions.router, gpu.router):
         app.include_router(r)
-    for r in (fairness.router,):
+    for r in (fairness.router, replays.router):
         app.include_router(r)
     for r in routers:
         app.include_router(r)

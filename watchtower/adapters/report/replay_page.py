@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from watchtower.domain.timefmt import format_duration
 
-from . import charts
-from .presenter import TEMPLATES
+TEMPLATES = Path(__file__).parent / "templates"
 
 WAITS = ("mean", "p50", "p95", "p99", "max")
 
@@ -91,6 +91,9 @@ class ReplayPage:
         self.env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
 
     def page(self, doc: Mapping[str, Any], *, links: Sequence[tuple[str, str]] = ()) -> str:
+        # Imported here: a service builds this presenter at start, and most never draw a replay's chart.
+        from . import charts
+
         runs = doc["runs"]
         tiers = _rows(runs, "tier")
         images = {}
