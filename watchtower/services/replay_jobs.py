@@ -72,13 +72,16 @@ class ReplayEntry:
         return "done"
 
     def view(self) -> dict[str, Any]:
-        """Return what `GET /api/v1/replays/{id}` answers: the status, and the result (or the error) once
-        there is one."""
+        """Return what `GET /api/v1/replays/{id}` answers: the status, and the result (or the error and its
+        problems) once there is one; a part not there yet is null, never a missing key."""
         out: dict[str, Any] = {
             "id": self.id,
             "status": self.status(),
             "rows": self.rows,
             "policies": self.policies,
+            "result": None,
+            "error": None,
+            "problems": [],
         }
         f = self.future
         if not f.done():

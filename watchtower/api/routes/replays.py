@@ -111,9 +111,9 @@ async def replay_page(replay_id: str, container: ContainerDep) -> HTMLResponse:
         if view["status"] in ("queued", "running"):
             text = f"The replay is {view['status']}; this page reloads every 5 seconds."
             return page_response(_note(f"Replay {view['status']}", text, refresh=True), 202)
-        problems = "; ".join(view.get("problems", []))
+        problems = "; ".join(view["problems"])
         return page_response(
-            _note("The replay failed", f"{view.get('error', '')} {problems}".strip(), refresh=False), 422
+            _note("The replay failed", f"{view['error'] or ''} {problems}".strip(), refresh=False), 422
         )
     presenter = container.replay_presenter
     if presenter is None:
