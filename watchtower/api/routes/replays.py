@@ -26,6 +26,8 @@ from .status_page import page_response
 
 router = APIRouter(tags=["replays"])
 
+BYTES_PER_ROW = 1024  # a trace's row is ~100 bytes; the policies' text rides in the same body
+
 
 def _jobs(container: Container) -> ReplayJobs:
     if container.replays is None:
@@ -63,6 +65,17 @@ def _links(entry: ReplayEntry) -> dict[str, str]:
 @router.post("/api/v1/replays", status_code=202, dependencies=[TokenDep], include_in_schema=False)
 async def create_replay(request: Request, container: ContainerDep) -> Response:
     jobs = _jobs(container)
+    # A body far beyond any trace of max_rows rows is refused before it is read into memory.
+    most = jobs.cfg.max_rows * BYTES_PER_ROW
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > most:
+        detail = {
+            "error": f"the body is {int(length):,} bytes; a trace of at most {jobs.cfg.max_rows:,} rows "
+            f"(replay.max_rows) is at most {most:,}: replay a shorter span, or run `watchtower replay` on it",
+            "bytes": int(length),
+            "max_rows": jobs.cfg.max_rows,
+        }
+        return JSONResponse({"detail": detail}, status_code=413)
     raw = await request.body()
     try:
         trace, policies = _body(raw)

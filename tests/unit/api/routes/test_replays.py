@@ -151,3 +151,11 @@ def test_no_more_than_the_configured_replays_run_at_once():
         assert all(e.status() == "done" for e in entries)
     finally:
         jobs.close()
+
+
+async def test_a_body_far_beyond_the_row_limit_is_refused_before_it_is_read(service_and_client):
+    _, c = service_and_client
+    body = {"trace": "x" * (50 * 1024 + 1), "policies": [NO_PREEMPTION]}
+    r = await c.post("/api/v1/replays", json=body, headers=AUTH)
+    assert r.status_code == 413
+    assert r.json()["detail"]["max_rows"] == 50 and "bytes" in r.json()["detail"]
