@@ -17,6 +17,7 @@ import orjson
 from watchtower.domain.timefmt import format_duration
 
 WAITS = ("mean", "p50", "p95", "p99", "max")
+REFUSALS_SHOWN = 10
 CSV_COLUMNS = (
     "run",
     "kind",
@@ -141,6 +142,13 @@ def as_text(doc: dict[str, Any]) -> str:
             for r in runs
         ],
     )
+    for r in runs:
+        refusals = r.get("refusals", [])
+        if refusals:
+            lines += ["", f"refused under {_one_line(r['name'])} (could never run):"]
+            lines += [f"  {_one_line(x['id'])}: {x['reason']}" for x in refusals[:REFUSALS_SHOWN]]
+            if len(refusals) > REFUSALS_SHOWN:
+                lines.append(f"  and {len(refusals) - REFUSALS_SHOWN} more (--format json lists them all)")
     for group in ("tier", "team"):
         rows = []
         for name in _groups(doc, group):

@@ -197,3 +197,14 @@ def test_html_escapes_a_hostile_team_name_and_holds_every_run_s_figures(files, t
     for wait in ("2h40m", "1h40m", "30s"):
         assert f'<td class="num">{wait}</td>' in page
     assert 'id="fidelity"' in page
+
+
+def test_a_job_larger_than_any_node_is_refused_with_its_reason_and_the_rest_replayed(files):
+    files["trace"].write_text(TRACE + "huge,nlp,low,2026-11-30T09:00:00Z,,1h,1,16\n")
+    r = replay("--trace", files["trace"], "--policy", files["a"])
+    assert r.returncode == 0, r.stderr.decode()
+    text = r.stdout.decode()
+    assert (
+        "refused under tiers only (could never run):\n  huge: a pod asks 16 GPUs; no node has that much"
+        in text
+    )
