@@ -34,6 +34,7 @@ from watchtower.ports import (
     FairnessMetrics,
     Fence,
     ObjectDecoder,
+    ReplayPresenter,
     ReportOutbox,
     ReportPresenter,
     ReportSource,
@@ -45,6 +46,7 @@ from watchtower.services.fairness_send import FairnessMailer, FairnessSendMetric
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
 from watchtower.services.queue_tracker import QueueTracker
+from watchtower.services.replay_jobs import ReplayJobs
 
 if TYPE_CHECKING:
     from watchtower.adapters.store.postgres import PostgresAlertStore
@@ -324,6 +326,8 @@ def build_container(
         report_presenter=report_presenter() if report_source is not None else None,
         leadership=leadership,
         fairness=reports,
+        replays=ReplayJobs(settings.replay),
+        replay_presenter=replay_presenter(),
     )
 
 
@@ -332,6 +336,13 @@ def report_presenter() -> ReportPresenter:
     from watchtower.adapters.report.presenter import FairnessPresenter
 
     return FairnessPresenter()
+
+
+def replay_presenter() -> ReplayPresenter:
+    """Return the presenter of a replay's HTML page (matplotlib is imported at its first page)."""
+    from watchtower.adapters.report.replay_page import ReplayPage
+
+    return ReplayPage()
 
 
 def fairness_mailer(

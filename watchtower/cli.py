@@ -1,4 +1,4 @@
-"""The command line: `watchtower check-config | analyze | generate | run | demo | report fairness`. It parses
+"""The command line: `watchtower check-config | analyze | generate | run | demo | replay | report fairness`. It parses
 arguments and calls what each command runs (watchtower.commands); nothing imports it."""
 
 from __future__ import annotations
@@ -231,6 +231,52 @@ def demo(
         if "cannot listen" not in str(e):
             raise
         raise typer.BadParameter(str(e).split("] ", 1)[-1]) from None
+
+
+@cli.command()
+def replay(
+    policy: Annotated[
+        list[Path], typer.Option("--policy", help="policy file (YAML or JSON); repeat it to compare policies")
+    ],
+    trace: Annotated[
+        Path | None, typer.Option(help="trace: CSV with a header, or JSON lines (docs/replay.md)")
+    ] = None,
+    week: Annotated[
+        str | None, typer.Option(help="a recorded ISO week (not recorded yet: use --trace)")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text, json, csv or html")] = "text",
+    out: Annotated[Path | None, typer.Option(help="write to this file (default: standard output)")] = None,
+) -> None:
+    """Replay a week of jobs under each policy: per tier and team waits, preemptions, GPU-hours lost,
+    utilisation and fairness, the observed run (when the trace has `started`) beside each policy's."""
+    from watchtower.commands.replay import FORMATS, NOT_RECORDED, run_replay
+    from watchtower.services.replay import ReplayInputError
+
+    def fail(message: str) -> NoReturn:
+        typer.echo(f"watchtower replay: {message}", err=True)
+        raise typer.Exit(2)
+
+    if fmt not in FORMATS:
+        fail(f"--format is one of {', '.join(FORMATS)}")
+    if week is not None:
+        fail(NOT_RECORDED)
+    if trace is None:
+        fail("give --trace FILE")
+    try:
+        body = run_replay(trace, policy, fmt)
+    except ReplayInputError as e:
+        n = len(e.problems)
+        typer.echo(f"{e.source}: cannot replay, {n} problem{'s' if n > 1 else ''}:", err=True)
+        for p in e.problems:
+            typer.echo(f"  {p}", err=True)
+        raise typer.Exit(2) from None
+    if out is None:
+        sys.stdout.buffer.write(body)
+        return
+    try:
+        out.write_bytes(body)
+    except OSError as e:
+        fail(f"{out}: cannot write: {e.strerror}")
 
 
 report_cli = typer.Typer(

@@ -249,6 +249,12 @@ class ReportSource(Protocol):
     def __call__(self, week: IsoWeek, team: str | None, /) -> Awaitable[FairnessReport] | FairnessReport: ...
 
 
+class ReplayPresenter(Protocol):
+    """Renders a replay's document (watchtower.services.replay) as a self-contained HTML page."""
+
+    def page(self, doc: Mapping[str, Any], *, links: Sequence[tuple[str, str]] = ()) -> str: ...
+
+
 class ReportPresenter(Protocol):
     """Renders a report for people: the page, the email, the text, the CSV, the charts."""
 

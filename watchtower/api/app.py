@@ -15,6 +15,7 @@ from .routes import (
     metrics,
     preemptions,
     queue,
+    replays,
     runbooks,
     status_page,
     workload_page,
@@ -39,7 +40,7 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
     queue_routes, workload_routes = queue.build_router(), workloads.build_router()
     for r in (health.router, metrics.router, queue_routes, workload_routes, preemptions.router, gpu.router):
         app.include_router(r)
-    for r in (fairness.router,):
+    for r in (fairness.router, replays.router):
         app.include_router(r)
     for r in routers:
         app.include_router(r)

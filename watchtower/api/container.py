@@ -6,12 +6,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from watchtower.config.model import Settings
-from watchtower.ports import AlertStore, Clock, Fence, MetricsExposition, ReportPresenter, ReportSource
+from watchtower.ports import (
+    AlertStore,
+    Clock,
+    Fence,
+    MetricsExposition,
+    ReplayPresenter,
+    ReportPresenter,
+    ReportSource,
+)
 from watchtower.services.alerting import Alerting
 from watchtower.services.fairness_report import FairnessReports
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import SoleLeader
 from watchtower.services.queue_tracker import QueueTracker
+from watchtower.services.replay_jobs import ReplayJobs
 
 from .documents import DocumentCache
 
@@ -35,3 +44,6 @@ class Container:
     report_presenter: ReportPresenter | None = None
     # Who leads: a SoleLeader unless leader election is on (then the LeaderElector the root runs).
     leadership: Fence = field(default_factory=SoleLeader)
+    # Policy replays (`POST /api/v1/replays`) and their page's presenter; None: this service runs none.
+    replays: ReplayJobs | None = None
+    replay_presenter: ReplayPresenter | None = None

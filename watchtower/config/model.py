@@ -241,6 +241,17 @@ class SimulatorConfig(Section):
     """Start nearly full of low-tier training, then a burst of higher tiers."""
 
 
+class ReplayConfig(Section):
+    workers: int = Field(1, ge=1, le=64)
+    """Policy replays the service runs at once (`POST /api/v1/replays`), each off the event loop; the others wait their turn."""
+    max_rows: int = Field(100_000, ge=1, le=1_000_000)
+    """Trace rows a replay request may carry; a larger trace is refused (413) with the rows counted and the time estimated."""
+    max_policies: int = Field(4, ge=1, le=16)
+    """Policies one replay request may compare."""
+    keep: int = Field(20, ge=1, le=1000)
+    """Replays the service keeps (in memory, lost at a restart): beyond it the oldest finished one is dropped."""
+
+
 class Settings(Section):
     """The whole configuration file."""
 
@@ -272,6 +283,8 @@ class Settings(Section):
     """The weekly fairness report: its history, timezone, schedule, recipients and entitlement."""
     leader_election: LeaderElectionConfig = LeaderElectionConfig()
     """Leader election among replicas on a Lease (off: one replica, which leads)."""
+    replay: ReplayConfig = ReplayConfig()
+    """Policy replays run by the service (`POST /api/v1/replays`, docs/replay.md)."""
     artefacts: ArtefactsConfig = ArtefactsConfig()
     """What `watchtower generate` writes beyond the tier policy: the selector of Watchtower's own series, the namespace and names of the Kubernetes-native forms."""
 

@@ -191,6 +191,8 @@ async def serve(
             elector.close()
         if container.gpu is not None:
             container.gpu.reader.close()
+        if container.replays is not None:
+            container.replays.close()
         if stopping is not None:
             stopping.remove()
     if serving.done() and not serving.cancelled() and (e := serving.exception()) is not None:

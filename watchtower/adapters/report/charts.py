@@ -310,6 +310,38 @@ def chart_heights(report: FairnessReport) -> dict[str, int]:
     }
 
 
+REPLAY_WAITS = ("mean", "p50", "p95", "p99", "max")
+REPLAY_HEIGHT = 260
+RUN_COLOURS = (ENTITLED, IDLE, BUSY, "#1f5f9f", "#7b3f9e", "#8c6d1f")
+
+
+def replay_waits_chart(tier: str, runs: Sequence[tuple[str, dict[str, float | None]]]) -> bytes:
+    """Return one tier's waits in a replay (hours): mean and percentiles along the axis, the runs' bars
+    beside each other (`runs`: each run's name and its `wait_seconds`); a missing figure is marked."""
+    fig = _figure(REPLAY_HEIGHT)
+    ax = fig.add_subplot()
+    _style(ax)
+    n = max(1, len(runs))
+    width = 0.8 / n
+    xs = list(range(len(REPLAY_WAITS)))
+    for k, (name, waits) in enumerate(runs):
+        colour = RUN_COLOURS[k % len(RUN_COLOURS)]
+        for x, figure in zip(xs, REPLAY_WAITS, strict=True):
+            at = x - 0.4 + width * (k + 0.5)
+            value = waits.get(figure)
+            if value is None:
+                ax.text(at, 0, "missing", ha="center", va="bottom", color=MISSING_COLOUR, fontsize=7)
+                continue
+            ax.bar(at, value / 3600, width=width * 0.95, color=colour, label=_label(name) if x == 0 else None)
+    ax.set_xticks(xs, list(REPLAY_WAITS), fontdict=FONT)
+    ax.set_ylabel("hours", fontdict=FONT)
+    ax.set_title(f"Waits of tier {_label(tier, 40)}", fontdict={**FONT, "size": 11})
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=FONT["size"], frameon=False)
+    fig.tight_layout()
+    return _png(fig)
+
+
 def chart(report: FairnessReport, name: str) -> bytes:
     """Return one chart's PNG; raise KeyError for a name that is no chart."""
     return CHARTS[name](report)
