@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from watchtower.adapters.kube.decoder import DecodeError, ObjectDecoder
+from watchtower.adapters.kube.forms import gated
 from watchtower.simulator import objects as o
 
 T0 = 1_800_000_000.0
@@ -138,3 +139,19 @@ def test_scheduler_name_is_kept_except_the_default_and_a_non_string_is_a_decode_
     p["spec"]["schedulerName"] = 5
     with pytest.raises(DecodeError, match=r"schedulerName"):
         dec.decode("Pod", orjson.dumps(p))
+
+
+def test_a_pods_gates_are_read_by_name_and_odd_ones_are_counted_skips_not_crashes() -> None:
+    before = dict(gated.SKIPPED)
+    body = o.pod(name="g", namespace="ns", created=T0, scheduling_gates=["kueue.x-k8s.io/admission", "b/x"])
+    body["spec"]["schedulingGates"] += [{"name": "Not A Gate!"}, {"name": 7}, {}]
+    body["metadata"]["labels"] = {"kueue.x-k8s.io/pod-group-name": "train"}
+    body["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "-3"}
+    pod = ObjectDecoder().decode("Pod", orjson.dumps(body))
+    assert pod.scheduling_gated and pod.gates == ("b/x", "kueue.x-k8s.io/admission")
+    assert pod.group_total == 0 and dict(pod.annotations) == {}
+    assert dict(pod.labels) == {"kueue.x-k8s.io/pod-group-name": "train"}
+    assert gated.SKIPPED["odd_gate"] - before.get("odd_gate", 0) == 3
+    assert gated.SKIPPED["bad_group_total"] - before.get("bad_group_total", 0) == 1
+    body["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "4"}
+    assert ObjectDecoder().decode("Pod", orjson.dumps(body)).group_total == 4
