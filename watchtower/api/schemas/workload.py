@@ -56,6 +56,21 @@ class WorkloadQuota(Body):
     """the latest refusal"""
 
 
+class WorkloadGated(Body):
+    """Its pods' scheduling gates and who holds them (the gated form)."""
+
+    owner: Literal["kueue", "volcano", "other"]
+    """the system that holds the gate: Kueue's plain-pod integration, Volcano's queue gate, or another"""
+    gates: list[str]
+    """the gates its gated pods carry (`spec.schedulingGates` names), sorted"""
+    since: Time
+    """its gated pods' earliest creation: when the gates took hold"""
+    held_for_seconds: Number
+    """how long the gates have held it, at the tick"""
+    expected: bool
+    """every gate is one `queue.expected_gates` names: listed as `gated`, never alerted"""
+
+
 class KueueWorkload(Body):
     """Its Kueue Workload (`kueue.x-k8s.io`): where Kueue queues it and whether Kueue admitted it."""
 
@@ -237,6 +252,8 @@ class Workload(Body):
     Kueue, not admitted yet or not waiting"""
     quota: WorkloadQuota | None
     """for `quota_blocked`: the refusing quota"""
+    gated: WorkloadGated | None
+    """its pods' scheduling gates; null when none of its pods is gated"""
     gpu_claims: list[GpuClaim]
     """its pods' DRA claims that ask GPUs (empty when it asks `nvidia.com/gpu` only); their GPUs are in
     `gpus_requested`, `gpus_per_pod` and `gpus_held`"""
