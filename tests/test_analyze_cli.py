@@ -130,7 +130,9 @@ def test_other_states_quota_gated_and_disruptions(doc):
         4,
         "gpu-quota",
     )
-    assert (w["queued-by-kueue"]["state"], w["queued-by-kueue"]["severity"]) == ("gated", None)
+    # Issue 30: gated by Kueue is waiting work, alerted at its tier's thresholds.
+    assert (w["queued-by-kueue"]["state"], w["queued-by-kueue"]["severity"]) == ("pending", "warning")
+    assert w["queued-by-kueue"]["gated"]["owner"] == "kueue"
     assert doc["gated_pods"] == 1
     assert [(d["name"], d["reason"]) for d in doc["disruptions"]] == [("old-eval", "Evicted")]
     assert w["etl"]["kind"] == "Job" and w["etl"]["reasons"][0]["reason"] == "untolerated taint"

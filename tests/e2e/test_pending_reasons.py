@@ -102,7 +102,7 @@ def test_preemption_policy_never_and_a_too_big_request_get_the_schedulers_verdic
     s.save_fixture("pod-unschedulable-not-helpful", huge)
 
 
-def test_scheduling_gated_pod_is_counted_as_gated_and_never_alerted_as_waiting(scenario: Scenario) -> None:
+def test_scheduling_gated_pod_waits_behind_its_named_gate_and_is_alerted(scenario: Scenario) -> None:
     s = scenario
     s.node("gpu-g1", gpus=4)
     ns = s.namespace("e2e-gated", team="ranking")
@@ -117,9 +117,11 @@ def test_scheduling_gated_pod_is_counted_as_gated_and_never_alerted_as_waiting(s
 
     assert doc["gated_pods"] == 1
     w = _workload(doc, "held")
-    assert w["state"] == "gated"
+    # Issue 30: a gate no known system owns holds waiting work, named, alerted at its tier's thresholds.
+    assert w["state"] == "pending"
     assert w["pods_gated"] == 1 and w["pods_pending"] == 0
-    assert w["severity"] is None
+    assert w["severity"] == "critical"
     assert w["scheduling_reason"] == "SchedulingGated"
-    assert all(x["state"] != "pending" for x in doc["workloads"])
+    assert w["why"].startswith("held by scheduling gate example.com/quota-check since ")
+    assert (w["gated"]["owner"], w["gated"]["gates"]) == ("other", ["example.com/quota-check"])
     s.save_fixture("pod-scheduling-gated", pod)

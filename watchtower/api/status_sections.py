@@ -197,7 +197,6 @@ def page_context(
         gpus_free=cap.free_total,
         largest_free=cap.largest_free,
         nodes=len(cap.nodes),
-        gated_pods=snap.gated_pods,
         dra_problems=[
             {
                 "namespace": d["namespace"],

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from watchtower.domain.alerts.rules import RuleSettings
 from watchtower.domain.alerts.rules.base import RUNBOOKS_PATH
-from watchtower.domain.patterns import PatternError, searched
+from watchtower.domain.patterns import PatternError, anchored, searched
 from watchtower.domain.queue import QueuePolicy, TrainingSelector
 from watchtower.domain.tiers import Tier, TierPolicy
 
@@ -146,6 +146,18 @@ class QueueConfig(Section):
     """Start estimates are read from the waits of the tier's pods scheduled within this window."""
     estimate_min_samples: int = Field(5, ge=1, le=10_000)
     """Fewest recent waits longer than a workload's own that an estimate rests on; fewer: "no estimate"."""
+    expected_gates: list[str] = []
+    """Scheduling gates expected to hold pods for long (a dataset prefetch, a licence), each a gate's name or an RE2 pattern matching a whole name, e.g. `example.com/prefetch` or `example\\.com/.*`: work held only by them is listed as `gated`, never alerted. Any other gate's work waits and is alerted like other waiting work; Kueue's and Volcano's gates always are."""
+
+    @field_validator("expected_gates")
+    @classmethod
+    def _gates_compile(cls, v: list[str]) -> list[str]:
+        for text in v:
+            try:
+                anchored(text)
+            except PatternError as e:
+                raise ValueError(f"{text!r}: {e}") from None
+        return v
 
 
 class ClusterConfig(Section):
@@ -317,6 +329,7 @@ class Settings(Section):
             quota_window=self.queue.quota_window,
             preemption_window=self.queue.preemption_window,
             thrash_window=self.queue.thrash_window,
+            expected_gates=tuple(anchored(t) for t in self.queue.expected_gates),
         )
 
     def rule_settings(self) -> RuleSettings:

@@ -17,7 +17,7 @@ from watchtower.domain.forms.dra.records import GpuClaim
 from watchtower.domain.forms.kueue.records import SOURCE_KUEUE, KueueFacts
 from watchtower.domain.forms.quota.refusals import QuotaRefusal
 from watchtower.domain.messages.scheduler import PreemptionVerdict, SchedulingDiagnosis
-from watchtower.domain.patterns import searched
+from watchtower.domain.patterns import Pattern, searched
 from watchtower.domain.records import Pod
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.workloads import WorkloadKey
@@ -27,7 +27,7 @@ class WorkloadState(StrEnum):
     PENDING = "pending"  # no pod bound yet
     PARTIAL = "partial"  # some pods bound (holding GPUs), some still queued
     RUNNING = "running"
-    GATED = "gated"  # held by schedulingGates: not queued yet, never alerted as waiting
+    GATED = "gated"  # held only by gates `queue.expected_gates` names: listed, never alerted as waiting
     QUOTA_BLOCKED = "quota_blocked"  # the controller's pod creation is refused by a ResourceQuota
 
 
@@ -63,6 +63,9 @@ class QueuePolicy:
     quota_window: float  # a refusal older than this no longer blocks (the controller gave up)
     preemption_window: float  # preemptions listed in a snapshot
     thrash_window: float  # window for "preempted N times"
+    # Gates expected to hold for long (`queue.expected_gates`, each matching a whole gate name): work held
+    # only by them stays GATED, listed and never alerted (forms/gated/facts.py).
+    expected_gates: tuple[Pattern, ...] = ()
 
 
 class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):

@@ -127,6 +127,12 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # Of `gpus`, those asked through claims: the state adds them (ClusterState.upsert_pod), since they
     # are read from the claim objects, not from the pod.
     dra_gpus: int = 0
+    # spec.schedulingGates' names, sorted (a name the decoder found odd is left out; `scheduling_gated`
+    # still says the pod is gated). Shared: a pod group's pods carry one tuple.
+    gates: tuple[str, ...] = ()
+    # Kueue's `kueue.x-k8s.io/pod-group-total-count` annotation: the pods its plain-pod group will have
+    # (0: absent or not a number).
+    group_total: int = 0
 
     @property
     def terminal(self) -> bool:

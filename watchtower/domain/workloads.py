@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from watchtower.domain.forms.gangs.records import REF_WORKLOAD
+from watchtower.domain.forms.gated.records import KUEUE_POD_GROUP_LABEL
+from watchtower.domain.forms.kueue.records import KUEUE_WORKLOAD_KIND
 from watchtower.domain.records import Controller, OwnerRef, Pod, api_group
 
 VOLCANO_GROUP = "batch.volcano.sh"
@@ -22,7 +24,7 @@ JOBSET_GROUP = "jobset.x-k8s.io"
 # name that it controls; its pods carry no TrainJob label, so the TrainJob is known from the JobSet's owner.
 TRAINJOB_GROUP = "trainer.kubeflow.org"
 # Labels the decoder must keep for grouping. `paddle-res-name` is deliberately absent: it names the pod.
-WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, JOBSET_NAME_LABEL, *JOB_NAME_LABELS})
+WORKLOAD_LABELS = frozenset({VOLCANO_JOB_LABEL, JOBSET_NAME_LABEL, KUEUE_POD_GROUP_LABEL, *JOB_NAME_LABELS})
 
 
 # PodGroup / Workload: bare pods that name their gang (upstream or Volcano) are that group's workload.
@@ -82,6 +84,11 @@ def workload_of(pod: Pod) -> WorkloadKey:
         if owner.kind != "Node":  # static (mirror) pods are owned by their Node: treat them as bare pods
             return WorkloadKey(ns, owner.kind, owner.name)
     labels = pod.labels
+    kueue_group = labels.get(KUEUE_POD_GROUP_LABEL)
+    if kueue_group:
+        # A Kueue plain-pod group: Kueue's Workload is named after the group and has no controller owner,
+        # so it is keyed as its own (forms/kueue/tables.py own_key): the pods and it meet under that key.
+        return WorkloadKey(ns, KUEUE_WORKLOAD_KIND, kueue_group)
     vj = labels.get(VOLCANO_JOB_LABEL)
     if vj:
         return WorkloadKey(ns, "VolcanoJob", vj)

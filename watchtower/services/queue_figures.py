@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from watchtower.domain.alerts.rules.priority_inversion import may_stick
+from watchtower.domain.forms.gated.records import GatedFacts
 from watchtower.domain.queue import (
     WAITING_STATES,
     QueueSnapshot,
@@ -47,6 +48,8 @@ class ListedFigures:
         self.pending: Counter[PendingKey] = Counter()
         self.partial = dict.fromkeys(tier_names, 0)
         self.partial_gpus = dict.fromkeys(tier_names, 0)
+        # Waiting workloads held by scheduling gates, per (tier, the gate's owner): watchtower_gated_workloads.
+        self.gated: Counter[tuple[str, str]] = Counter()
         self._waiting: Counter[str] = Counter()  # waiting workloads per tier
         self._starts: dict[str, list[float]] = {}  # per tier, the waiting ones' known wait starts, sorted
         # Per (team, tier): GPUs waiting work still needs, and the waiting ones' known wait starts, sorted
@@ -111,6 +114,13 @@ class ListedFigures:
             self.pending[key] = left
         else:
             del self.pending[key]
+        g = f.form_facts.get("gated") if f.scheduling_reason == "SchedulingGated" else None
+        if isinstance(g, GatedFacts):
+            gkey = (tier, g.owner)
+            if self.gated[gkey] + n:
+                self.gated[gkey] += n
+            else:
+                del self.gated[gkey]
         if f.state is WorkloadState.PARTIAL and f.key.gang:
             self.partial[tier] = self.partial.get(tier, 0) + n
             self.partial_gpus[tier] = self.partial_gpus.get(tier, 0) + n * f.gpus_held

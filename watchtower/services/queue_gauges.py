@@ -44,6 +44,7 @@ def queue_gauges(
         quota_used={(q.namespace, q.name): q.used_gpus or 0 for q in quotas},
         quota_hard={(q.namespace, q.name): q.hard_gpus or 0 for q in quotas},
         gated_pods=snap.gated_pods,
+        gated_workloads=dict(listed.gated),
         fragmented_workloads=len(snap.fragmentation),
         gpus_allocatable=snap.capacity.allocatable,
         gpus_used=snap.capacity.used,

@@ -1,7 +1,7 @@
 """Why a workload waits, as one bounded label: what the pending gauge counts it by.
 
 The label is the reason most nodes gave the scheduler, or, when the scheduler said nothing, the word the
-work's own state gives (quota, an incomplete gang, Kueue). `ReasonLabels` keeps each diagnosis's label: a
+work's own state gives (quota, an incomplete gang, Kueue, a scheduling gate). `ReasonLabels` keeps each diagnosis's label: a
 queue has a few dozen distinct diagnoses (the evaluator shares them) over 20,000 waits.
 """
 
@@ -24,6 +24,10 @@ def main_reason(w: WorkloadStatus) -> str:
 def held_reason(f: WorkloadFacts) -> str:
     """Return the label of a wait the scheduler said nothing about: the work's own object says why
     (gang-held work has no condition)."""
+    if f.scheduling_reason == "SchedulingGated":
+        # Held by scheduling gates, whoever owns them (forms/gated): the gate is the reason, even where
+        # the Kueue Workload of a plain-pod group is known.
+        return "gated"
     if f.source in (SOURCE_PODGROUP, SOURCE_VOLCANO) and f.pods_expected > f.pods_existing:
         return "gang_incomplete"
     if f.source == SOURCE_PADDLEJOB:

@@ -77,7 +77,9 @@ def test_binding_reports_wait_and_start_once_each():
     assert apply(state, bound) == []  # the same object again reports nothing
 
 
-def test_gated_pods_are_counted_apart_and_never_waiting():
+def test_gated_pods_are_counted_as_gated_and_wait():
+    # Issue 30: a gate is a hold, not "not queued" (DESIGN fact 4): the pod waits from its creation,
+    # attributed to Kueue, and is alerted at its tier's thresholds.
     gated = o.pod(
         name="g",
         namespace=NS,
@@ -95,10 +97,11 @@ def test_gated_pods_are_counted_apart_and_never_waiting():
     )
     snap = evaluate(state_of(gated), T0 + 86400, include_running=True)
     w = snap.by_key(WorkloadKey(NS, "Pod", "g"))
-    assert w.state is WorkloadState.GATED
-    assert not w.waiting and w.severity == ""
-    assert snap.gated_pods == 1
-    assert snap.waiting() == []
+    assert w.state is WorkloadState.PENDING
+    assert w.waiting and w.severity == "critical" and w.wait_seconds == 86400
+    assert w.why == "held by Kueue: no Kueue Workload for it seen yet"
+    assert snap.gated_pods == 1 and w.pods_gated == 1
+    assert snap.waiting() == [w]
 
 
 def test_a_pending_pod_past_its_tier_threshold_is_critical():

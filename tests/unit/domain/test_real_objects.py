@@ -152,15 +152,17 @@ def test_real_fragmented_pod_is_reported_as_fragmentation() -> None:
 # ---- gates and quota ------------------------------------------------------------------------------------
 
 
-def test_real_gated_pod_is_gated_not_waiting_in_line() -> None:
+def test_real_gated_pod_waits_behind_its_named_gate() -> None:
     pod = dec.decode("Pod", raw(load("pod-scheduling-gated")))
-    assert pod.scheduling_gated and is_gated(pod)
+    assert pod.scheduling_gated and is_gated(pod) and pod.gates == ("example.com/quota-check",)
     assert pod.scheduled is not None and pod.scheduled.reason == "SchedulingGated"
     st = ClusterState()
     st.upsert_pod(pod)
     snap = QueueEvaluator(POLICY).evaluate(st, now=pod.created + 7200)
     (w,) = snap.workloads
-    assert w.state is WorkloadState.GATED and w.severity == ""
+    # Issue 30: a gate no known system owns holds waiting work, alerted at its tier's thresholds.
+    assert w.state is WorkloadState.PENDING and w.severity == "critical" and w.wait_seconds == 7200
+    assert w.why == "held by scheduling gate example.com/quota-check since 2026-11-29T23:20:56Z"
     assert snap.gated_pods == 1
 
 

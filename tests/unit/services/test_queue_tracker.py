@@ -286,3 +286,25 @@ def test_the_change_log_holds_no_more_than_the_events_since_the_last_tick() -> N
         w.on_change("Pod", "MODIFIED", orjson.dumps(p))
     asked = sorted(x.facts.gpus_per_pod for x in w.evaluate(clock.now() + 1).snapshot.workloads)
     assert asked == [1] * 15 + [4] * 5
+
+
+def test_gated_work_is_counted_as_waiting_with_reason_gated_and_by_its_gates_owner() -> None:
+    c, _, clock = make()
+    w = c.queue_tracker
+    list_everything(w, demo_cluster())
+    gated = o.condition("PodScheduled", "False", NOW - 90, reason="SchedulingGated", message="gated")
+    for name, gates in (("held-k", ["kueue.x-k8s.io/admission"]), ("held-x", ["example.com/prefetch"])):
+        pod = pending_pod(name, scheduling_gates=gates, conditions=[gated])
+        w.on_change("Pod", "ADDED", orjson.dumps(pod))
+    w.evaluate(clock.now())
+    reason = {"tier": "critical", "namespace": "vision", "reason": "gated"}
+    assert sample(c, "watchtower_pending_workloads", **reason) == 2
+    assert sample(c, "watchtower_gated_workloads", tier="critical", owner="kueue") == 1
+    assert sample(c, "watchtower_gated_workloads", tier="critical", owner="other") == 1
+    assert sample(c, "watchtower_gated_pods") == 2
+    w.on_change(
+        "Pod", "DELETED", orjson.dumps(pending_pod("held-k", scheduling_gates=["kueue.x-k8s.io/admission"]))
+    )
+    w.evaluate(clock.now())
+    assert sample(c, "watchtower_gated_workloads", tier="critical", owner="kueue") is None
+    assert sample(c, "watchtower_pending_workloads", **reason) == 1

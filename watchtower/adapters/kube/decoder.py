@@ -7,6 +7,7 @@ decoded on its own: one malformed object is reported and skipped, never the whol
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,11 @@ class ObjectDecoder:
         self._dec_head = msgspec.json.Decoder(wire.Head)
         self._dec_list = msgspec.json.Decoder(wire.List)
         self._dec_watch = msgspec.json.Decoder(wire.WatchEvent)
+
+    @property
+    def read_around(self) -> Counter[str]:
+        """What the forms read around without dropping the object, by what (`odd_gate`, `bad_group_total`)."""
+        return self._ctx.read_around
 
     # lists and watch lines
 

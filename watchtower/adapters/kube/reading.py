@@ -7,6 +7,7 @@ one `Reading` and hands it to each.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -148,6 +149,9 @@ class Reading:
     # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
     shared: dict[object, Any] = field(default_factory=dict)
     sums: dict[object, tuple[int, int, int]] = field(default_factory=dict)
+    # What the forms read around without dropping the object (a pod's odd gate name, ...), by what: counted
+    # per decoder, so that nothing is kept at module level.
+    read_around: Counter[str] = field(default_factory=Counter)
 
     def share_str(self, s: str) -> str:
         shared = self.shared

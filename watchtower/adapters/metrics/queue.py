@@ -15,6 +15,7 @@ from watchtower.domain.promql.names import (
     DRA_UNRESOLVED_PODS,
     FRAGMENTED_WORKLOADS,
     GATED_PODS,
+    GATED_WORKLOADS,
     GPUS,
     LAST_EVALUATION,
     MOST_PREEMPTIONS,
@@ -122,9 +123,15 @@ class QueueCollector:
             hard.add_metric([ns, name], n)
         yield used
         yield hard
-        yield GaugeMetricFamily(
-            GATED_PODS, "Pods held by scheduling gates (not queued yet).", value=g.gated_pods
+        yield GaugeMetricFamily(GATED_PODS, "Pods held by scheduling gates.", value=g.gated_pods)
+        gated = GaugeMetricFamily(
+            GATED_WORKLOADS,
+            "Waiting workloads held by scheduling gates, by tier and the gate's owner (kueue, volcano, other).",
+            labels=["tier", "owner"],
         )
+        for (tier, owner), n in sorted(g.gated_workloads.items()):
+            gated.add_metric([tier, owner], n)
+        yield gated
         yield GaugeMetricFamily(
             FRAGMENTED_WORKLOADS,
             "Waiting workloads whose pod would fit in the free GPUs of the cluster but not on any one node.",

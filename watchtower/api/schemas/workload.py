@@ -108,9 +108,11 @@ class CommonWorkload(Body):
     """`spec.priorityClassName` of that pod"""
     state: WorkloadState
     """`pending` (no pod bound, some queued), `partial` (some bound, some queued), `running` (nothing queued),
-    `gated` (only gated pods wait), `quota_blocked` (pod creation refused by a ResourceQuota)"""
+    `gated` (only pods behind gates `queue.expected_gates` names wait: never alerted; work behind other gates
+    is `pending` or `partial`), `quota_blocked` (pod creation refused by a ResourceQuota)"""
     since: Time | None
-    """when the current wait began: creation of the oldest queued pod; for `quota_blocked` the first refusal"""
+    """when the current wait began: creation of the oldest queued pod (none queued: of the oldest gated one);
+    for `quota_blocked` the first refusal"""
     wait_seconds: Number
     """`at − since` (0 for `running`)"""
     warn_after_seconds: Number

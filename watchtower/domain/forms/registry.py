@@ -9,6 +9,7 @@ from __future__ import annotations
 from watchtower.domain.forms.dra.form import FORM as DRA
 from watchtower.domain.forms.form import QueueForm
 from watchtower.domain.forms.gangs.form import FORM as GANGS
+from watchtower.domain.forms.gated.form import FORM as GATED
 from watchtower.domain.forms.jobset.form import FORM as JOBSET
 from watchtower.domain.forms.kueue.form import FORM as KUEUE
 from watchtower.domain.forms.paddle.form import FORM as PADDLE
@@ -16,7 +17,7 @@ from watchtower.domain.forms.pods.form import FORM as PODS
 from watchtower.domain.forms.quota.form import FORM as QUOTA
 from watchtower.domain.kinds import Kind
 
-FORMS: tuple[QueueForm, ...] = (PODS, QUOTA, PADDLE, GANGS, JOBSET, DRA, KUEUE)
+FORMS: tuple[QueueForm, ...] = (PODS, QUOTA, PADDLE, GANGS, JOBSET, DRA, GATED, KUEUE)
 
 # In the order a whole picture is best applied (a dump, the simulator's first LIST): what pods refer to
 # first (classes, controllers, queues; the forms' order among them), then pods, then the events naming them.

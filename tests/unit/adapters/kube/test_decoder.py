@@ -138,3 +138,19 @@ def test_scheduler_name_is_kept_except_the_default_and_a_non_string_is_a_decode_
     p["spec"]["schedulerName"] = 5
     with pytest.raises(DecodeError, match=r"schedulerName"):
         dec.decode("Pod", orjson.dumps(p))
+
+
+def test_a_pods_gates_are_read_by_name_and_odd_ones_are_counted_skips_not_crashes() -> None:
+    body = o.pod(name="g", namespace="ns", created=T0, scheduling_gates=["kueue.x-k8s.io/admission", "b/x"])
+    body["spec"]["schedulingGates"] += [{"name": "Not A Gate!"}, {"name": 7}, {}]
+    body["metadata"]["labels"] = {"kueue.x-k8s.io/pod-group-name": "train"}
+    body["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "-3"}
+    dec = ObjectDecoder()
+    pod = dec.decode("Pod", orjson.dumps(body))
+    assert pod.scheduling_gated and pod.gates == ("b/x", "kueue.x-k8s.io/admission")
+    assert pod.group_total == 0 and dict(pod.annotations) == {}
+    assert dict(pod.labels) == {"kueue.x-k8s.io/pod-group-name": "train"}
+    assert dec.read_around["odd_gate"] == 3
+    assert dec.read_around["bad_group_total"] == 1
+    body["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "4"}
+    assert ObjectDecoder().decode("Pod", orjson.dumps(body)).group_total == 4

@@ -20,6 +20,7 @@ from watchtower.domain.forms.gangs.records import (
     VOLCANO_GROUP_ANNOTATION,
     GroupRef,
 )
+from watchtower.domain.forms.gated.records import KUEUE_POD_GROUP_TOTAL
 from watchtower.domain.node_use import DEFAULT_SCHEDULER
 from watchtower.domain.records import (
     Condition,
@@ -49,6 +50,7 @@ from ..reading import (
 )
 from ..wire import pod_types
 from .dra import pod_claims
+from .gated import GateReader
 
 _NO_STRINGS: Mapping[str, str] = MappingProxyType({})
 _NO_STATUS = wire.PodStatus()
@@ -60,6 +62,7 @@ class PodReader:
     def __init__(self, ctx: Reading) -> None:
         self._limit = ctx.annotation_limit
         self._shared = ctx.shared
+        self._gates = GateReader(ctx)
         self._sums_of = ctx.sums_of
         self._labels = frozenset(ctx.keep_labels) | WORKLOAD_LABELS
         self._label_keys = tuple(sorted(self._labels | {TEMPLATE_HASH_LABEL}))
@@ -67,9 +70,14 @@ class PodReader:
         self._hash_at = self._label_keys.index(TEMPLATE_HASH_LABEL)
         self._hash_kept = TEMPLATE_HASH_LABEL in self._labels
         # Volcano's group annotation is always read (into the pod's group), a display note only if asked.
-        self._note_keys = tuple(sorted(set(ctx.keep_annotations) | {VOLCANO_GROUP_ANNOTATION}))
+        self._note_keys = tuple(
+            sorted(set(ctx.keep_annotations) | {VOLCANO_GROUP_ANNOTATION, KUEUE_POD_GROUP_TOTAL})
+        )
         self._group_at = self._note_keys.index(VOLCANO_GROUP_ANNOTATION)
         self._group_noted = VOLCANO_GROUP_ANNOTATION in ctx.keep_annotations
+        # So is Kueue's pod-group size (into the pod's group_total).
+        self._total_at = self._note_keys.index(KUEUE_POD_GROUP_TOTAL)
+        self._total_noted = KUEUE_POD_GROUP_TOTAL in ctx.keep_annotations
         self._no_notes: tuple[None, ...] = (None,) * len(self._note_keys)
         self._groups: dict[tuple[str, str, str], GroupRef] = {}
         pod_type, page_type = pod_types(self._label_keys, self._note_keys)
@@ -206,6 +214,7 @@ class PodReader:
             images = share(images, images)
         notes: Mapping[str, str] = _NO_STRINGS
         volcano_group = None
+        total = 0
         if meta.annotations is not None:
             found = astuple(meta.annotations)
             if found != self._no_notes:  # most pods carry none of the kept annotations
@@ -213,6 +222,11 @@ class PodReader:
                 volcano_group = found[at]
                 if volcano_group is not None and not self._group_noted:
                     found = (*found[:at], None, *found[at + 1 :])
+                at = self._total_at
+                if found[at] is not None:
+                    total = self._gates.total(found[at])
+                    if not self._total_noted:
+                        found = (*found[:at], None, *found[at + 1 :])
                 limit = self._limit
                 notes = {k: v[:limit] for k, v in zip(self._note_keys, found, strict=True) if v is not None}
                 notes = notes or _NO_STRINGS
@@ -240,6 +254,7 @@ class PodReader:
             group = self._group(REF_WORKLOAD, wr.name, wr.podGroup or "")
         elif volcano_group:
             group = self._group(REF_VOLCANO, volcano_group, "")
+        gates_raw = spec.schedulingGates
         rc = spec.resourceClaims
         claims = pod_claims(rc, st.resourceClaimStatuses) if rc else ()
         # Positional, in Pod's field order: keywords cost more than the rest of building the record.
@@ -261,7 +276,7 @@ class PodReader:
             kept,
             notes,
             images,
-            bool(spec.schedulingGates),
+            bool(gates_raw),
             scheduled,
             disruption,
             start_time,
@@ -271,6 +286,9 @@ class PodReader:
             scheduler,
             group,
             claims,
+            0,
+            self._gates.names(gates_raw) if gates_raw else (),
+            total,
         )
 
     def _group(self, source: str, name: str, part: str) -> GroupRef:

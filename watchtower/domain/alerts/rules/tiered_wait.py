@@ -19,7 +19,8 @@ def evaluate(inp: RuleInput) -> list[AlertCandidate]:
     out = []
     waiting = (WorkloadState.PENDING, WorkloadState.PARTIAL)
     for w in inp.snapshot.workloads:
-        # Quota-blocked work has its own rule; gated work is not queued yet (DESIGN §3.4).
+        # Quota-blocked work has its own rule; `gated` is work held only by `queue.expected_gates` (forms/gated),
+        # expected to hold for long: other gated work is pending or partial, and alerted here.
         reached = w.severity
         if not reached or w.state not in waiting:
             continue
