@@ -43,7 +43,7 @@ import pytest
 import yaml
 
 from alerts import generate as alerts_generate
-from tests.prometheus.prom_server import PrometheusProcess, free_port
+from tests.prometheus.prom_server import HTTPServer, PrometheusProcess, free_port, metrics_route
 from watchtower.adapters.prometheus.process import scrape_config
 from watchtower.commands import generate as artefacts
 from watchtower.commands.demo.run import DemoOptions, DemoRun, run_demo
@@ -75,6 +75,8 @@ RULES_WITHOUT_DATA_IN_A_SIMULATED_RUN = {
     "profile:watchtower_mig_slices:count": "no MIG slice in the simulator",
     "profile:watchtower_mig_slices_in_use:count": "no MIG slice in the simulator",
 }
+# A series that already has a `cluster` label when its Prometheus adds its external label.
+COLLIDING_SERIES = 'fleet_test_collision{cluster="elsewhere"} 1\n'
 DATA_DEADLINE = 90.0  # seconds from the first query: scrapes, rule evaluations, remote writes, rate windows
 
 
@@ -217,13 +219,24 @@ class Demos:
         self.loop.close()
 
 
-def prometheus_config(*, cluster: str, exporter: int, watchtower: int, rules: Path, engine: str) -> str:
+def prometheus_config(
+    *, cluster: str, exporter: int, watchtower: int, rules: Path, engine: str, collision: int
+) -> str:
     """The demo's own scrape configuration (the simulator's exporter and Watchtower) with this cluster's
-    external label, the fleet rules and a remote write to the engine, flushed every second."""
+    external label, the fleet rules and a remote write to the engine, flushed every second; and a target at
+    `collision` whose series already carries a `cluster` label, scraped with `honor_labels` as the exporter
+    jobs are (docs/fleet.md's pitfall)."""
     doc = yaml.safe_load(
         scrape_config(
             exporter=f"127.0.0.1:{exporter}", watchtower=f"127.0.0.1:{watchtower}", scrape_interval=1
         )
+    )
+    doc["scrape_configs"].append(
+        {
+            "job_name": "collision",
+            "honor_labels": True,
+            "static_configs": [{"targets": [f"127.0.0.1:{collision}"]}],
+        }
     )
     doc["global"]["external_labels"] = {"cluster": cluster}
     doc["rule_files"] = [str(rules)]
@@ -264,6 +277,8 @@ def fleet(
         stack.callback(engine.stop)
         demos = Demos()
         stack.callback(demos.stop)
+        collision = HTTPServer({"/metrics": metrics_route(lambda: COLLIDING_SERIES)}).start()
+        stack.callback(collision.stop)
         proms = {}
         for seed, (cluster, nodes) in enumerate(CLUSTERS.items(), start=11):
             run, exporter = demos.start(cluster, nodes, seed)
@@ -273,6 +288,7 @@ def fleet(
                 watchtower=int(run.url.rsplit(":", 1)[1]),
                 rules=rules_path,
                 engine=engine.url,
+                collision=collision.port,
             )
             prom = PrometheusProcess(config=config, data_dir=tmp / f"prometheus-{cluster}")
             prom.start()
@@ -445,3 +461,14 @@ def test_the_two_clusters_figures_stay_apart(fleet: Fleet) -> None:
     per = {s["metric"]["cluster"]: float(s["value"][1]) for s in _series(fleet.engine.url, per_gpu, at)}
     local = {c: float(_series(p.url, per_gpu, at)[0]["value"][1]) for c, p in fleet.prometheus.items()}
     assert per == local == {"a": (3 + 2) * 8, "b": (5 + 2) * 8}
+
+
+def test_an_external_label_does_not_overwrite_a_cluster_label_already_on_the_data(fleet: Fleet) -> None:
+    """docs/fleet.md's pitfall, shown: both Prometheus scrape one target whose series is labelled
+    `cluster="elsewhere"` (honor_labels, as the exporter jobs). The series' own value wins over each external
+    label (Prometheus' storage/remote/queue_manager.go, processExternalLabels), so the engine holds one series
+    `elsewhere` where there were two clusters' series, their samples mixed."""
+    for prom in fleet.prometheus.values():
+        assert len(_until_series(prom.url, "fleet_test_collision")) == 1
+    got = _until_series(fleet.engine.url, "fleet_test_collision")
+    assert [s["metric"]["cluster"] for s in got] == ["elsewhere"]
