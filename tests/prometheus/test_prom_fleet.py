@@ -18,6 +18,9 @@ may hold none.
 What the engine answers differently from Prometheus, and the test allows for: it prints 12 significant digits
 (Prometheus 15); MetricsQL drops NaN samples, answering with a series' last number instead; and it shows a
 series that ended (a GPU's series changes with the pod on it) for a while after Prometheus stops showing it.
+
+Size: one module-scoped fixture of five real parts (two demos, two Prometheus, the engine) and the checks that
+share it; split in two files, each would start them all again (a minute of this machine each).
 """
 
 from __future__ import annotations
@@ -253,7 +256,7 @@ def prometheus_config(
 class Fleet:
     engine: Engine
     prometheus: dict[str, PrometheusProcess]
-    rules: list[dict[str, Any]]  # the fleet rules each Prometheus evaluates
+    groups: list[dict[str, Any]]  # the fleet rule groups each Prometheus evaluates
     boards: dict[str, dict[str, Any]]  # dashboard title -> the fleet-mode dashboard
 
 
@@ -294,7 +297,7 @@ def fleet(
             prom.start()
             stack.callback(prom.stop)
             proms[cluster] = prom
-        yield Fleet(engine, proms, [r for g in groups for r in g["rules"]], boards)
+        yield Fleet(engine, proms, groups, boards)
 
 
 def _query(url: str, expr: str, at: float | None = None) -> dict[str, Any]:
@@ -390,28 +393,16 @@ def test_every_fleet_panel_returns_each_clusters_own_series_through_the_engine(
     assert {s["metric"].get("cluster") for s in got} == {cluster}, (panel, query)
 
 
-def _recording_rules(fleet: Fleet) -> list[str]:
-    return [r["record"] for r in fleet.rules if "record" in r]
-
-
 def test_every_fleet_recording_rule_reaches_the_engine_under_its_own_clusters_label(fleet: Fleet) -> None:
     """Each Prometheus evaluates the fleet rules over its own cluster (no `cluster` label there: it is an
     external label) and ships the results; in the engine each result series is its Prometheus' series plus
     that Prometheus' cluster label, with the same value at the same instant: no series carries both clusters'
     figures or lands under the other's label."""
-    records = _recording_rules(fleet)
+    records = [r["record"] for g in fleet.groups for r in g["rules"] if "record" in r]
     assert len(records) > 20
     # The fairness usage group runs every fairness.step (5 minutes) at an offset Prometheus picks: it may not
     # have run yet in a run this short; every other rule runs every second.
-    slow = {
-        r["record"]
-        for g in yaml.safe_load(artefacts.render(_fleet_settings())[Path("alerts") / alerts_generate.RULES])[
-            "groups"
-        ]
-        if g.get("interval")
-        for r in g["rules"]
-        if "record" in r
-    }
+    slow = {r["record"] for g in fleet.groups if g.get("interval") for r in g["rules"] if "record" in r}
     missing = []
     for record in records:
         for cluster, prom in fleet.prometheus.items():
