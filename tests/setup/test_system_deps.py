@@ -10,7 +10,8 @@ SCRIPT = Path(__file__).with_name("system-deps.sh")
 
 
 def test_each_missing_package_is_named_once(tmp_path: Path) -> None:
-    # A PATH with bash and coreutils only: none of prometheus, promtool, amtool, chromium, wrk, the image tools.
+    # A PATH with bash and coreutils only: none of prometheus, promtool, amtool, chromium, victoria-metrics, wrk,
+    # the image tools.
     bindir = tmp_path / "bin"
     bindir.mkdir()
     for tool in ("bash", "id", "env"):
@@ -27,6 +28,7 @@ def test_each_missing_package_is_named_once(tmp_path: Path) -> None:
         "prometheus",
         "prometheus-alertmanager",
         "chromium",
+        "victoria-metrics",
         "wrk",
         *postgres,
         "mmdebstrap",
