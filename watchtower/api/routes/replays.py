@@ -5,10 +5,10 @@ prints), `GET /replays/{id}` its page.
 The replay runs in the container's `replays` pool, never on the event loop; the request is checked first
 (its size against `replay.max_rows`, its policies' keys) and refused at once with what was wrong.
 
-The JSON routes' answers are declared (schemas/replay.py) but not validated on the way out: the bytes served are the
-views' own, and the request body is read by hand (`_body`) so that its size is checked before it is read and
-a wrong one is answered with the problems, as a policy's are. The page stays out of /openapi.json, as every
-HTML page does.
+The JSON routes' answers are declared (schemas/replay.py) but not validated on the way out: the bytes
+served are the views' own, and the request body is read by hand (`_body`) so that its size is checked before
+it is read and a wrong one is answered with the problems, as a policy's are. The page stays out of
+/openapi.json, as every HTML page does.
 """
 
 from __future__ import annotations
