@@ -3,7 +3,7 @@
 Two directions, so neither side can drift: each field the docs' tables list (docs/json.md, docs/api.md) is a
 described property of the model /openapi.json gives for it, and no model has a property the docs do not list;
 and what every route really returns, on the scenario cluster with alerting and GPU usage running, validates
-against the model the route declares, unknown keys forbidden.
+against the model the route declares, unknown keys forbidden (a policy replay's too, run through the app).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ import pytest
 from tests.fixtures import FIXTURES, ROOT
 from tests.fixtures.scenario import NOW, demo_cluster
 from tests.unit.api.conftest import TOKEN, make_service
+from tests.unit.api.routes.test_replays import finished
+from tests.unit.commands.test_replay_cli import NO_PREEMPTION, PREEMPTION, TRACE
 from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.store.sqlite import SQLiteAlertStore
@@ -32,16 +35,24 @@ from watchtower.api.routes.alerts import build_router
 from watchtower.api.schemas import Analysis
 from watchtower.bootstrap import fairness_reports
 from watchtower.config import Settings, settings_from_mapping
+from watchtower.config.model import ReplayConfig
 from watchtower.domain.gpu_usage import IdlePolicy, Sample
 from watchtower.domain.promql.exporters import ExporterQueries
 from watchtower.services.alerting import build_alerting
 from watchtower.services.analyze import analysis_dict, analyze
 from watchtower.services.gpu_usage import GpuUsageService
+from watchtower.services.replay_jobs import ReplayJobs
 
 DOCS = ROOT / "docs"
 AT = datetime(2027, 1, 15, 10, tzinfo=UTC).timestamp()  # the fixtures' evaluation time
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
+# A replay with a value in every figure: job `f` is refused (larger than every node), so `critical` has only
+# null figures, and the second policy preempts.
+REPLAY = {
+    "trace": TRACE + "f,vision,critical,2026-11-30T09:00:00Z,,1h,1,16\n",
+    "policies": [NO_PREEMPTION, "name: preempting\n" + PREEMPTION],
+}
 
 # (doc, section heading) → (model, base): the model's properties are the table's fields plus the base's.
 TABLES: dict[tuple[str, str], tuple[str, str | None]] = {
@@ -51,6 +62,8 @@ TABLES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("json.md", "fairness report: cluster"): ("ClusterFigures", None),
     ("json.md", "fairness report: teams"): ("TeamFigures", None),
     ("json.md", "fairness report: method"): ("Method", None),
+    ("json.md", "replay"): ("ReplayDocument", None),
+    ("json.md", "replay: run"): ("ReplayRun", None),
     ("api.md", "`GET /api/v1/queue`"): ("Queue", None),
     ("api.md", "`GET /api/v1/workloads/{namespace}/{name}`"): ("WorkloadDetail", None),
     ("api.md", "`GET /api/v1/preemptions`"): ("Preemptions", None),
@@ -64,7 +77,14 @@ TABLES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("api.md", "`POST /api/v1/silences`"): ("CreatedSilence", "Silence"),
     ("api.md", "`GET /api/v1/receivers`"): ("Receiver", None),
     ("api.md", "`POST /api/v1/receivers/{name}/enable`"): ("EnabledReceiver", "Receiver"),
+    ("api.md", "`GET /api/v1/replays/{id}`"): ("ReplayStatus", None),
+    ("api.md", "`POST /api/v1/replays`"): ("ReplayAccepted", "ReplayStatus"),
+    ("api.md", "replay refusals"): ("ReplayRefusal", None),
     ("api.md", "Errors"): ("Problem", None),
+}
+# A table of two models told apart by their first field (`tier` or `team`): each has its own and the rest.
+EITHER: dict[tuple[str, str], dict[str, str]] = {
+    ("json.md", "replay: tier or team"): {"tier": "ReplayTier", "team": "ReplayTeam"},
 }
 # The analyze document, which no route serves: its models' JSON schema, checked the same way.
 ANALYZE_TABLES: dict[str, str] = {
@@ -230,12 +250,15 @@ async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     tick = c.queue_tracker.evaluate(NOW, holders_of=gpu.idle_holders())
     await gpu.on_snapshot(tick.snapshot_with_holders(), NOW)
     history = SQLiteFairnessHistory(tmp_path / "alerts.db")
+    # Threads, not the service's spawned processes: the pool is not what these tests check.
+    replays = ReplayJobs(ReplayConfig(max_rows=50), pool=lambda n: ThreadPoolExecutor(max_workers=n))
     container = dataclasses.replace(
         c,
         alerting=alerting,
         alert_store=store,
         gpu=gpu,
         fairness=fairness_reports(c.settings, history, c.queue_tracker),
+        replays=replays,
     )
     app = create_app(
         container, routers=[build_router(alerting.admin, require_token=require_token, clock=svc.clock)]
@@ -244,6 +267,7 @@ async def full(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
         transport=httpx.ASGITransport(app=app), base_url="http://watchtower.test"
     ) as cl:
         yield cl
+    replays.close()
     store.close()
     history.close()
 
@@ -279,6 +303,11 @@ async def test_openapi_has_a_described_property_for_every_documented_field(full:
     for (doc, section), (model, base) in TABLES.items():
         assert section in docs[doc], f"{doc} has no table under {section!r}"
         covered |= check_table(models, docs[doc][section], model, base)
+    for (doc, section), by_field in EITHER.items():
+        assert section in docs[doc], f"{doc} has no table under {section!r}"
+        for own, model in by_field.items():
+            fields = {f: m for f, m in docs[doc][section].items() if f == own or f not in by_field}
+            covered |= check_table(models, fields, model)
     # Every model a route answers with is described by some table, and nothing in the docs is left over.
     assert object_models(models) - covered == set()
     assert {s for s in docs["api.md"] if s} == {s for d, s in TABLES if d == "api.md"}
@@ -292,6 +321,9 @@ async def test_openapi_has_a_described_property_for_every_documented_field(full:
     assert answers("/api/v1/alerts") == {"Alert"}
     assert answers("/api/v1/gpu/idle") == {"IdleGpuReport"}
     assert answers("/api/v1/reports/fairness") == {"FairnessReport"}
+    assert answers("/api/v1/replays", "post", "202") == {"ReplayAccepted"}
+    assert answers("/api/v1/replays/{replay_id}") == {"ReplayStatus"}
+    assert "ReplayDocument" in nested(models, "ReplayStatus")
 
 
 def test_the_analyze_document_model_has_every_field_json_md_lists() -> None:
@@ -331,6 +363,15 @@ async def test_every_get_route_answers_with_what_openapi_json_declares(full: htt
     r = await full.post("/api/v1/silences", json=silence, headers=AUTH)
     assert r.status_code == 201, r.text
     sid = check_response(spec, r)["silenceID"]
+    r = await full.post("/api/v1/replays", json=REPLAY, headers=AUTH)
+    assert r.status_code == 202, r.text
+    replay_id = check_response(spec, r)["id"]
+    bad_row = {**REPLAY, "trace": TRACE.replace("nlp,medium", "nlp,urgent")}
+    r = await full.post("/api/v1/replays", json=bad_row, headers=AUTH)
+    assert r.status_code == 202, r.text
+    failed_id = check_response(spec, r)["id"]
+    assert (await finished(full, replay_id))["status"] == "done"
+    assert (await finished(full, failed_id))["status"] == "failed"
     gets = [
         "/healthz",
         "/readyz",
@@ -345,6 +386,8 @@ async def test_every_get_route_answers_with_what_openapi_json_declares(full: htt
         "/api/v1/silences",
         "/api/v1/receivers",
         "/api/v1/reports/fairness?team=vision",
+        f"/api/v1/replays/{replay_id}",  # done: its result
+        f"/api/v1/replays/{failed_id}",  # failed: a trace row
     ]
     bodies = {}
     for url in gets:
@@ -364,6 +407,25 @@ async def test_every_get_route_answers_with_what_openapi_json_declares(full: htt
     alerts = bodies["/api/v1/alerts"]
     assert any(a["silencedBy"] for a in alerts) and any(a["inhibitedBy"] for a in alerts)
     assert bodies["/api/v1/receivers"][0]["integrations"][0]["disabledAt"]
+    runs = bodies[f"/api/v1/replays/{replay_id}"]["result"]["runs"]
+    assert [r["kind"] for r in runs] == ["observed", "replayed", "replayed"]
+    assert runs[-1]["refusals"] and runs[-1]["preemptions"] and runs[-1]["tiers"][1]["wait_seconds"]["p50"]
+    assert runs[-1]["tiers"][0]["wait_seconds"]["p50"] is None  # `critical`: its one job refused
+    assert bodies[f"/api/v1/replays/{failed_id}"]["problems"]
+
+    many_rows = "id,team,tier,submitted,duration,pods,gpus_per_pod\n" + "j,nlp,low,0,10m,1,1\n" * 60
+    for r, status in (
+        (await full.post("/api/v1/replays", json={**REPLAY, "trace": many_rows}, headers=AUTH), 413),
+        (await full.post("/api/v1/replays", json={"trace": "x" * 60 * 1024}, headers=AUTH), 413),
+        (await full.post("/api/v1/replays", json={"trace": TRACE}, headers=AUTH), 422),
+        (
+            await full.post("/api/v1/replays", json={**REPLAY, "policies": ["preemptoin: {}"]}, headers=AUTH),
+            422,
+        ),
+        (await full.get("/api/v1/replays/nothing"), 404),
+    ):
+        assert r.status_code == status, r.text
+        check_response(spec, r)
 
     for r in (
         await full.post("/api/v1/receivers/hook/enable", headers=AUTH),

@@ -5,8 +5,10 @@ prints), `GET /replays/{id}` its page.
 The replay runs in the container's `replays` pool, never on the event loop; the request is checked first
 (its size against `replay.max_rows`, its policies' keys) and refused at once with what was wrong.
 
-Left out of /openapi.json for now: its tests require a documented model for every answer, and the replay's
-document is described in docs/json.md ("The replay JSON") rather than by models.
+The JSON routes' answers are declared (schemas/replay.py) but not validated on the way out: the bytes
+served are the views' own, and the request body is read by hand (`_body`) so that its size is checked before
+it is read and a wrong one is answered with the problems, as a policy's are. The page stays out of
+/openapi.json, as every HTML page does.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from watchtower.services.replay_jobs import ReplayEntry, ReplayJobs, ReplayRefus
 
 from ..container import Container
 from ..deps import ContainerDep, TokenDep
+from ..schemas import Problem, ReplayAccepted, ReplayRefusal, ReplayRequest, ReplayStatus
 from .status_page import page_response
 
 router = APIRouter(tags=["replays"])
@@ -62,7 +65,29 @@ def _links(entry: ReplayEntry) -> dict[str, str]:
     return {"self": f"/api/v1/replays/{entry.id}", "page": f"/replays/{entry.id}"}
 
 
-@router.post("/api/v1/replays", status_code=202, dependencies=[TokenDep], include_in_schema=False)
+@router.post(
+    "/api/v1/replays",
+    status_code=202,
+    dependencies=[TokenDep],
+    response_model=ReplayAccepted,
+    responses={
+        404: {"model": Problem, "description": "this service runs no replays"},
+        413: {"model": ReplayRefusal, "description": "the trace (or the body) is over `replay.max_rows`"},
+        422: {
+            "model": ReplayRefusal,
+            "description": "no replay request, or a policy that cannot be replayed",
+        },
+        429: {"model": ReplayRefusal, "description": "`replay.keep` replays are waiting or running"},
+    },
+    # Declared here, not as a parameter: FastAPI would read the whole body before its size is checked, and
+    # answer a wrong one with its own 422 rather than the problems.
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": ReplayRequest.model_json_schema()}},
+        }
+    },
+)
 async def create_replay(request: Request, container: ContainerDep) -> Response:
     jobs = _jobs(container)
     # A body far beyond any trace of max_rows rows is refused before it is read into memory.
@@ -91,7 +116,7 @@ async def create_replay(request: Request, container: ContainerDep) -> Response:
     return JSONResponse(body, status_code=202, headers={"Location": _links(entry)["self"]})
 
 
-@router.get("/api/v1/replays/{replay_id}", include_in_schema=False)
+@router.get("/api/v1/replays/{replay_id}", response_model=ReplayStatus, responses={404: {"model": Problem}})
 async def get_replay(replay_id: str, container: ContainerDep) -> Response:
     entry = _jobs(container).get(replay_id)
     if entry is None:

@@ -13,6 +13,7 @@ from .gpu import IdleGpuReport
 from .health import Health, KindReadiness, LeaderStatus, Readiness
 from .preemption import Preemption, Preemptions
 from .queue import Queue, WorkloadDetail
+from .replay import ReplayAccepted, ReplayDocument, ReplayRefusal, ReplayRequest, ReplayStatus
 from .workload import Workload
 
 __all__ = [
@@ -32,6 +33,11 @@ __all__ = [
     "Queue",
     "Readiness",
     "Receiver",
+    "ReplayAccepted",
+    "ReplayDocument",
+    "ReplayRefusal",
+    "ReplayRequest",
+    "ReplayStatus",
     "Silence",
     "Workload",
     "WorkloadDetail",
