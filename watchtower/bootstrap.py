@@ -115,6 +115,16 @@ def fairness_queries(settings: Settings) -> FairnessQueries:
     return FairnessQueries(ExporterQueries(config), OwnQueries(settings.artefacts.job_selector))
 
 
+def named_cluster(settings: Settings, name: str, origin: str) -> Settings:
+    """Return the settings with `cluster.name` set to `name` (from `origin`) unless configured; the name
+    chosen and where it came from are logged once, here."""
+    if settings.cluster.name is not None:
+        log.info("cluster name %r, from cluster.name", settings.cluster.name)
+        return settings
+    log.info("cluster name %r, from %s (set cluster.name to choose)", name, origin)
+    return settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"name": name})})
+
+
 def store_location(settings: Settings) -> StoreLocation:
     """Return where the state store is: what `store.url` names, else the SQLite file `alerting.store_path`
     or `store.path`. Resolved once by whoever opens the store, and handed to each opener.

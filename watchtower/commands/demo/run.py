@@ -55,7 +55,7 @@ async def run_demo(
 ) -> None:
     """Run the demo until cancelled (or, with `handle_signals`, SIGTERM/SIGINT); every part it started is
     stopped on the way out."""
-    from watchtower.bootstrap import build_container
+    from watchtower.bootstrap import build_container, named_cluster
     from watchtower.commands.demo.past_week import past_week_of
 
     base = base or Settings()
@@ -74,6 +74,7 @@ async def run_demo(
             prometheus_url=prom.url if prom is not None else None,
             api_token=started.token,
         )
+        settings = named_cluster(settings, "demo", "the simulator")
         store, history = open_stores(settings, started.workdir, stack)
         links = {"mail and webhook sinks (JSON)": started.webhooks.url}
         if prom is not None:
