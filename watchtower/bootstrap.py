@@ -33,6 +33,7 @@ from watchtower.ports import (
     FairnessHistory,
     FairnessMetrics,
     Fence,
+    FleetReader,
     ObjectDecoder,
     ReportOutbox,
     ReportPresenter,
@@ -334,7 +335,15 @@ def build_container(
         report_presenter=report_presenter() if report_source is not None else None,
         leadership=leadership,
         fairness=reports,
+        fleet=fleet_reader(settings),
     )
+
+
+def fleet_reader(settings: Settings) -> FleetReader | None:
+    """Return the reader of the other clusters' Watchtowers (`fleet.clusters`), None without any."""
+    from watchtower.adapters.fleet import HttpFleetReader
+
+    return HttpFleetReader(settings.fleet) if settings.fleet.clusters else None
 
 
 def report_presenter() -> ReportPresenter:

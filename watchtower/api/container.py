@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from watchtower.config.model import Settings
-from watchtower.ports import AlertStore, Clock, Fence, MetricsExposition, ReportPresenter, ReportSource
+from watchtower.ports import (
+    AlertStore,
+    Clock,
+    Fence,
+    FleetReader,
+    MetricsExposition,
+    ReportPresenter,
+    ReportSource,
+)
 from watchtower.services.alerting import Alerting
 from watchtower.services.fairness_report import FairnessReports
 from watchtower.services.gpu_usage import GpuUsageService
@@ -35,3 +43,5 @@ class Container:
     report_presenter: ReportPresenter | None = None
     # Who leads: a SoleLeader unless leader election is on (then the LeaderElector the root runs).
     leadership: Fence = field(default_factory=SoleLeader)
+    # The other clusters' Watchtowers for the fleet page; None: no `fleet.clusters` (the page shows this one).
+    fleet: FleetReader | None = None

@@ -18,6 +18,7 @@ from .artefacts import ArtefactsConfig
 from .consistency import fairness_problems, order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
 from .fairness import FairnessConfig
+from .fleet import FleetConfig
 from .leader import LeaderElectionConfig
 from .prometheus import PrometheusConfig
 
@@ -287,6 +288,8 @@ class Settings(Section):
     """Leader election among replicas on a Lease (off: one replica, which leads)."""
     artefacts: ArtefactsConfig = ArtefactsConfig()
     """What `watchtower generate` writes beyond the tier policy: the selector of Watchtower's own series, the namespace and names of the Kubernetes-native forms."""
+    fleet: FleetConfig = FleetConfig()
+    """The fleet page (`/fleet`): the other clusters' Watchtowers, read from their JSON API at each visit."""
 
     @model_validator(mode="after")
     def _distinct(self) -> Settings:
