@@ -10,8 +10,9 @@ from email.parser import BytesParser
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
-from tests.alerting.helpers import SECRET, T0, Clock, pending
+from tests.alerting.helpers import SECRET, T0, Clock, pending, settings, snapshot
 from tests.alerting.servers import Receiver, plain_smtp_server
 from tests.alerting.test_email_modes import mail_settings
 from tests.alerting.test_notifications import Rig, hook_settings
@@ -19,9 +20,11 @@ from tests.alerting.test_push_to_real_alertmanager import EXTERNAL, _start, rece
 from tests.alerting.test_push_to_real_alertmanager import Rig as PushRig
 from watchtower.adapters.senders import build_senders
 from watchtower.adapters.store.sqlite import SQLiteAlertStore
+from watchtower.api.routes.alerts import build_router
 from watchtower.config import ConfigError, settings_from_mapping
 from watchtower.domain.alerts.model import fingerprint
-from watchtower.services.alerting import DeliveryWorker
+from watchtower.domain.tick import Tick
+from watchtower.services.alerting import DeliveryWorker, build_alerting
 
 
 def named(s, name: str, label: str = "cluster"):
@@ -177,3 +180,41 @@ def test_a_bad_cluster_name_is_a_clear_configuration_error(bad):
 def test_a_cluster_name_may_be_any_printable_line():
     s = settings_from_mapping({"cluster": {"name": "arn:aws:eks:eu-west-1:1234:cluster/Zürich prod"}}, env={})
     assert s.cluster.name == "arn:aws:eks:eu-west-1:1234:cluster/Zürich prod"
+
+
+async def test_the_slack_compatible_body_names_the_cluster_in_its_title(tmp_path, receiver):
+    s = settings(
+        {
+            "route": {"receiver": "chat", "group_by": ["alertname", "namespace"], "group_wait": "0s"},
+            "receivers": [
+                {
+                    "name": "chat",
+                    "webhooks": [{"url": receiver.url, "secret": SECRET, "slack_compatible": True}],
+                }
+            ],
+        }
+    )
+    rig = ClusterRig(named(s, "prod-eu-1"), tmp_path, Clock())
+    await rig.tick([pending("job-a", "critical", T0 - 6 * 60)], T0)
+    (req,) = receiver.requests
+    assert req["body"]["text"] == "[FIRING:1] WorkloadWaitWarning team-a (prod-eu-1)"
+    assert req["body"]["attachments"][0]["fallback"] == req["body"]["text"]
+    await rig.close()
+
+
+async def test_the_alerts_api_lists_the_cluster_label(tmp_path):
+    s = named(settings({}), "prod-eu-1")
+    clock = Clock(T0)
+    store = SQLiteAlertStore(tmp_path / "alerts.db")
+    svc = build_alerting(settings=s, store=store)
+    snap, _ = snapshot([pending("job", "critical", T0 - 400)], T0, s)
+    await svc.on_tick(Tick(at=T0, snapshot=snap))
+    app = FastAPI()
+    app.include_router(build_router(svc.admin, require_token=lambda: None, clock=clock))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://wt") as c:
+        (listed,) = (await c.get("/api/v1/alerts")).json()
+    store.close()
+    assert listed["labels"]["cluster"] == "prod-eu-1"
+    # The API's fingerprint is the stored alert's identity, which leaves the cluster label out.
+    without = {k: v for k, v in listed["labels"].items() if k != "cluster"}
+    assert listed["fingerprint"] == fingerprint(without)

@@ -69,6 +69,7 @@ def _sender(
             secret=c.secret.get_secret_value() if c.secret else None,
             slack_compatible=c.slack_compatible,
             timeout=c.timeout,
+            cluster_label=cluster_label,
         )
     ctx = tls_context
     if ctx is None and c.security != "none":

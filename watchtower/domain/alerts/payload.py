@@ -151,7 +151,9 @@ def title(payload: Mapping[str, Any], *, cluster_label: str | None = None) -> st
     return " ".join(text.split())
 
 
-def slack_payload(payload: Mapping[str, Any], *, max_alerts: int = 20) -> dict[str, Any]:
+def slack_payload(
+    payload: Mapping[str, Any], *, max_alerts: int = 20, cluster_label: str | None = None
+) -> dict[str, Any]:
     """Return a Slack-compatible body (text + attachments) for the same notification."""
     lines = []
     alerts = payload.get("alerts", [])
@@ -163,6 +165,12 @@ def slack_payload(payload: Mapping[str, Any], *, max_alerts: int = 20) -> dict[s
         lines.append(f"… and {len(alerts) - max_alerts} more")
     color = "danger" if payload.get("status") == "firing" else "good"
     return {
-        "text": title(payload),
-        "attachments": [{"color": color, "text": "\n".join(lines), "fallback": title(payload)}],
+        "text": title(payload, cluster_label=cluster_label),
+        "attachments": [
+            {
+                "color": color,
+                "text": "\n".join(lines),
+                "fallback": title(payload, cluster_label=cluster_label),
+            }
+        ],
     }
