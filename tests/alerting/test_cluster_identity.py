@@ -4,12 +4,14 @@ and the push into a real Alertmanager. An alert stored before the label existed 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from email import policy
 from email.parser import BytesParser
 
 import httpx
 import pytest
+import yaml
 from fastapi import FastAPI
 
 from tests.alerting.helpers import SECRET, T0, Clock, pending, settings, snapshot
@@ -21,9 +23,12 @@ from tests.alerting.test_push_to_real_alertmanager import Rig as PushRig
 from watchtower.adapters.senders import build_senders
 from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.routes.alerts import build_router
-from watchtower.config import ConfigError, settings_from_mapping
+from watchtower.bootstrap import build_container, named_cluster
+from watchtower.config import ConfigError, read_settings, settings_from_mapping
 from watchtower.domain.alerts.model import fingerprint
+from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
+from watchtower.runtime.config_reload import config_reloader
 from watchtower.services.alerting import DeliveryWorker, build_alerting
 
 
@@ -218,3 +223,22 @@ async def test_the_alerts_api_lists_the_cluster_label(tmp_path):
     # The API's fingerprint is the stored alert's identity, which leaves the cluster label out.
     without = {k: v for k, v in listed["labels"].items() if k != "cluster"}
     assert listed["fingerprint"] == fingerprint(without)
+
+
+async def test_a_reload_of_a_file_without_cluster_name_keeps_the_name_found_at_start(tmp_path):
+    path = tmp_path / "watchtower.yaml"
+    path.write_text(yaml.safe_dump({"alerting": {"resolved_retention": "1h"}}))
+    s = named_cluster(read_settings(path, env={})[0], "prod-eu-1", "the kubeconfig context's cluster")
+    store = SQLiteAlertStore(tmp_path / "alerts.db")
+    try:
+        c = build_container(
+            s, clock=Clock(), source_health=lambda: HEALTHY, source_name="test", alert_store=store
+        )
+        reloader = config_reloader(c, path)
+        path.write_text(yaml.safe_dump({"alerting": {"resolved_retention": "2h"}}))
+        done = await asyncio.to_thread(reloader.poll)
+    finally:
+        store.close()
+    assert done is not None and done.changes.live == ("alerting.resolved_retention",)
+    assert done.changes.restart == ()  # the unset name is no change
+    assert c.alerting is not None and c.alerting.evaluator.cluster == ("cluster", "prod-eu-1")
