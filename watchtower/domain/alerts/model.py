@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 from itertools import chain
@@ -56,9 +56,11 @@ class AlertCandidate(Labelled):
     unkeyed: str | None = None  # a label left out of the fingerprint (see `fingerprint`)
     # Computed once: the lifecycle, the dispatcher and the store all ask for it.
     fingerprint: str = field(init=False, compare=False, repr=False)
+    # Given by `with_cluster`, which knows it already: the labels but the unkeyed one are the original's.
+    known: InitVar[str | None] = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "fingerprint", fingerprint(self.labels, self.unkeyed))
+    def __post_init__(self, known: str | None) -> None:
+        object.__setattr__(self, "fingerprint", known or fingerprint(self.labels, self.unkeyed))
 
 
 class AlertState(StrEnum):
@@ -90,6 +92,8 @@ def with_cluster(candidates: Iterable[AlertCandidate], label: str, name: str | N
     if name is None:
         return list(candidates)
     return [
-        c if label in c.labels else AlertCandidate({**c.labels, label: name}, c.annotations, unkeyed=label)
+        c
+        if label in c.labels or c.unkeyed is not None
+        else AlertCandidate({**c.labels, label: name}, c.annotations, label, c.fingerprint)
         for c in candidates
     ]
