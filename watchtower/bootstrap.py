@@ -33,7 +33,6 @@ from watchtower.ports import (
     FairnessHistory,
     FairnessMetrics,
     Fence,
-    FleetReader,
     ObjectDecoder,
     ReportOutbox,
     ReportPresenter,
@@ -114,16 +113,6 @@ def fairness_queries(settings: Settings) -> FairnessQueries:
     cfg = settings.prometheus
     config = cfg.query_config(settings.teams.label) if cfg is not None else None
     return FairnessQueries(ExporterQueries(config), OwnQueries(settings.artefacts.job_selector))
-
-
-def named_cluster(settings: Settings, name: str, origin: str) -> Settings:
-    """Return the settings with `cluster.name` set to `name` (from `origin`) unless configured; the name
-    chosen and where it came from are logged once, here."""
-    if settings.cluster.name is not None:
-        log.info("cluster name %r, from cluster.name", settings.cluster.name)
-        return settings
-    log.info("cluster name %r, from %s (set cluster.name to choose)", name, origin)
-    return settings.model_copy(update={"cluster": settings.cluster.model_copy(update={"name": name})})
 
 
 def store_location(settings: Settings) -> StoreLocation:
@@ -320,6 +309,8 @@ def build_container(
         report_source = report_source or live_report_source(reports, clock)
     if not settings.fairness.enabled:
         report_source = None
+    from watchtower.adapters.fleet import HttpFleetReader  # here: importing the root alone loads no httpx
+
     return Container(
         settings=settings,
         clock=clock,
@@ -335,15 +326,9 @@ def build_container(
         report_presenter=report_presenter() if report_source is not None else None,
         leadership=leadership,
         fairness=reports,
-        fleet=fleet_reader(settings),
+        # The other clusters' Watchtowers, read at each visit of the fleet page.
+        fleet=HttpFleetReader(settings.fleet) if settings.fleet.clusters else None,
     )
-
-
-def fleet_reader(settings: Settings) -> FleetReader | None:
-    """Return the reader of the other clusters' Watchtowers (`fleet.clusters`), None without any."""
-    from watchtower.adapters.fleet import HttpFleetReader
-
-    return HttpFleetReader(settings.fleet) if settings.fleet.clusters else None
 
 
 def report_presenter() -> ReportPresenter:

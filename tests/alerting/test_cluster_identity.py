@@ -23,17 +23,18 @@ from tests.alerting.test_push_to_real_alertmanager import Rig as PushRig
 from watchtower.adapters.senders import build_senders
 from watchtower.adapters.store.sqlite import SQLiteAlertStore
 from watchtower.api.routes.alerts import build_router
-from watchtower.bootstrap import build_container, named_cluster
+from watchtower.bootstrap import build_container
 from watchtower.config import ConfigError, read_settings, settings_from_mapping
 from watchtower.domain.alerts.model import fingerprint
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
+from watchtower.runtime.cluster_name import named_cluster
 from watchtower.runtime.config_reload import config_reloader
 from watchtower.services.alerting import DeliveryWorker, build_alerting
 
 
 def named(s, name: str, label: str = "cluster"):
-    """The settings as the root leaves them once it has found the cluster's name (bootstrap.named_cluster);
+    """The settings as the root leaves them once it has found the cluster's name (runtime.cluster_name.named_cluster);
     set without validation, as a defaulted name from a kubeconfig is."""
     return s.model_copy(update={"cluster": s.cluster.model_copy(update={"name": name, "label": label})})
 

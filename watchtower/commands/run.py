@@ -15,7 +15,6 @@ from watchtower.bootstrap import (
     StartupError,
     build_container,
     leader_elector,
-    named_cluster,
     object_decoder,
     open_alert_store,
     open_history,
@@ -24,6 +23,7 @@ from watchtower.bootstrap import (
 from watchtower.config.model import Settings
 from watchtower.domain.health import SourceHealth
 from watchtower.ports import Clock, ClusterSource, Fence
+from watchtower.runtime.cluster_name import named_cluster
 from watchtower.runtime.logs import configure_logging
 from watchtower.runtime.serve import serve
 from watchtower.runtime.sockets import bind, reachable_at, served_url

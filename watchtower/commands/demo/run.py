@@ -55,8 +55,9 @@ async def run_demo(
 ) -> None:
     """Run the demo until cancelled (or, with `handle_signals`, SIGTERM/SIGINT); every part it started is
     stopped on the way out."""
-    from watchtower.bootstrap import build_container, named_cluster
+    from watchtower.bootstrap import build_container
     from watchtower.commands.demo.past_week import past_week_of
+    from watchtower.runtime.cluster_name import named_cluster
 
     base = base or Settings()
     stack = contextlib.AsyncExitStack()

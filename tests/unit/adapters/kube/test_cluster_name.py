@@ -9,8 +9,8 @@ import yaml
 from kubernetes import client as k8s
 
 from watchtower.adapters.kube.connection import _named, named_client
-from watchtower.bootstrap import named_cluster
 from watchtower.config.model import Settings
+from watchtower.runtime.cluster_name import named_cluster
 
 
 def _kubeconfig(path, current: str = "admin@prod") -> str:
