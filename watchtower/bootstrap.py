@@ -311,6 +311,8 @@ def build_container(
         report_source = report_source or live_report_source(reports, clock)
     if not settings.fairness.enabled:
         report_source = None
+    from watchtower.adapters.fleet import HttpFleetReader  # here: importing the root alone loads no httpx
+
     return Container(
         settings=settings,
         clock=clock,
@@ -328,6 +330,8 @@ def build_container(
         fairness=reports,
         replays=ReplayJobs(settings.replay),
         replay_presenter=replay_presenter(),
+        # The other clusters' Watchtowers, read at each visit of the fleet page.
+        fleet=HttpFleetReader(settings.fleet) if settings.fleet.clusters else None,
     )
 
 

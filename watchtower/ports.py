@@ -22,6 +22,7 @@ from watchtower.domain.fairness.mail import ReportMail
 from watchtower.domain.fairness.report import FairnessReport
 from watchtower.domain.fairness.usage import UsageFigures
 from watchtower.domain.fairness.week import IsoWeek
+from watchtower.domain.fleet import FleetRow
 from watchtower.domain.gpu_usage import Sample
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.leader import Leadership, LeaseRecord
@@ -105,6 +106,13 @@ class ObjectDecoder(Protocol):
 
 
 # ---- Prometheus -----------------------------------------------------------------------------------------
+
+
+class FleetReader(Protocol):
+    """The other clusters' Watchtowers, read at each visit of the fleet page; one row per cluster, in the
+    configured order, a cluster that did not answer in time named as missing."""
+
+    async def rows(self, tiers: Sequence[str]) -> list[FleetRow]: ...
 
 
 class PromReadError(Exception):

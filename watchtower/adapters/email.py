@@ -20,7 +20,7 @@ import aiosmtplib
 import jinja2
 
 from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outcome
-from watchtower.domain.alerts.payload import title
+from watchtower.domain.alerts.payload import cluster_of, title
 from watchtower.domain.fairness.mail import ReportMail, is_report
 from watchtower.domain.fairness.recipients import message_id, one_line, valid_address
 
@@ -48,12 +48,16 @@ def build_message(
     to: list[str],
     env: jinja2.Environment,
     at: float,
+    cluster_label: str | None = None,
 ) -> EmailMessage:
-    """Return the email for one notification; raise ValueError if a header would be unsafe."""
+    """Return the email for one notification; raise ValueError if a header would be unsafe.
+
+    The subject and the body name the cluster when every alert carries `cluster_label`."""
     p: Mapping[str, Any] = msg.payload
     alerts = list(p.get("alerts", []))
     ctx = {
-        "title": title(p),
+        "title": title(p, cluster_label=cluster_label),
+        "cluster": cluster_of(p, cluster_label),
         "firing": [a for a in alerts if a.get("status") == "firing"],
         "resolved": [a for a in alerts if a.get("status") != "firing"],
         "receiver": p.get("receiver", ""),
@@ -130,6 +134,7 @@ class EmailSender:
         deadline: float = 60.0,
         tls_context: ssl.SSLContext | None = None,
         env: jinja2.Environment | None = None,
+        cluster_label: str | None = None,
     ) -> None:
         self.host, self.port, self.sender, self.to = host, port, sender, list(to)
         self.security = security
@@ -137,13 +142,21 @@ class EmailSender:
         self.timeout, self.deadline = timeout, deadline
         self.tls_context = tls_context
         self.env = env or template_env()
+        self.cluster_label = cluster_label
 
     async def send(self, msg: OutboxMessage, *, now: float) -> DeliveryResult:
         try:
             if is_report(msg.payload):
                 em = build_report_message(msg, sender=self.sender, at=now)
             else:
-                em = build_message(msg, sender=self.sender, to=self.to, env=self.env, at=now)
+                em = build_message(
+                    msg,
+                    sender=self.sender,
+                    to=self.to,
+                    env=self.env,
+                    at=now,
+                    cluster_label=self.cluster_label,
+                )
         except (ValueError, jinja2.TemplateError) as e:
             return DeliveryResult(Outcome.REJECTED, f"cannot build the email: {e}")
         client = aiosmtplib.SMTP(

@@ -20,12 +20,16 @@ def build_senders(
     *,
     http: httpx.AsyncClient,
     tls_context: ssl.SSLContext | None = None,
+    cluster_label: str | None = None,
 ) -> dict[str, Sender]:
-    """Return integration id → its sender, from the configuration."""
+    """Return integration id → its sender, from the configuration; emails name the cluster the alerts'
+    `cluster_label` gives."""
     out: dict[str, Sender] = {}
     for r in cfg.receivers:
         for integration, c in r.channels():
-            out[str(integration)] = _sender(c, http=http, tls_context=tls_context)
+            out[str(integration)] = _sender(
+                c, http=http, tls_context=tls_context, cluster_label=cluster_label
+            )
     p = cfg.push
     for target, url in cfg.push_targets().items():
         # A message older than two resends has been restated by a later one.
@@ -52,7 +56,11 @@ def build_report_sender(
 
 
 def _sender(
-    c: EmailConfig | WebhookConfig, *, http: httpx.AsyncClient, tls_context: ssl.SSLContext | None
+    c: EmailConfig | WebhookConfig,
+    *,
+    http: httpx.AsyncClient,
+    tls_context: ssl.SSLContext | None,
+    cluster_label: str | None = None,
 ) -> Sender:
     if isinstance(c, WebhookConfig):
         return WebhookSender(
@@ -61,6 +69,7 @@ def _sender(
             secret=c.secret.get_secret_value() if c.secret else None,
             slack_compatible=c.slack_compatible,
             timeout=c.timeout,
+            cluster_label=cluster_label,
         )
     ctx = tls_context
     if ctx is None and c.security != "none":
@@ -79,4 +88,5 @@ def _sender(
         timeout=c.timeout,
         deadline=c.deadline,
         tls_context=ctx,
+        cluster_label=cluster_label,
     )

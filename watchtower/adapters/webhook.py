@@ -74,14 +74,21 @@ class WebhookSender:
         secret: str | None = None,
         slack_compatible: bool = False,
         timeout: float = 10.0,
+        cluster_label: str | None = None,
     ) -> None:
         self.url, self.client = url, client
         self.key = signing_key(secret) if secret else None
         self.slack = slack_compatible
         self.timeout = timeout
+        # A Slack body has no labels: its title names the cluster the alerts carry as this label.
+        self.cluster_label = cluster_label
 
     def request_parts(self, msg: OutboxMessage, *, now: float) -> tuple[bytes, dict[str, str]]:
-        body = orjson.dumps(slack_payload(msg.payload)) if self.slack else go_json(msg.payload)
+        body = (
+            orjson.dumps(slack_payload(msg.payload, cluster_label=self.cluster_label))
+            if self.slack
+            else go_json(msg.payload)
+        )
         ts = int(now)
         headers = {
             "content-type": "application/json",

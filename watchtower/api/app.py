@@ -10,6 +10,7 @@ from .container import Container
 from .routes import (
     fairness,
     fairness_page,
+    fleet,
     gpu,
     health,
     metrics,
@@ -44,6 +45,6 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
         app.include_router(r)
     for r in routers:
         app.include_router(r)
-    for r in (status_page.router, workload_page.router, runbooks.router, fairness_page.router):
+    for r in (status_page.router, workload_page.router, runbooks.router, fairness_page.router, fleet.router):
         app.include_router(r)
     return app

@@ -10,6 +10,7 @@ from watchtower.ports import (
     AlertStore,
     Clock,
     Fence,
+    FleetReader,
     MetricsExposition,
     ReplayPresenter,
     ReportPresenter,
@@ -47,3 +48,5 @@ class Container:
     # Policy replays (`POST /api/v1/replays`) and their page's presenter; None: this service runs none.
     replays: ReplayJobs | None = None
     replay_presenter: ReplayPresenter | None = None
+    # The other clusters' Watchtowers for the fleet page; None: no `fleet.clusters` (the page shows this one).
+    fleet: FleetReader | None = None

@@ -23,6 +23,7 @@ from watchtower.bootstrap import (
 from watchtower.config.model import Settings
 from watchtower.domain.health import SourceHealth
 from watchtower.ports import Clock, ClusterSource, Fence
+from watchtower.runtime.cluster_name import named_cluster
 from watchtower.runtime.logs import configure_logging
 from watchtower.runtime.serve import serve
 from watchtower.runtime.sockets import bind, reachable_at, served_url
@@ -59,6 +60,7 @@ def run_service(
         sim = demo_cluster(settings.simulator)
         # Simulated time drives waits and thresholds.
         source, clock, health = sim, sim, sim.feed_health
+        settings = named_cluster(settings, "demo", "the simulator")
     else:
         from watchtower.adapters.kube import KubeConfigError, KubeSource
 
@@ -76,6 +78,8 @@ def run_service(
         except KubeConfigError as e:
             raise StartupError(str(e)) from None
         source, health = kube, kube.feed_health
+        if kube.cluster_name is not None:
+            settings = named_cluster(settings, kube.cluster_name.name, kube.cluster_name.origin)
         from watchtower.adapters.kube.visibility import KueueVisibility
 
         visibility = KueueVisibility(kube.transport, decoder, clock=clock)

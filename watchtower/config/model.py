@@ -18,6 +18,7 @@ from .artefacts import ArtefactsConfig
 from .consistency import fairness_problems, order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
 from .fairness import FairnessConfig
+from .fleet import FleetConfig
 from .leader import LeaderElectionConfig
 from .prometheus import PrometheusConfig
 
@@ -176,8 +177,21 @@ class ClusterConfig(Section):
     # One limit for "the picture is stale": the source's `healthy`, /readyz and the status page all use it.
     stale_after: PositiveDuration = 120.0
     """The picture is stale after this long without news from the cluster: `/readyz`, the status page and the self-alert use it."""
+    name: str | None = Field(None, min_length=1, max_length=253)
+    """This cluster's name, carried by every alert as the label `cluster.label` and shown in notifications and on the fleet page; unset: the kubeconfig context's cluster name (outside a cluster), the in-cluster API server's host (in a pod), `demo` with the simulator. The name chosen and where it came from are logged at start."""
     label: str = Field("cluster", pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
     """Name of the label that tells clusters apart in a metrics engine over many clusters (each Prometheus's external label or the engine's); fleet-mode artefacts (`artefacts.fleet`) keep it."""
+
+    @field_validator("name")
+    @classmethod
+    def _one_printable_line(cls, v: str | None) -> str | None:
+        # The name goes into email subjects, labels and page titles: one visible line, nothing else.
+        if v is not None and (v != v.strip() or not v.isprintable()):
+            raise ValueError(
+                f"cluster.name {v!r} must be one line of printable characters with no leading or trailing"
+                " space (e.g. prod-eu-1)"
+            )
+        return v
 
 
 class ServerConfig(Section):
@@ -299,6 +313,8 @@ class Settings(Section):
     """Policy replays run by the service (`POST /api/v1/replays`, docs/replay.md)."""
     artefacts: ArtefactsConfig = ArtefactsConfig()
     """What `watchtower generate` writes beyond the tier policy: the selector of Watchtower's own series, the namespace and names of the Kubernetes-native forms."""
+    fleet: FleetConfig = FleetConfig()
+    """The fleet page (`/fleet`): the other clusters' Watchtowers, read from their JSON API at each visit."""
 
     @model_validator(mode="after")
     def _distinct(self) -> Settings:

@@ -29,6 +29,15 @@ def config_reloader(
     loop = asyncio.get_running_loop()
     alerting = container.alerting
     url = container.settings.server.external_url
+    # The name found at start stands in for an unset `cluster.name`, as the URL had does for `external_url`:
+    # the file leaving it unset is no change.
+    name = container.settings.cluster.name
+
+    def prepare(s: Settings) -> Settings:
+        s = reachable_at(s, url)
+        if s.cluster.name is None and name is not None:
+            s = s.model_copy(update={"cluster": s.cluster.model_copy(update={"name": name})})
+        return s
 
     async def take(new: Settings) -> None:
         if alerting is not None:
@@ -47,5 +56,5 @@ def config_reloader(
         apply=apply,
         on_problems=alerting.config_invalid if alerting is not None else (lambda _p: None),
         metrics=metrics if isinstance(metrics, WatchtowerMetrics) else None,
-        prepare=lambda s: reachable_at(s, url),
+        prepare=prepare,
     )

@@ -45,7 +45,7 @@ def wire_delivery(container: Container, scheduler: Any, http: httpx.AsyncClient)
     alerting, store = container.alerting, container.alert_store
     if alerting is None or store is None:
         return None
-    senders = build_senders(settings.alerting, http=http)
+    senders = build_senders(settings.alerting, http=http, cluster_label=settings.cluster.label)
     fairness = settings.fairness
     report_sender = (
         build_report_sender(settings.alerting, receiver=fairness.smtp_receiver, http=http)

@@ -99,7 +99,7 @@ async def serve(
             worker=worker,
             # A reload keeps the weekly report's sender beside the alert senders it rebuilds.
             senders=lambda cfg: {
-                **build_senders(cfg, http=http),
+                **build_senders(cfg, http=http, cluster_label=container.settings.cluster.label),
                 **({REPORT_INTEGRATION: report_sender} if report_sender is not None else {}),
             },
         )

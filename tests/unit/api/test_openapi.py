@@ -72,6 +72,9 @@ TABLES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("api.md", "`GET /api/v1/gpu/idle`"): ("IdleGpuReport", None),
     ("api.md", "idle workload"): ("IdleWorkload", None),
     ("api.md", "idle while waiting"): ("IdleWhileWaiting", "IdleWorkload"),
+    ("api.md", "`GET /api/v1/fleet`"): ("Fleet", None),
+    ("api.md", "fleet cluster"): ("FleetCluster", None),
+    ("api.md", "fleet tier"): ("FleetTier", None),
     ("api.md", "`GET /api/v1/alerts`"): ("Alert", None),
     ("api.md", "`GET /api/v1/silences`"): ("Silence", None),
     ("api.md", "`POST /api/v1/silences`"): ("CreatedSilence", "Silence"),
@@ -320,6 +323,7 @@ async def test_openapi_has_a_described_property_for_every_documented_field(full:
     assert answers("/api/v1/preemptions") == {"Preemptions"}
     assert answers("/api/v1/alerts") == {"Alert"}
     assert answers("/api/v1/gpu/idle") == {"IdleGpuReport"}
+    assert answers("/api/v1/fleet") == {"Fleet"}
     assert answers("/api/v1/reports/fairness") == {"FairnessReport"}
     assert answers("/api/v1/replays", "post", "202") == {"ReplayAccepted"}
     assert answers("/api/v1/replays/{replay_id}") == {"ReplayStatus"}
@@ -388,6 +392,7 @@ async def test_every_get_route_answers_with_what_openapi_json_declares(full: htt
         "/api/v1/reports/fairness?team=vision",
         f"/api/v1/replays/{replay_id}",  # done: its result
         f"/api/v1/replays/{failed_id}",  # failed: a trace row
+        "/api/v1/fleet",
     ]
     bodies = {}
     for url in gets:

@@ -89,8 +89,37 @@ def _from_files(cfg: k8s.Configuration, files: str, context: str | None, origin:
         raise KubeConfigError(f"{origin} cannot be used: {_one_line(e)}") from None
 
 
-def _load(cfg: k8s.Configuration, kubeconfig: str | None, context: str | None) -> str:
-    """Fill `cfg` the way kubectl finds its cluster; return where the configuration came from.
+def _context_cluster(files: str, context: str | None) -> str | None:
+    """Return the cluster name of `context` (else the current context) in `files`, if it names one."""
+    try:
+        contexts, active = k8s_config.list_kube_config_contexts(files)  # type: ignore[no-untyped-call]
+        chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
+        name = ((chosen or {}).get("context") or {}).get("cluster")
+    except Exception:  # loaded already: a file odd enough to fail here just gives no name
+        return None
+    return str(name) if name else None
+
+
+@dataclass(frozen=True)
+class ClusterName:
+    """The cluster's name as its configuration gives it, and where that came from (said in the log)."""
+
+    name: str
+    origin: str
+
+
+def _named(cfg: k8s.Configuration, files: str | None, context: str | None, origin: str) -> ClusterName:
+    if files is not None:
+        name = _context_cluster(files, context)
+        if name:
+            return ClusterName(name, f"the kubeconfig context's cluster ({origin})")
+    host = urllib3.util.parse_url(cfg.host or "").host or "kubernetes"
+    return ClusterName(host, f"the API server's host ({origin})")
+
+
+def _load(cfg: k8s.Configuration, kubeconfig: str | None, context: str | None) -> tuple[str, str | None]:
+    """Fill `cfg` the way kubectl finds its cluster; return where the configuration came from, and the
+    kubeconfig files read (None: the pod's service account).
 
     Order: `cluster.kubeconfig`, then `$KUBECONFIG` (its files merged; it replaces ~/.kube/config, as for
     kubectl), then ~/.kube/config, then the pod's service account. A file that exists but is broken is an
@@ -105,7 +134,7 @@ def _load(cfg: k8s.Configuration, kubeconfig: str | None, context: str | None) -
             )
         origin = f"kubeconfig {path} (cluster.kubeconfig)"
         _from_files(cfg, path, context, origin)
-        return origin
+        return origin, path
     tried = ["cluster.kubeconfig (not set)"]
     listed = os.environ.get("KUBECONFIG", "")
     if listed:
@@ -115,7 +144,7 @@ def _load(cfg: k8s.Configuration, kubeconfig: str | None, context: str | None) -
         if found:
             origin = f"kubeconfig {os.pathsep.join(found)} (KUBECONFIG)"
             _from_files(cfg, os.pathsep.join(found), context, origin)
-            return origin
+            return origin, os.pathsep.join(found)
         tried.append(f"KUBECONFIG={listed} (no such file; ~/.kube/config is not read while it is set)")
     else:
         tried.append("KUBECONFIG (not set)")
@@ -123,7 +152,7 @@ def _load(cfg: k8s.Configuration, kubeconfig: str | None, context: str | None) -
         if os.path.exists(default):
             origin = f"kubeconfig {default}"
             _from_files(cfg, default, context, origin)
-            return origin
+            return origin, default
         tried.append(f"{default} (no such file)")
     if not os.environ.get("KUBERNETES_SERVICE_HOST"):
         tried.append("in-cluster service account (KUBERNETES_SERVICE_HOST not set: not in a pod)")
@@ -132,7 +161,7 @@ def _load(cfg: k8s.Configuration, kubeconfig: str | None, context: str | None) -
     else:
         try:
             k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-            return f"the pod's service account ({SERVICE_ACCOUNT})"
+            return f"the pod's service account ({SERVICE_ACCOUNT})", None
         except ConfigException as e:
             tried.append(f"in-cluster service account ({SERVICE_ACCOUNT}: {_one_line(e)})")
     raise KubeConfigError(f"no Kubernetes API server to watch: tried {', '.join(tried)}; {FIX}")
@@ -143,15 +172,23 @@ def api_client(*, kubeconfig: str | None, context: str | None, pool_size: int = 
 
     Raises KubeConfigError, one line long, when no configuration is found or the one found is broken.
     """
+    return named_client(kubeconfig=kubeconfig, context=context, pool_size=pool_size)[0]
+
+
+def named_client(
+    *, kubeconfig: str | None, context: str | None, pool_size: int = 16
+) -> tuple[k8s.ApiClient, ClusterName]:
+    """Return `api_client`'s client and the cluster's name: the kubeconfig context's cluster, else (in a
+    pod) the API server's host."""
     cfg = k8s.Configuration()
-    origin = _load(cfg, kubeconfig, context)
+    origin, files = _load(cfg, kubeconfig, context)
     log.info("Kubernetes API server %s, from %s", cfg.host, origin)
     # The sources retry with back-off and report each outage once; urllib3's own retries would add three
     # warnings per attempt and triple the time an attempt takes to fail.
     cfg.retries = False
     # One long-lived watch connection per kind plus the lists: the default pool would make them queue.
     cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, pool_size)
-    return k8s.ApiClient(cfg)
+    return k8s.ApiClient(cfg), _named(cfg, files, context, origin)
 
 
 @dataclass

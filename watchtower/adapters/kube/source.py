@@ -21,7 +21,7 @@ from watchtower.domain.timefmt import format_duration
 from watchtower.ports import Clock, ListSink, ObjectSink
 
 from .backoff import Backoff
-from .connection import ApiStatus, Query, Transport, api_client, status_error
+from .connection import ApiStatus, ClusterName, Query, Transport, named_client, status_error
 from .decoder import DecodeError, ObjectDecoder
 from .health import KindHealth, source_health, summary
 from .lines import LineSplitter
@@ -70,6 +70,8 @@ class KubeSource:
         # another (Workload is v1alpha1 on 1.35, v1alpha2 on 1.36).
         self._served = {r.kind: r.path for r in resources}
         self._started = self.clock.now()
+        # The cluster's name from its configuration, when `connect` made this source.
+        self.cluster_name: ClusterName | None = None
 
     @classmethod
     def connect(
@@ -79,8 +81,10 @@ class KubeSource:
 
         Raises KubeConfigError when there is none or its configuration is broken.
         """
-        client = api_client(kubeconfig=kubeconfig, context=context, pool_size=len(RESOURCES) * 2 + 4)
-        return cls(Transport(client), decoder, **options)  # type: ignore[arg-type]
+        client, name = named_client(kubeconfig=kubeconfig, context=context, pool_size=len(RESOURCES) * 2 + 4)
+        source = cls(Transport(client), decoder, **options)  # type: ignore[arg-type]
+        source.cluster_name = name
+        return source
 
     # ---- the port ----------------------------------------------------------------------------------
 

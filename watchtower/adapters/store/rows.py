@@ -49,7 +49,7 @@ def message(r: Sequence[Any]) -> OutboxMessage:
 
 
 def alert_body(a: TrackedAlert) -> dict[str, Any]:
-    return {
+    body: dict[str, Any] = {
         "fingerprint": a.fingerprint,
         "labels": dict(a.labels),
         "annotations": dict(a.annotations),
@@ -59,6 +59,9 @@ def alert_body(a: TrackedAlert) -> dict[str, Any]:
         "fired_at": a.fired_at,
         "resolved_at": a.resolved_at,
     }
+    if a.unkeyed is not None:  # absent otherwise: rows stay as older versions wrote and read them
+        body["unkeyed"] = a.unkeyed
+    return body
 
 
 def alert(d: Mapping[str, Any]) -> TrackedAlert:
@@ -71,6 +74,7 @@ def alert(d: Mapping[str, Any]) -> TrackedAlert:
         d["last_seen"],
         d.get("fired_at"),
         d.get("resolved_at"),
+        d.get("unkeyed"),
     )
 
 

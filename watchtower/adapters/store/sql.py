@@ -206,10 +206,10 @@ class SqlAlertStore:
             out = [alert(orjson.loads(b)) for (b,) in db.execute(self._sql.alerts).fetchall()]
             # Rows written before the fingerprint became Alertmanager's (FNV-1a of the labels) are keyed
             # again, so an alert firing across the upgrade stays one alert.
-            stale = [a for a in out if a.fingerprint != fingerprint(a.labels)]
+            stale = [a for a in out if a.fingerprint != fingerprint(a.labels, a.unkeyed)]
             if not stale:
                 return out
-            fresh = [replace(a, fingerprint=fingerprint(a.labels)) for a in stale]
+            fresh = [replace(a, fingerprint=fingerprint(a.labels, a.unkeyed)) for a in stale]
             with self._transaction(db) as tx:
                 cur = tx.cursor()
                 cur.executemany(self._sql.delete_alert, [(a.fingerprint,) for a in stale])

@@ -74,6 +74,7 @@ async def status_page(request: Request, container: ContainerDep) -> HTMLResponse
         gpu_context(container.gpu.report() if container.gpu is not None else None, wall_now=time.time())
     )
     ctx["links"] = sorted(container.links.items())
+    ctx["fleet"] = bool(container.settings.fleet.clusters)
     # The newest complete ISO week: the one the weekly email is about.
     ctx["fairness_week"] = (
         str(last_complete_week(now, container.settings.fairness.timezone))

@@ -12,7 +12,7 @@ class Alert(Body):
     """An alert Watchtower's rules raised: pending, firing, or recently resolved."""
 
     fingerprint: str
-    """stable hash of the labels"""
+    """stable hash of the labels, the cluster label left out (the alert's identity)"""
     state: AlertState
     """`pending` (active, not yet for its `for` duration), `firing`, `resolved`"""
     labels: dict[str, str]

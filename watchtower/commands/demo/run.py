@@ -57,6 +57,7 @@ async def run_demo(
     stopped on the way out."""
     from watchtower.bootstrap import build_container
     from watchtower.commands.demo.past_week import past_week_of
+    from watchtower.runtime.cluster_name import named_cluster
 
     base = base or Settings()
     stack = contextlib.AsyncExitStack()
@@ -74,6 +75,7 @@ async def run_demo(
             prometheus_url=prom.url if prom is not None else None,
             api_token=started.token,
         )
+        settings = named_cluster(settings, "demo", "the simulator")
         store, history = open_stores(settings, started.workdir, stack)
         links = {"mail and webhook sinks (JSON)": started.webhooks.url}
         if prom is not None:

@@ -47,14 +47,16 @@ def advance(
             continue
         seen.add(fp)
         old = tracked.get(fp)
+        # The candidate's labels even for an alert going on: one fingerprint is one label set but for the
+        # unkeyed cluster label, which an alert stored before it existed gains here.
+        labels = c.labels
         if old is None or old.state is AlertState.RESOLVED:
-            labels = c.labels
             state, active_at, fired_at = AlertState.PENDING, now, None
         else:
-            labels, state, active_at, fired_at = old.labels, old.state, old.active_at, old.fired_at
+            state, active_at, fired_at = old.state, old.active_at, old.fired_at
         if state is AlertState.PENDING and now - active_at >= policy.for_of(c.alertname):
             state, fired_at = AlertState.FIRING, now
-        new = TrackedAlert(fp, labels, c.annotations, state, active_at, now, fired_at)
+        new = TrackedAlert(fp, labels, c.annotations, state, active_at, now, fired_at, unkeyed=c.unkeyed)
         out[fp] = new
         if old is None or old.state is not new.state:
             changes.append(Transition(new, old.state if old is not None else None))

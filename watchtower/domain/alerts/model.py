@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import InitVar, dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 from itertools import chain
@@ -14,9 +14,14 @@ from . import gotext
 WORKLOAD_LABELS = ("namespace", "team", "workload", "kind", "tier", "priority_class", "gpus")
 
 
-def fingerprint(labels: Mapping[str, str]) -> str:
+def fingerprint(labels: Mapping[str, str], unkeyed: str | None = None) -> str:
     """Return the alert's identity as Alertmanager computes it: the label set's FNV-1a 64 fingerprint
-    (prometheus/common `LabelSet.Fingerprint()`), 16 hex digits, so an alert is the same alert in both."""
+    (prometheus/common `LabelSet.Fingerprint()`), 16 hex digits, so an alert is the same alert in both.
+
+    `unkeyed` names a label left out of the identity: the cluster label, the same on every alert of one
+    replica, added after alerts were first stored; keyed, it would make every stored alert a new one."""
+    if unkeyed is not None and unkeyed in labels:
+        labels = {k: v for k, v in labels.items() if k != unkeyed}
     return _fingerprint_of(tuple(chain.from_iterable(labels.items())))
 
 
@@ -48,11 +53,14 @@ class AlertCandidate(Labelled):
 
     labels: Mapping[str, str]
     annotations: Mapping[str, str] = field(default_factory=dict)
+    unkeyed: str | None = None  # a label left out of the fingerprint (see `fingerprint`)
     # Computed once: the lifecycle, the dispatcher and the store all ask for it.
     fingerprint: str = field(init=False, compare=False, repr=False)
+    # Given by `with_cluster`, which knows it already: the labels but the unkeyed one are the original's.
+    known: InitVar[str | None] = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "fingerprint", fingerprint(self.labels))
+    def __post_init__(self, known: str | None) -> None:
+        object.__setattr__(self, "fingerprint", known or fingerprint(self.labels, self.unkeyed))
 
 
 class AlertState(StrEnum):
@@ -73,3 +81,19 @@ class TrackedAlert(Labelled):
     last_seen: float  # last evaluation that found it active
     fired_at: float | None = None
     resolved_at: float | None = None
+    unkeyed: str | None = None  # the label its fingerprint leaves out, as its candidate's
+
+
+def with_cluster(candidates: Iterable[AlertCandidate], label: str, name: str | None) -> list[AlertCandidate]:
+    """Return the candidates carrying `label: name`, the cluster they were raised in, outside their identity.
+
+    A rule that already sets a label of that name keeps its own value (and its identity), and without a
+    name the candidates are returned as they are."""
+    if name is None:
+        return list(candidates)
+    return [
+        c
+        if label in c.labels or c.unkeyed is not None
+        else AlertCandidate({**c.labels, label: name}, c.annotations, label, c.fingerprint)
+        for c in candidates
+    ]

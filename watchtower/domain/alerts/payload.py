@@ -8,8 +8,9 @@ from typing import Any
 
 from .. import timefmt
 from ..fairness.mail import is_report
+from ..fairness.recipients import one_line
 from .gotext import ZERO_TIME, quote_meta, rfc3339nano
-from .model import AlertState, TrackedAlert
+from .model import AlertState, TrackedAlert, fingerprint
 from .rules.base import workload_path
 
 
@@ -77,7 +78,9 @@ def alert_dict(a: TrackedAlert, *, external_url: str = "") -> dict[str, Any]:
         "startsAt": rfc3339nano(a.fired_at if a.fired_at is not None else a.active_at),
         "endsAt": rfc3339nano(a.resolved_at) if resolved else ZERO_TIME,
         "generatorURL": generator_url(a.labels, external_url),
-        "fingerprint": a.fingerprint,
+        # Alertmanager's fingerprint of the labels sent, the cluster label included: an alert pushed to it
+        # and the same alert in this body are one alert.
+        "fingerprint": a.fingerprint if a.unkeyed is None else fingerprint(a.labels),
     }
 
 
@@ -121,9 +124,17 @@ def counts(payload: Mapping[str, Any]) -> tuple[int, int]:
     return f, len(alerts) - f
 
 
-def title(payload: Mapping[str, Any]) -> str:
+def cluster_of(payload: Mapping[str, Any], label: str | None) -> str:
+    """Return the cluster all the payload's alerts carry as `label`, on one line; "" when they do not."""
+    if not label:
+        return ""
+    return one_line(str(payload.get("commonLabels", {}).get(label, "")))
+
+
+def title(payload: Mapping[str, Any], *, cluster_label: str | None = None) -> str:
     """Return the one-line title: `[FIRING:n] <rule> <namespace>` (or RESOLVED), as an email subject; a
-    weekly report's subject for a report in the outbox."""
+    weekly report's subject for a report in the outbox. With `cluster_label`, ` (<cluster>)` follows when the
+    alerts carry it."""
     if is_report(payload):
         return " ".join(str(payload.get("subject", "")).split())
     f, r = counts(payload)
@@ -133,11 +144,16 @@ def title(payload: Mapping[str, Any]) -> str:
     ns = common.get("namespace") or groups.get("namespace") or ""
     head = f"[FIRING:{f}]" if f else f"[RESOLVED:{r}]"
     text = f"{head} {rule} {ns}".strip()
+    cluster = cluster_of(payload, cluster_label)
+    if cluster:
+        text = f"{text} ({cluster})"
     # A title is one line whatever the labels hold.
     return " ".join(text.split())
 
 
-def slack_payload(payload: Mapping[str, Any], *, max_alerts: int = 20) -> dict[str, Any]:
+def slack_payload(
+    payload: Mapping[str, Any], *, max_alerts: int = 20, cluster_label: str | None = None
+) -> dict[str, Any]:
     """Return a Slack-compatible body (text + attachments) for the same notification."""
     lines = []
     alerts = payload.get("alerts", [])
@@ -149,6 +165,12 @@ def slack_payload(payload: Mapping[str, Any], *, max_alerts: int = 20) -> dict[s
         lines.append(f"… and {len(alerts) - max_alerts} more")
     color = "danger" if payload.get("status") == "firing" else "good"
     return {
-        "text": title(payload),
-        "attachments": [{"color": color, "text": "\n".join(lines), "fallback": title(payload)}],
+        "text": title(payload, cluster_label=cluster_label),
+        "attachments": [
+            {
+                "color": color,
+                "text": "\n".join(lines),
+                "fallback": title(payload, cluster_label=cluster_label),
+            }
+        ],
     }

@@ -38,9 +38,15 @@ class PushPolicy:
         return 4 * max(self.resend_interval, self.evaluation_interval)
 
 
-def pushed_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Return (the labels Alertmanager gets, the other labels, which travel as annotations)."""
+def pushed_labels(
+    labels: Mapping[str, str], cluster: str | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Return (the labels Alertmanager gets, the other labels, which travel as annotations); `cluster` names
+    the cluster label (an alert's `unkeyed` one), which Alertmanager gets too: it tells apart the same alert
+    pushed by two clusters."""
     keep = {k: labels[k] for k in PUSH_LABELS if k in labels}
+    if cluster is not None and cluster in labels:
+        keep[cluster] = labels[cluster]
     rest = {k: v for k, v in labels.items() if k not in keep}
     return keep, rest
 
@@ -70,7 +76,7 @@ def due(
 def postable(a: TrackedAlert, *, policy: PushPolicy, external_url: str) -> dict[str, Any]:
     """Return the alert as `POST /api/v2/alerts` takes it. A firing alert carries `validFor` instead of
     `endsAt`: the sender sets `endsAt` from the moment the request actually leaves."""
-    labels, rest = pushed_labels(a.labels)
+    labels, rest = pushed_labels(a.labels, a.unkeyed)
     annotations = {**rest, **a.annotations}
     doc: dict[str, Any] = {
         "labels": labels,

@@ -18,7 +18,7 @@ from watchtower.config.model import Settings
 from watchtower.domain.alerts.dispatch import Dispatcher, Filing
 from watchtower.domain.alerts.holders import gpu_holders
 from watchtower.domain.alerts.lifecycle import advance
-from watchtower.domain.alerts.model import AlertState, TrackedAlert
+from watchtower.domain.alerts.model import AlertState, TrackedAlert, with_cluster
 from watchtower.domain.alerts.rules import RuleInput, RuleSettings, WatchHealth, evaluate_rules
 from watchtower.domain.estimate import TierWaits
 from watchtower.domain.health import SourceHealth
@@ -100,6 +100,8 @@ class AlertEvaluator:
         cfg = settings.alerting
         self.tiers = settings.tier_policy()
         self.rule_settings = rule_settings(settings)
+        # Unset until the root has found the cluster's name (`cluster.name` or its default).
+        self.cluster = (settings.cluster.label, settings.cluster.name)
         self.lifecycle = cfg.rules.lifecycle(cfg.resolved_retention)
         self.store = store
         self.metrics = metrics
@@ -158,7 +160,8 @@ class AlertEvaluator:
         """Off the loop: the rules, the lifecycle, the store write, and where each alert goes; what is
         left for the loop is to swap the alerts in and file them (`_apply`)."""
         inp = self._rule_input(tick, health)
-        after, changes = advance(before, evaluate_rules(inp), now=inp.now, policy=self.lifecycle)
+        found = with_cluster(evaluate_rules(inp), *self.cluster)
+        after, changes = advance(before, found, now=inp.now, policy=self.lifecycle)
         gone = [fp for fp in before if fp not in after]
         self.store.save_alerts(
             [a for a in after.values() if self._worth_saving(before.get(a.fingerprint), a)], gone
