@@ -6,10 +6,11 @@ module has `controller(store, created) -> FormController`; a registered form wit
 simulated. The core (cluster.py, controllers.py, lifecycle.py, binding.py) calls every form's hooks in the
 registry's order and holds no form's controller: adding one edits none of it.
 
-When they run: at the start `linked` (every form's controller made), `add_nodes`, `furnish`, `standing`; on a submission `submitted`, `build` and
-`shape` (its controller object), `created`; each tick `gone` (a workload over), `admits`, `pod` and
-`refuses` (each pod a controller makes), `reconcile`, `session` (after kube-scheduler's cycle) with
-`bound` for each pod bound, `pods_changed`, `settle`; `objects` for a LIST; `room` when asked.
+When they run: at the start `linked` (every form's controller made), `add_nodes`, `furnish`, `standing`;
+on a submission `submitted`, `build` and `shape` (its controller object), `created`; each tick `gone` (a
+workload over), `admits`, `pod` and `refuses` (each pod a controller makes), `reconcile`, `session` (after
+kube-scheduler's cycle) with `bound` for each pod bound, `pods_changed`, `settle`; `objects` for a LIST;
+`room` when asked.
 
 What the core still knows of particular forms, as kube-scheduler and the API server do: a pod's DRA
 claims (pod_json.py, the scheduler's DynamicResources filter in scheduler.py and binding.py), the upstream
@@ -63,9 +64,8 @@ class PodDraft:
     group: str = ""  # the PodGroup it names in spec.schedulingGroup.podGroupName
     scheduler: str = ""  # spec.schedulerName when not kube-scheduler's
     annotations: dict[str, str] | None = None
-    gates: tuple[
-        str, ...
-    ] = ()  # spec.schedulingGates a webhook adds at creation (the API server's only chance)
+    # spec.schedulingGates a webhook adds: the API server takes gates only at a pod's creation
+    gates: tuple[str, ...] = ()
 
 
 class FormController:
