@@ -98,7 +98,8 @@ class KubeScheduler:
                 made.append(s)
             return made[0]
 
-        # A pod whose claim is not made yet is held in PreEnqueue (DynamicResources): no attempt, no word.
+        # A pod whose claim is not made yet is held in PreEnqueue (DynamicResources): no attempt, no word;
+        # so is a pod with a scheduling gate (SchedulingGates), until an update removes its last.
         # The properties spelled out (terminating, terminal): this runs over every pod every 10 simulated s.
         pending = [
             p
@@ -107,6 +108,7 @@ class KubeScheduler:
             and p.deletion is None
             and p.phase not in ("Succeeded", "Failed")
             and not p.scheduler
+            and not p.gates
             and (p.claim is not None or not p.dra_gpus)
         ]
         gen = self.store.generation

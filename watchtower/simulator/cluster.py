@@ -80,6 +80,8 @@ class SimulatedCluster:
         self.store = store = Store(cfg, start if start is not None else DEFAULT_START)
         created = store.now() - 90 * 86400
         self.forms = form_controllers(store, created)  # in the registry's order, which their hooks run in
+        for f in self.forms:
+            f.linked(self.forms)
         self._served = {kind: f for f in self.forms for kind in f.kinds}
         self.log = EventLog(store)
         self.scheduler = KubeScheduler(store, self.log, self.forms)

@@ -181,7 +181,10 @@ def _create_pod(
         group=draft.group,
         scheduler=draft.scheduler,
         annotations=draft.annotations,
+        gates=draft.gates,
     )
+    if p.gates:  # written by the API server on a pod created with gates
+        p.sched_cond = obj.scheduling_gated(t)
     store.pods[p.uid] = p
     w.slots[tpl.name] = p
     w.backoff = 10.0

@@ -6,21 +6,28 @@ module has `controller(store, created) -> FormController`; a registered form wit
 simulated. The core (cluster.py, controllers.py, lifecycle.py, binding.py) calls every form's hooks in the
 registry's order and holds no form's controller: adding one edits none of it.
 
-When they run: at the start `add_nodes`, `furnish`, `standing`; on a submission `submitted`, `build` and
-`shape` (its controller object), `created`; each tick `gone` (a workload over), `admits`, `pod` and
-`refuses` (each pod a controller makes), `reconcile`, `session` (after kube-scheduler's cycle) with
-`bound` for each pod bound, `pods_changed`, `settle`; `objects` for a LIST; `room` when asked.
+When they run: at the start `linked` (every form's controller made), `add_nodes`, `furnish`, `standing`;
+on a submission `submitted`, `build` and `shape` (its controller object), `created`; each tick `gone` (a
+workload over), `admits`, `pod` and `refuses` (each pod a controller makes), `reconcile`, `session` (after
+kube-scheduler's cycle) with `bound` for each pod bound, `pods_changed`, `settle`; `objects` for a LIST;
+`room` when asked.
 
 What the core still knows of particular forms, as kube-scheduler and the API server do: a pod's DRA
 claims (pod_json.py, the scheduler's DynamicResources filter in scheduler.py and binding.py), the upstream
 gang's all-or-nothing placing (binding.py, kube-scheduler's GangScheduling plugin), the controller kinds
 (pods.py CONTROLLER) and the submission's fields for each form (workloads.py WorkloadSpec).
+
+What the core knows of scheduling gates, as the API server and kube-scheduler do: a form's `pod` hook may
+give a pod gates (`PodDraft.gates`, only at creation: the API server refuses gates added later); the pod is
+created with `PodScheduled=False` reason `SchedulingGated` (pod_json.py renders `spec.schedulingGates`);
+kube-scheduler (binding.py) and Volcano's stand-in skip a pod while it has any gate; `Store.ungate`, an
+update of the pod, removes gates, and the next cycle schedules it. Who removes which gate is the forms'.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -57,6 +64,8 @@ class PodDraft:
     group: str = ""  # the PodGroup it names in spec.schedulingGroup.podGroupName
     scheduler: str = ""  # spec.schedulerName when not kube-scheduler's
     annotations: dict[str, str] | None = None
+    # spec.schedulingGates a webhook adds: the API server takes gates only at a pod's creation
+    gates: tuple[str, ...] = ()
 
 
 class FormController:
@@ -69,6 +78,10 @@ class FormController:
     def objects(self, kind: str) -> list[dict[str, Any]]:
         """Return the form's objects of `kind`, as the API server lists them."""
         return []
+
+    def linked(self, forms: Sequence[FormController]) -> None:
+        """Meet the other forms' controllers, once all are made: a form that acts on another's objects (the
+        gated form ungating what Kueue admitted) keeps the one it needs."""
 
     def add_nodes(self, store: Store, created: float) -> None:
         """Add the nodes the form brings to `store.nodes` (after the cluster's own)."""

@@ -45,6 +45,8 @@ def render(p: SimPod, host_ip: str) -> bytes:
         body["spec"]["schedulingGroup"] = {"podGroupName": p.group}
     if p.scheduler:
         body["spec"]["schedulerName"] = p.scheduler
+    if p.gates:
+        body["spec"]["schedulingGates"] = [{"name": g} for g in p.gates]
     if p.annotations:
         body["metadata"]["annotations"] = {**body["metadata"].get("annotations", {}), **p.annotations}
     st = body["status"]

@@ -71,6 +71,7 @@ class SimPod:
     scheduler: str = ""  # spec.schedulerName when not kube-scheduler's (a Volcano PaddleJob's: "volcano")
     annotations: dict[str, str] | None = None
     claim: dict[str, Any] | None = None  # the ResourceClaim made from its workload's template (DRA)
+    gates: tuple[str, ...] = ()  # spec.schedulingGates: kube-scheduler leaves it alone until none is left
 
     def __post_init__(self) -> None:
         self.cpu_millis = int(self.template.cpu) * 1000

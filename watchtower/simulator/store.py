@@ -99,6 +99,13 @@ class Store:
         p.gone_at = t + min(actual, p.grace)
         self.emit_pod(p, "MODIFIED")
 
+    def ungate(self, p: SimPod, gate: str) -> None:
+        """Remove a scheduling gate from a pod (an update of it: the API server keeps its SchedulingGated
+        condition until the scheduler writes another); without gates it is scheduled on the next cycle."""
+        if gate in p.gates:
+            p.gates = tuple(g for g in p.gates if g != gate)
+            self.emit_pod(p, "MODIFIED")
+
     def drain(self) -> list[tuple[str, str, bytes]]:
         """Return and forget the changes made since the last drain: (kind, ADDED|MODIFIED|DELETED, JSON)."""
         out, self._out = self._out, []

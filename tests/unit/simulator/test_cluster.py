@@ -265,12 +265,13 @@ def test_every_scheduler_message_follows_the_real_grammar():
     w.step(2 * 3600)
     # kube-scheduler's grammar and Volcano's (the story's PaddleJob): both are read.
     messages = {o["message"] for o in w.events("FailedScheduling")}
+    # A gated pod's SchedulingGated condition is the API server's, not a scheduler's: not in its grammar.
     messages |= {
         c["message"]
         for k, _, o in w.changes
         if k == "Pod"
         for c in o["status"].get("conditions", ())
-        if c["type"] == "PodScheduled" and c["status"] == "False"
+        if c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") != "SchedulingGated"
     }
     assert len(messages) >= 3
     assert any("pod group is not ready" in m for m in messages)  # Volcano's pods and events are among them

@@ -47,6 +47,12 @@ KUEUE_JOBS = (
     ("kueue-train-b", "kueue-low", "online-serving", 1.0, 30),
 )
 KUEUE_URGENT = ("kueue-urgent", "kueue-high", "urgent-debug", 12.0, 15)
+# Gated work (the gated form): a Kueue plain-pod group behind the Kueue jobs, its pods gated until Kueue
+# admits its Workload; and bare pods in the Volcano queue behind its PaddleJob, gated until the queue has room.
+KUEUE_POD_GROUP_AT = KUEUE_AT + 2 * MINUTE
+KUEUE_POD_GROUP = "kueue-pods"
+VOLCANO_GATED_AT = VOLCANO_AT + 1 * MINUTE
+VOLCANO_GATED = "vision-pods"
 CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incident being debugged
 SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
@@ -176,12 +182,43 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int, dra_no
 
         return make
 
+    def kueue_pod_group(room: Room) -> WorkloadSpec:
+        # Bare pods, one plain-pod group (its templates named `<group>-<i>`, as the pods are).
+        spec = single_pod(
+            kind="Job",
+            name=KUEUE_POD_GROUP,
+            team=PRODUCTION_TEAM,
+            priority_class="online-serving",
+            gpus=max(1, g // 4),
+            replicas=2,
+            duration=20 * MINUTE,
+        )
+        return replace(spec, kind="Pod", kueue_queue=KUEUE_LOCAL_QUEUE, kueue_class="kueue-low")
+
+    def volcano_gated(room: Room) -> WorkloadSpec:
+        # As large as the PaddleJob ahead of it: never let into the queue before it, only after it.
+        spec = single_pod(
+            kind="Job",
+            name=VOLCANO_GATED,
+            team=PRODUCTION_TEAM,
+            priority_class="experiment",
+            gpus=half,
+            replicas=VOLCANO_WORKERS,
+            duration=20 * MINUTE,
+        )
+        return replace(spec, kind="Pod", volcano_queue=VOLCANO_QUEUE)
+
     out = [
         Moment(SWEEP_AT, "a medium sweep larger than free capacity, not allowed to preempt", sweep),
         Moment(
             GANG_AT, "a 1.36 gang with one pod refused by quota: held with no word from the scheduler", gang
         ),
         Moment(VOLCANO_AT, "a PaddleJob Volcano gang-schedules: Pending, Inqueue, Running", volcano),
+        Moment(
+            VOLCANO_GATED_AT,
+            "bare pods Volcano gates until its queue has room: held by the queue",
+            volcano_gated,
+        ),
         Moment(JOBSET_AT, "a JobSet of 2 Jobs x 2 pods, waiting as one workload", eval_suite),
         Moment(JOBSET_AT, "a TrainJob's JobSet, waiting as the TrainJob", train_job),
         *(
@@ -191,6 +228,11 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int, dra_no
                 kueue_job(n, c, pc, d),
             )
             for n, c, pc, after, d in (*KUEUE_JOBS, KUEUE_URGENT)
+        ),
+        Moment(
+            KUEUE_POD_GROUP_AT,
+            "a Kueue plain-pod group, its pods gated until Kueue admits it: held by Kueue",
+            kueue_pod_group,
         ),
     ]
     if dra_nodes:

@@ -16,7 +16,7 @@ from .admin import namespace, node, priority_class, resource_quota
 from .controllers import PADDLE_API, controller_meta, job, paddle_job_object, pod_template, replica_set
 from .events import core_event, scheduler_event
 from .meta import condition, micro_ts, new_uid, object_list, owner_ref, ts
-from .pods import pod, pod_ref, scheduled, unschedulable
+from .pods import pod, pod_ref, scheduled, scheduling_gated, unschedulable
 
 __all__ = [
     "PADDLE_API",
@@ -39,6 +39,7 @@ __all__ = [
     "resource_quota",
     "scheduled",
     "scheduler_event",
+    "scheduling_gated",
     "ts",
     "unschedulable",
 ]

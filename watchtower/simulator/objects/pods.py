@@ -125,6 +125,18 @@ def unschedulable(at: float, message: str) -> dict[str, Any]:
     return condition("PodScheduled", "False", at, reason="Unschedulable", message=message)
 
 
+def scheduling_gated(at: float) -> dict[str, Any]:
+    """The PodScheduled=False condition the API server writes on a pod created with scheduling gates (as
+    tests/fixtures/real/pod-scheduling-gated.json captured it)."""
+    return condition(
+        "PodScheduled",
+        "False",
+        at,
+        reason="SchedulingGated",
+        message="Scheduling is blocked due to non-empty scheduling gates",
+    )
+
+
 def scheduled(at: float) -> dict[str, Any]:
     return condition("PodScheduled", "True", at)
 

@@ -59,7 +59,10 @@ class Gangs(FormController):
         if w.spec.pod_group:
             _gang_objects(store, w)
         if w.spec.volcano_queue:  # paddle-operator's constructPodGroup, before any pod
-            store.emit("VolcanoPodGroup", self.volcano.pod_group(w), "ADDED")
+            group = self.volcano.pod_group(w)
+            if w.spec.kind == "Pod":  # bare pods' group is their user's: nothing owns it
+                del group["metadata"]["ownerReferences"]
+            store.emit("VolcanoPodGroup", group, "ADDED")
 
     def pod(self, store: Store, w: SimWorkload, tpl: PodTemplate, draft: PodDraft) -> None:
         spec = w.spec
@@ -74,7 +77,8 @@ class Gangs(FormController):
 
     def admits(self, w: SimWorkload) -> bool:
         # paddle-operator requeues until its PodGroup is Inqueue or Running
-        return not w.spec.volcano_queue or self.volcano.admits(w)
+        # Bare pods in a Volcano queue are made at once, gated until the queue has room (forms/gated).
+        return not w.spec.volcano_queue or w.spec.kind == "Pod" or self.volcano.admits(w)
 
     def session(
         self, store: Store, log: EventLog, binder: Binder, ledger: Callable[[], Scheduler], t: float

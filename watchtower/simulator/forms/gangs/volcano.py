@@ -9,6 +9,10 @@ What it does each tick, as vc-scheduler's session does (sources in volcano_objec
   default actions are enqueue, allocate, backfill); a failure is the gang plugin's Unschedulable condition
   and the pods' PodScheduled=False, in Volcano's words; success is the Scheduled condition and Running.
 - each Queue's status.allocated follows its bound pods.
+- Volcano 1.15's queue gate (SchedulingGatesQueueAdmission, forms/gated/objects.py): a group's gated pods
+  count at enqueue like any; once the group is let into its queue, allocate removes their
+  `scheduling.volcano.sh/queue-allocation-gate` (the queue has room) and places them; a pod with any
+  gate left is not allocated.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from watchtower.simulator.forms.gangs import volcano_objects as vo
+from watchtower.simulator.forms.gated import objects as go
 from watchtower.simulator.hooks import Binder
 from watchtower.simulator.pods import SimPod, SimWorkload
 from watchtower.simulator.scheduler import SchedNode, Scheduler
@@ -109,9 +114,15 @@ class VolcanoScheduler:
             if phase == "Pending" and fresh:
                 g.tried_at, g.tried_generation = t, gen
                 self._enqueue(store, log, ledger(), g, t)
-            elif phase == "Inqueue" and fresh:
+            elif phase == "Inqueue":
                 members = [p for p in g.workload.slots.values() if p is not None and not p.terminal]
-                if len(members) == len(g.workload.spec.pods) and not any(p.node for p in members):
+                for p in members:  # let into its queue: the queue has room for it
+                    store.ungate(p, go.VOLCANO_QUEUE_GATE)
+                if (
+                    fresh
+                    and len(members) == len(g.workload.spec.pods)
+                    and not any(p.node or p.gates for p in members)
+                ):
                     g.tried_at, g.tried_generation = t, gen
                     self._allocate(store, log, binder, ledger(), g, members, t)
             if st.get("phase") == "Running":
@@ -130,6 +141,16 @@ class VolcanoScheduler:
             and (queue is None or g.body["spec"]["queue"] == queue)
         )
 
+    def _bound_gpus(self, queue: str) -> int:
+        """GPUs the bound pods of a queue's groups hold (what `_allocated` writes as status.allocated)."""
+        return sum(
+            p.gpus
+            for g in self.groups.values()
+            if (g.body["spec"]["queue"] if g.body["spec"]["queue"] in self.queues else DEFAULT_QUEUE) == queue
+            for p in g.workload.slots.values()
+            if p is not None and p.node and not p.terminal
+        )
+
     def _enqueue(self, store: Store, log: EventLog, sched: Scheduler, g: _Group, t: float) -> None:
         q = self.queues.get(g.body["spec"]["queue"]) or self.queues[DEFAULT_QUEUE]
         refused = ""
@@ -138,7 +159,9 @@ class VolcanoScheduler:
             refused = vo.CLUSTER_FULL
         else:
             cap = q["spec"].get("capability", {}).get(vo.GPU)
-            used = int(q["status"]["allocated"].get(vo.GPU, "0"))
+            # What its pods hold now: status.allocated is written at the session's end, after a group
+            # allocated earlier in this session.
+            used = self._bound_gpus(q["metadata"]["name"])
             if cap is not None and used + self._inqueue_gpus(q["metadata"]["name"]) + g.gpus > int(cap):
                 refused = vo.QUEUE_FULL
         if refused:

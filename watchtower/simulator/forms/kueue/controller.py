@@ -42,6 +42,7 @@ class _Entry:
     queued_at: float
     admitted: bool = False
     finished: bool = False
+    pod_set: str = "main"  # its pod set's name in Kueue's messages (a plain-pod group's is its role hash)
 
 
 def _set(body: dict[str, Any], type_: str, status: str, at: float, reason: str, message: str) -> None:
@@ -116,10 +117,21 @@ class KueueStandIn(FormController):
 
     def admits(self, w: SimWorkload) -> bool:
         """A queued Job is suspended (the Job controller makes no pod) until Kueue admits it."""
-        if not w.spec.kueue_queue:
+        if not w.spec.kueue_queue or w.spec.kind == "Pod":  # plain pods are made gated (forms/gated)
             return True
         e = self.entries.get(w.uid)
         return e is not None and e.admitted
+
+    def queue(self, w: SimWorkload, body: dict[str, Any], priority_class: str) -> None:
+        """Queue a Workload another integration made (a plain-pod group's, forms/gated) for admission."""
+        gpus, priority = sum(t.gpus for t in w.spec.pods), CLASSES[priority_class]
+        pod_set = body["spec"]["podSets"][0]["name"]
+        self.entries[w.uid] = _Entry(w, body, gpus, priority, w.created, pod_set=pod_set)
+
+    def admitted(self, w: SimWorkload) -> bool:
+        """Return whether the workload's Workload holds quota now."""
+        e = self.entries.get(w.uid)
+        return e is not None and e.admitted and not e.finished
 
     def forget(self, w: SimWorkload) -> dict[str, Any] | None:
         e = self.entries.pop(w.uid, None)
@@ -164,7 +176,7 @@ class KueueStandIn(FormController):
                 free -= e.gpus
                 changed.add(e.w.uid)
                 continue
-            msg = ko.pending_message("main", FLAVOR, e.gpus - max(0, free))
+            msg = ko.pending_message(e.pod_set, FLAVOR, e.gpus - max(0, free))
             conds = {c["type"]: c for c in e.body["status"].get("conditions", [])}
             qr = conds.get("QuotaReserved")
             if qr is None or qr["message"] != msg:
@@ -223,7 +235,9 @@ class KueueStandIn(FormController):
                 _set(b, kind, "False", t, "QuotaReserved", "Previously: " + old["message"])
         b["status"]["admission"] = {
             "clusterQueue": CLUSTER_QUEUE,
-            "podSetAssignments": [{"name": "main", "count": len(e.w.spec.pods), "flavors": {ko.GPU: FLAVOR}}],
+            "podSetAssignments": [
+                {"name": e.pod_set, "count": len(e.w.spec.pods), "flavors": {ko.GPU: FLAVOR}}
+            ],
         }
         self._job(store, e, suspend=False)
         e.w.next_create = t
