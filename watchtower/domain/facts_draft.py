@@ -32,6 +32,14 @@ from watchtower.domain.state_controllers import ControllerPart
 from watchtower.domain.workloads import WorkloadKey
 
 
+class PartsByName(Protocol):
+    """The state's form parts by form name (forms/parts.py `FormParts`): where a form's step finds its own
+    part, with the tables it keeps, without a member of its own here."""
+
+    @property
+    def by_name(self) -> Mapping[str, object]: ...
+
+
 class FactsState(Protocol):
     """The parts of the cluster state the steps read (`ClusterState` has each; mypy checks it where
     queue_facts.py passes one)."""
@@ -48,6 +56,8 @@ class FactsState(Protocol):
     def kueue(self) -> KueueTables: ...
     @property
     def by_workload(self) -> Mapping[WorkloadKey, set[str]]: ...
+    @property
+    def forms(self) -> PartsByName: ...
     @property
     def ledger(self) -> PreemptionLedger: ...
     def kueue_priority(self, w: KueueWorkload) -> tuple[int, str]: ...

@@ -103,3 +103,55 @@ def test_a_kind_bound_twice_is_refused() -> None:
     st = ClusterState(queue_forms=(*registry.FORMS, QueueForm("again", (pods,), "", part=PodPart)))
     with pytest.raises(ValueError, match="bound twice"):
         st.bindings()
+
+
+def test_a_forms_facts_step_reads_its_own_part_and_the_evaluator_lists_what_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole of a new form in the domain: its part keeps its table, its facts step reads that part
+    (`FactsState.forms.by_name`) and holds the Job a widget holds back with no pod; nothing in state.py,
+    queue_facts.py, queue.py or facts_draft.py names it."""
+    from tests.unit.domain.helpers import POLICY, T0
+    from watchtower.domain.facts_draft import (
+        FactsContext,
+        FactsDraft,
+        FactsPass,
+        FactsState,
+        FactsStep,
+        PodLess,
+    )
+    from watchtower.domain.queue import QueueEvaluator, WorkloadState
+
+    def part_of(state: FactsState) -> WidgetPart:
+        part = state.forms.by_name["widgets"]
+        assert isinstance(part, WidgetPart)
+        return part
+
+    def held(state: FactsState) -> set[WorkloadKey]:
+        return {WorkloadKey(w.namespace, "Job", w.job) for w in part_of(state).widgets.values()}
+
+    class Held(FactsPass):
+        def holds(self) -> bool:
+            return True
+
+        def refine(self, ctx: FactsContext, draft: FactsDraft) -> None:
+            names = sorted(w.name for w in part_of(ctx.state).widgets.values() if w.job == draft.key.name)
+            draft.state, draft.since, draft.why = WorkloadState.PENDING, T0, f"held back by widget {names[0]}"
+            draft.form_facts["widgets"] = names
+
+    def begin(ctx: FactsContext, draft: FactsDraft) -> FactsPass | None:
+        return Held() if draft.key in held(ctx.state) else None
+
+    step = FactsStep(70, begin, pod_less=PodLess(held, lambda state, key: key in held(state)))
+    form = QueueForm("widgets", (WIDGET,), "a job a widget holds back", part=WidgetPart, facts=step)
+    monkeypatch.setattr(registry, "FORMS", (*registry.FORMS, form))
+    st, ev = ClusterState(), QueueEvaluator(POLICY)
+    assert ev.evaluate(st, now=T0 + 60).waiting() == []
+    st.bindings()[WIDGET.name].upsert(Widget("team-a", "w1", "train"))
+    [w] = ev.evaluate(st, now=T0 + 60).waiting()
+    assert (w.key, w.why, w.wait_seconds) == (
+        WorkloadKey("team-a", "Job", "train"),
+        "held back by widget w1",
+        60,
+    )
+    assert w.facts.form_facts == {"widgets": ["w1"]}
