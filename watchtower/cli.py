@@ -309,9 +309,31 @@ def report_fairness(
             help="with --send: deliver the emails now; --no-deliver leaves them to the service on the same store"
         ),
     ] = True,
+    fleet: Annotated[
+        bool,
+        typer.Option(
+            "--fleet",
+            help="the fleet's report: usage from the global engine (--prometheus), each cluster's history "
+            "from its Watchtower (--cluster NAME=URL, repeated)",
+        ),
+    ] = False,
+    prometheus: Annotated[
+        str | None, typer.Option(help="with --fleet: the global engine's Prometheus API URL")
+    ] = None,
+    cluster: Annotated[
+        list[str] | None,
+        typer.Option("--cluster", help="with --fleet: NAME=URL of a cluster's Watchtower (repeat it)"),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="with --fleet: a file holding the clusters' server.api_token (bearer token)"),
+    ] = None,
 ) -> None:
     """Print, write or email the weekly fairness report: the configured store's history and Prometheus's
-    usage, computed as the service computes it."""
+    usage, computed as the service computes it (--fleet: many clusters', see docs/fleet.md)."""
+    if fleet:
+        _report_fleet(config, week, fmt, out, prometheus, cluster or [], token_file, team=team, send=send)
+        return
     from watchtower.api.fairness.formats import FORMATS
     from watchtower.bootstrap import StartupError
     from watchtower.commands.report import render_report, report_source_for, send_reports
@@ -352,6 +374,61 @@ def report_fairness(
         body = render_report(asyncio.run(fetch_report(source, w, team)), fmt, team=team).encode()
     except (StartupError, UnknownTeam) as e:
         fail(str(e.args[0]))
+    if out is None:
+        sys.stdout.buffer.write(body)
+        return
+    try:
+        out.write_bytes(body)
+    except OSError as e:
+        fail(f"{out}: cannot write: {e.strerror}")
+
+
+def _report_fleet(
+    config: Path | None,
+    week: str | None,
+    fmt: str,
+    out: Path | None,
+    prometheus: str | None,
+    clusters: list[str],
+    token_file: Path | None,
+    *,
+    team: str | None,
+    send: bool,
+) -> None:
+    from watchtower.commands.fleet_report import FLEET_FORMATS, fleet_report, parse_clusters, render_fleet
+    from watchtower.domain.fairness.week import IsoWeek
+    from watchtower.services.fairness_send import last_complete_week
+
+    def fail(message: str) -> NoReturn:
+        typer.echo(f"watchtower report fairness --fleet: {message}", err=True)
+        raise typer.Exit(2)
+
+    if send or team is not None:
+        fail("--send and --team are for one cluster's report")
+    if fmt not in FLEET_FORMATS:
+        fail(f"--format is one of {', '.join(FLEET_FORMATS)}")
+    if not prometheus:
+        fail("--prometheus URL (the global engine) is required")
+    try:
+        named = parse_clusters(clusters)
+        wk = IsoWeek.parse(week) if week is not None else None
+    except ValueError as e:
+        fail(str(e))
+    if not named:
+        fail("name the clusters: --cluster NAME=URL, once each")
+    token = None
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as e:
+            fail(f"--token-file {token_file}: {e.strerror}")
+    settings = _settings_or_exit(config)
+    now = time.time()
+    w = wk or last_complete_week(now, settings.fairness.timezone)
+    report = asyncio.run(
+        fleet_report(settings, prometheus=prometheus, clusters=named, week=w, now=now, token=token)
+    )
+    body = render_fleet(report, fmt).encode()
     if out is None:
         sys.stdout.buffer.write(body)
         return
