@@ -1,5 +1,8 @@
 """The command line: `watchtower check-config | analyze | generate | run | demo | replay | report fairness`. It parses
-arguments and calls what each command runs (watchtower.commands); nothing imports it."""
+arguments and calls what each command runs (watchtower.commands); nothing imports it.
+
+Size: every command's options are declared here, typer's way, one parameter of several lines each; the
+work behind them is in watchtower.commands, so what is left is declarations."""
 
 from __future__ import annotations
 
@@ -395,47 +398,24 @@ def _report_fleet(
     team: str | None,
     send: bool,
 ) -> None:
-    from watchtower.commands.fleet_report import FLEET_FORMATS, fleet_report, parse_clusters, render_fleet
-    from watchtower.domain.fairness.week import IsoWeek
-    from watchtower.services.fairness_send import last_complete_week
+    from watchtower.commands.fleet_report import FleetUsageError, fleet_body
 
-    def fail(message: str) -> NoReturn:
-        typer.echo(f"watchtower report fairness --fleet: {message}", err=True)
-        raise typer.Exit(2)
-
-    if send or team is not None:
-        fail("--send and --team are for one cluster's report")
-    if fmt not in FLEET_FORMATS:
-        fail(f"--format is one of {', '.join(FLEET_FORMATS)}")
-    if not prometheus:
-        fail("--prometheus URL (the global engine) is required")
     try:
-        named = parse_clusters(clusters)
-        wk = IsoWeek.parse(week) if week is not None else None
-    except ValueError as e:
-        fail(str(e))
-    if not named:
-        fail("name the clusters: --cluster NAME=URL, once each")
-    token = None
-    if token_file is not None:
-        try:
-            token = token_file.read_text().strip()
-        except OSError as e:
-            fail(f"--token-file {token_file}: {e.strerror}")
-    settings = _settings_or_exit(config)
-    now = time.time()
-    w = wk or last_complete_week(now, settings.fairness.timezone)
-    report = asyncio.run(
-        fleet_report(settings, prometheus=prometheus, clusters=named, week=w, now=now, token=token)
-    )
-    body = render_fleet(report, fmt).encode()
-    if out is None:
-        sys.stdout.buffer.write(body)
-        return
-    try:
-        out.write_bytes(body)
-    except OSError as e:
-        fail(f"{out}: cannot write: {e.strerror}")
+        if send or team is not None:
+            raise FleetUsageError("--send and --team are for one cluster's report")
+        body = fleet_body(
+            lambda: _settings_or_exit(config), week, fmt, prometheus, clusters, token_file, now=time.time()
+        )
+        if out is None:
+            sys.stdout.buffer.write(body)
+        else:
+            try:
+                out.write_bytes(body)
+            except OSError as e:
+                raise FleetUsageError(f"{out}: cannot write: {e.strerror}") from None
+    except FleetUsageError as e:
+        typer.echo(f"watchtower report fairness --fleet: {e}", err=True)
+        raise typer.Exit(2) from None
 
 
 def stop_on_sigterm() -> None:

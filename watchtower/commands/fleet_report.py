@@ -16,7 +16,8 @@ import csv
 import html
 import io
 import zoneinfo
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -118,6 +119,48 @@ async def fleet_report(
     )
     start, end = week.bounds(zoneinfo.ZoneInfo(settings.fairness.timezone))
     return combine(str(week), start, end, now, reports, missing)
+
+
+class FleetUsageError(ValueError):
+    """A command line the fleet report cannot run with, in words for the user."""
+
+
+def fleet_body(
+    load_settings: Callable[[], Settings],
+    week: str | None,
+    fmt: str,
+    prometheus: str | None,
+    clusters: list[str],
+    token_file: Path | None,
+    *,
+    now: float,
+) -> bytes:
+    """Return the fleet report the command line asks for, rendered; FleetUsageError for a bad one."""
+    from watchtower.services.fairness_send import last_complete_week
+
+    if fmt not in FLEET_FORMATS:
+        raise FleetUsageError(f"--format is one of {', '.join(FLEET_FORMATS)}")
+    if not prometheus:
+        raise FleetUsageError("--prometheus URL (the global engine) is required")
+    try:
+        named = parse_clusters(clusters)
+        wk = IsoWeek.parse(week) if week is not None else None
+    except ValueError as e:
+        raise FleetUsageError(str(e)) from None
+    if not named:
+        raise FleetUsageError("name the clusters: --cluster NAME=URL, once each")
+    token = None
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as e:
+            raise FleetUsageError(f"--token-file {token_file}: {e.strerror}") from None
+    settings = load_settings()
+    w = wk or last_complete_week(now, settings.fairness.timezone)
+    report = asyncio.run(
+        fleet_report(settings, prometheus=prometheus, clusters=named, week=w, now=now, token=token)
+    )
+    return render_fleet(report, fmt).encode()
 
 
 def _n(v: float | None, fmt: str = "{:.1f}") -> str:
