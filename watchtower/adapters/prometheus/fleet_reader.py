@@ -27,14 +27,17 @@ class FleetAnswers:
         self._answers: dict[tuple[str, float | None], dict[str, list[Sample]]] = {}
         self._unlabelled: dict[tuple[str, float | None], list[Sample]] = {}
         self._lock = threading.Lock()
-        self.asked = 0  # queries sent to the engine
+        self.sent: list[
+            tuple[str, float | None]
+        ] = []  # what the engine was asked, in order (bench/report.py)
 
     def for_cluster(self, expr: str, at: float | None, cluster: str) -> list[Sample]:
         key = (expr, at)
         with self._lock:
             got = self._answers.get(key)
         if got is None:
-            samples = self.reader.query_sync(keep_label(expr, self.label), at=at)
+            kept = keep_label(expr, self.label)
+            samples = self.reader.query_sync(kept, at=at)
             split: dict[str, list[Sample]] = {}
             bare: list[Sample] = []
             for s in samples:
@@ -46,7 +49,7 @@ class FleetAnswers:
                 split.setdefault(name, []).append(Sample(rest, s.value))
             with self._lock:
                 self._answers[key], self._unlabelled[key] = split, bare
-                self.asked += 1
+                self.sent.append((kept, at))
             got = split
         return got.get(cluster) or list(self._unlabelled.get(key, ()))
 
