@@ -12,7 +12,7 @@ from watchtower.domain.fairness.week import IsoWeek
 from watchtower.services.fairness_history import history_week
 
 from ..deps import ContainerDep, TokenDep
-from ..schemas import Problem
+from ..schemas import FairnessHistory, Problem
 
 router = APIRouter(prefix="/api/v1", tags=["reports"])
 
@@ -20,6 +20,7 @@ router = APIRouter(prefix="/api/v1", tags=["reports"])
 @router.get(
     "/fairness/history",
     dependencies=[TokenDep],
+    response_model=FairnessHistory,
     responses={
         200: {
             "description": "the week's wait episodes (from the trend's first week), preemptions, "
