@@ -94,8 +94,10 @@ async def cluster_reports(
                 continue
             report = await built.build(week, now=now)
             reports[c] = report
-            ksm = next((s.hours_present for s in report.coverage if s.name == KSM), 0.0)
-            if ksm <= 0:
+            ksm = next((s.hours_present for s in report.coverage if s.name == KSM), None)
+            if ksm is None:  # no usage at all: the engine did not answer (the report's notes say how)
+                missing[c] = f"the engine at {prometheus} could not answer for {week}"
+            elif ksm <= 0:
                 label = settings.cluster.label
                 missing[c] = f'the engine holds no {KSM} series with {label}="{c}" in {week}'
     finally:
