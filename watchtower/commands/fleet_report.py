@@ -234,6 +234,8 @@ def render_fleet(r: FleetReport, fmt: str) -> str:
         for c in r.clusters
     ]
     if fmt == "text":
+        table = [HEADER, *_rows(r)]
+        widths = [max(len(row[i]) for row in table) for i in range(len(HEADER))]
         out = [
             f"Fleet fairness report {r.week}",
             f"GPU-hours used {_n(r.used)}, entitled {_n(r.entitled)}; Jain's index {_n(r.jain, '{:.3f}')} "
@@ -242,8 +244,7 @@ def render_fleet(r: FleetReport, fmt: str) -> str:
             "Clusters:",
             *(f"  {name}: {what}" for name, what in lines_clusters),
             "",
-            "  ".join(f"{h:>12}" for h in HEADER),
-            *("  ".join(f"{v:>12}" for v in row) for row in _rows(r)),
+            *("  ".join(f"{v:>{w}}" for v, w in zip(row, widths, strict=True)) for row in table),
         ]
         out += ["", *r.notes] if r.notes else []
         return "\n".join(out) + "\n"
