@@ -5,6 +5,7 @@ openmetrics` and the generated fairness usage rules by `promtool tsdb create-blo
 beside the reference of the same run: the same queries the report sent, replayed bare with httpx.
 
     PYTHONPATH=. .venv/bin/python bench/report.py [--teams 200] [--days 7] [--sample 300] [--runs 3]
+    PYTHONPATH=. .venv/bin/python bench/report.py --clusters 3   # the fleet report (bench/report_fleet.py)
 
 The week (ISO week 2023-W46): per team a namespace with a team label and a GPU quota, one pod a day for 20
 hours (1-4 GPUs, every third day idle under θ), its DCGM devices, Watchtower's waiting-GPU gauge; 64 nodes
@@ -306,7 +307,20 @@ def main() -> None:
     ap.add_argument(
         "--no-subqueries", action="store_true", help="skip the one report through the subquery path"
     )
+    ap.add_argument(
+        "--clusters",
+        type=int,
+        default=0,
+        help="the fleet report over this many clusters (bench/report_fleet.py)",
+    )
     args = ap.parse_args()
+    if args.clusters:
+        import sys
+
+        import report_fleet
+
+        report_fleet.run(args, sys.modules[__name__])
+        return
     for exe in ("prometheus", "promtool"):
         if shutil.which(exe) is None:
             raise SystemExit(f"{exe} not on PATH: run tests/setup/system-deps.sh")

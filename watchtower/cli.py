@@ -1,5 +1,8 @@
 """The command line: `watchtower check-config | analyze | generate | run | demo | replay | report fairness`. It parses
-arguments and calls what each command runs (watchtower.commands); nothing imports it."""
+arguments and calls what each command runs (watchtower.commands); nothing imports it.
+
+Size: every command's options are declared here, typer's way, one parameter of several lines each; the
+work behind them is in watchtower.commands, so what is left is declarations."""
 
 from __future__ import annotations
 
@@ -309,9 +312,34 @@ def report_fairness(
             help="with --send: deliver the emails now; --no-deliver leaves them to the service on the same store"
         ),
     ] = True,
+    fleet: Annotated[
+        bool,
+        typer.Option(
+            "--fleet",
+            help="the fleet's report: usage from the global engine (--prometheus), each cluster's history "
+            "from its Watchtower (--cluster NAME=URL, repeated)",
+        ),
+    ] = False,
+    prometheus: Annotated[
+        str | None, typer.Option(help="with --fleet: the global engine's Prometheus API URL")
+    ] = None,
+    cluster: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cluster",
+            help="with --fleet: NAME=URL of a cluster's Watchtower (repeat it); none: the config's fleet.clusters",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="with --fleet: a file holding the clusters' server.api_token (bearer token)"),
+    ] = None,
 ) -> None:
     """Print, write or email the weekly fairness report: the configured store's history and Prometheus's
-    usage, computed as the service computes it."""
+    usage, computed as the service computes it (--fleet: many clusters', see docs/fleet.md)."""
+    if fleet:
+        _report_fleet(config, week, fmt, out, prometheus, cluster or [], token_file, team=team, send=send)
+        return
     from watchtower.api.fairness.formats import FORMATS
     from watchtower.bootstrap import StartupError
     from watchtower.commands.report import render_report, report_source_for, send_reports
@@ -359,6 +387,38 @@ def report_fairness(
         out.write_bytes(body)
     except OSError as e:
         fail(f"{out}: cannot write: {e.strerror}")
+
+
+def _report_fleet(
+    config: Path | None,
+    week: str | None,
+    fmt: str,
+    out: Path | None,
+    prometheus: str | None,
+    clusters: list[str],
+    token_file: Path | None,
+    *,
+    team: str | None,
+    send: bool,
+) -> None:
+    from watchtower.commands.fleet_report import FleetUsageError, fleet_body
+
+    try:
+        if send or team is not None:
+            raise FleetUsageError("--send and --team are for one cluster's report")
+        body = fleet_body(
+            lambda: _settings_or_exit(config), week, fmt, prometheus, clusters, token_file, now=time.time()
+        )
+        if out is None:
+            sys.stdout.buffer.write(body)
+        else:
+            try:
+                out.write_bytes(body)
+            except OSError as e:
+                raise FleetUsageError(f"{out}: cannot write: {e.strerror}") from None
+    except FleetUsageError as e:
+        typer.echo(f"watchtower report fairness --fleet: {e}", err=True)
+        raise typer.Exit(2) from None
 
 
 def stop_on_sigterm() -> None:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, FastAPI
 from .container import Container
 from .routes import (
     fairness,
+    fairness_history,
     fairness_page,
     fleet,
     gpu,
@@ -41,7 +42,7 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
     queue_routes, workload_routes = queue.build_router(), workloads.build_router()
     for r in (health.router, metrics.router, queue_routes, workload_routes, preemptions.router, gpu.router):
         app.include_router(r)
-    for r in (fairness.router, replays.router):
+    for r in (fairness.router, fairness_history.router, replays.router):
         app.include_router(r)
     for r in routers:
         app.include_router(r)

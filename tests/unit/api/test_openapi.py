@@ -62,6 +62,7 @@ TABLES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("json.md", "fairness report: cluster"): ("ClusterFigures", None),
     ("json.md", "fairness report: teams"): ("TeamFigures", None),
     ("json.md", "fairness report: method"): ("Method", None),
+    ("json.md", "fairness history"): ("FairnessHistory", None),
     ("json.md", "replay"): ("ReplayDocument", None),
     ("json.md", "replay: run"): ("ReplayRun", None),
     ("api.md", "`GET /api/v1/queue`"): ("Queue", None),
@@ -399,8 +400,13 @@ async def test_every_get_route_answers_with_what_openapi_json_declares(full: htt
         r = await full.get(url)
         assert r.status_code == 200, (url, r.text)
         bodies[url] = check_response(spec, r)
+    # Behind the token, unlike the other GETs: another Watchtower's fleet report reads it.
+    history = "/api/v1/fairness/history?week=2027-W01"
+    r = await full.get(history, headers=AUTH)
+    assert r.status_code == 200, r.text
+    bodies[history] = check_response(spec, r)
     served = {path for path, ops in spec["paths"].items() if "get" in ops}
-    asked = {operation(spec, "get", url.split("?")[0])[0] for url in gets}
+    asked = {operation(spec, "get", url.split("?")[0])[0] for url in [*gets, history]}
     assert served - NOT_JSON - asked == set(), "GET routes this test does not ask"
 
     # The nested models were checked against values, not only nulls and empty lists.

@@ -9,6 +9,7 @@ from .alerts import Alert, CreatedSilence, EnabledReceiver, Receiver, Silence
 from .analysis import Analysis
 from .common import Body, Problem
 from .fairness import FairnessReport
+from .fairness_history import FairnessHistory
 from .gpu import IdleGpuReport
 from .health import Health, KindReadiness, LeaderStatus, Readiness
 from .preemption import Preemption, Preemptions
@@ -22,6 +23,7 @@ __all__ = [
     "Body",
     "CreatedSilence",
     "EnabledReceiver",
+    "FairnessHistory",
     "FairnessReport",
     "Health",
     "IdleGpuReport",
