@@ -205,7 +205,7 @@ def kubeconfig(server: str, tmp_path: Path) -> Iterator[Path]:
                     {"name": "stranger", "user": {"token": "x"}},
                 ],
                 "contexts": [
-                    {"name": "mine", "context": {"cluster": "here", "user": "me"}},
+                    {"name": "mine", "context": {"cluster": "here", "user": "me", "namespace": "vision"}},
                     {"name": "stranger", "context": {"cluster": "here", "user": "stranger"}},
                     {"name": "down", "context": {"cluster": "nowhere", "user": "me"}},
                 ],
@@ -222,6 +222,9 @@ def test_through_the_service_proxy_with_kubeconfig_and_context(server: str, kube
     assert ok("--kubeconfig", str(kubeconfig), "why", "detector", "-n", "vision", "-o", "json") == direct
     env = {"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin:/bin", "HOME": str(kubeconfig.parent)}
     assert ok("why", "detector", "-n", "vision", "-o", "json", env=env) == direct
+    # Without -n, the context's namespace, as kubectl.
+    assert ok("why", "detector", "-o", "json", env=env) == direct
+    assert {line.split()[0] for line in ok("queue", env=env).splitlines()[1:]} == {"vision"}
     r = plugin("--context", "stranger", "queue", "-A", env=env)
     assert r.returncode == 1 and "services/proxy" in r.stderr and r.stderr.startswith("error: ")
     r = plugin("--context", "down", "queue", "-A", env=env)
@@ -259,7 +262,8 @@ def test_local_analyses_a_dump(tmp_path: Path) -> None:
         )
     )
     assert doc["workload"]["name"] == "detector"
-    r = plugin("why", "ghost", "--local", "--objects", str(dump))
+    nowhere = {"KUBECONFIG": str(tmp_path / "none"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    r = plugin("why", "ghost", "--local", "--objects", str(dump), env=nowhere)
     assert r.returncode == 1 and r.stderr.startswith('error: workload "default/ghost" not found')
     r = plugin("queue", "--local")
     assert r.returncode == 1 and "--objects" in r.stderr

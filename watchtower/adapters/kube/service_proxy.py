@@ -8,20 +8,47 @@ or Watchtower's own (no such workload: a Problem body); the caller tells them ap
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from urllib.parse import quote
 
 import msgspec
 import urllib3
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from .connection import KubeConfigError, api_client
 
-__all__ = ["KubeConfigError", "ProxyAnswer", "ServiceProxy", "Unreachable", "missing_service", "proxy_path"]
+__all__ = [
+    "KubeConfigError",
+    "ProxyAnswer",
+    "ServiceProxy",
+    "Unreachable",
+    "context_namespace",
+    "missing_service",
+    "proxy_path",
+]
 
 
 class Unreachable(Exception):
     """The API server did not answer (refused, timed out, TLS failed), said in one line."""
+
+
+def context_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """Return the namespace kubectl would use without -n: the context's, else `default`."""
+    listed = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    files = os.pathsep.join(
+        p for p in (os.path.expanduser(x) for x in listed.split(os.pathsep) if x) if os.path.exists(p)
+    )
+    if not files:
+        return "default"
+    try:
+        contexts, active = k8s_config.list_kube_config_contexts(files)  # type: ignore[no-untyped-call]
+        chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
+        ns = ((chosen or {}).get("context") or {}).get("namespace")
+    except Exception:  # a broken kubeconfig is reported when it is used to connect, not here
+        return "default"
+    return str(ns) if ns else "default"
 
 
 def proxy_path(namespace: str, service: str, port: str | int, path: str) -> str:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from watchtower.adapters.kube.service_proxy import context_namespace
 from watchtower.domain.fairness.week import IsoWeek
 
 from . import render
@@ -33,6 +34,10 @@ class Target:
 
     def reach(self) -> Reach:
         return connect(**self.kw)
+
+    def namespace(self) -> str:
+        """The namespace kubectl would use without -n: the kubeconfig context's, else `default`."""
+        return context_namespace(self.kw["kubeconfig"], self.kw["context"])
 
 
 _state: dict[str, Target] = {}
@@ -119,7 +124,9 @@ Objects = Annotated[Path | None, typer.Option("--objects", help="with --local: a
 @cli.command()
 def why(
     name: Annotated[str, typer.Argument(help="the workload (Job, PyTorchJob, RayCluster, ... or pod group)")],
-    namespace: Annotated[str, typer.Option("-n", "--namespace", help="its namespace")] = "default",
+    namespace: Annotated[
+        str | None, typer.Option("-n", "--namespace", help="its namespace (default: the context's)")
+    ] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="its kind, when the name is ambiguous")] = None,
     output: Output = "",
     local: Local = False,
@@ -127,6 +134,7 @@ def why(
 ) -> None:
     """Why NAME waits: its wait, tier, state, the reason, its position, start estimate and preemptions."""
     fmt = _fmt(output)
+    namespace = namespace or _state["target"].namespace()
     what = f"{namespace}/{name}{f' of kind {kind}' if kind else ''}"
     if local:
         found = [
@@ -163,9 +171,9 @@ def queue(
     local: Local = False,
     objects: Objects = None,
 ) -> None:
-    """The waiting work as a table, oldest first (-n NS, default "default"; -A for every namespace)."""
+    """The waiting work as a table, oldest first (-n NS, default the context's; -A: every namespace)."""
     fmt = _fmt(output)
-    ns = None if all_namespaces else (namespace or "default")
+    ns = None if all_namespaces else (namespace or _state["target"].namespace())
     if local:
         doc = _local(objects)
         doc = {
