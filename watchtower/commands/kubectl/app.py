@@ -1,0 +1,239 @@
+"""The `kubectl-watchtower` console script: `why`, `queue` and `teams`, with kubectl's flags, output formats,
+errors (`error: ...` on stderr) and exit codes (1 on any error)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from watchtower.adapters.kube.service_proxy import context_namespace
+from watchtower.domain.fairness.week import IsoWeek
+
+from . import render
+from .reach import Answer, PluginError, Reach, connect
+
+cli = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Ask Watchtower why GPU work waits (a kubectl plugin: `kubectl watchtower ...`).",
+)
+
+WAITING = ("pending", "partial", "quota_blocked")
+
+
+class Target:
+    """The connection flags every command takes, as kubectl and the Service in deploy/ name them."""
+
+    def __init__(self, **kw: Any) -> None:
+        self.kw = kw
+
+    def reach(self) -> Reach:
+        return connect(**self.kw)
+
+    def namespace(self) -> str:
+        """The namespace kubectl would use without -n: the kubeconfig context's, else `default`."""
+        return context_namespace(self.kw["kubeconfig"], self.kw["context"])
+
+
+_state: dict[str, Target] = {}
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+@cli.callback()
+def main(
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="path to the kubeconfig file (else $KUBECONFIG)")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="the kubeconfig context to use")] = None,
+    server: Annotated[
+        str | None,
+        typer.Option("--server", help="talk to Watchtower at this URL directly (a port-forward) instead"),
+    ] = None,
+    wt_namespace: Annotated[
+        str, typer.Option("--watchtower-namespace", help="namespace of Watchtower's Service")
+    ] = "watchtower",
+    wt_service: Annotated[str, typer.Option("--watchtower-service", help="name of Watchtower's Service")] = (
+        "watchtower"
+    ),
+    wt_port: Annotated[str, typer.Option("--watchtower-port", help="the Service's port (number or name)")] = (
+        "8080"
+    ),
+) -> None:
+    _state["target"] = Target(
+        server=server,
+        kubeconfig=kubeconfig,
+        context=context,
+        namespace=wt_namespace,
+        service=wt_service,
+        port=wt_port,
+    )
+
+
+def _get(path: str, query: list[tuple[str, str]]) -> Answer:
+    try:
+        return _state["target"].reach().get(path, query)
+    except PluginError as e:
+        fail(str(e))
+
+
+def _fmt(output: str) -> str:
+    if output not in render.FORMATS:
+        fail(
+            f'unable to match a printer suitable for the output format "{output}", allowed formats are: '
+            "json,yaml,wide"
+        )
+    return output
+
+
+def _local(objects: Path | None) -> dict[str, Any]:
+    """Return `watchtower analyze`'s document for a dump (`kubectl get ... -o json`, or - for stdin)."""
+    from watchtower.adapters.kube.decoder import DecodeError
+    from watchtower.commands.analyze import analyze_dump
+    from watchtower.config import Settings
+
+    if objects is None:
+        fail(
+            "--local reads the objects you may see from --objects FILE (kubectl get pods,events,nodes,"
+            "namespaces -A -o json > FILE; - for stdin); docs/kubectl.md"
+        )
+    try:
+        data = sys.stdin.buffer.read() if str(objects) == "-" else objects.read_bytes()
+    except OSError as e:
+        fail(f"{objects}: cannot read: {e.strerror}")
+    try:
+        doc, _ = analyze_dump(data, Settings(), at=None, now=time.time())
+    except DecodeError as e:
+        fail(f"{objects}: not a Kubernetes List in JSON: {e}")
+    return doc
+
+
+Output = Annotated[str, typer.Option("-o", "--output", help="json, yaml or wide")]
+Local = Annotated[bool, typer.Option("--local", help="analyse --objects here instead of asking Watchtower")]
+Objects = Annotated[Path | None, typer.Option("--objects", help="with --local: a kubectl get -o json dump")]
+
+
+@cli.command()
+def why(
+    name: Annotated[str, typer.Argument(help="the workload (Job, PyTorchJob, RayCluster, ... or pod group)")],
+    namespace: Annotated[
+        str | None, typer.Option("-n", "--namespace", help="its namespace (default: the context's)")
+    ] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="its kind, when the name is ambiguous")] = None,
+    output: Output = "",
+    local: Local = False,
+    objects: Objects = None,
+) -> None:
+    """Why NAME waits: its wait, tier, state, the reason, its position, start estimate and preemptions."""
+    fmt = _fmt(output)
+    namespace = namespace or _state["target"].namespace()
+    what = f"{namespace}/{name}{f' of kind {kind}' if kind else ''}"
+    if local:
+        found = [
+            w
+            for w in _local(objects).get("workloads", [])
+            if w["namespace"] == namespace and w["name"] == name and kind in (None, w["kind"])
+        ]
+        if not found:
+            fail(f'workload "{what}" not found in --objects')
+        if len(found) > 1:
+            fail(f"{namespace}/{name} names several workloads: add --kind")
+        detail: dict[str, Any] = {"workload": found[0], "preemptions": []}
+    else:
+        a = _get(f"/api/v1/workloads/{namespace}/{name}", [("kind", kind)] if kind else [])
+        if a.status == 404:
+            fail(f'workload "{what}" not found: {a.detail()}')
+        if a.status == 409:
+            fail(a.detail().replace("add ?kind=", "add --kind"))
+        if a.status != 200:
+            fail(f"Watchtower answered HTTP {a.status}: {a.detail()}")
+        detail = a.json()
+    if fmt in ("json", "yaml"):
+        typer.echo(render.dump(detail, fmt), nl=False)
+    else:
+        typer.echo(render.why(detail, wide=fmt == "wide"), nl=False)
+
+
+@cli.command()
+def queue(
+    namespace: Annotated[str | None, typer.Option("-n", "--namespace", help="only this namespace")] = None,
+    all_namespaces: Annotated[bool, typer.Option("-A", "--all-namespaces", help="every namespace")] = False,
+    tier: Annotated[list[str] | None, typer.Option("--tier", help="only this tier (repeatable)")] = None,
+    output: Output = "",
+    local: Local = False,
+    objects: Objects = None,
+) -> None:
+    """The waiting work as a table, oldest first (-n NS, default the context's; -A: every namespace)."""
+    fmt = _fmt(output)
+    ns = None if all_namespaces else (namespace or _state["target"].namespace())
+    if local:
+        doc = _local(objects)
+        doc = {
+            "workloads": [
+                w
+                for w in doc.get("workloads", [])
+                if w["state"] in WAITING and ns in (None, w["namespace"]) and (not tier or w["tier"] in tier)
+            ]
+        }
+    else:
+        query = [("state", "waiting"), ("limit", "100000")]
+        query += [("namespace", ns)] if ns else []
+        query += [("tier", t) for t in tier or ()]
+        a = _get("/api/v1/queue", query)
+        if a.status != 200:
+            fail(a.detail())
+        doc = a.json()
+    doc["workloads"] = sorted(doc.get("workloads") or [], key=lambda w: -float(w.get("wait_seconds") or 0))
+    if fmt in ("json", "yaml"):
+        typer.echo(render.dump(doc, fmt), nl=False)
+        return
+    text = render.queue(doc, wide=fmt == "wide")
+    if not text:
+        # As kubectl: nothing found goes to stderr and is not an error.
+        typer.echo(f"No waiting workloads found{f' in {ns} namespace' if ns else ''}.", err=True)
+    typer.echo(text, nl=False)
+
+
+@cli.command()
+def teams(
+    week: Annotated[
+        str | None,
+        typer.Option("--week", help="ISO week YYYY-Www (default: this week, by Watchtower's clock)"),
+    ] = None,
+    output: Output = "",
+) -> None:
+    """Per team this week: GPU-hours used, entitled and waited for, and the work waiting now."""
+    fmt = _fmt(output)
+    q = _get("/api/v1/queue", [("state", "waiting"), ("limit", "100000")])
+    if q.status != 200:
+        fail(q.detail())
+    waiting_doc = q.json()
+    if week is None:
+        at = datetime.fromisoformat(str(waiting_doc["at"]).replace("Z", "+00:00"))
+        week = str(IsoWeek.containing(at.timestamp(), UTC))
+    a = _get("/api/v1/reports/fairness", [("week", week)])
+    if a.status != 200:
+        fail(a.detail())
+    report = a.json()
+    if fmt in ("json", "yaml"):
+        typer.echo(render.dump(report, fmt), nl=False)
+        return
+    waiting: dict[str, int] = {}
+    for w in waiting_doc.get("workloads") or []:
+        waiting[w["team"]] = waiting.get(w["team"], 0) + 1
+    typer.echo(
+        f"Week {report['week']} ({report['timezone']}){' (partial data)' if report['partial'] else ''}"
+    )
+    typer.echo(render.teams(report, waiting, wide=fmt == "wide") or "No teams.\n", nl=False)
+
+
+if __name__ == "__main__":
+    cli()
