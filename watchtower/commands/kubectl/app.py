@@ -40,9 +40,6 @@ class Target:
         return context_namespace(self.kw["kubeconfig"], self.kw["context"])
 
 
-_state: dict[str, Target] = {}
-
-
 def fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(1)
@@ -50,6 +47,7 @@ def fail(message: str) -> NoReturn:
 
 @cli.callback()
 def main(
+    ctx: typer.Context,
     kubeconfig: Annotated[
         str | None, typer.Option("--kubeconfig", help="path to the kubeconfig file (else $KUBECONFIG)")
     ] = None,
@@ -68,7 +66,8 @@ def main(
         "8080"
     ),
 ) -> None:
-    _state["target"] = Target(
+    # Handed to the command through typer's context, as click passes shared options.
+    ctx.obj = Target(
         server=server,
         kubeconfig=kubeconfig,
         context=context,
@@ -78,9 +77,10 @@ def main(
     )
 
 
-def _get(path: str, query: list[tuple[str, str]]) -> Answer:
+def _get(ctx: typer.Context, path: str, query: list[tuple[str, str]]) -> Answer:
+    target: Target = ctx.obj
     try:
-        return _state["target"].reach().get(path, query)
+        return target.reach().get(path, query)
     except PluginError as e:
         fail(str(e))
 
@@ -123,6 +123,7 @@ Objects = Annotated[Path | None, typer.Option("--objects", help="with --local: a
 
 @cli.command()
 def why(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="the workload (Job, PyTorchJob, RayCluster, ... or pod group)")],
     namespace: Annotated[
         str | None, typer.Option("-n", "--namespace", help="its namespace (default: the context's)")
@@ -134,7 +135,7 @@ def why(
 ) -> None:
     """Why NAME waits: its wait, tier, state, the reason, its position, start estimate and preemptions."""
     fmt = _fmt(output)
-    namespace = namespace or _state["target"].namespace()
+    namespace = namespace or ctx.obj.namespace()
     what = f"{namespace}/{name}{f' of kind {kind}' if kind else ''}"
     if local:
         found = [
@@ -148,7 +149,7 @@ def why(
             fail(f"{namespace}/{name} names several workloads: add --kind")
         detail: dict[str, Any] = {"workload": found[0], "preemptions": []}
     else:
-        a = _get(f"/api/v1/workloads/{namespace}/{name}", [("kind", kind)] if kind else [])
+        a = _get(ctx, f"/api/v1/workloads/{namespace}/{name}", [("kind", kind)] if kind else [])
         if a.status == 404:
             fail(f'workload "{what}" not found: {a.detail()}')
         if a.status == 409:
@@ -164,6 +165,7 @@ def why(
 
 @cli.command()
 def queue(
+    ctx: typer.Context,
     namespace: Annotated[str | None, typer.Option("-n", "--namespace", help="only this namespace")] = None,
     all_namespaces: Annotated[bool, typer.Option("-A", "--all-namespaces", help="every namespace")] = False,
     tier: Annotated[list[str] | None, typer.Option("--tier", help="only this tier (repeatable)")] = None,
@@ -173,7 +175,7 @@ def queue(
 ) -> None:
     """The waiting work as a table, oldest first (-n NS, default the context's; -A: every namespace)."""
     fmt = _fmt(output)
-    ns = None if all_namespaces else (namespace or _state["target"].namespace())
+    ns = None if all_namespaces else (namespace or ctx.obj.namespace())
     if local:
         doc = _local(objects)
         doc = {
@@ -187,7 +189,7 @@ def queue(
         query = [("state", "waiting"), ("limit", "100000")]
         query += [("namespace", ns)] if ns else []
         query += [("tier", t) for t in tier or ()]
-        a = _get("/api/v1/queue", query)
+        a = _get(ctx, "/api/v1/queue", query)
         if a.status != 200:
             fail(a.detail())
         doc = a.json()
@@ -204,6 +206,7 @@ def queue(
 
 @cli.command()
 def teams(
+    ctx: typer.Context,
     week: Annotated[
         str | None,
         typer.Option("--week", help="ISO week YYYY-Www (default: this week, by Watchtower's clock)"),
@@ -212,14 +215,14 @@ def teams(
 ) -> None:
     """Per team this week: GPU-hours used, entitled and waited for, and the work waiting now."""
     fmt = _fmt(output)
-    q = _get("/api/v1/queue", [("state", "waiting"), ("limit", "100000")])
+    q = _get(ctx, "/api/v1/queue", [("state", "waiting"), ("limit", "100000")])
     if q.status != 200:
         fail(q.detail())
     waiting_doc = q.json()
     if week is None:
         at = datetime.fromisoformat(str(waiting_doc["at"]).replace("Z", "+00:00"))
         week = str(IsoWeek.containing(at.timestamp(), UTC))
-    a = _get("/api/v1/reports/fairness", [("week", week)])
+    a = _get(ctx, "/api/v1/reports/fairness", [("week", week)])
     if a.status != 200:
         fail(a.detail())
     report = a.json()
