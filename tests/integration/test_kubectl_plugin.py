@@ -78,7 +78,7 @@ def test_the_console_script_is_declared() -> None:
     import tomllib
 
     scripts = tomllib.loads(Path("pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["kubectl-watchtower"] == "watchtower.commands.kubectl.app:cli"
+    assert scripts["kubectl-watchtower"] == "watchtower.commands.kubectl.app:main_entry"
 
 
 def test_why_says_wait_tier_state_reason_position_and_estimate(server: str) -> None:

@@ -238,5 +238,44 @@ def teams(
     typer.echo(render.teams(report, waiting, wide=fmt == "wide") or "No teams.\n", nl=False)
 
 
+# The connection flags kubectl users put anywhere (`kubectl watchtower why NAME --context prod`): moved before
+# the command, where the group's options are read.
+_GLOBAL = (
+    "--kubeconfig",
+    "--context",
+    "--server",
+    "--watchtower-namespace",
+    "--watchtower-service",
+    "--watchtower-port",
+)
+
+
+def flags_first(argv: list[str]) -> list[str]:
+    """Return `argv` with the connection flags (and their values) moved before the command."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest.extend(argv[i:])
+            break
+        name = a.split("=", 1)[0]
+        if name in _GLOBAL:
+            front.append(a)
+            if "=" not in a and i + 1 < len(argv):
+                front.append(argv[i + 1])
+                i += 1
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
+def main_entry() -> None:
+    """The console script `kubectl-watchtower`."""
+    cli(args=flags_first(sys.argv[1:]), prog_name="kubectl-watchtower")
+
+
 if __name__ == "__main__":
-    cli()
+    main_entry()
