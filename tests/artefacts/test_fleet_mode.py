@@ -152,6 +152,29 @@ def test_alertmanager_groups_and_inhibits_within_one_cluster() -> None:
     assert all("cluster" in i["equal"] for i in inhibits)
 
 
+def test_every_route_that_names_its_grouping_groups_by_the_cluster_label() -> None:
+    """A child route's own group_by would otherwise put both clusters' alerts in one group; `...` groups by
+    every label already; a route without group_by inherits its parent's."""
+    hook = {"name": "hook", "webhooks": [{"url": "http://127.0.0.1:9/hook"}]}
+    route = {
+        "receiver": "hook",
+        "group_by": ["alertname"],
+        "routes": [
+            {"matchers": ['tier="critical"'], "group_by": ["workload"]},
+            {"matchers": ['tier="high"'], "group_by": ["..."]},
+            {"matchers": ['tier="low"'], "routes": [{"matchers": ['team="t"'], "group_by": ["team"]}]},
+        ],
+    }
+    s = _fleet(alerting={"receivers": [hook], "route": route}, cluster={"label": "k8s_cluster"})
+    top = alertmanager_config(s)["route"]
+    assert isinstance(top, dict)
+    _, critical, high, low = top["routes"]  # the InfoInhibitor's route first
+    assert top["group_by"] == ["k8s_cluster", "alertname"]
+    assert critical["group_by"] == ["k8s_cluster", "workload", "kind"]
+    assert high["group_by"] == ["..."]
+    assert "group_by" not in low and low["routes"][0]["group_by"] == ["k8s_cluster", "team"]
+
+
 def test_fleet_mode_off_is_the_single_cluster_output() -> None:
     off = settings_from_mapping({"artefacts": {"fleet": False}}, env={})
     assert artefacts.render(off) == artefacts.render(Settings())
