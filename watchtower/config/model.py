@@ -325,6 +325,17 @@ class Settings(Section):
                 self.alerting.model_dump(include={"receivers"})["receivers"],
                 base="fairness",
             )
+            + (
+                # The fleet report rides the weekly report's job: its schedule and its SMTP receiver.
+                [
+                    (
+                        "fleet.report.send",
+                        "the fleet report is sent with the weekly report: set fairness.send too",
+                    )
+                ]
+                if self.fleet.report.send and not self.fairness.send
+                else []
+            )
         )
         return self
 
