@@ -15,7 +15,7 @@ from watchtower.domain.tiers import Tier, TierPolicy
 
 from .alerting import AlertingConfig
 from .artefacts import ArtefactsConfig
-from .consistency import fairness_problems, order_problem, raise_problems, tier_problems
+from .consistency import fairness_problems, fleet_send_problems, order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
 from .fairness import FairnessConfig
 from .fleet import FleetConfig
@@ -325,16 +325,8 @@ class Settings(Section):
                 self.alerting.model_dump(include={"receivers"})["receivers"],
                 base="fairness",
             )
-            + (
-                # The fleet report rides the weekly report's job: its schedule and its SMTP receiver.
-                [
-                    (
-                        "fleet.report.send",
-                        "the fleet report is sent with the weekly report: set fairness.send too",
-                    )
-                ]
-                if self.fleet.report.send and not self.fairness.send
-                else []
+            + fleet_send_problems(
+                self.fleet.model_dump(include={"report"}), self.fairness.model_dump(include={"send"})
             )
         )
         return self
