@@ -143,7 +143,8 @@ def fleet_mailer(
     cfg = settings.fleet.report
 
     async def source(week: IsoWeek) -> FleetReport:
-        # Read at each send: the clusters' token files may have been rotated since the start.
+        # Read at each send: the clusters' token files may have been rotated since the start. The command's
+        # wait for each Watchtower (10 s), not the fleet page's: a week's history is a bigger answer.
         clusters, tokens = configured_clusters(settings)
         return await fleet_report(
             settings,
@@ -152,7 +153,6 @@ def fleet_mailer(
             week=week,
             now=clock.now(),
             tokens=tokens,
-            timeout=settings.fleet.timeout,
         )
 
     return FleetMailer(
