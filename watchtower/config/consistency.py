@@ -162,3 +162,16 @@ def fairness_problems(fairness: Mapping[str, Any], receivers: Any, base: str = "
             )
         )
     return out
+
+
+def fleet_send_problems(fleet: Any, fairness: Any) -> list[Problem]:
+    """Return the problem of `fleet.report.send` without `fairness.send`: the fleet report rides the weekly
+    report's job (its schedule, its SMTP receiver)."""
+    report = fleet.get("report") if isinstance(fleet, Mapping) else None
+    wanted = isinstance(report, Mapping) and report.get("send") is True
+    sending = isinstance(fairness, Mapping) and fairness.get("send") is True
+    if wanted and not sending:
+        return [
+            ("fleet.report.send", "the fleet report is sent with the weekly report: set fairness.send too")
+        ]
+    return []

@@ -1,10 +1,12 @@
-"""The other clusters' Watchtowers this replica's fleet page (`/fleet`) reads, and how long it waits for them."""
+"""The other clusters' Watchtowers this replica's fleet page (`/fleet`) reads, how long it waits for them, and
+the fleet fairness report's weekly send (`fleet.report`)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .durations import PositiveDuration
+from .fairness import _EMAIL
 
 
 class FleetCluster(BaseModel):
@@ -35,6 +37,43 @@ class FleetCluster(BaseModel):
         return v.rstrip("/")
 
 
+class FleetReportConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    send: bool = False
+    """Email the fleet fairness report of the last complete week, with the weekly report (`fairness.send`: its schedule, its SMTP receiver, once per ISO week per address), over `fleet.clusters` and this cluster."""
+    prometheus: str = ""
+    """The global metrics engine holding every cluster's series under `cluster.label` (as `watchtower report fairness --fleet --prometheus`); required with `send`."""
+    recipients: list[str] = []
+    """Addresses that get the fleet report; required with `send`."""
+
+    @field_validator("prometheus")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        scheme, sep, rest = v.partition("://")
+        if v and (not sep or scheme.lower() not in ("http", "https") or not rest.strip("/")):
+            raise ValueError(f"not an http(s) URL of a metrics engine: {v!r} (e.g. https://thanos.example)")
+        return v
+
+    @field_validator("recipients")
+    @classmethod
+    def _addresses(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if not _EMAIL.match(a):
+                raise ValueError(f"not an email address: {a!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _complete(self) -> FleetReportConfig:
+        if self.send and not self.prometheus:
+            raise ValueError(
+                "fleet.report.send needs fleet.report.prometheus: the global metrics engine's URL"
+            )
+        if self.send and not self.recipients:
+            raise ValueError("fleet.report.send needs fleet.report.recipients: the addresses to send it to")
+        return self
+
+
 class FleetConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -42,6 +81,8 @@ class FleetConfig(BaseModel):
     """The other clusters' Watchtowers, shown with this one on `/fleet`; empty: the page shows this cluster alone and the status page does not link to it."""
     timeout: PositiveDuration = 2.0
     """How long the fleet page waits for each cluster's answers; a cluster that does not answer in time is named as missing."""
+    report: FleetReportConfig = FleetReportConfig()
+    """The fleet fairness report's weekly email."""
 
     @model_validator(mode="after")
     def _distinct(self) -> FleetConfig:
@@ -49,4 +90,6 @@ class FleetConfig(BaseModel):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"fleet.clusters names a cluster twice: {', '.join(twice)}")
+        if self.report.send and not self.clusters:
+            raise ValueError("fleet.report.send needs fleet.clusters: the clusters the fleet report covers")
         return self

@@ -18,6 +18,7 @@ from .consistency import (
     CONSISTENCY,
     alerting_problems,
     fairness_problems,
+    fleet_send_problems,
     prometheus_problems,
     tier_problems,
 )
@@ -109,6 +110,7 @@ def _cross_field_problems(data: Mapping[str, Any]) -> list[str]:
         if receivers is None:
             receivers = AlertingConfig().model_dump(include={"receivers"})["receivers"]
         found += fairness_problems(fairness, receivers, base="fairness")
+    found += fleet_send_problems(data.get("fleet"), data.get("fairness"))
     return [f"{path}: {msg}" for path, msg in found]
 
 

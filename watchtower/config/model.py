@@ -15,7 +15,7 @@ from watchtower.domain.tiers import Tier, TierPolicy
 
 from .alerting import AlertingConfig
 from .artefacts import ArtefactsConfig
-from .consistency import fairness_problems, order_problem, raise_problems, tier_problems
+from .consistency import fairness_problems, fleet_send_problems, order_problem, raise_problems, tier_problems
 from .durations import Duration, PositiveDuration
 from .fairness import FairnessConfig
 from .fleet import FleetConfig
@@ -324,6 +324,9 @@ class Settings(Section):
                 self.fairness.model_dump(include={"smtp_receiver", "send"}),
                 self.alerting.model_dump(include={"receivers"})["receivers"],
                 base="fairness",
+            )
+            + fleet_send_problems(
+                self.fleet.model_dump(include={"report"}), self.fairness.model_dump(include={"send"})
             )
         )
         return self

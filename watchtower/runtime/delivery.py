@@ -12,6 +12,7 @@ from watchtower.api.container import Container
 from watchtower.bootstrap import fairness_mailer
 from watchtower.config.model import Settings
 from watchtower.ports import AlertStore, Clock, Sender
+from watchtower.runtime.fleet_report import fleet_mailer
 from watchtower.runtime.weekly_report import schedule_fairness
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
@@ -35,7 +36,7 @@ class Delivery:
 def wire_delivery(container: Container, scheduler: Any, http: httpx.AsyncClient) -> Delivery | None:
     """Return the delivery worker wired to alerting (woken by what it enqueues), its senders through the
     `http` client and the silences API; add the store's prune job and, with `fairness.send`, the weekly
-    report's job to `scheduler`. None without alerting or its store."""
+    report's job to `scheduler` (sending the fleet report too with `fleet.report.send`). None without alerting or its store."""
     from watchtower.adapters.senders import build_report_sender, build_senders
     from watchtower.api import deps
     from watchtower.api.routes.alerts import build_router
@@ -80,7 +81,12 @@ def wire_delivery(container: Container, scheduler: Any, http: httpx.AsyncClient)
                 else "there is no report source",
             )
         else:
-            schedule_fairness(scheduler, mailer, fairness, now=time.time(), fence=fence)
+            fleet = (
+                fleet_mailer(settings, store, container.clock, wake=worker.wake.set)
+                if settings.fleet.report.send
+                else None
+            )
+            schedule_fairness(scheduler, mailer, fairness, now=time.time(), fence=fence, fleet=fleet)
     return Delivery(worker=worker, report_sender=report_sender, router=router)
 
 
