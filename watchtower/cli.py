@@ -273,13 +273,20 @@ def replay(
         for p in e.problems:
             typer.echo(f"  {p}", err=True)
         raise typer.Exit(2) from None
+    emit(body, out, "watchtower replay")
+
+
+def emit(body: bytes, out: Path | None, command: str) -> None:
+    """Write a command's output to `out`, or to standard output; a file that cannot be written is a usage
+    error (exit 2) that names it, after the command's name."""
     if out is None:
         sys.stdout.buffer.write(body)
         return
     try:
         out.write_bytes(body)
     except OSError as e:
-        fail(f"{out}: cannot write: {e.strerror}")
+        typer.echo(f"{command}: {out}: cannot write: {e.strerror}", err=True)
+        raise typer.Exit(2) from None
 
 
 report_cli = typer.Typer(
@@ -380,13 +387,7 @@ def report_fairness(
         body = render_report(asyncio.run(fetch_report(source, w, team)), fmt, team=team).encode()
     except (StartupError, UnknownTeam) as e:
         fail(str(e.args[0]))
-    if out is None:
-        sys.stdout.buffer.write(body)
-        return
-    try:
-        out.write_bytes(body)
-    except OSError as e:
-        fail(f"{out}: cannot write: {e.strerror}")
+    emit(body, out, "watchtower report fairness")
 
 
 def _report_fleet(
@@ -409,13 +410,7 @@ def _report_fleet(
         body = fleet_body(
             lambda: _settings_or_exit(config), week, fmt, prometheus, clusters, token_file, now=time.time()
         )
-        if out is None:
-            sys.stdout.buffer.write(body)
-        else:
-            try:
-                out.write_bytes(body)
-            except OSError as e:
-                raise FleetUsageError(f"{out}: cannot write: {e.strerror}") from None
+        emit(body, out, "watchtower report fairness --fleet")
     except FleetUsageError as e:
         typer.echo(f"watchtower report fairness --fleet: {e}", err=True)
         raise typer.Exit(2) from None
