@@ -18,7 +18,7 @@ from pathlib import Path
 
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.week import IsoWeek
-from watchtower.runtime.fleet_report import cluster_reports, fleet_report
+from watchtower.runtime.fleet_report import cluster_reports, configured_clusters, fleet_report
 from watchtower.services.fleet_render import FLEET_FORMATS, render_fleet
 
 # Re-exported: the command's callers and tests import them from here.
@@ -78,12 +78,14 @@ def fleet_body(
     if not named:
         # The clusters the fleet page lists (`fleet.clusters`), this one first when it is named, each with its
         # own token file unless --token-file gives one for all.
-        if settings.cluster.name and settings.fleet.clusters:
-            named[settings.cluster.name] = settings.server.external_url
-        for c in settings.fleet.clusters:
-            named[c.name] = c.url
-            if token is None and c.token_file:
-                tokens[c.name] = _token(Path(c.token_file), f"fleet.clusters {c.name} token_file")
+        try:
+            named, tokens = configured_clusters(settings)
+        except OSError as e:
+            raise FleetUsageError(
+                f"fleet.clusters: a token_file cannot be read: {e.filename}: {e.strerror}"
+            ) from None
+        if token is not None:
+            tokens = {}
     if not named:
         raise FleetUsageError(
             "name the clusters: --cluster NAME=URL, once each, or fleet.clusters in the config"
