@@ -13,6 +13,14 @@ from .durations import PositiveDuration
 _EMAIL = re.compile(r"^[^@\s<>,;\"']+@[^@\s<>,;\"']+$")
 
 
+def email_addresses(v: list[str]) -> list[str]:
+    """Return `v`; ValueError naming the first entry that is not one plain email address."""
+    for a in v:
+        if not _EMAIL.match(a):
+            raise ValueError(f"not an email address: {a!r}")
+    return v
+
+
 class FairnessConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -61,10 +69,7 @@ class FairnessConfig(BaseModel):
     @field_validator("platform_recipients")
     @classmethod
     def _addresses(cls, v: list[str]) -> list[str]:
-        for a in v:
-            if not _EMAIL.match(a):
-                raise ValueError(f"not an email address: {a!r}")
-        return v
+        return email_addresses(v)
 
     @field_validator("team_recipients")
     @classmethod

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .durations import PositiveDuration
-from .fairness import _EMAIL
+from .fairness import email_addresses
 
 
 class FleetCluster(BaseModel):
@@ -58,10 +58,7 @@ class FleetReportConfig(BaseModel):
     @field_validator("recipients")
     @classmethod
     def _addresses(cls, v: list[str]) -> list[str]:
-        for a in v:
-            if not _EMAIL.match(a):
-                raise ValueError(f"not an email address: {a!r}")
-        return v
+        return email_addresses(v)
 
     @model_validator(mode="after")
     def _complete(self) -> FleetReportConfig:
