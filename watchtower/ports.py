@@ -26,6 +26,8 @@ from watchtower.domain.fleet import FleetRow
 from watchtower.domain.gpu_usage import Sample
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.leader import Leadership, LeaseRecord
+from watchtower.replay.policy import NodeSpec
+from watchtower.replay.trace import TraceJob
 
 
 class Clock(Protocol):
@@ -242,6 +244,17 @@ class FairnessHistory(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class ReplayRecords(Protocol):
+    """What a replay of a recorded week reads from the state store (issue 31): the workloads that arrived in
+    [start, end) as trace rows (`started` is the observed start, None if it never started) and the nodes the
+    cluster had then. Recorded once per fact, like the history, so every replica writes the same rows."""
+
+    def replay_jobs(self, start: float, end: float) -> Sequence[TraceJob]: ...
+    def replay_nodes(self, start: float, end: float) -> Sequence[NodeSpec]:
+        """The node inventory over [start, end): each node seen then, at the most GPUs it offered."""
+        ...
 
 
 class FairnessMetrics(Protocol):
