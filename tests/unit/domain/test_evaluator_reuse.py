@@ -11,6 +11,7 @@ from tests.unit.domain.helpers import GPU_FULL, POLICY, T0
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.records import Condition, Event, Namespace, ObjectRef, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
+from watchtower.domain.workloads import WorkloadKey
 
 MESSAGES = [GPU_FULL, "0/4 nodes are available: 4 Insufficient cpu.", ""]
 
@@ -110,3 +111,52 @@ def test_a_change_the_evaluator_had_not_read_when_the_log_forgot_it_still_shows(
     got = ev.evaluate(state, now=T0 + 20)
     assert got == QueueEvaluator(POLICY).evaluate(state, now=T0 + 20)
     assert sorted((w.facts.key.name, w.facts.gpus_per_pod) for w in got.workloads) == [("p", 8), ("q", 1)]
+
+
+def test_a_new_namespace_gives_its_workloads_their_team_without_every_reader_starting_over():
+    # A namespace gives its workloads nothing but their team: its arrival touches its own workloads (a pod-less
+    # PaddleJob included), not all of them, so at 150,000 pods a team's new namespace costs a walk of the keys,
+    # not a re-derivation of everything by every reader.
+    from tests.unit.domain.test_gangs import classes, paddle_job, put
+    from watchtower.domain.change_log import ChangeCursor
+
+    state = ClusterState()
+    classes(state)
+    put(state, paddle_job())  # in the fixture's namespace, with no pods
+    held = [k for h in state.forms.pod_less for k in h.held(state)]
+    assert len(held) == 1
+    ns = held[0].namespace
+    for i in range(3):
+        state.upsert_pod(
+            Pod(
+                f"o{i}",
+                "other",
+                f"p{i}",
+                T0,
+                gpus=1,
+                scheduled=Condition("False", "Unschedulable", GPU_FULL, T0),
+            )
+        )
+    state.upsert_pod(
+        Pod("m", ns, "mine", T0, gpus=1, scheduled=Condition("False", "Unschedulable", GPU_FULL, T0))
+    )
+    ev = QueueEvaluator(POLICY)
+    before = ev.evaluate(state, now=T0 + 60)
+    assert {w.facts.team for w in before.workloads} == {ns, "other"}  # no label: the namespace is the team
+    cursor = ChangeCursor()
+    cursor.read(state.log)
+
+    state.upsert_namespace(Namespace(ns, "vision"))
+
+    touched = cursor.read(state.log)
+    assert touched is not None, "a new namespace made the log's readers start over"
+    assert touched == {held[0], WorkloadKey(ns, "Pod", "mine")}
+    got = ev.evaluate(state, now=T0 + 60)
+    assert got == QueueEvaluator(POLICY).evaluate(state, now=T0 + 60)
+    assert sorted((w.facts.key.name, w.facts.team) for w in got.workloads) == [
+        ("mine", "vision"),
+        ("ocr-train", "vision"),
+        ("p0", "other"),
+        ("p1", "other"),
+        ("p2", "other"),
+    ]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from watchtower.domain.binding import Binding
+from watchtower.domain.facts_draft import PodLess
 from watchtower.domain.forms.dra.part import DraForm, DraHost
 from watchtower.domain.forms.form import FormPart, QueueForm
 from watchtower.domain.forms.gangs.part import GangForm, GangHost
@@ -33,6 +34,8 @@ class FormParts:
     gangs: GangForm
     dra: DraForm
     kueue: KueueForm
+    # How each form holds work with no pod (every registered form's, with a part or not).
+    pod_less: tuple[PodLess, ...] = ()
 
     @classmethod
     def built(cls, host: PartsHost, forms: tuple[QueueForm, ...]) -> FormParts:
@@ -45,6 +48,7 @@ class FormParts:
             _part_of(by_name, "gangs", GangForm),
             _part_of(by_name, "dra", DraForm),
             _part_of(by_name, "kueue", KueueForm),
+            tuple(f.facts.pod_less for f in forms if f.facts is not None and f.facts.pod_less is not None),
         )
 
     def bindings(self) -> dict[str, Binding[Any]]:
