@@ -298,3 +298,32 @@ def test_the_configuration_reference_lists_every_key_of_the_models_and_no_other(
     for key in ("alerting.route.group_by", "alerting.route.group_wait", "alerting.route.repeat_interval"):
         assert key in keys
     assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("external_url", "watchtower.example.com"),  # no scheme: every alert's link would be relative
+        ("external_url", "https://"),
+        ("dashboard_url", "grafana/d/abc"),
+        ("runbook_url", "ftp://wiki.example.com/runbooks"),
+        ("external_url", "https://watchtower.example.com/a b"),
+    ],
+)
+def test_a_link_alerts_carry_must_be_an_absolute_http_url_and_check_config_names_it(tmp_path, key, value):
+    f = tmp_path / "c.yaml"
+    f.write_text(f"server:\n  {key}: '{value}'\n")
+    r = check(f)
+    assert r.returncode == 2, r.stderr
+    assert f"server.{key}" in r.stderr and "not an http(s) URL of a page users open" in r.stderr, r.stderr
+
+
+def test_absolute_links_pass_unchanged_and_the_optional_ones_may_stay_empty():
+    s = settings_from_mapping(
+        {"server": {"external_url": "https://wt.example.com/", "runbook_url": "https://wiki.example.com/rb/"}}
+    )
+    assert (s.server.external_url, s.server.runbook_url, s.server.dashboard_url) == (
+        "https://wt.example.com/",
+        "https://wiki.example.com/rb/",
+        "",
+    )

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .durations import PositiveDuration
 from .fairness import email_addresses
+from .urls import http_url
 
 
 class FleetCluster(BaseModel):
@@ -29,12 +30,7 @@ class FleetCluster(BaseModel):
     @field_validator("url")
     @classmethod
     def _absolute(cls, v: str) -> str:
-        scheme, sep, rest = v.partition("://")
-        if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/") or not v.isprintable():
-            raise ValueError(
-                f"not an http(s) URL of a Watchtower: {v!r} (e.g. https://watchtower.prod-eu.example)"
-            )
-        return v.rstrip("/")
+        return http_url(v, "a Watchtower", "https://watchtower.prod-eu.example").rstrip("/")
 
 
 class FleetReportConfig(BaseModel):
@@ -50,10 +46,7 @@ class FleetReportConfig(BaseModel):
     @field_validator("prometheus")
     @classmethod
     def _engine(cls, v: str) -> str:
-        scheme, sep, rest = v.partition("://")
-        if v and (not sep or scheme.lower() not in ("http", "https") or not rest.strip("/")):
-            raise ValueError(f"not an http(s) URL of a metrics engine: {v!r} (e.g. https://thanos.example)")
-        return v
+        return http_url(v, "a metrics engine", "https://thanos.example") if v else v
 
     @field_validator("recipients")
     @classmethod

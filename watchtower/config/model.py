@@ -21,6 +21,7 @@ from .fairness import FairnessConfig
 from .fleet import FleetConfig
 from .leader import LeaderElectionConfig
 from .prometheus import PrometheusConfig
+from .urls import http_url
 
 
 class Section(BaseModel):
@@ -213,6 +214,13 @@ class ServerConfig(Section):
     """How often `watchtower run` looks for a changed configuration file (a ConfigMap update swaps its symlink); a valid change is applied as far as a running service can take it (see docs/configuration.md, "Reloading"), a bad one keeps the running configuration and raises WatchtowerConfigInvalid; 0: never."""
     shutdown_deadline: PositiveDuration = 20.0
     """On SIGTERM or SIGINT, notifications being sent get this long to finish; the rest stay in the outbox for the next leader. Keep it below the pod's `terminationGracePeriodSeconds` (30 s by default)."""
+
+    @field_validator("external_url", "dashboard_url", "runbook_url")
+    @classmethod
+    def _links(cls, v: str) -> str:
+        # Every alert and email carries links built from these: a relative or mistyped one makes each of
+        # them a dead link, found by on-call at the worst moment rather than by check-config.
+        return http_url(v, "a page users open", "https://watchtower.example.com") if v else v
 
 
 class StoreConfig(Section):
