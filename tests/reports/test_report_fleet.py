@@ -37,12 +37,14 @@ from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.adapters.prometheus.fleet_reader import FleetAnswers
 from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container, build_fairness_metrics
-from watchtower.commands.fleet_report import FLEET_FORMATS, cluster_reports, fleet_body, render_fleet
+from watchtower.commands.fleet_report import fleet_body
 from watchtower.config import settings_from_mapping
 from watchtower.domain.fairness.fleet import FleetReport, combine
 from watchtower.domain.fairness.report import FairnessReport
 from watchtower.domain.health import SourceHealth
+from watchtower.runtime.fleet_report import cluster_reports
 from watchtower.services.fairness_report import FairnessReports
+from watchtower.services.fleet_render import FLEET_FORMATS, render_fleet
 
 pytestmark = pytest.mark.prometheus
 

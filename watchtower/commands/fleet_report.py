@@ -18,19 +18,8 @@ from pathlib import Path
 
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.week import IsoWeek
-from watchtower.runtime.fleet_report import cluster_reports, configured_clusters, fleet_report
+from watchtower.runtime.fleet_report import configured_clusters, fleet_report
 from watchtower.services.fleet_render import FLEET_FORMATS, render_fleet
-
-# Re-exported: the command's callers and tests import them from here.
-__all__ = [
-    "FLEET_FORMATS",
-    "FleetUsageError",
-    "cluster_reports",
-    "fleet_body",
-    "fleet_report",
-    "parse_clusters",
-    "render_fleet",
-]
 
 
 def parse_clusters(given: list[str]) -> dict[str, str]:
