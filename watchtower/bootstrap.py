@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from prometheus_client import CollectorRegistry
 
@@ -35,6 +35,7 @@ from watchtower.ports import (
     Fence,
     ObjectDecoder,
     ReplayPresenter,
+    ReplayRecords,
     ReportOutbox,
     ReportPresenter,
     ReportSource,
@@ -47,6 +48,7 @@ from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
 from watchtower.services.queue_tracker import QueueTracker
 from watchtower.services.replay_jobs import ReplayJobs
+from watchtower.services.what_if import WhatIfReplays, in_pool, in_thread
 
 if TYPE_CHECKING:
     from watchtower.adapters.store.postgres import PostgresAlertStore
@@ -201,11 +203,26 @@ def _connect_postgres(settings: Settings, where: StoreLocation) -> PostgresAlert
         raise StartupError(str(e)) from None
 
 
+def replay_records(*stores: object) -> ReplayRecords | None:
+    """Return the first of `stores` that records what a replay reads (ReplayRecords); None when none does."""
+    for store in stores:
+        if callable(getattr(store, "replay_jobs", None)) and callable(getattr(store, "replay_nodes", None)):
+            return cast(ReplayRecords, store)
+    return None
+
+
 def fairness_reports(
-    settings: Settings, history: FairnessHistory, tracker: QueueTracker | None = None
+    settings: Settings,
+    history: FairnessHistory,
+    tracker: QueueTracker | None = None,
+    *,
+    records: ReplayRecords | None = None,
+    replays: ReplayJobs | None = None,
 ) -> FairnessReports:
     """Return the report builder: with the live cluster's entitlement and namespaces when a queue tracker is
-    given (the service), from the store and Prometheus alone when not (the CLI)."""
+    given (the service), from the store and Prometheus alone when not (the CLI). With `replay.what_if`, its
+    "What if" replays the week's `records` (default: the history, when it records them) in the `replays`
+    pool (the service's), else in a thread (the CLI)."""
     cluster = None
     if tracker is not None:
         from watchtower.domain.fairness.inputs import running_lines, team_namespaces
@@ -216,8 +233,19 @@ def fairness_reports(
             namespaces=lambda: team_namespaces(w.state),
             running=lambda: running_lines(w.state, w.policy.tiers),
         )
+    what_if = None
+    if settings.replay.what_if:
+        what_if = WhatIfReplays(
+            settings=settings,
+            records=records or replay_records(history),
+            run=in_pool(replays.run_off_loop) if replays is not None else in_thread,
+        )
     return FairnessReports(
-        settings=settings, history=history, metrics=build_fairness_metrics(settings), cluster=cluster
+        settings=settings,
+        history=history,
+        metrics=build_fairness_metrics(settings),
+        cluster=cluster,
+        what_if=what_if,
     )
 
 
@@ -305,8 +333,11 @@ def build_container(
             settings=settings, store=alert_store, metrics=AlertingMetrics(registry=metrics.registry)
         )
     reports = None
+    replays = ReplayJobs(settings.replay)
     if history is not None and settings.fairness.enabled:
-        reports = fairness_reports(settings, history, tracker)
+        reports = fairness_reports(
+            settings, history, tracker, records=replay_records(history, alert_store), replays=replays
+        )
         # The page and the weekly email read the same service as the JSON: the report as of the clock's now.
         report_source = report_source or live_report_source(reports, clock)
     if not settings.fairness.enabled:
@@ -328,7 +359,7 @@ def build_container(
         report_presenter=report_presenter() if report_source is not None else None,
         leadership=leadership,
         fairness=reports,
-        replays=ReplayJobs(settings.replay),
+        replays=replays,
         replay_presenter=replay_presenter(),
         # The other clusters' Watchtowers, read at each visit of the fleet page.
         fleet=HttpFleetReader(settings.fleet) if settings.fleet.clusters else None,

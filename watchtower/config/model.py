@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -267,6 +267,30 @@ class SimulatorConfig(Section):
     """Start nearly full of low-tier training, then a burst of higher tiers."""
 
 
+class WhatIfConfig(Section):
+    """A policy the weekly fairness report replays its week under, shown as "what if" (docs/replay.md)."""
+
+    name: str = Field(min_length=1, max_length=80)
+    """What the report calls this policy's replay (one line of printable characters)."""
+    policy: str | dict[str, Any] = Field(default_factory=dict)
+    """The policy: a YAML or JSON file (a relative path is read from the configuration file's directory, once at start) or its keys written here, as `watchtower replay --policy` reads one (docs/replay.md, "The policy"); every key optional: the tiers fall back to this configuration's `tiers`, the nodes to the node inventory recorded for the week."""
+
+    @field_validator("name")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        if v != v.strip() or not v.isprintable():
+            raise ValueError(
+                f"{v!r} must be one line of printable characters with no leading or trailing space"
+            )
+        if v in WHAT_IF_RESERVED:
+            raise ValueError(f"{v!r} names one of the report's own runs; choose another name")
+        return v
+
+
+# The what-if section's own runs: what was observed and the running configuration replayed.
+WHAT_IF_RESERVED = ("observed", "as configured")
+
+
 class ReplayConfig(Section):
     workers: int = Field(1, ge=1, le=64)
     """Policy replays the service runs at once (`POST /api/v1/replays`), each off the event loop; the others wait their turn."""
@@ -276,6 +300,18 @@ class ReplayConfig(Section):
     """Policies one replay request may compare."""
     keep: int = Field(20, ge=1, le=1000)
     """Replays the service keeps (in memory, lost at a restart): beyond it the oldest finished one is dropped."""
+    what_if: list[WhatIfConfig] = Field(default_factory=list, max_length=8)
+    """Policies the weekly fairness report replays its week's recorded jobs under, each shown beside what was observed in the report's "What if" section (docs/fairness.md); empty: no such section."""
+
+    @field_validator("what_if")
+    @classmethod
+    def _distinct_names(cls, v: list[WhatIfConfig]) -> list[WhatIfConfig]:
+        seen: set[str] = set()
+        for p in v:
+            if p.name in seen:
+                raise ValueError(f"two policies are named {p.name!r}: give each its own name")
+            seen.add(p.name)
+        return v
 
 
 class Settings(Section):

@@ -62,7 +62,7 @@ def _type_name(annotation: Any, f: FieldInfo | None = None) -> str:
         return f"map of {_type_name(args[0])} to {_type_name(args[1])}"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
-    names = {str: "string", int: "integer", float: "number", bool: "boolean", SecretStr: "secret"}
+    names = {str: "string", int: "integer", float: "number", bool: "boolean", SecretStr: "secret", Any: "any"}
     return names.get(annotation, "null" if annotation is type(None) else str(annotation))
 
 
