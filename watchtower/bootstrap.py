@@ -4,13 +4,16 @@ Services, the API, the ports and the domain build no adapter: the parts are buil
 wires them; the store is resolved once from the settings (`store_location`) and handed to its openers;
 `leader_elector` is the election on the Lease. Running the parts (the tick, the serve loop, the leader's
 jobs, the way out) is `watchtower.runtime`'s; what each command does is `watchtower.commands`'.
+
+Size: just over 400 lines: the one place every part is built and wired (each opener a few lines); split
+up, a reader would have to gather the wiring from several modules again.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -35,7 +38,6 @@ from watchtower.ports import (
     Fence,
     ObjectDecoder,
     ReplayPresenter,
-    ReplayRecords,
     ReportOutbox,
     ReportPresenter,
     ReportSource,
@@ -48,7 +50,7 @@ from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
 from watchtower.services.queue_tracker import QueueTracker
 from watchtower.services.replay_jobs import ReplayJobs
-from watchtower.services.what_if import WhatIfReplays, in_pool, in_thread
+from watchtower.services.what_if import records_of, what_if_replays
 
 if TYPE_CHECKING:
     from watchtower.adapters.store.postgres import PostgresAlertStore
@@ -203,26 +205,15 @@ def _connect_postgres(settings: Settings, where: StoreLocation) -> PostgresAlert
         raise StartupError(str(e)) from None
 
 
-def replay_records(*stores: object) -> ReplayRecords | None:
-    """Return the first of `stores` that records what a replay reads (ReplayRecords); None when none does."""
-    for store in stores:
-        if callable(getattr(store, "replay_jobs", None)) and callable(getattr(store, "replay_nodes", None)):
-            return cast(ReplayRecords, store)
-    return None
-
-
 def fairness_reports(
     settings: Settings,
     history: FairnessHistory,
     tracker: QueueTracker | None = None,
-    *,
-    records: ReplayRecords | None = None,
-    replays: ReplayJobs | None = None,
+    pool: ReplayJobs | None = None,
 ) -> FairnessReports:
     """Return the report builder: with the live cluster's entitlement and namespaces when a queue tracker is
-    given (the service), from the store and Prometheus alone when not (the CLI). With `replay.what_if`, its
-    "What if" replays the week's `records` (default: the history, when it records them) in the `replays`
-    pool (the service's), else in a thread (the CLI)."""
+    given (the service), from the store and Prometheus alone when not (the CLI); its "What if" replays in
+    the service's replay `pool`, else in a thread."""
     cluster = None
     if tracker is not None:
         from watchtower.domain.fairness.inputs import running_lines, team_namespaces
@@ -233,19 +224,10 @@ def fairness_reports(
             namespaces=lambda: team_namespaces(w.state),
             running=lambda: running_lines(w.state, w.policy.tiers),
         )
-    what_if = None
-    if settings.replay.what_if:
-        what_if = WhatIfReplays(
-            settings=settings,
-            records=records or replay_records(history),
-            run=in_pool(replays.run_off_loop) if replays is not None else in_thread,
-        )
+    metrics = build_fairness_metrics(settings)
+    what_if = what_if_replays(settings, records_of(history), pool)
     return FairnessReports(
-        settings=settings,
-        history=history,
-        metrics=build_fairness_metrics(settings),
-        cluster=cluster,
-        what_if=what_if,
+        settings=settings, history=history, metrics=metrics, cluster=cluster, what_if=what_if
     )
 
 
@@ -335,9 +317,7 @@ def build_container(
     reports = None
     replays = ReplayJobs(settings.replay)
     if history is not None and settings.fairness.enabled:
-        reports = fairness_reports(
-            settings, history, tracker, records=replay_records(history, alert_store), replays=replays
-        )
+        reports = fairness_reports(settings, history, tracker, replays)
         # The page and the weekly email read the same service as the JSON: the report as of the clock's now.
         report_source = report_source or live_report_source(reports, clock)
     if not settings.fairness.enabled:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -21,6 +21,7 @@ from .fairness import FairnessConfig
 from .fleet import FleetConfig
 from .leader import LeaderElectionConfig
 from .prometheus import PrometheusConfig
+from .what_if import WhatIfConfig
 
 
 class Section(BaseModel):
@@ -265,30 +266,6 @@ class SimulatorConfig(Section):
     instead of `nvidia.com/gpu`; the story's DRA jobs run there. `watchtower demo` uses 2 when this is 0."""
     warm_start: bool = True
     """Start nearly full of low-tier training, then a burst of higher tiers."""
-
-
-class WhatIfConfig(Section):
-    """A policy the weekly fairness report replays its week under, shown as "what if" (docs/replay.md)."""
-
-    name: str = Field(min_length=1, max_length=80)
-    """What the report calls this policy's replay (one line of printable characters)."""
-    policy: str | dict[str, Any] = Field(default_factory=dict)
-    """The policy: a YAML or JSON file (a relative path is read from the configuration file's directory, once at start) or its keys written here, as `watchtower replay --policy` reads one (docs/replay.md, "The policy"); every key optional: the tiers fall back to this configuration's `tiers`, the nodes to the node inventory recorded for the week."""
-
-    @field_validator("name")
-    @classmethod
-    def _one_line(cls, v: str) -> str:
-        if v != v.strip() or not v.isprintable():
-            raise ValueError(
-                f"{v!r} must be one line of printable characters with no leading or trailing space"
-            )
-        if v in WHAT_IF_RESERVED:
-            raise ValueError(f"{v!r} names one of the report's own runs; choose another name")
-        return v
-
-
-# The what-if section's own runs: what was observed and the running configuration replayed.
-WHAT_IF_RESERVED = ("observed", "as configured")
 
 
 class ReplayConfig(Section):

@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from watchtower.config.model import WHAT_IF_RESERVED, TierConfig
+from watchtower.config.model import TierConfig
+from watchtower.config.what_if import WHAT_IF_RESERVED
 from watchtower.domain.fairness.shares import jain_index
 from watchtower.domain.fairness.what_if import (
     TeamFigures,

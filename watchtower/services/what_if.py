@@ -17,11 +17,14 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
+from typing import cast
 
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.what_if import WhatIf, WhatIfFailure
 from watchtower.ports import ReplayRecords
 from watchtower.replay.what_if import NO_JOBS, what_if
+
+from .replay_jobs import ReplayJobs
 
 log = logging.getLogger("watchtower.fairness")
 
@@ -113,3 +116,22 @@ _FAILED = "the replays could not be made this time: see each policy below"
 def _failed_for_now(w: WhatIf) -> bool:
     """Whether the section failed for a reason that may pass (the store, the pool): not kept, tried again."""
     return w.empty == _FAILED
+
+
+def records_of(*stores: object) -> ReplayRecords | None:
+    """Return the first of `stores` that records what a replay reads (ReplayRecords); None when none does."""
+    for store in stores:
+        if callable(getattr(store, "replay_jobs", None)) and callable(getattr(store, "replay_nodes", None)):
+            return cast(ReplayRecords, store)
+    return None
+
+
+def what_if_replays(
+    settings: Settings, records: ReplayRecords | None, pool: ReplayJobs | None
+) -> WhatIfReplays | None:
+    """Return the section's builder when `replay.what_if` names a policy: its replays in `pool`'s worker
+    processes (the service's), else in a thread (the command line)."""
+    if not settings.replay.what_if:
+        return None
+    run = in_pool(pool.run_off_loop) if pool is not None else in_thread
+    return WhatIfReplays(settings=settings, records=records, run=run)
