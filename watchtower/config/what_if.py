@@ -19,7 +19,7 @@ class WhatIfConfig(BaseModel):
     name: str = Field(min_length=1, max_length=80)
     """What the report calls this policy's replay (one line of printable characters)."""
     policy: str | dict[str, Any] = Field(default_factory=dict)
-    """The policy: a YAML or JSON file (a relative path is read from the configuration file's directory, once at start) or its keys written here, as `watchtower replay --policy` reads one (docs/replay.md, "The policy"); every key optional: the tiers fall back to this configuration's `tiers`, the nodes to the node inventory recorded for the week."""
+    """The policy: a YAML or JSON file (a relative path is read from the configuration file's directory, when the configuration is loaded) or its keys written here, as `watchtower replay --policy` reads one (docs/replay.md, "The policy"); every key optional: the tiers fall back to this configuration's `tiers`, the nodes to the node inventory recorded for the week."""
 
     @field_validator("name")
     @classmethod
