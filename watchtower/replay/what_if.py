@@ -25,6 +25,7 @@ from watchtower.config.model import TierConfig
 from watchtower.config.what_if import WHAT_IF_RESERVED
 from watchtower.domain.fairness.shares import jain_index
 from watchtower.domain.fairness.what_if import (
+    RunKind,
     TeamFigures,
     TierFigures,
     WhatIf,
@@ -140,7 +141,7 @@ def what_if(
     seen = _observed(jobs)
     if seen:
         runs.append((_run(OBSERVED, "observed", seen, None), seen))
-    every: list[tuple[str, Mapping[str, Any] | str, str]] = [(CONFIGURED, {}, "configured")]
+    every: list[tuple[str, Mapping[str, Any] | str, RunKind]] = [(CONFIGURED, {}, "configured")]
     every += [(n, m, "policy") for n, m in policies]
     for name, mapping, kind in every:
         if isinstance(mapping, str):  # settings made without loading them, which reads the files
@@ -154,6 +155,7 @@ def what_if(
         except PolicyError as e:
             failures.append(WhatIfFailure(name, "; ".join(e.problems)))
             continue
+        # Broad: whatever one replay does, the others and the report go on; the section says what it was.
         except Exception as e:
             failures.append(
                 WhatIfFailure(name, str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}")
@@ -172,7 +174,9 @@ def what_if(
     )
 
 
-def _run(name: str, kind: Any, outcomes: list[JobOutcome], replayed: list[JobOutcome] | None) -> WhatIfRun:
+def _run(
+    name: str, kind: RunKind, outcomes: list[JobOutcome], replayed: list[JobOutcome] | None
+) -> WhatIfRun:
     teams = _by(_ran(outcomes), lambda j: j.team)
     return WhatIfRun(
         name=name,

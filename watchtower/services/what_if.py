@@ -4,7 +4,7 @@ of `replay.what_if`, off the event loop, for `FairnessReports.build`.
 The replay runs where `run` puts it: the service hands in its replay worker pool (a replay is pure Python
 for seconds, and in a thread it would hold the interpreter's lock against the tick), the command line a
 thread (it has no tick to hold up). An ended week's section is kept once computed, so the page, the JSON and
-the weekly email of one week replay it once; a week still under way is replayed at each build.
+the weekly email of one week replay it once; a week still under way is replayed again after FRESH_FOR.
 
 Nothing here raises: no recorded jobs, a store that cannot be read or a worker that died become the
 section's own words, and the report goes out with them.
@@ -32,6 +32,9 @@ log = logging.getLogger("watchtower.fairness")
 # event loop, and gives its result.
 Runner = Callable[[Callable[[], WhatIf]], Awaitable[WhatIf]]
 SETTLED_AFTER = 3600.0  # an ended week's records are complete this long after its end (late facts are in)
+# A week still under way is replayed again once its section is this old: its page's views do not each start
+# a replay of seconds, and a view a few minutes later sees the jobs recorded since.
+FRESH_FOR = 600.0
 _KEPT = 8
 
 
@@ -56,7 +59,7 @@ class WhatIfReplays:
         self.settings = settings
         self.records = records
         self.run = run
-        self._kept: dict[tuple[float, float], WhatIf] = {}
+        self._kept: dict[tuple[float, float], tuple[float, WhatIf]] = {}  # week -> (when computed, section)
         self._lock = asyncio.Lock()  # one week replayed at a time: a second build of it waits and reuses it
 
     @property
@@ -70,12 +73,14 @@ class WhatIfReplays:
         key = (start, end)
         async with self._lock:
             if (kept := self._kept.get(key)) is not None:
-                return kept
+                at, section = kept
+                if at >= end + SETTLED_AFTER or now - at < FRESH_FOR:
+                    return section
             got = await self._compute(start, end)
-            if now >= end + SETTLED_AFTER and not _failed_for_now(got):
-                if len(self._kept) >= _KEPT:
+            if not _failed_for_now(got):
+                if key not in self._kept and len(self._kept) >= _KEPT:
                     del self._kept[min(self._kept)]  # the oldest week
-                self._kept[key] = got
+                self._kept[key] = (now, got)
             return got
 
     async def _compute(self, start: float, end: float) -> WhatIf:
@@ -87,6 +92,7 @@ class WhatIfReplays:
             jobs, nodes = await asyncio.to_thread(
                 lambda: (r.replay_jobs(start, end), r.replay_nodes(start, end))
             )
+        # Broad: each store raises its own errors (sqlite3, psycopg); the report goes out without the section.
         except Exception as e:
             log.exception("what if: the week's recorded jobs could not be read")
             return _all_failed(names, f"the week's recorded jobs could not be read: {e}")
@@ -101,6 +107,8 @@ class WhatIfReplays:
         )
         try:
             return await self.run(call)
+        # Broad: a worker process that died, a pool shut down, a result that did not unpickle: said in the
+        # section, and the report still goes.
         except Exception as e:
             log.exception("what if: the week's replays did not run")
             return _all_failed(names, f"the replays did not run: {type(e).__name__}: {e}")

@@ -112,6 +112,20 @@ async def test_the_weeks_recorded_jobs_are_replayed_under_each_policy_off_the_ev
     assert again.what_if == w and records.reads == [(S, E)]
 
 
+async def test_a_week_under_way_is_replayed_again_once_its_section_is_ten_minutes_old(tmp_path: Path) -> None:
+    settings = settings_from_mapping(POLICIES, env={})
+    records = week_jobs()
+    r = reports(tmp_path, settings, records)
+    during = E - 3600  # the week's last hour
+    await r.build(WEEK, now=during)
+    await r.build(WEEK, now=during + 300)
+    assert len(records.reads) == 1
+    records.jobs.append(TraceJob("c", "nlp", "low", 0, during + 400, 60.0, 1, 1))
+    report = await r.build(WEEK, now=during + 601)
+    assert len(records.reads) == 2
+    assert report.what_if is not None and report.what_if.runs[1].jobs == 3  # the new job is replayed too
+
+
 async def test_a_teams_report_has_its_own_teams_lines_only(tmp_path: Path) -> None:
     settings = settings_from_mapping(POLICIES, env={})
     r = reports(tmp_path, settings, week_jobs())
