@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.alerting.servers import plain_smtp_server
 from tests.reports.sample import StandIn, report
+from watchtower.api.schemas.fairness import FairnessReport as FairnessReportSchema
 from watchtower.commands.report import render_report, send_reports
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import Settings
@@ -59,7 +60,9 @@ def test_the_text_json_and_csv_carry_the_section() -> None:
     assert "WHAT IF (the week's recorded jobs replayed under " + HOSTILE_POLICY + ", today;" in text
     assert f"    {HOSTILE_POLICY}: p50 1m, p95 1m (1 jobs)" in text
     assert "  team vision:\n" in text
-    doc = json.loads(render_report(r, "json"))["what_if"]
+    whole = json.loads(render_report(r, "json"))
+    FairnessReportSchema.model_validate(whole)  # the API's declared model, unknown keys refused
+    doc = whole["what_if"]
     assert [x["name"] for x in doc["runs"]] == ["observed", "as configured", HOSTILE_POLICY, "today"]
     assert doc["failures"] == []
     nlp = next(t for t in doc["teams"] if t["team"] == "nlp")
