@@ -4,6 +4,9 @@ Services, the API, the ports and the domain build no adapter: the parts are buil
 wires them; the store is resolved once from the settings (`store_location`) and handed to its openers;
 `leader_elector` is the election on the Lease. Running the parts (the tick, the serve loop, the leader's
 jobs, the way out) is `watchtower.runtime`'s; what each command does is `watchtower.commands`'.
+
+Size: just over 400 lines: the one place every part is built and wired (each opener a few lines); split
+up, a reader would have to gather the wiring from several modules again.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
 from watchtower.services.queue_tracker import QueueTracker
 from watchtower.services.replay_jobs import ReplayJobs
+from watchtower.services.what_if import records_of, what_if_replays
 
 if TYPE_CHECKING:
     from watchtower.adapters.store.postgres import PostgresAlertStore
@@ -202,10 +206,14 @@ def _connect_postgres(settings: Settings, where: StoreLocation) -> PostgresAlert
 
 
 def fairness_reports(
-    settings: Settings, history: FairnessHistory, tracker: QueueTracker | None = None
+    settings: Settings,
+    history: FairnessHistory,
+    tracker: QueueTracker | None = None,
+    pool: ReplayJobs | None = None,
 ) -> FairnessReports:
     """Return the report builder: with the live cluster's entitlement and namespaces when a queue tracker is
-    given (the service), from the store and Prometheus alone when not (the CLI)."""
+    given (the service), from the store and Prometheus alone when not (the CLI); its "What if" replays in
+    the service's replay `pool`, else in a thread."""
     cluster = None
     if tracker is not None:
         from watchtower.domain.fairness.inputs import running_lines, team_namespaces
@@ -216,8 +224,10 @@ def fairness_reports(
             namespaces=lambda: team_namespaces(w.state),
             running=lambda: running_lines(w.state, w.policy.tiers),
         )
+    metrics = build_fairness_metrics(settings)
+    what_if = what_if_replays(settings, records_of(history), pool)
     return FairnessReports(
-        settings=settings, history=history, metrics=build_fairness_metrics(settings), cluster=cluster
+        settings=settings, history=history, metrics=metrics, cluster=cluster, what_if=what_if
     )
 
 
@@ -305,8 +315,9 @@ def build_container(
             settings=settings, store=alert_store, metrics=AlertingMetrics(registry=metrics.registry)
         )
     reports = None
+    replays = ReplayJobs(settings.replay)
     if history is not None and settings.fairness.enabled:
-        reports = fairness_reports(settings, history, tracker)
+        reports = fairness_reports(settings, history, tracker, replays)
         # The page and the weekly email read the same service as the JSON: the report as of the clock's now.
         report_source = report_source or live_report_source(reports, clock)
     if not settings.fairness.enabled:
@@ -328,7 +339,7 @@ def build_container(
         report_presenter=report_presenter() if report_source is not None else None,
         leadership=leadership,
         fairness=reports,
-        replays=ReplayJobs(settings.replay),
+        replays=replays,
         replay_presenter=replay_presenter(),
         # The other clusters' Watchtowers, read at each visit of the fleet page.
         fleet=HttpFleetReader(settings.fleet) if settings.fleet.clusters else None,

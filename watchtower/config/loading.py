@@ -92,6 +92,67 @@ def _read_secret_files(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
     return out, problems
 
 
+def _read_what_if_files(
+    data: dict[str, Any], base_dir: Path | None
+) -> tuple[dict[str, Any], dict[int, str], list[str]]:
+    """Return `data` with each `replay.what_if[].policy` given as a file replaced by the mapping the file
+    holds, which entries came from which file, and a problem for each file that cannot be read."""
+    replay = data.get("replay")
+    entries = replay.get("what_if") if isinstance(replay, Mapping) else None
+    if not isinstance(replay, Mapping) or not isinstance(entries, list):
+        return data, {}, []
+    files: dict[int, str] = {}
+    problems: list[str] = []
+    out: list[Any] = []
+    for i, entry in enumerate(entries):
+        name = entry.get("policy") if isinstance(entry, Mapping) else None
+        if isinstance(name, str):
+            where = f"replay.what_if[{i}].policy"
+            path = Path(name)
+            if not path.is_absolute() and base_dir is not None:
+                path = base_dir / path  # beside the configuration file, as a ConfigMap mounts them together
+            try:
+                loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except OSError as e:
+                problems.append(f"{where}: cannot read {name!r}: {e.strerror}")
+            except UnicodeDecodeError:
+                problems.append(f"{where}: {name}: not UTF-8 text")
+            except yaml.YAMLError as e:
+                problems.append(f"{where}: {name}: not valid YAML: {getattr(e, 'problem', None) or e}")
+            else:
+                if loaded is None:
+                    loaded = {}
+                if isinstance(loaded, dict):
+                    files[i] = name
+                    entry = {**entry, "policy": loaded}
+                else:
+                    problems.append(f"{where}: {name}: a mapping is expected, not {type(loaded).__name__}")
+        out.append(entry)
+    return {**data, "replay": {**replay, "what_if": out}}, files, problems
+
+
+def _what_if_problems(settings: Settings, files: Mapping[int, str]) -> list[str]:
+    """Return each what-if policy's problems as `watchtower replay` words them, at its path here."""
+    # Imported here: the replay's policy model reads this package's model, so a module-level import of it
+    # from the package's own loading would be circular at import time.
+    from watchtower.replay.what_if import policy_problems
+
+    found = []
+    for i, w in enumerate(settings.replay.what_if):
+        if isinstance(w.policy, str):
+            continue  # a file that could not be read: its problem is already listed
+        base = f"replay.what_if[{i}].policy"
+        for p in policy_problems(w.name, w.policy, settings.tiers):
+            path, _, msg = p.partition(": ")
+            if i in files:
+                found.append(f"{base} ({files[i]}): {p}")
+            elif path == "(top level)":
+                found.append(f"{base}: {msg}")
+            else:
+                found.append(f"{base}.{p}")
+    return found
+
+
 def _cross_field_problems(data: Mapping[str, Any]) -> list[str]:
     """Return the cross-field problems of raw data, which pydantic skips once a field of the model fails."""
     found = []
@@ -158,10 +219,15 @@ def _password_in_store_url(data: Mapping[str, Any]) -> Iterator[str]:
 
 
 def settings_and_warnings(
-    data: Mapping[str, Any] | None, *, env: Mapping[str, str] | None = None, source: str = "<config>"
+    data: Mapping[str, Any] | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    source: str = "<config>",
+    base_dir: Path | None = None,
 ) -> tuple[Settings, list[str]]:
     """Return validated settings from parsed YAML plus environment overrides, and warnings about the file
-    (secrets written in it); raise ConfigError listing every problem, field and cross-field, at once."""
+    (secrets written in it); raise ConfigError listing every problem, field and cross-field, at once.
+    `base_dir`: where the files the configuration names by a relative path are (its own directory)."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -169,6 +235,8 @@ def settings_and_warnings(
     warnings = list(secrets_written_in(Settings, data)) + list(_password_in_store_url(data))
     merged = _merge(dict(data), _env_overrides(os.environ if env is None else env))
     merged, problems = _read_secret_files(merged)
+    merged, what_if_files, unread = _read_what_if_files(merged, base_dir)
+    problems += unread
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as e:
@@ -183,6 +251,7 @@ def settings_and_warnings(
         order = {section: i for i, section in enumerate(merged)}
         problems.sort(key=lambda p: order.get(re.split(r"[.\[:]", p, maxsplit=1)[0], len(order)))
         raise ConfigError(source, problems, warnings) from None
+    problems += _what_if_problems(settings, what_if_files)
     if problems:
         raise ConfigError(source, problems, warnings)
     return settings, warnings
@@ -217,13 +286,17 @@ def read_settings(
         raw = p.read_bytes()
     except OSError as e:
         raise ConfigError(str(p), [f"cannot read: {e.strerror}"]) from None
-    return parse_settings(raw, env=env, source=str(p))
+    return parse_settings(raw, env=env, source=str(p), base_dir=p.parent)
 
 
 def parse_settings(
-    raw: bytes, *, env: Mapping[str, str] | None = None, source: str = "<config>"
+    raw: bytes,
+    *,
+    env: Mapping[str, str] | None = None,
+    source: str = "<config>",
+    base_dir: Path | None = None,
 ) -> tuple[Settings, list[str]]:
-    """Return settings from the bytes of a YAML file and its warnings; raise ConfigError."""
+    """Return settings from the bytes of a YAML file (in `base_dir`) and its warnings; raise ConfigError."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -235,4 +308,4 @@ def parse_settings(
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
         raise ConfigError(source, [f"{where}not valid YAML: {problem}"]) from None
-    return settings_and_warnings(data, env=env, source=source)
+    return settings_and_warnings(data, env=env, source=source, base_dir=base_dir)

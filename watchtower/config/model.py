@@ -22,6 +22,7 @@ from .fleet import FleetConfig
 from .leader import LeaderElectionConfig
 from .prometheus import PrometheusConfig
 from .urls import http_url
+from .what_if import WhatIfConfig
 
 
 class Section(BaseModel):
@@ -284,6 +285,18 @@ class ReplayConfig(Section):
     """Policies one replay request may compare."""
     keep: int = Field(20, ge=1, le=1000)
     """Replays the service keeps (in memory, lost at a restart): beyond it the oldest finished one is dropped."""
+    what_if: list[WhatIfConfig] = Field(default_factory=list, max_length=8)
+    """Policies the weekly fairness report replays its week's recorded jobs under, each shown beside what was observed in the report's "What if" section (docs/fairness.md); empty: no such section."""
+
+    @field_validator("what_if")
+    @classmethod
+    def _distinct_names(cls, v: list[WhatIfConfig]) -> list[WhatIfConfig]:
+        seen: set[str] = set()
+        for p in v:
+            if p.name in seen:
+                raise ValueError(f"two policies are named {p.name!r}: give each its own name")
+            seen.add(p.name)
+        return v
 
 
 class Settings(Section):

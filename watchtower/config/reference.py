@@ -53,7 +53,8 @@ def _type_name(annotation: Any, f: FieldInfo | None = None) -> str:
     if origin is typing.Annotated:
         return _duration_name(annotation.__metadata__) or _type_name(args[0])
     if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in args if a is not type(None)) + " or null"
+        null = " or null" if type(None) in args else ""
+        return " or ".join(_type_name(a) for a in args if a is not type(None)) + null
     if origin is Literal:
         return " \\| ".join(str(a) for a in args)
     if origin is list:
@@ -62,7 +63,7 @@ def _type_name(annotation: Any, f: FieldInfo | None = None) -> str:
         return f"map of {_type_name(args[0])} to {_type_name(args[1])}"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
-    names = {str: "string", int: "integer", float: "number", bool: "boolean", SecretStr: "secret"}
+    names = {str: "string", int: "integer", float: "number", bool: "boolean", SecretStr: "secret", Any: "any"}
     return names.get(annotation, "null" if annotation is type(None) else str(annotation))
 
 

@@ -91,7 +91,9 @@ class ConfigReloader:
             return None
         self._seen = (real, digest)
         try:
-            new, warnings = parse_settings(data, env=self.env, source=str(self.path))
+            new, warnings = parse_settings(
+                data, env=self.env, source=str(self.path), base_dir=Path(self.path).parent
+            )
         except ConfigError as e:
             return self._invalid(e.problems)
         for w in warnings:

@@ -26,6 +26,8 @@ from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.tick import Tick
 from watchtower.ports import FairnessHistory, FairnessMetrics, PromReadError
 
+from .what_if import WhatIfReplays
+
 log = logging.getLogger("watchtower.fairness")
 
 TREND_WEEKS = 8  # this week and the 7 before it
@@ -74,12 +76,14 @@ class FairnessReports:
         history: FairnessHistory,
         metrics: FairnessMetrics | None,
         cluster: ClusterNow | None = None,
+        what_if: WhatIfReplays | None = None,
     ) -> None:
         self.settings = settings
         self.cfg = settings.fairness
         self.history = history
         self.metrics = metrics
         self.cluster = cluster
+        self.what_if = what_if
         self.tz = zoneinfo.ZoneInfo(self.cfg.timezone)
         self._settled: dict[tuple[float, float, float], UsageFigures] = {}  # (start, end, step) → figures
 
@@ -151,12 +155,13 @@ class FairnessReports:
             notes=notes,
         )
         report = compute_report(inp)
+        if self.what_if is not None:
+            report = replace(report, what_if=await self.what_if.section(start, end, now=now))
         if team is None:
             return report
-        one = report.team(team)
-        if one is None:
+        if report.team(team) is None:
             raise UnknownTeam(team, [t.team for t in report.teams])
-        return replace(report, teams=(one,))
+        return report.for_teams([team])
 
     async def _usages(
         self, bounds: Sequence[tuple[float, float]], notes: list[str], now: float

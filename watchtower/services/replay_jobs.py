@@ -19,13 +19,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from watchtower.config.model import ReplayConfig
 
 from .replay import ReplayInputError, count_rows, read_policy, replay_document, unique_names
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # CPU seconds per job and policy, with room to spare: bench/replay.py measures ~0.2 ms on one core.
 SECONDS_PER_JOB = 0.0005
@@ -165,6 +166,14 @@ class ReplayJobs:
             "replay %s queued: %d rows, %d policies, about %g s", entry.id, rows, len(policies), estimate
         )
         return entry
+
+    def run_off_loop(self, call: Callable[[], T]) -> Future[T]:
+        """Run `call` (it must pickle: a partial of a module-level function) in this pool, started if need be:
+        the weekly report's what-if replays share the requests' workers rather than start their own."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = self._make_pool(self.cfg.workers)
+            return self._pool.submit(call)
 
     def _prune(self) -> None:
         done = [k for k, e in self._entries.items() if e.future.done()]

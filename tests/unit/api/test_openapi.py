@@ -62,6 +62,7 @@ TABLES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("json.md", "fairness report: cluster"): ("ClusterFigures", None),
     ("json.md", "fairness report: teams"): ("TeamFigures", None),
     ("json.md", "fairness report: method"): ("Method", None),
+    ("json.md", "fairness report: what if"): ("FairnessWhatIf", None),
     ("json.md", "fairness history"): ("FairnessHistory", None),
     ("json.md", "replay"): ("ReplayDocument", None),
     ("json.md", "replay: run"): ("ReplayRun", None),

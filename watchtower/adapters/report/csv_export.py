@@ -10,6 +10,7 @@ import csv
 import io
 
 from watchtower.domain.fairness.report import FairnessReport, TeamReport
+from watchtower.domain.fairness.what_if import WhatIf
 
 RESOURCES = ("gpu", "cpu", "memory")
 FIXED = (
@@ -65,7 +66,48 @@ def tiers_of(report: FairnessReport) -> list[str]:
 
 
 def header(report: FairnessReport) -> list[str]:
-    return [*FIXED, *(f"{c}_{_text(t)}" for t in tiers_of(report) for c in PER_TIER)]
+    return [
+        *FIXED,
+        *(f"{c}_{_text(t)}" for t in tiers_of(report) for c in PER_TIER),
+        *_what_if_header(report.what_if),
+    ]
+
+
+# The "What if" section, after every column above (a report without it has none of these): each run's
+# figures for the row's team, then each run's waits per tier (the cluster's, repeated on every row as
+# jain_cluster is), then a note saying what is missing and why.
+PER_RUN = ("whatif_jobs", "whatif_wait_mean_s", "whatif_attainment")
+PER_POLICY = ("whatif_wait_change_s", "whatif_attainment_change")
+PER_RUN_TIER = ("whatif_wait_p50_s", "whatif_wait_p95_s")
+
+
+def _what_if_header(w: WhatIf | None) -> list[str]:
+    if w is None:
+        return []
+    out = []
+    for r in w.runs:
+        out += [f"{c}_{_text(r.name)}" for c in PER_RUN]
+        if r.kind == "policy":
+            out += [f"{c}_{_text(r.name)}" for c in PER_POLICY]
+    out += [f"{c}_{_text(t.tier)}_{_text(f.run)}" for t in w.tiers for f in t.runs for c in PER_RUN_TIER]
+    return [*out, "whatif_note"]
+
+
+def _what_if_cells(w: WhatIf | None, team: str) -> list[str]:
+    if w is None:
+        return []
+    mine = next((t for t in w.teams if t.team == team), None)
+    figures = {f.run: f for f in mine.runs} if mine is not None else {}
+    out = []
+    for r in w.runs:
+        f = figures.get(r.name)
+        out += [str(f.jobs), _num(f.wait_mean), _num(f.attainment)] if f is not None else ["0", "", ""]
+        if r.kind == "policy":
+            out += [_num(f.wait_change), _num(f.attainment_change)] if f is not None else ["", ""]
+    out += [_num(v) for t in w.tiers for f in t.runs for v in (f.p50, f.p95)]
+    note = [w.empty] if w.empty else []
+    note += [f"{f.policy}: could not be replayed: {f.why}" for f in w.failures]
+    return [*out, _text("; ".join(note))]
 
 
 def _row(week: str, t: TeamReport, tiers: list[str], jain: float | None) -> list[str]:
@@ -112,5 +154,7 @@ def report_csv(report: FairnessReport) -> str:
     w.writerow(header(report))
     tiers = tiers_of(report)
     for t in report.teams:
-        w.writerow(_row(report.week, t, tiers, report.cluster.jain))
+        w.writerow(
+            [*_row(report.week, t, tiers, report.cluster.jain), *_what_if_cells(report.what_if, t.team)]
+        )
     return buf.getvalue()

@@ -8,7 +8,6 @@ page's CSP allows images from data: only), `cid:` in the email.
 from __future__ import annotations
 
 import base64
-import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,10 +45,7 @@ def _envs() -> tuple[jinja2.Environment, jinja2.Environment]:
 
 def for_teams(report: FairnessReport, teams: Iterable[str] | None) -> FairnessReport:
     """Return the report narrowed to `teams` (None: all of them); the cluster part stays whole."""
-    if teams is None:
-        return report
-    keep = set(teams)
-    return dataclasses.replace(report, teams=tuple(t for t in report.teams if t.team in keep))
+    return report if teams is None else report.for_teams(teams)
 
 
 def title_of(report: FairnessReport, teams: Sequence[str] | None) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from watchtower.domain.fairness.report import FairnessReport, TeamReport, TierWaits, WorkloadLine
+from watchtower.domain.fairness.what_if import WhatIf
 from watchtower.domain.timefmt import format_duration
 
 MISSING = "missing"
@@ -117,6 +118,74 @@ def team_view(t: TeamReport) -> dict[str, Any]:
     }
 
 
+_RUN_KIND = {
+    "observed": "observed",
+    "configured": "the configuration replayed (fidelity)",
+    "policy": "what if",
+}
+
+
+def _signed_duration(v: float | None) -> str:
+    if v is None:
+        return MISSING
+    return ("+" if v > 0 else "−" if v < 0 else "±") + format_duration(abs(v), spoken=True)
+
+
+def _points(v: float | None) -> str:
+    return MISSING if v is None else f"{100 * v:+.1f} pts".replace("-", "−")
+
+
+def what_if_view(w: WhatIf | None) -> dict[str, Any] | None:
+    """Return the "What if" section's words and figures; None when no policy is configured."""
+    if w is None:
+        return None
+    kinds = {r.name: r.kind for r in w.runs}
+    return {
+        "empty": w.empty,
+        "policies": ", ".join(w.policies),
+        "runs": [
+            {
+                "name": r.name,
+                "kind": _RUN_KIND[r.kind],
+                "jobs": r.jobs,
+                "preemptions": "" if r.preemptions is None else str(r.preemptions),
+                "gpu_hours_lost": "" if r.gpu_hours_lost is None else hours(r.gpu_hours_lost),
+                "jain": index(r.jain),
+            }
+            for r in w.runs
+        ],
+        "tiers": [
+            {
+                "tier": t.tier,
+                "runs": [
+                    {"run": f.run, "jobs": f.jobs, "p50": duration(f.p50), "p95": duration(f.p95)}
+                    for f in t.runs
+                ],
+            }
+            for t in w.tiers
+        ],
+        "teams": [
+            {
+                "team": t.team,
+                "runs": [
+                    {
+                        "run": f.run,
+                        "jobs": f.jobs,
+                        "wait": duration(f.wait_mean),
+                        "attainment": pct(f.attainment),
+                        "policy": kinds.get(f.run) == "policy",
+                        "wait_change": _signed_duration(f.wait_change),
+                        "attainment_change": _points(f.attainment_change),
+                    }
+                    for f in t.runs
+                ],
+            }
+            for t in w.teams
+        ],
+        "failures": [{"policy": f.policy, "why": f.why} for f in w.failures],
+    }
+
+
 def report_view(r: FairnessReport) -> dict[str, Any]:
     """Return the template context of a report: every figure as text, "missing" where it is None."""
     c = r.cluster
@@ -168,6 +237,7 @@ def report_view(r: FairnessReport) -> dict[str, Any]:
             ],
         },
         "teams": [team_view(t) for t in r.teams],
+        "what_if": what_if_view(r.what_if),
         "method": {
             "theta": f"{m.idle_threshold:g}",
             "critical": critical or "none configured",

@@ -5,7 +5,6 @@ renderer and media type. JSON is the API's own presenter; CSV, HTML and text are
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import orjson
 
@@ -63,5 +62,5 @@ def render(
         raise ValueError(unknown(fmt)) from None
     teams = [team] if team is not None else None
     if teams is not None:
-        report = replace(report, teams=tuple(t for t in report.teams if t.team == team))
+        report = report.for_teams(teams)
     return renderer(report, presenter, teams), media

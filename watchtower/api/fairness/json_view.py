@@ -13,6 +13,7 @@ from watchtower.domain.fairness.report import (
     TierWaits,
     WorkloadLine,
 )
+from watchtower.domain.fairness.what_if import WhatIf
 from watchtower.domain.timefmt import rfc3339
 
 
@@ -101,6 +102,59 @@ def _cluster(c: ClusterReport) -> dict[str, Any]:
     }
 
 
+def what_if_dict(w: WhatIf | None) -> dict[str, Any] | None:
+    if w is None:
+        return None
+    return {
+        "policies": list(w.policies),
+        "empty": w.empty,
+        "failures": [{"policy": f.policy, "why": f.why} for f in w.failures],
+        "runs": [
+            {
+                "name": r.name,
+                "kind": r.kind,
+                "jobs": r.jobs,
+                "preemptions": r.preemptions,
+                "gpu_hours_lost": _round(r.gpu_hours_lost),
+                "jain": _round(r.jain),
+            }
+            for r in w.runs
+        ],
+        "tiers": [
+            {
+                "tier": t.tier,
+                "runs": [
+                    {
+                        "run": f.run,
+                        "jobs": f.jobs,
+                        "p50_seconds": _round(f.p50, 1),
+                        "p95_seconds": _round(f.p95, 1),
+                    }
+                    for f in t.runs
+                ],
+            }
+            for t in w.tiers
+        ],
+        "teams": [
+            {
+                "team": t.team,
+                "runs": [
+                    {
+                        "run": f.run,
+                        "jobs": f.jobs,
+                        "wait_mean_seconds": _round(f.wait_mean, 1),
+                        "attainment": _round(f.attainment),
+                        "wait_change_seconds": _round(f.wait_change, 1),
+                        "attainment_change": _round(f.attainment_change),
+                    }
+                    for f in t.runs
+                ],
+            }
+            for t in w.teams
+        ],
+    }
+
+
 def report_dict(r: FairnessReport) -> dict[str, Any]:
     """Return the report as the JSON document `/api/v1/reports/fairness` and `watchtower report` print."""
     m = r.method
@@ -123,6 +177,7 @@ def report_dict(r: FairnessReport) -> dict[str, Any]:
         "notes": list(r.notes),
         "cluster": _cluster(r.cluster),
         "teams": [team_dict(t) for t in r.teams],
+        "what_if": what_if_dict(r.what_if),
         "method": {
             "idle_threshold_percent": m.idle_threshold,
             "critical_after_seconds": dict(m.critical_after),

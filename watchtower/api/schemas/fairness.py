@@ -162,6 +162,85 @@ class Method(Body):
     """every formula, one per line"""
 
 
+class WhatIfFailure(Body):
+    policy: str
+    """the policy's name (`as configured` for the configuration itself)"""
+    why: str
+    """why it could not be replayed, in words"""
+
+
+class WhatIfRun(Body):
+    name: str
+    """`observed`, `as configured`, or the policy's `replay.what_if[].name`"""
+    kind: str
+    """`observed`, `configured` (the running configuration replayed: the fidelity line) or `policy`"""
+    jobs: int
+    """jobs in the run: those that started (observed), every recorded job (a replay)"""
+    preemptions: int | None
+    """preemptions in the replay; null for the observed run"""
+    gpu_hours_lost: Number | None
+    """work redone after preemptions; null for the observed run"""
+    jain: Number | None
+    """Jain's index over the teams' attainment"""
+
+
+class WhatIfTierRun(Body):
+    run: str
+    """the run's name"""
+    jobs: int
+    """the tier's jobs in the run"""
+    p50_seconds: Number | None
+    """median wait, nearest rank"""
+    p95_seconds: Number | None
+    """95th percentile wait, nearest rank"""
+
+
+class WhatIfTier(Body):
+    tier: str
+    """the tier"""
+    runs: list[WhatIfTierRun]
+    """one per run, in the runs' order"""
+
+
+class WhatIfTeamRun(Body):
+    run: str
+    """the run's name"""
+    jobs: int
+    """the team's jobs in the run"""
+    wait_mean_seconds: Number | None
+    """mean wait"""
+    attainment: Number | None
+    """Σ GPUs·run / Σ GPUs·(run + wait)"""
+    wait_change_seconds: Number | None
+    """a policy's mean wait less the configuration replayed; null for the other runs"""
+    attainment_change: Number | None
+    """a policy's attainment less the configuration replayed; null for the other runs"""
+
+
+class WhatIfTeam(Body):
+    team: str
+    """the team"""
+    runs: list[WhatIfTeamRun]
+    """one per run, in the runs' order"""
+
+
+class FairnessWhatIf(Body):
+    """The week's recorded jobs replayed under each policy of `replay.what_if` (docs/fairness.md)."""
+
+    policies: list[str]
+    """the configured policies' names, in the configuration's order"""
+    empty: str | None
+    """why there is nothing to compare, in one line (no jobs recorded for the week); null otherwise"""
+    failures: list[WhatIfFailure]
+    """replays that could not run: which policy and why"""
+    runs: list[WhatIfRun]
+    """observed, the configuration replayed, then each policy that ran"""
+    tiers: list[WhatIfTier]
+    """per tier, in tier order: each run's waits"""
+    teams: list[WhatIfTeam]
+    """per team (only the one asked for with `team=`): each run's mean wait and attainment"""
+
+
 class FairnessReport(Body):
     """`/api/v1/reports/fairness`: one ISO week's fairness report, for every team or one."""
 
@@ -185,5 +264,7 @@ class FairnessReport(Body):
     """the cluster's figures"""
     teams: list[TeamFigures]
     """by team name (only the one asked for with `team=`)"""
+    what_if: FairnessWhatIf | None
+    """the configured policies replayed over the week; null when `replay.what_if` names none"""
     method: Method
     """the thresholds and formulas in force"""

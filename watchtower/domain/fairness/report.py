@@ -6,11 +6,12 @@ field says otherwise; waits are seconds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .usage import SourceCoverage
+from .what_if import WhatIf
 
 EntitlementSource = Literal["quota", "weight", "volcano", "kueue", "none"]
 
@@ -124,6 +125,16 @@ class FairnessReport:
     teams: tuple[TeamReport, ...]  # by team name
     method: Method
     notes: tuple[str, ...] = field(default=())  # what is missing or partial, in words
+    what_if: WhatIf | None = None  # the configured policies replayed over the week; None: none configured
 
     def team(self, name: str) -> TeamReport | None:
         return next((t for t in self.teams if t.team == name), None)
+
+    def for_teams(self, teams: Iterable[str]) -> FairnessReport:
+        """Return the report with only `teams`' lines (teams and what-if lines); the cluster's stay whole."""
+        keep = set(teams)
+        return replace(
+            self,
+            teams=tuple(t for t in self.teams if t.team in keep),
+            what_if=self.what_if.for_teams(keep) if self.what_if is not None else None,
+        )
