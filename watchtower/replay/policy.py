@@ -66,6 +66,21 @@ class RestartConfig(_Section):
     """How often a job checkpoints, counted from each start; unset: never, a restart loses the whole run."""
 
 
+class ClusterQueuePreemption(_Section):
+    """A ClusterQueue's `preemption`, keys as Kueue names them."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
+    )
+
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = Field(
+        "Never", alias="reclaimWithinCohort"
+    )
+    """Whether a job that fits within this queue's nominal quota, held back because other queues of the
+    cohort borrowed it, may preempt their jobs to take it back: `Never` (Kueue's default), `LowerPriority`
+    (only their jobs of a lower priority) or `Any`."""
+
+
 class ClusterQueueConfig(_Section):
     name: str = Field(pattern=_NAME)
     """ClusterQueue name."""
@@ -76,6 +91,8 @@ class ClusterQueueConfig(_Section):
     borrowing_limit: int | None = Field(None, ge=0)
     """GPUs it may borrow beyond its nominal quota from the others' unused quota (all queues share one cohort);
     unset: no limit; 0: no borrowing."""
+    preemption: ClusterQueuePreemption = ClusterQueuePreemption()
+    """Kueue's `preemption` of the queue: `{reclaimWithinCohort: Never | LowerPriority | Any}`."""
 
 
 def _shape(v: Any) -> str:
