@@ -112,10 +112,15 @@ def _covers(failed: _Need, need: _Need) -> bool:
 
 
 def _fit(
-    need: _Need, gpus: Sequence[float], cpu: Sequence[float], memory: Sequence[float]
+    need: _Need,
+    gpus: Sequence[float],
+    cpu: Sequence[float],
+    memory: Sequence[float],
+    spread: bool = False,
 ) -> list[tuple[int, int]] | None:
     """Return [(node, pods)] placing the pods of `need` on nodes with these free amounts, the fullest node
-    that fits first: all of them, or as many as fit when at least its minimum does; None otherwise."""
+    that fits first (`spread`: the emptiest, as kube-scheduler's LeastAllocated): all of them, or as many as
+    fit when at least its minimum does; None otherwise."""
 
     def room(n: int) -> int:
         k = int(gpus[n] // need.gpus) if need.gpus else need.pods
@@ -125,14 +130,19 @@ def _fit(
             k = min(k, int(memory[n] // need.memory))
         return k
 
-    if need.pods == 1:  # the common case: one scan for the fullest node with room
+    if need.pods == 1:  # the common case: one scan for the fullest (or emptiest) node with room
         best = -1
         for n, g in enumerate(gpus):
-            if g >= need.gpus and (best < 0 or g < gpus[best]) and room(n) > 0:
+            if (
+                g >= need.gpus
+                and (best < 0 or (g > gpus[best] if spread else g < gpus[best]))
+                and room(n) > 0
+            ):
                 best = n
         return [(best, 1)] if best >= 0 else None
     left, out = need.pods, []
-    for n in sorted(range(len(gpus)), key=lambda n: (gpus[n], n)):
+    order = (lambda n: (-gpus[n], n)) if spread else (lambda n: (gpus[n], n))
+    for n in sorted(range(len(gpus)), key=order):
         if gpus[n] < need.gpus or (k := room(n)) <= 0:
             continue
         take = min(k, left)
@@ -148,6 +158,7 @@ class _Cluster:
 
     def __init__(self, policy: ReplayPolicy) -> None:
         nodes = policy.node_list()
+        self.spread = policy.scoring == "LeastAllocated"
         self.gpus = [float(n.gpus) for n in nodes]
         self.cpu = [n.cpu * 1000 if n.cpu is not None else math.inf for n in nodes]
         self.memory = [n.memory_gib * 1024 * _MIB if n.memory_gib is not None else math.inf for n in nodes]
@@ -158,7 +169,7 @@ class _Cluster:
         self.total_free = self.capacity
 
     def placement(self, need: _Need) -> list[tuple[int, int]] | None:
-        return _fit(need, self.free_gpus, self.free_cpu, self.free_memory)
+        return _fit(need, self.free_gpus, self.free_cpu, self.free_memory, self.spread)
 
     def take(self, need: _Need, where: Sequence[tuple[int, int]], sign: int = 1) -> None:
         for n, pods in where:
@@ -234,7 +245,9 @@ class _Run:
         self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, job, token)
         self.seq = 0
         self.running: set[int] = set()  # running and preemptible
-        self.team_used: dict[str, int] = {}
+        self.team_used: dict[str, int] = {}  # GPUs of the jobs its quota admitted, pending or running
+        self.quota_held = [0] * n  # GPUs job i's team quota charges for it, from admission to its end
+        self.unadmitted: dict[str, list[int]] = {}  # team -> its jobs waiting for quota, in arrival order
         self.quota = dict(policy.quotas)
         self.queue_of: dict[str, str] = {t: q.name for q in policy.cluster_queues for t in q.teams}
         self.nominal = {q.name: q.nominal_gpus for q in policy.cluster_queues}
@@ -276,6 +289,10 @@ class _Run:
                 else:
                     self._grace_ends(i)
                     freed = True
+            for i in arrived:
+                if (team := self.jobs[i].team) in self.quota:
+                    self.unadmitted.setdefault(team, []).append(i)
+                    self._admit(team)
             if freed:
                 for i in arrived:
                     self._enqueue(i)
@@ -353,6 +370,24 @@ class _Run:
 
     # --- one job --------------------------------------------------------------------------------------------
 
+    def _admit(self, team: str) -> None:
+        """Charge the team's quota for each of its waiting jobs it has room for, in arrival order, passing over
+        those it has not: a ResourceQuota charges a pod from its creation, pending or not, and the
+        controllers retry the pods it refused, whichever fits first."""
+        waiting = self.unadmitted.get(team)
+        if not waiting:
+            return
+        kept = []
+        for i in waiting:
+            need = self.need[i]
+            room = (self.quota[team] - self.team_used.get(team, 0)) // need.gpus
+            if room >= need.fewest:
+                self.quota_held[i] = min(need.pods, room) * need.gpus
+                self.team_used[team] = self.team_used.get(team, 0) + self.quota_held[i]
+            else:
+                kept.append(i)
+        self.unadmitted[team] = kept
+
     def _try(self, i: int) -> bool:
         """Start job i, or reserve its place by preempting or reclaiming; False when it stays pending."""
         need = self.need[i]
@@ -386,7 +421,7 @@ class _Run:
         j = self.jobs[i]
         gpus = math.inf
         if j.team in self.quota:
-            gpus = self.quota[j.team] - self.team_used.get(j.team, 0)
+            gpus = self.quota_held[i]  # what its admission charged (0: not admitted yet)
         if (q := self.queue_of.get(j.team)) is not None:
             # Within its nominal quota or borrowing, a queue takes only what the cohort has unused: what
             # another queue borrowed is in use until it is given back (or reclaimed).
@@ -398,12 +433,10 @@ class _Run:
         return need.pods if gpus == math.inf else min(need.pods, max(0, int(gpus // need.gpus)))
 
     def _charge(self, i: int, sign: int) -> None:
-        if not self.quotas_apply:
-            return
-        j, g = self.jobs[i], self.size[i]
-        self.team_used[j.team] = self.team_used.get(j.team, 0) + sign * g
-        if (q := self.queue_of.get(j.team)) is not None:
-            self.queue_used[q] += sign * g
+        """Charge (or give back) job i's ClusterQueue for the GPUs it holds (a team's quota is charged from
+        its admission to its end: _admit, _finish)."""
+        if (q := self.queue_of.get(self.jobs[i].team)) is not None:
+            self.queue_used[q] += sign * self.size[i]
 
     def _start(self, i: int) -> None:
         self.waited[i] += self.now - self.queued_at[i]
@@ -421,6 +454,11 @@ class _Run:
         self.finished[i] = self.now
         self.running.discard(i)
         self._release(i, self.now)
+        if self.quota_held[i]:
+            team = self.jobs[i].team
+            self.team_used[team] -= self.quota_held[i]
+            self.quota_held[i] = 0
+            self._admit(team)
 
     def _release(self, i: int, until: float) -> None:
         self.cluster.take(self.need[i], self.where[i], -1)
@@ -464,7 +502,7 @@ class _Run:
         g = need.pods * need.gpus
         if self.queue_used[q] + g > self.nominal[q]:
             return False  # it would borrow: reclaiming takes back only a queue's own nominal quota
-        if j.team in self.quota and self.team_used.get(j.team, 0) + g > self.quota[j.team]:
+        if j.team in self.quota and self.quota_held[i] < g:
             return False
         if not any(u > self.nominal[o] for o, u in self.queue_used.items() if o != q):
             return False  # no queue borrows: nothing to take back
@@ -535,7 +573,7 @@ class _Run:
             if (
                 freed >= total
                 and (quota_ok is None or quota_ok(chosen))
-                and (where := _fit(need, gpus, cpu, memory)) is not None
+                and (where := _fit(need, gpus, cpu, memory, c.spread)) is not None
             ):
                 break
         else:
@@ -544,7 +582,9 @@ class _Run:
         for v in reversed(chosen[:-1]):
             give(v, -1)
             rest = [u for u in chosen if u != v]
-            if (quota_ok is None or quota_ok(rest)) and (w := _fit(need, gpus, cpu, memory)) is not None:
+            if (quota_ok is None or quota_ok(rest)) and (
+                w := _fit(need, gpus, cpu, memory, c.spread)
+            ) is not None:
                 chosen = rest
                 where = w
             else:

@@ -128,6 +128,10 @@ class ReplayPolicy(_Section):
     termination_grace: Duration = 30.0
     """How long a victim holds its GPUs after it is told to stop; the preemptor starts when it ends
     (terminationGracePeriodSeconds, 30 s by default)."""
+    scoring: Literal["MostAllocated", "LeastAllocated"] = "MostAllocated"
+    """Which node a pod goes to among those it fits (kube-scheduler's NodeResourcesFit scoring strategy):
+    `MostAllocated`, the fullest, keeping whole nodes free for large pods; `LeastAllocated` (kube-scheduler's
+    default profile), the emptiest, spreading the load."""
     restart: RestartConfig = RestartConfig()
     """What a preempted job loses."""
     cluster_queues: list[ClusterQueueConfig] = []

@@ -188,3 +188,26 @@ def test_passing_over_jobs_changes_nothing_with_partial_gangs_and_reclaim() -> N
     first = replay(jobs, policy)
     assert first == replay(jobs, policy, prune=False)
     assert sum(o.preemptions for o in first.jobs) > 0
+
+
+# --- a ResourceQuota charges a job from its admission; the node scoring --------------------------------
+
+
+def test_a_teams_quota_is_held_by_its_pending_job_from_admission_as_a_resource_quota_is() -> None:
+    jobs = [
+        job("b1", 0, 100, gpus=8, team="b"),
+        job("a-low", 1, 50, gpus=4, team="a"),
+        job("a-high", 2, 50, gpus=4, team="a", tier="high"),
+    ]
+    out = run(jobs, quotas={"a": 4}, preemption={"high": "never"})
+    # a-low's pods were made at 1 and count against the quota while they wait for b1's node: a-high, made
+    # after, is refused by the quota until a-low ends, though its priority is higher.
+    assert out["a-low"].started == 100 and out["a-high"].started == 150
+
+
+def test_least_allocated_spreads_pods_where_most_allocated_packs_them() -> None:
+    jobs = [job("x", 0, 100), job("y", 1, 100), job("z", 2, 10, gpus=4)]
+    nodes = {"count": 2, "gpus": 4}
+    assert run(jobs, nodes=nodes)["z"].started == 2  # x and y share a node: the other is whole
+    spread = run(jobs, nodes=nodes, scoring="LeastAllocated")
+    assert spread["z"].started == 100  # one on each node: z waits for x to end
