@@ -6,12 +6,14 @@ The model, in kube-scheduler's terms (docs/replay.md says more):
   is passed over and the next one is tried (no head-of-line blocking, as kube-scheduler does).
 - A job is placed whole: every pod at once or none (a gang), each pod on one node with room for its GPUs (and
   its CPU and memory, where both the job and the node say), filling the fullest node that fits first so that
-  whole nodes stay free for large pods. A job with `gang_min` below its pods starts once that many fit, with
+  whole nodes stay free for large pods (`scoring: LeastAllocated`: the emptiest, as kube-scheduler's default
+  profile spreads). A job with `gang_min` below its pods starts once that many fit, with
   every pod that fits then, and runs its whole duration on those (as Kueue's partial admission does: the pods
   left out are never added later); a preemption or a reclaim for it frees room for `gang_min` pods.
-- A team's quota (GPUs it may hold at once) and its ClusterQueue's nominal quota and borrowing limit are
-  checked before the nodes: a job over quota waits, as a pod refused by a ResourceQuota is retried. A queue
-  within its nominal quota still waits when the cohort's quota is all in use (others borrowed it), unless its
+- A team's quota is charged from a job's admission to its end, pending or running, as a ResourceQuota charges
+  a pod from its creation: the team's jobs are admitted in arrival order as the quota has room, the others
+  passed over until it has. A ClusterQueue is charged for what its jobs hold, its nominal quota and
+  borrowing limit checked before the nodes: a job over quota waits. A queue within its nominal quota still waits when the cohort's quota is all in use (others borrowed it), unless its
   `reclaimWithinCohort` lets it preempt jobs of the queues that are borrowing (Kueue's reclaim: `Any`, or
   `LowerPriority` for jobs of a lower priority only), most recently started and lowest priority first, only
   while their queue stays above its nominal quota.
