@@ -143,3 +143,51 @@ async def test_the_demos_past_week_report_reads_the_simulators_gpu_hours_backfil
         demo.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await demo
+
+
+async def test_the_demo_offers_a_ready_replay_of_its_past_week_linked_from_status_and_report() -> None:
+    """The demo with a shortened past week and no Prometheus: once the week is recorded, its replay runs in
+    the service's replay pool (real worker processes) under the demo's policy and the one without medium
+    preemption, and the status page and the week's report link its page, which shows both runs."""
+    lines: list[str] = []
+    runs: list[DemoRun] = []
+    offered = asyncio.Event()
+
+    def echo(line: str) -> None:
+        lines.append(line)
+        if "its replay" in line:
+            offered.set()
+
+    demo = asyncio.create_task(
+        run_demo(DemoOptions(past_week_span=SPAN, prometheus=False), echo=echo, on_ready=runs.append)
+    )
+    try:
+        waiter = asyncio.create_task(offered.wait())
+        await asyncio.wait({demo, waiter}, timeout=300, return_when=asyncio.FIRST_COMPLETED)
+        assert offered.is_set(), lines
+        run = runs[0]
+        week = past_week_of(run.container.settings, run.sim.now())
+        page_path = run.container.week_replays[str(week)]
+        async with httpx.AsyncClient(base_url=run.url, timeout=120) as c:
+            status = await c.get("/")
+            assert status.status_code == 200 and "replay of last week" in status.text
+            assert page_path in status.text
+            page = await c.get(page_path)
+            for _ in range(240):  # queued, then running in the pool: the page answers 202 meanwhile
+                if page.status_code != 202:
+                    break
+                await asyncio.sleep(0.5)
+                page = await c.get(page_path)
+            report = await c.get(f"/reports/fairness/{week}")
+        assert page.status_code == 200, page.text
+        assert (
+            "the demo&#39;s (medium preempts low)" in page.text
+            or "the demo's (medium preempts low)" in page.text
+        )
+        assert "medium without preemption" in page.text
+        assert "observed" in page.text  # the simulator's own waits, beside the replays
+        assert report.status_code == 200 and page_path in report.text
+    finally:
+        demo.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await demo

@@ -48,5 +48,8 @@ class Container:
     # Policy replays (`POST /api/v1/replays`) and their page's presenter; None: this service runs none.
     replays: ReplayJobs | None = None
     replay_presenter: ReplayPresenter | None = None
+    # ISO week -> the page of a replay of it offered ready (the demo's past week), linked from the status page
+    # and that week's fairness report.
+    week_replays: dict[str, str] = field(default_factory=dict)
     # The other clusters' Watchtowers for the fleet page; None: no `fleet.clusters` (the page shows this one).
     fleet: FleetReader | None = None

@@ -4,11 +4,19 @@ termination grace), never stepped through time, so a week takes as long as its e
 The model, in kube-scheduler's terms (docs/replay.md says more):
 - Pending jobs are tried in priority order, then by the time they (re)joined the queue; a job that does not fit
   is passed over and the next one is tried (no head-of-line blocking, as kube-scheduler does).
-- A job is placed whole: every pod at once or none (a gang; a job's `gang_min` is recorded, not yet used),
-  each pod on one node with room for its GPUs (and its CPU and memory, where both the job and the node say),
-  filling the fullest node that fits first so that whole nodes stay free for large pods.
-- A team's quota (GPUs it may hold at once) and its ClusterQueue's nominal quota and borrowing limit are
-  checked before the nodes: a job over quota waits, as a pod refused by a ResourceQuota is retried.
+- A job is placed whole: every pod at once or none (a gang), each pod on one node with room for its GPUs (and
+  its CPU and memory, where both the job and the node say), filling the fullest node that fits first so that
+  whole nodes stay free for large pods (`scoring: LeastAllocated`: the emptiest, as kube-scheduler's default
+  profile spreads). A job with `gang_min` below its pods starts once that many fit, with
+  every pod that fits then, and runs its whole duration on those (as Kueue's partial admission does: the pods
+  left out are never added later); a preemption or a reclaim for it frees room for `gang_min` pods.
+- A team's quota is charged from a job's admission to its end, pending or running, as a ResourceQuota charges
+  a pod from its creation: the team's jobs are admitted in arrival order as the quota has room, the others
+  passed over until it has. A ClusterQueue is charged for what its jobs hold, its nominal quota and
+  borrowing limit checked before the nodes: a job over quota waits. A queue within its nominal quota still waits when the cohort's quota is all in use (others borrowed it), unless its
+  `reclaimWithinCohort` lets it preempt jobs of the queues that are borrowing (Kueue's reclaim: `Any`, or
+  `LowerPriority` for jobs of a lower priority only), most recently started and lowest priority first, only
+  while their queue stays above its nominal quota.
 - A job that fits nowhere may preempt running jobs of a strictly lower priority that its tier's rule allows
   and that are preemptible: the lowest priorities first, the most recently started first among equals, then
   every victim whose removal is not needed is spared. The victims hold their GPUs for the termination grace;
@@ -29,7 +37,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .policy import ReplayPolicy
@@ -82,6 +90,15 @@ class _Need:
     gpus: int  # per pod
     cpu: float  # millicores per pod (0: not asked)
     memory: float  # bytes per pod (0: not asked)
+    least: int = 0  # fewest pods it may start with (a gang's minimum); 0: all of them
+
+    @property
+    def fewest(self) -> int:
+        return self.least or self.pods
+
+    def capped(self, pods: int) -> _Need:
+        """Return this need with at most `pods` pods (a quota's room), keeping its minimum."""
+        return self if pods >= self.pods else _Need(pods, self.gpus, self.cpu, self.memory, self.fewest)
 
 
 def _covers(failed: _Need, need: _Need) -> bool:
@@ -89,6 +106,7 @@ def _covers(failed: _Need, need: _Need) -> bool:
     did not."""
     return (
         need.pods >= failed.pods
+        and need.fewest >= failed.fewest
         and need.gpus >= failed.gpus
         and need.cpu >= failed.cpu
         and need.memory >= failed.memory
@@ -96,10 +114,15 @@ def _covers(failed: _Need, need: _Need) -> bool:
 
 
 def _fit(
-    need: _Need, gpus: Sequence[float], cpu: Sequence[float], memory: Sequence[float]
+    need: _Need,
+    gpus: Sequence[float],
+    cpu: Sequence[float],
+    memory: Sequence[float],
+    spread: bool = False,
 ) -> list[tuple[int, int]] | None:
-    """Return [(node, pods)] placing every pod of `need` on nodes with these free amounts, the fullest node
-    that fits first; None when they do not all fit."""
+    """Return [(node, pods)] placing the pods of `need` on nodes with these free amounts, the fullest node
+    that fits first (`spread`: the emptiest, as kube-scheduler's LeastAllocated): all of them, or as many as
+    fit when at least its minimum does; None otherwise."""
 
     def room(n: int) -> int:
         k = int(gpus[n] // need.gpus) if need.gpus else need.pods
@@ -109,14 +132,19 @@ def _fit(
             k = min(k, int(memory[n] // need.memory))
         return k
 
-    if need.pods == 1:  # the common case: one scan for the fullest node with room
+    if need.pods == 1:  # the common case: one scan for the fullest (or emptiest) node with room
         best = -1
         for n, g in enumerate(gpus):
-            if g >= need.gpus and (best < 0 or g < gpus[best]) and room(n) > 0:
+            if (
+                g >= need.gpus
+                and (best < 0 or (g > gpus[best] if spread else g < gpus[best]))
+                and room(n) > 0
+            ):
                 best = n
         return [(best, 1)] if best >= 0 else None
     left, out = need.pods, []
-    for n in sorted(range(len(gpus)), key=lambda n: (gpus[n], n)):
+    order = (lambda n: (-gpus[n], n)) if spread else (lambda n: (gpus[n], n))
+    for n in sorted(range(len(gpus)), key=order):
         if gpus[n] < need.gpus or (k := room(n)) <= 0:
             continue
         take = min(k, left)
@@ -124,7 +152,7 @@ def _fit(
         left -= take
         if left == 0:
             return out
-    return None
+    return out if need.pods - left >= need.fewest else None
 
 
 class _Cluster:
@@ -132,6 +160,7 @@ class _Cluster:
 
     def __init__(self, policy: ReplayPolicy) -> None:
         nodes = policy.node_list()
+        self.spread = policy.scoring == "LeastAllocated"
         self.gpus = [float(n.gpus) for n in nodes]
         self.cpu = [n.cpu * 1000 if n.cpu is not None else math.inf for n in nodes]
         self.memory = [n.memory_gib * 1024 * _MIB if n.memory_gib is not None else math.inf for n in nodes]
@@ -142,7 +171,7 @@ class _Cluster:
         self.total_free = self.capacity
 
     def placement(self, need: _Need) -> list[tuple[int, int]] | None:
-        return _fit(need, self.free_gpus, self.free_cpu, self.free_memory)
+        return _fit(need, self.free_gpus, self.free_cpu, self.free_memory, self.spread)
 
     def take(self, need: _Need, where: Sequence[tuple[int, int]], sign: int = 1) -> None:
         for n, pods in where:
@@ -154,6 +183,7 @@ class _Cluster:
     def never_fits(self, need: _Need) -> str | None:
         """Return why a job could not run even on the empty cluster, or None."""
         one = _Need(1, need.gpus, need.cpu, need.memory)
+        need = _Need(need.fewest, need.gpus, need.cpu, need.memory)  # a partial gang may run on its minimum
         if _fit(one, self.gpus, self.cpu, self.memory) is None:
             what = f"{need.gpus} GPUs"
             if need.cpu or need.memory:
@@ -184,7 +214,11 @@ class _Run:
         n = len(jobs)
         self.need = [
             _Need(
-                j.pods, j.gpus_per_pod, float(j.cpu_millis_per_pod or 0), float(j.memory_bytes_per_pod or 0)
+                j.pods,
+                j.gpus_per_pod,
+                float(j.cpu_millis_per_pod or 0),
+                float(j.memory_bytes_per_pod or 0),
+                j.gang_min if j.gang_min is not None and j.gang_min < j.pods else 0,
             )
             for j in jobs
         ]
@@ -205,6 +239,7 @@ class _Run:
         self.lost = [0.0] * n  # GPU-seconds
         self.held = [0.0] * n  # GPU-seconds
         self.where: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.size = [0] * n  # GPUs it holds now: a partial gang holds fewer than it asks
         self.token = [0] * n  # a finish event counts only if the run it was made for is still the job's run
         self.refused: list[str | None] = [None] * n
         self.victims_of: dict[int, list[int]] = {}
@@ -212,7 +247,9 @@ class _Run:
         self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, job, token)
         self.seq = 0
         self.running: set[int] = set()  # running and preemptible
-        self.team_used: dict[str, int] = {}
+        self.team_used: dict[str, int] = {}  # GPUs of the jobs its quota admitted, pending or running
+        self.quota_held = [0] * n  # GPUs job i's team quota charges for it, from admission to its end
+        self.unadmitted: dict[str, list[int]] = {}  # team -> its jobs waiting for quota, in arrival order
         self.quota = dict(policy.quotas)
         self.queue_of: dict[str, str] = {t: q.name for q in policy.cluster_queues for t in q.teams}
         self.nominal = {q.name: q.nominal_gpus for q in policy.cluster_queues}
@@ -222,6 +259,9 @@ class _Run:
         }
         self.cohort_nominal = sum(self.nominal.values())
         self.queue_used = dict.fromkeys(self.nominal, 0)
+        self.reclaim = {q.name: q.preemption.reclaim_within_cohort for q in policy.cluster_queues}
+        self.reclaim_any = "Any" in self.reclaim.values()
+        self.reclaiming = any(r != "Never" for r in self.reclaim.values())
         self.quotas_apply = bool(self.quota or self.queue_of)
         self.rules = {t.name: policy.may_preempt(t.name) for t in policy.tiers}
         self.now = jobs[0].submitted if jobs else 0.0
@@ -251,6 +291,10 @@ class _Run:
                 else:
                     self._grace_ends(i)
                     freed = True
+            for i in arrived:
+                if (team := self.jobs[i].team) in self.quota:
+                    self.unadmitted.setdefault(team, []).append(i)
+                    self._admit(team)
             if freed:
                 for i in arrived:
                     self._enqueue(i)
@@ -282,21 +326,26 @@ class _Run:
         # kinds it covers; one with a narrower rule only its own tier's.
         dead: set[tuple[int, str]] = set()
         for k, entry in enumerate(pending):
-            if self.cluster.total_free <= 0:
-                # Preemptions in this pass only raise the lowest running priority: this bound stays safe.
+            if self.cluster.total_free <= 0 and not self.reclaim_any:
+                # Preemptions in this pass only raise the lowest running priority: this bound stays safe
+                # (a reclaim under `Any` may take a job of any priority: then it does not hold).
                 if lowest is None:
                     lowest = min((self.jobs[v].priority for v in self.running), default=math.inf)
                 if -entry[0] <= lowest:
                     break
             i = entry[2]
             kind = self.kind[i]
-            if kind in dead or not self._admitted(i):
+            if kind in dead:
                 continue
-            if self._place(i):
+            if self._try(i):
                 self._left_queue(kind)
                 started.append(k)
                 continue
-            if not self.prune:
+            if self._room(i) < self.need[i].fewest:  # held back by a quota: says nothing of the nodes
+                continue
+            if not self.prune or self.reclaiming:
+                # Where queues reclaim, a job's victims hang on its queue, and a reclaim may free GPUs no
+                # failed job could take: a failure rules nothing else out.
                 continue
             need, every_tier = self.needs[kind[0]], self.rules.get(kind[1], "lower") == "lower"
             for other in self.waiting:
@@ -306,8 +355,8 @@ class _Run:
                     and _covers(need, self.needs[other[0]])
                 ):
                     dead.add(other)
-            if len(dead) >= len(self.waiting):  # every kind still pending fails: the rest wait
-                break
+            if len(dead) >= len(self.waiting) and not self.reclaiming:
+                break  # every kind still pending fails: the rest wait (a reclaim would not, by its queue)
         for k in reversed(started):
             del pending[k]
 
@@ -323,47 +372,73 @@ class _Run:
 
     # --- one job --------------------------------------------------------------------------------------------
 
-    def _try(self, i: int) -> bool:
-        """Start job i, or reserve its place by preempting; False when it stays pending."""
-        return self._admitted(i) and self._place(i)
+    def _admit(self, team: str) -> None:
+        """Charge the team's quota for each of its waiting jobs it has room for, in arrival order, passing over
+        those it has not: a ResourceQuota charges a pod from its creation, pending or not, and the
+        controllers retry the pods it refused, whichever fits first."""
+        waiting = self.unadmitted.get(team)
+        if not waiting:
+            return
+        kept = []
+        for i in waiting:
+            need = self.need[i]
+            room = (self.quota[team] - self.team_used.get(team, 0)) // need.gpus
+            if room >= need.fewest:
+                self.quota_held[i] = min(need.pods, room) * need.gpus
+                self.team_used[team] = self.team_used.get(team, 0) + self.quota_held[i]
+            else:
+                kept.append(i)
+        self.unadmitted[team] = kept
 
-    def _place(self, i: int) -> bool:
+    def _try(self, i: int) -> bool:
+        """Start job i, or reserve its place by preempting or reclaiming; False when it stays pending."""
         need = self.need[i]
-        if need.pods * need.gpus <= self.cluster.total_free:
+        room = self._room(i)
+        if room >= need.fewest:
+            return self._place(i, need.capped(room))
+        return self._reclaim(i)
+
+    def _place(self, i: int, need: _Need) -> bool:
+        if need.fewest * need.gpus <= self.cluster.total_free:
             where = self.cluster.placement(need)
             if where is not None:
-                self._charge(i, 1)
-                self.cluster.take(need, where)
-                self.where[i] = where
+                self._hold(i, where)
                 self._start(i)
                 return True
-        return self._preempt_for(i)
+        return self._preempt_for(i, need, self._victims(i, need))
 
-    def _admitted(self, i: int) -> bool:
+    def _hold(self, i: int, where: list[tuple[int, int]]) -> None:
+        """Give job i these pods on these nodes: the nodes' room, its GPUs, its team's and queue's quota."""
+        need = self.need[i]
+        self.cluster.take(need, where)
+        self.where[i] = where
+        self.size[i] = sum(p for _, p in where) * need.gpus
+        self._charge(i, 1)
+
+    def _room(self, i: int) -> int:
+        """Return the most pods of job i its team's quota and its ClusterQueue admit now."""
+        need = self.need[i]
         if not self.quotas_apply:
-            return True
+            return need.pods
         j = self.jobs[i]
-        g = j.gpus
-        if j.team in self.quota and self.team_used.get(j.team, 0) + g > self.quota[j.team]:
-            return False
-        q = self.queue_of.get(j.team)
-        if q is None:
-            return True
-        used = self.queue_used[q] + g
-        if used <= self.nominal[q]:
-            return True
-        return (
-            used - self.nominal[q] <= self.borrow[q]
-            and sum(self.queue_used.values()) + g <= self.cohort_nominal
-        )
+        gpus = math.inf
+        if j.team in self.quota:
+            gpus = self.quota_held[i]  # what its admission charged (0: not admitted yet)
+        if (q := self.queue_of.get(j.team)) is not None:
+            # Within its nominal quota or borrowing, a queue takes only what the cohort has unused: what
+            # another queue borrowed is in use until it is given back (or reclaimed).
+            gpus = min(
+                gpus,
+                self.nominal[q] + self.borrow[q] - self.queue_used[q],
+                self.cohort_nominal - sum(self.queue_used.values()),
+            )
+        return need.pods if gpus == math.inf else min(need.pods, max(0, int(gpus // need.gpus)))
 
     def _charge(self, i: int, sign: int) -> None:
-        if not self.quotas_apply:
-            return
-        j = self.jobs[i]
-        self.team_used[j.team] = self.team_used.get(j.team, 0) + sign * j.gpus
-        if (q := self.queue_of.get(j.team)) is not None:
-            self.queue_used[q] += sign * j.gpus
+        """Charge (or give back) job i's ClusterQueue for the GPUs it holds (a team's quota is charged from
+        its admission to its end: _admit, _finish)."""
+        if (q := self.queue_of.get(self.jobs[i].team)) is not None:
+            self.queue_used[q] += sign * self.size[i]
 
     def _start(self, i: int) -> None:
         self.waited[i] += self.now - self.queued_at[i]
@@ -381,35 +456,102 @@ class _Run:
         self.finished[i] = self.now
         self.running.discard(i)
         self._release(i, self.now)
+        if self.quota_held[i]:
+            team = self.jobs[i].team
+            self.team_used[team] -= self.quota_held[i]
+            self.quota_held[i] = 0
+            self._admit(team)
 
     def _release(self, i: int, until: float) -> None:
-        need = self.need[i]
-        self.cluster.take(need, self.where[i], -1)
-        self.held[i] += need.pods * need.gpus * (until - self.run_start[i])
+        self.cluster.take(self.need[i], self.where[i], -1)
+        self.held[i] += self.size[i] * (until - self.run_start[i])
         self.where[i] = []
         self._charge(i, -1)
 
-    def _victims(self, i: int) -> list[int]:
+    def _victims(self, i: int, need: _Need) -> list[int]:
         j = self.jobs[i]
         rule = self.rules.get(j.tier, "lower")
         if rule == "never":
             return []
         allowed = None if rule == "lower" else set(rule)
+        # Where queues reclaim, a job that would borrow preempts no other queue's jobs (Kueue's
+        # borrowWithinCohort default, Never): what it took would be reclaimed, and the two would take turns.
+        own = None
+        q = self.queue_of.get(j.team) if self.reclaiming else None
+        if q is not None and self.queue_used[q] + need.fewest * need.gpus > self.nominal[q]:
+            own = q
         out = [
             v
             for v in self.running
-            if self.jobs[v].priority < j.priority and (allowed is None or self.jobs[v].tier in allowed)
+            if self.jobs[v].priority < j.priority
+            and (allowed is None or self.jobs[v].tier in allowed)
+            and (own is None or self.queue_of.get(self.jobs[v].team) in (own, None))
         ]
         out.sort(key=lambda v: (self.jobs[v].priority, -self.run_start[v], v))
         return out
 
-    def _preempt_for(self, i: int) -> bool:
+    def _reclaim(self, i: int) -> bool:
+        """Kueue's reclaimWithinCohort: job i, held back by the cohort's quota though it fits within its own
+        queue's nominal quota, preempts jobs of the queues that are borrowing (of a lower priority under
+        `LowerPriority`) until the cohort has room for its minimum; False when it may not or that is not
+        enough."""
+        j = self.jobs[i]
+        q = self.queue_of.get(j.team)
+        if q is None or self.reclaim[q] == "Never":
+            return False
         need = self.need[i]
-        candidates = self._victims(i)
+        need = _Need(need.fewest, need.gpus, need.cpu, need.memory)
+        g = need.pods * need.gpus
+        if self.queue_used[q] + g > self.nominal[q]:
+            return False  # it would borrow: reclaiming takes back only a queue's own nominal quota
+        if j.team in self.quota and self.quota_held[i] < g:
+            return False
+        if not any(u > self.nominal[o] for o, u in self.queue_used.items() if o != q):
+            return False  # no queue borrows: nothing to take back
+        lower_only = self.reclaim[q] == "LowerPriority"
+        candidates = [
+            v
+            for v in self.running
+            if (qv := self.queue_of.get(self.jobs[v].team)) is not None
+            and qv != q
+            and self.queue_used[qv] > self.nominal[qv]
+            and (not lower_only or self.jobs[v].priority < j.priority)
+        ]
+        candidates.sort(key=lambda v: (self.jobs[v].priority, -self.run_start[v], v))
+        over = sum(self.queue_used.values()) + g - self.cohort_nominal
+
+        def given_back(chosen: Sequence[int]) -> dict[str, int]:
+            back: dict[str, int] = {}
+            for v in chosen:
+                qv = self.queue_of[self.jobs[v].team]
+                back[qv] = back.get(qv, 0) + self.size[v]
+            return back
+
+        def eligible(chosen: Sequence[int], v: int) -> bool:
+            # As Kueue: a queue's job is a victim only while that queue is still borrowing.
+            qv = self.queue_of[self.jobs[v].team]
+            return self.queue_used[qv] - given_back(chosen).get(qv, 0) > self.nominal[qv]
+
+        def quota_ok(chosen: Sequence[int]) -> bool:
+            return sum(given_back(chosen).values()) >= over
+
+        return self._preempt_for(i, need, candidates, quota_ok, eligible)
+
+    def _preempt_for(
+        self,
+        i: int,
+        need: _Need,
+        candidates: list[int],
+        quota_ok: Callable[[Sequence[int]], bool] | None = None,
+        eligible: Callable[[Sequence[int], int], bool] | None = None,
+    ) -> bool:
+        """Choose victims among `candidates` (in order, each while `eligible`) until `need` fits on the nodes
+        and `quota_ok`, spare the ones not needed (the last chosen first), stop them and reserve job i's
+        place; False when they are not enough."""
         if not candidates:
             return False
-        total = need.pods * need.gpus
-        if self.cluster.total_free + sum(self.jobs[v].gpus for v in candidates) < total:
+        total = need.fewest * need.gpus
+        if self.cluster.total_free + sum(self.size[v] for v in candidates) < total:
             return False
         c = self.cluster
         gpus, cpu, memory = list(c.free_gpus), list(c.free_cpu), list(c.free_memory)
@@ -425,27 +567,34 @@ class _Run:
 
         where = None
         for v in candidates:
+            if eligible is not None and not eligible(chosen, v):
+                continue
             give(v, 1)
             chosen.append(v)
-            freed += self.jobs[v].gpus
-            if freed >= total and (where := _fit(need, gpus, cpu, memory)) is not None:
+            freed += self.size[v]
+            if (
+                freed >= total
+                and (quota_ok is None or quota_ok(chosen))
+                and (where := _fit(need, gpus, cpu, memory, c.spread)) is not None
+            ):
                 break
         else:
             return False
         # Spare every victim the preemptor does not need, the highest priority first.
         for v in reversed(chosen[:-1]):
             give(v, -1)
-            if (w := _fit(need, gpus, cpu, memory)) is not None:
-                chosen.remove(v)
+            rest = [u for u in chosen if u != v]
+            if (quota_ok is None or quota_ok(rest)) and (
+                w := _fit(need, gpus, cpu, memory, c.spread)
+            ) is not None:
+                chosen = rest
                 where = w
             else:
                 give(v, 1)
         assert where is not None
         for v in chosen:
             self._stop(v)
-        self._charge(i, 1)
-        self.cluster.take(need, where)
-        self.where[i] = where
+        self._hold(i, where)
         self.state[i] = _RESERVED
         self.victims_of[i] = chosen
         self._push(self.now + self.grace, _GRACE_END, i)
@@ -465,10 +614,9 @@ class _Run:
         else:
             kept = 0.0
         self.remaining[v] -= kept
-        self.lost[v] += (done - kept) * self.jobs[v].gpus
-        need = self.need[v]
-        self.cluster.take(need, self.where[v], -1)
-        self.held[v] += need.pods * need.gpus * (self.now + self.grace - self.run_start[v])
+        self.lost[v] += (done - kept) * self.size[v]
+        self.cluster.take(self.need[v], self.where[v], -1)
+        self.held[v] += self.size[v] * (self.now + self.grace - self.run_start[v])
         self.where[v] = []
         self._charge(v, -1)
 
@@ -480,15 +628,16 @@ class _Run:
         self._start(i)
 
     def _refusal(self, i: int) -> str | None:
-        j = self.jobs[i]
-        if reason := self.cluster.never_fits(self.need[i]):
+        j, need = self.jobs[i], self.need[i]
+        if reason := self.cluster.never_fits(need):
             return reason
-        if j.team in self.quota and j.gpus > self.quota[j.team]:
-            return f"it asks {j.gpus} GPUs; team {j.team}'s quota is {self.quota[j.team]}"
+        g = need.fewest * need.gpus  # a partial gang may run on its minimum
+        if j.team in self.quota and g > self.quota[j.team]:
+            return f"it asks {g} GPUs; team {j.team}'s quota is {self.quota[j.team]}"
         if (q := self.queue_of.get(j.team)) is not None:
             most = min(self.nominal[q] + self.borrow[q], self.cohort_nominal)
-            if j.gpus > most:
-                return f"it asks {j.gpus} GPUs; ClusterQueue {q} may hold at most {most:g}"
+            if g > most:
+                return f"it asks {g} GPUs; ClusterQueue {q} may hold at most {most:g}"
         return None
 
     def _result(self) -> Replay:
@@ -497,7 +646,7 @@ class _Run:
         for i, j in enumerate(self.jobs):
             held = self.held[i]
             if self.state[i] == _RUNNING:  # cannot happen once every event ran; kept for a future horizon
-                held += j.gpus * (end - self.run_start[i])
+                held += self.size[i] * (end - self.run_start[i])
             self.busy += held
             out.append(
                 JobOutcome(

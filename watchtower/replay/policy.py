@@ -66,6 +66,21 @@ class RestartConfig(_Section):
     """How often a job checkpoints, counted from each start; unset: never, a restart loses the whole run."""
 
 
+class ClusterQueuePreemption(_Section):
+    """A ClusterQueue's `preemption`, keys as Kueue names them."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
+    )
+
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = Field(
+        "Never", alias="reclaimWithinCohort"
+    )
+    """Whether a job that fits within this queue's nominal quota, held back because other queues of the
+    cohort borrowed it, may preempt their jobs to take it back: `Never` (Kueue's default), `LowerPriority`
+    (only their jobs of a lower priority) or `Any`."""
+
+
 class ClusterQueueConfig(_Section):
     name: str = Field(pattern=_NAME)
     """ClusterQueue name."""
@@ -76,6 +91,8 @@ class ClusterQueueConfig(_Section):
     borrowing_limit: int | None = Field(None, ge=0)
     """GPUs it may borrow beyond its nominal quota from the others' unused quota (all queues share one cohort);
     unset: no limit; 0: no borrowing."""
+    preemption: ClusterQueuePreemption = ClusterQueuePreemption()
+    """Kueue's `preemption` of the queue: `{reclaimWithinCohort: Never | LowerPriority | Any}`."""
 
 
 def _shape(v: Any) -> str:
@@ -111,6 +128,10 @@ class ReplayPolicy(_Section):
     termination_grace: Duration = 30.0
     """How long a victim holds its GPUs after it is told to stop; the preemptor starts when it ends
     (terminationGracePeriodSeconds, 30 s by default)."""
+    scoring: Literal["MostAllocated", "LeastAllocated"] = "MostAllocated"
+    """Which node a pod goes to among those it fits (kube-scheduler's NodeResourcesFit scoring strategy):
+    `MostAllocated`, the fullest, keeping whole nodes free for large pods; `LeastAllocated` (kube-scheduler's
+    default profile), the emptiest, spreading the load."""
     restart: RestartConfig = RestartConfig()
     """What a preempted job loses."""
     cluster_queues: list[ClusterQueueConfig] = []

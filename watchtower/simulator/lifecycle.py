@@ -59,6 +59,8 @@ def progress(store: Store, forms: Sequence[FormController], t: float, dt: float)
         if w.done:
             continue
         if w.slots and _all_running(w):
+            if w.first_running is None:
+                _first_start(w)
             w.progress += dt
             if w.progress >= w.spec.duration:
                 _complete(store, w, t)
@@ -78,6 +80,13 @@ def _all_running(w: SimWorkload) -> bool:
         if p is None or p.running_since is None or p.deletion is not None:
             return False
     return True
+
+
+def _first_start(w: SimWorkload) -> None:
+    pods = [p for p in w.slots.values() if p is not None]
+    # start_time is a second after the binding (binding.py): the bound moment is what a queue's wait ends at.
+    w.first_bound = max((p.start_time or 0.0) - 1.0 for p in pods)
+    w.first_running = max(p.running_since or 0.0 for p in pods)
 
 
 def _controller_gone(store: Store, forms: Sequence[FormController], w: SimWorkload) -> None:

@@ -110,6 +110,10 @@ class SimWorkload:
     backoff: float = 10.0
     failed_create: dict[str, Any] | None = None  # the aggregated FailedCreate event
     refused_since: float | None = None
+    # Its first start with every pod up, for a replay's trace (simulator/replay_trace.py): when the last pod
+    # was bound, and when the last one's image was pulled and it ran.
+    first_bound: float | None = None
+    first_running: float | None = None
 
     @property
     def ref(self) -> dict[str, str]:

@@ -99,6 +99,8 @@ async def fairness_page(
         if team
         else [("status page", "/")]
     )
+    if (replayed := container.week_replays.get(str(report.week))) is not None:
+        links.append((f"replay of {report.week}", replayed))
     # Charts take a good fraction of a second to draw: off the loop, which serves the API meanwhile.
     html = await asyncio.to_thread(presenter.page, report, teams=teams, links=links)
     return page_response(html)

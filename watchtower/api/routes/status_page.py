@@ -73,13 +73,15 @@ async def status_page(request: Request, container: ContainerDep) -> HTMLResponse
     ctx.update(
         gpu_context(container.gpu.report() if container.gpu is not None else None, wall_now=time.time())
     )
-    ctx["links"] = sorted(container.links.items())
     ctx["fleet"] = bool(container.settings.fleet.clusters)
     # The newest complete ISO week: the one the weekly email is about.
+    last_week = str(last_complete_week(now, container.settings.fairness.timezone))
     ctx["fairness_week"] = (
-        str(last_complete_week(now, container.settings.fairness.timezone))
-        if container.report_source is not None and container.report_presenter is not None
-        else ""
+        last_week if container.report_source is not None and container.report_presenter is not None else ""
     )
+    links = dict(container.links)
+    if last_week in container.week_replays:
+        links["replay of last week"] = container.week_replays[last_week]
+    ctx["links"] = sorted(links.items())
     renderer: PageRenderer = request.app.state.pages
     return page_response(renderer.render(ctx))

@@ -23,13 +23,14 @@ import logging
 import math
 import threading
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from watchtower.adapters.prometheus.backfill import BlocksWritten, Wanted
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.week import IsoWeek
+from watchtower.simulator.pods import SimWorkload
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,9 @@ class PastWeek:
     ticks: int
     completed: bool  # False: stopped before the week's end (the demo was stopped)
     blocks: BlocksWritten | None = None  # with MetricsTargets: what was backfilled
+    # The week's workloads as a replay trace (CSV, watchtower/replay/trace.py), from the simulator's own
+    # record of each (simulator/replay_trace.py): what the demo's ready replay runs.
+    trace: str = ""
 
 
 def kept_metrics(settings: Settings) -> Wanted:
@@ -65,6 +69,13 @@ def kept_metrics(settings: Settings) -> Wanted:
     theta = settings.prometheus.idle_threshold if settings.prometheus is not None else 10.0
     exprs = week_expressions(fairness_queries(settings), 86400.0, 300.0, theta)
     return selected_series(exprs.values())
+
+
+def _trace(settings: Settings, workloads: Iterable[SimWorkload]) -> str:
+    from watchtower.replay.trace import format_csv
+    from watchtower.simulator.replay_trace import trace_of
+
+    return "".join(format_csv(trace_of(workloads, settings.tier_policy()).jobs))
 
 
 def past_week_of(settings: Settings, now: float) -> IsoWeek:
@@ -160,6 +171,9 @@ async def _record(
         grid = (math.floor(start / every) + 1) * every if metrics is not None else math.inf
         ticks = 0
         settled = -math.inf
+        # Every workload the cluster ran, by identity: one stays listed for a quarter of an hour after it ends
+        # (its pods' TTL), far longer than a tick, so none is missed.
+        seen = {id(wl): wl for wl in sim.workloads}
         try:
             # A first tick at the week's start: the recorder marks the minutes from it, so the week's
             # first two minutes are not "missing" from the history's coverage.
@@ -175,6 +189,8 @@ async def _record(
                     sample(grid)
                     grid += every
                 sim.step(until - sim.now())
+                for wl in sim.workloads:
+                    seen.setdefault(id(wl), wl)
                 for kind, type_, raw in sim.drain():
                     w.on_change(kind, type_, raw)
                 now = sim.now()
@@ -202,6 +218,6 @@ async def _record(
             [dataclasses.replace(e, ended=end, outcome="gone") for e in episodes if e.started < end],
             incidents=[dataclasses.replace(i, ended=end) for i in incidents if i.started < end],
         )
-        return PastWeek(week, ticks, True, blocks)
+        return PastWeek(week, ticks, True, blocks, _trace(settings, seen.values()))
     finally:
         history.close()

@@ -142,12 +142,13 @@ def past_week_in_background(
     span: float | None = None,
     warm: Callable[[], Awaitable[None]] | None = None,
     keep: Callable[[float], Awaitable[None]] | None = None,
+    on_recorded: Callable[[Any], Awaitable[None]] | None = None,
 ) -> Callable[[], Any]:
     """Start recording the simulated past week (and backfilling its metrics) in a process of its own,
     watched by a worker thread; return what stops it and waits for it (so the store is closed only after
     its last write). While it records, `keep(t)` is awaited, one at a time, each time its metrics up to
     `t` are blocks (only the latest `t` when several came meanwhile); once it is recorded, the `keep`
-    under way ends and `warm()` is awaited."""
+    under way ends and `warm()` is awaited, and `on_recorded(PastWeek)` beside it."""
     import multiprocessing
 
     loop = asyncio.get_running_loop()
@@ -189,6 +190,15 @@ def past_week_in_background(
         if recorded.completed:
             echo(f"  past week       {week} recorded ({recorded.ticks} ticks), {note}")
             warming.append(asyncio.create_task(ready()))
+            if on_recorded is not None:
+                warming.append(asyncio.create_task(recorded_hook(recorded)))
+
+    async def recorded_hook(recorded: Any) -> None:
+        assert on_recorded is not None
+        try:
+            await on_recorded(recorded)
+        except Exception as e:  # the demo goes on without it
+            log.warning("the past week %s: %s", week, e)
 
     async def ready() -> None:
         t0 = time.perf_counter()

@@ -160,8 +160,17 @@ def _record_past_week(
         start, end = past.bounds(zoneinfo.ZoneInfo(settings.fairness.timezone))
         await asyncio.to_thread(usage.keep_settled, start, end, settings.fairness.step, settled)
 
+    async def replay_it(recorded: Any) -> None:
+        from watchtower.commands.demo.replay import offer_replay
+
+        page = await offer_replay(container, settings, str(past), recorded.trace)
+        if page is not None:
+            echo(
+                f"  past week       {past}: its replay (the demo's policy and one more) at {started.url}{page}"
+            )
+
     return past_week_in_background(
-        settings, past, echo, backfill, span=opts.past_week_span, warm=warm, keep=keep
+        settings, past, echo, backfill, span=opts.past_week_span, warm=warm, keep=keep, on_recorded=replay_it
     )
 
 
