@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from watchtower.domain.records import OTHER_DISRUPTION_REASONS, PREEMPTION_REASONS, Event, Pod
 
+from .preemption_outcome import Outcome
 from .tiers import TierPolicy
 from .workloads import WorkloadKey, workload_of
 
@@ -44,6 +45,9 @@ class Preemption:
     # Kueue's Preempted reason (InClusterQueue, InCohortReclamation, ...) when Kueue evicted a Workload;
     # preemptor_kind is then "KueueWorkload" and victim_uid the victim Workload's.
     kueue_reason: str = ""
+    # What the preemption came to (preemption_outcome.py): None while its preemptor is open, or when it is
+    # not judged (a PodGroup or Kueue preemptor, a preemptor never named).
+    outcome: Outcome | None = None
 
     @property
     def gpu_hours_lost(self) -> float | None:
