@@ -397,4 +397,6 @@ def _preemption(p: Preemption, key: str, policy: RecordPolicy) -> PreemptionReco
         preemptor_workload=f"{pre_kind}/{p.preemptor_name}" if p.preemptor_name else "",
         gpus=p.victim_gpus or 0,
         gpu_hours_lost=p.gpu_hours_lost,
+        outcome=p.outcome.verdict if p.outcome is not None else "",
+        outcome_reason=p.outcome.reason if p.outcome is not None else "",
     )
