@@ -99,18 +99,24 @@ class PreemptionLedger:
         its victims' records and return those records (each once) and the records skipped."""
         self.outcomes.expire(now, window, self.host.pods)
         resolved, skipped = self.outcomes.take()
-        out: list[Preemption] = []
+        book = self.outcomes
+        touched: dict[str, None] = {}
         for r in resolved:
-            recs = [p for v in r.victims if (p := self.preemptions.get(v)) is not None]
-            outcome = r.outcome
-            if not r.late:
-                lost = sum(p.gpu_hours_lost or 0.0 for p in recs)
-                outcome = replace(outcome, victims=len(recs), gpu_hours_lost=lost)
-                self.outcomes.resolved[r.preemptor_uid] = outcome
+            book.judged_victims.setdefault(r.preemptor_uid, set()).update(r.victims)
+            touched[r.preemptor_uid] = None
+        out: list[Preemption] = []
+        # A victim named after its preemptor was decided (a re-list reads the bound preemptor before the
+        # events) joins the outcome: the totals are the preemptor's victims' as known now, on every record.
+        for uid in touched:
+            victims = sorted(book.judged_victims[uid])
+            recs = [p for v in victims if (p := self.preemptions.get(v)) is not None]
+            lost = sum(p.gpu_hours_lost or 0.0 for p in recs)
+            outcome = book.resolved[uid] = replace(book.resolved[uid], victims=len(recs), gpu_hours_lost=lost)
             for p in recs:
-                if p.outcome is None:
+                if p.outcome != outcome:
                     stamped = self.preemptions[p.victim_uid] = replace(p, outcome=outcome)
-                    out.append(stamped)
+                    if p.outcome is None:  # counted once, when first decided
+                        out.append(stamped)
         return out, skipped
 
     def attributed(self, p: Preemption) -> Preemption:

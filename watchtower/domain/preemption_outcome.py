@@ -92,7 +92,7 @@ class Resolved:
     preemptor_uid: str
     victims: tuple[str, ...]
     outcome: Outcome
-    late: bool = False  # a victim named after its preemptor was resolved: it takes the outcome as it is
+    late: bool = False  # a victim named after its preemptor was resolved: it joins that outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +109,7 @@ class OutcomeBook:
     open: dict[str, _Open] = field(default_factory=dict)  # by preemptor pod uid
     by_node: dict[str, set[str]] = field(default_factory=dict)  # victims' node → open preemptors there
     resolved: dict[str, Outcome] = field(default_factory=dict)  # by preemptor uid, until pruned
+    judged_victims: dict[str, set[str]] = field(default_factory=dict)  # the victims stamped, by preemptor
     # Victims whose record names no preemptor uid yet (the condition came before the event) → since.
     unnamed: dict[str, tuple[float | None, str]] = field(default_factory=dict)
     skips: Counter[str] = field(default_factory=Counter)
@@ -239,6 +240,7 @@ class OutcomeBook:
         kept = set(keep)
         for uid in [u for u in self.resolved if u not in kept]:
             del self.resolved[uid]
+            self.judged_victims.pop(uid, None)
         for v in [v for v in self.unnamed if v not in kept]:
             del self.unnamed[v]
 

@@ -194,6 +194,8 @@ def test_a_victim_named_after_its_preemptor_was_decided_takes_the_same_outcome_o
     st.upsert_event(dec.decode("Event", raw(second)))  # replayed
     got = outcomes(st, BOUND_AT + 2)
     assert list(got) == ["resnet-worker-3"] and got["resnet-worker-3"].helped
+    # Both victims' records now count both (what a re-list, which reads pods before events, sees too).
+    assert {p.outcome.victims for p in st.ledger.preemptions.values() if p.outcome} == {2}
 
 
 def test_a_victim_whose_preemptor_is_never_named_is_a_counted_skip() -> None:
