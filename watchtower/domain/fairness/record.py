@@ -381,9 +381,7 @@ def _close(ow: OpenWait, now: float, outcome: WaitOutcome) -> tuple[WaitEpisode,
 
 def _preemption(p: Preemption, key: str, policy: RecordPolicy) -> PreemptionRecord:
     tiers = policy.tiers
-    victim = p.victim_workload
-    pre_ns = p.preemptor_namespace
-    pre_kind = p.preemptor_kind or "Pod"
+    victim, pre_ns, pre_kind = p.victim_workload, p.preemptor_namespace, p.preemptor_kind or "Pod"
     return PreemptionRecord(
         key=key,
         at=p.at if p.at is not None else 0.0,
