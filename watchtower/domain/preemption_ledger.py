@@ -114,7 +114,7 @@ class PreemptionLedger:
             outcome = book.resolved[uid] = replace(book.resolved[uid], victims=len(recs), gpu_hours_lost=lost)
             for p in recs:
                 if p.outcome != outcome:
-                    stamped = self.preemptions[p.victim_uid] = replace(p, outcome=outcome)
+                    stamped = self.preemptions[p.victim_uid] = p.with_outcome(outcome)
                     if p.outcome is None:  # counted once, when first decided
                         out.append(stamped)
         return out, skipped
