@@ -6,6 +6,8 @@ sooner")."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.e2e.api import wait_for
@@ -68,6 +70,7 @@ def test_a_preemptor_that_binds_on_another_node_did_not_help_and_names_it(scenar
     # The victims checkpoint for 60 s: long enough for room to appear on the other node first.
     workers = s.gang(low, "resnet", workers=4, gpus=2, priority_class="batch", terminate_seconds=60)
     s.wait_running(low, [w["metadata"]["name"] for w in workers])
+    time.sleep(3)  # the victims run a while: their lost GPU-hours are more than the clock's 1 s resolution
     s.gang(crit, "debug", workers=1, gpus=4, priority_class="urgent-debug")
     victims, nominated = _preempting(s, low, crit, 2)
     node = nominated["status"]["nominatedNodeName"]
