@@ -31,6 +31,7 @@ STALLED = "WatchtowerEvaluationStalled"
 KUBERNETES_STALE = "WatchtowerKubernetesStale"
 GPU_IDLE = "WatchtowerGPUIdleWhileQueueWaits"
 PREEMPTION_THRASH = "WatchtowerPreemptionThrash"
+PREEMPTIONS_UNHELPFUL = "WatchtowerPreemptionsUnhelpful"
 CONFIG_INVALID = config_invalid.NAME  # the same name as the service's own alert: one runbook, one meaning
 OBJECTS_UNREADABLE = "WatchtowerObjectsUnreadable"
 INFO_INHIBITOR = "WatchtowerInfoInhibitor"
@@ -53,6 +54,7 @@ ALERTNAMES = (
     KUBERNETES_STALE,
     GPU_IDLE,
     PREEMPTION_THRASH,
+    PREEMPTIONS_UNHELPFUL,
     CONFIG_INVALID,
     OBJECTS_UNREADABLE,
     INFO_INHIBITOR,
@@ -130,6 +132,39 @@ def thrash_rule(p: RuleParams) -> dict[str, object]:
             f"{human(p.thrash_window)} (alert at {p.thrash_count}): it restarts without making progress. "
             "Watchtower's WorkloadPreemptionThrash alert and the Preemption churn dashboard name it and its "
             "preemptors.",
+        },
+    )
+
+
+# A tier's preemptions "mostly do not help": more than half of those judged within the hour, once at least a few
+# were (one preemption that did not help is 100 %, and says little).
+UNHELPFUL_WINDOW = 3600.0
+UNHELPFUL_SHARE = 0.5
+UNHELPFUL_MIN_JUDGED = 4
+
+
+def unhelpful_expr(p: RuleParams) -> str:
+    w = p.w(UNHELPFUL_WINDOW)
+    judged = p.own.preemptions_judged(w, "preemptor_tier")
+    unhelpful = p.own.preemptions_judged(w, "preemptor_tier", outcome="did_not_help")
+    return f"{unhelpful} / {judged} > {UNHELPFUL_SHARE:g} and {judged} >= {UNHELPFUL_MIN_JUDGED}"
+
+
+def unhelpful_rule(p: RuleParams) -> dict[str, object]:
+    window = human(UNHELPFUL_WINDOW)
+    return _rule(
+        p,
+        PREEMPTIONS_UNHELPFUL,
+        unhelpful_expr(p),
+        labels={"severity": "warning"},
+        annotations={
+            "summary": "Most preemptions by the {{ $labels.preemptor_tier }} tier did not help "
+            f"({{{{ $value | humanizePercentage }}}} in {window})",
+            "description": "{{ $value | humanizePercentage }} of the preemptions made for pods of tier "
+            f"{{{{ $labels.preemptor_tier }}}} within {window} did not help (alert above "
+            f"{UNHELPFUL_SHARE:.0%} of at least {UNHELPFUL_MIN_JUDGED}): the preemptor started on another node "
+            "than its victims', still waited, was deleted, or another pod took the room. The victims' work was "
+            "thrown away for nothing. /api/v1/preemptions and the Preemption churn dashboard say which and why.",
         },
     )
 
@@ -236,6 +271,7 @@ def alerting_group(p: RuleParams) -> dict[str, object]:
     for t in p.tiers.tiers:
         rules.append(_gpu_idle(p, t))
     rules.append(thrash_rule(p))
+    rules.append(unhelpful_rule(p))
     rules.append(
         _rule(
             p,

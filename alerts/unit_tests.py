@@ -28,6 +28,7 @@ from watchtower.domain.promql.names import (
     MALFORMED_OBJECTS_SKIPPED,
     MOST_PREEMPTIONS,
     OLDEST_WAIT,
+    PREEMPTION_OUTCOMES,
     TEAM_ATTAINMENT,
     TEAM_GPUS_ENTITLED,
     TEAM_GPUS_USED,
@@ -245,6 +246,51 @@ def thrash_test(p: RuleParams, t: Tier) -> dict[str, object]:
                 "alertname": alerting.PREEMPTION_THRASH,
                 "exp_alerts": [
                     {"exp_labels": {"severity": "warning", "tier": t.name}, "exp_annotations": annotations}
+                ],
+            },
+        ],
+    }
+
+
+def unhelpful_test(p: RuleParams) -> dict[str, object]:
+    """Return one test: over an hour, the first tier's preemptions helped 1 in 4 (fires with 75 %), the last
+    tier's 3 in 4 (silent), and a middle tier had one preemption, which did not help (too few to say)."""
+    first, last = p.tiers.tiers[0].name, p.tiers.tiers[-1].name
+    n = 80  # minutes of samples: the hour's window full, plus the rule's `for`
+
+    def judged(tier: str, outcome: str, values: str) -> dict[str, str]:
+        labels = f'preemptor_tier="{tier}",victim_tier="low",outcome="{outcome}"'
+        return {"series": _series(p, total(PREEMPTION_OUTCOMES), labels), "values": values}
+
+    series = [
+        judged(first, "did_not_help", f"0+3x{n}"),
+        judged(first, "helped", f"0+1x{n}"),
+        judged(last, "did_not_help", f"0+1x{n}"),
+        judged(last, "helped", f"0+3x{n}"),
+    ]
+    if len(p.tiers.tiers) > 2:
+        series.append(judged(p.tiers.tiers[1].name, "did_not_help", f"0x10 1x{n - 10}"))
+    at = 70 * STEP + _minutes_up(p.for_of(alerting.PREEMPTIONS_UNHELPFUL))
+    return {
+        "interval": duration(STEP),
+        "input_series": series,
+        "alert_rule_test": [
+            {
+                "eval_time": duration(at),
+                "alertname": alerting.PREEMPTIONS_UNHELPFUL,
+                "exp_alerts": [
+                    {
+                        "exp_labels": {"severity": "warning", "preemptor_tier": first},
+                        "exp_annotations": {
+                            "summary": f"Most preemptions by the {first} tier did not help (75% in 1h)",
+                            "description": f"75% of the preemptions made for pods of tier {first} within 1h "
+                            "did not help (alert above 50% of at least 4): the preemptor started on another "
+                            "node than its victims', still waited, was deleted, or another pod took the room. "
+                            "The victims' work was thrown away for nothing. /api/v1/preemptions and the "
+                            "Preemption churn dashboard say which and why.",
+                            "runbook_url": p.runbook_url(alerting.PREEMPTIONS_UNHELPFUL),
+                        },
+                    }
                 ],
             },
         ],
@@ -560,6 +606,7 @@ def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
             health_test(p),
             stalled_test(p),
             thrash_test(p, p.tiers.tiers[-1]),
+            unhelpful_test(p),
             config_test(p),
             info_inhibitor_test(p, p.tiers.tiers[0]),
             fairness_test(p),

@@ -18,6 +18,10 @@ ResourceSlices (bench/_dra.py); the churn then also republishes 1% of the slices
 whole benchmark twice back to back, with `--dra 0` and with the DRA pods, and prints both with their
 references.
 
+Beside them (issue 30) the preemption-outcome bookkeeping: 2,000 preemptors open at once (2 victims each), 100
+binding a tick (half where their victims were), 50 other pods binding on victims' nodes, and the rest resolved by
+`queue.preemption_outcome_window` as the clock moves; printed beside the churned tick without them.
+
     .venv/bin/python bench/tick.py [--pods 150000] [--pending 20000] [--runs 15] [--no-kinds] [--dra 20000]
     .venv/bin/python bench/tick.py --compare-dra
 
@@ -46,10 +50,12 @@ from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import priority_inversion
 from watchtower.domain.alerts.rules.base import RuleInput
+from watchtower.domain.disruptions import Preemption
 from watchtower.domain.fairness.record import RecordedState, RecordPolicy, record_tick
 from watchtower.domain.forms.gangs.records import GroupRef
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.messages.scheduler import parse_scheduling_message
+from watchtower.domain.preemption_outcome import OutcomeBook
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.records import Condition, Node, OwnerRef, Pod
 from watchtower.domain.state import ClusterState
@@ -299,6 +305,8 @@ class NullMetrics:
     def preempted(self, victim_tier: str, preemptor_tier: str, gpu_hours_lost: float | None) -> None: ...
     def preempted_between_teams(self, victim_team: str, preemptor_team: str, lost: float | None) -> None: ...
     def preemptor_running(self, tier: str, latency: float) -> None: ...
+    def preemption_judged(self, pt: str, vt: str, outcome: str, reason: str, lost: float | None) -> None: ...
+    def preemption_unjudged(self, reason: str) -> None: ...
     def disrupted(self, reason: str, tier: str) -> None: ...
     def skipped_object(self, kind: str) -> None: ...
     def evaluated(self, gauges: QueueGauges, duration: float) -> None: ...
@@ -368,6 +376,107 @@ def compare_dra(args: argparse.Namespace) -> None:
         )
 
 
+def preemption_outcomes(
+    tracker: QueueTracker, nodes: list[Node], n: int, runs: int, churn: Any
+) -> tuple[float, float, int, float]:
+    """Time the tick with `n` preemptors open (2 victims each, on GPU nodes), 100 of them binding a tick (half
+    where their victims were), 50 other pods binding on victims' nodes, and the window resolving the rest as
+    the clock moves a second a tick; return the tick's median, the median of its outcome step (the ledger's
+    settle, timed apart), the outcomes reached and the bytes per open one."""
+    if not n:
+        return 0.0, 0.0, 0, 0.0
+    state = tracker.state
+    window = tracker.policy.preemption_outcome_window
+    gpu_nodes = [x.name for x in nodes if x.gpus]
+    open_pods = []
+    for i in range(n):
+        node = gpu_nodes[i % len(gpu_nodes)]
+        pre = Pod(
+            uid=f"bench-preemptor-{i}",
+            namespace="bench-urgent",
+            name=f"urgent-{i}",
+            created=NOW - window,
+            priority=1_000_000,
+            priority_class="urgent-debug",
+            gpus=4,
+            nominated_node=node,
+        )
+        state.upsert_pod(pre)
+        open_pods.append(pre)
+        # Spread over the runs: each tick's second takes some of them past the window.
+        at = NOW - window + 1 + i % runs
+        for v in range(2):
+            state.ledger.record(
+                Preemption(
+                    victim_uid=f"bench-victim-{i}-{v}",
+                    victim_namespace="bench-low",
+                    victim_name=f"low-{i}-{v}",
+                    at=at,
+                    node=node,
+                    victim_priority=100_000,
+                    victim_gpus=2,
+                    victim_started=NOW - 7200,
+                    preemptor_uid=pre.uid,
+                    preemptor_namespace=pre.namespace,
+                    preemptor_name=pre.name,
+                    reason="PreemptionByScheduler",
+                )
+            )
+    tracker.evaluate(NOW)
+    rnd = random.Random(30)
+    times = []
+    settles = []
+    resolved = 0
+    for t in range(1, runs + 1):
+        churn()
+        for k in range(100):
+            pre = open_pods.pop()
+            node = pre.nominated_node if k % 2 else rnd.choice(gpu_nodes)
+            bound = Condition("True", "", "", NOW + t)
+            state.upsert_pod(replace(pre, node=node, phase="Running", scheduled=bound))
+        for k in range(50):
+            node = gpu_nodes[rnd.randrange(len(gpu_nodes))]
+            taker = Pod(
+                uid=f"bench-taker-{t}-{k}",
+                namespace="bench-other",
+                name=f"other-{t}-{k}",
+                created=NOW,
+                gpus=2,
+                node=node,
+                phase="Running",
+                scheduled=Condition("True", "", "", NOW + t),
+            )
+            state.upsert_pod(taker)
+        before = len(state.ledger.outcomes.resolved)
+        t0 = time.perf_counter()
+        # The tick's first step, timed apart here (the tick's own call then finds nothing left to settle).
+        judged, _ = state.ledger.settle(NOW + t, window)
+        for p in judged:
+            tracker.preemptions.judged(p)
+        t1 = time.perf_counter()
+        tracker.evaluate(NOW + t)
+        times.append((time.perf_counter() - t0) * 1000)
+        settles.append((t1 - t0) * 1000)
+        resolved += len(state.ledger.outcomes.resolved) - before
+    # What an open preemptor keeps, in a book of its own.
+    tracemalloc.start()
+    book = OutcomeBook()
+    for i in range(n):
+        for v in range(2):
+            book.track(
+                f"victim-{i}-{v}",
+                preemptor_uid=f"preemptor-{i}",
+                preemptor_ref="",
+                node=gpu_nodes[i % len(gpu_nodes)],
+                at=NOW + i,
+                judged=True,
+                pods={},
+            )
+    kept, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return statistics.median(times), statistics.median(settles), resolved, kept / n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pods", type=int, default=150_000)
@@ -381,6 +490,9 @@ def main() -> None:
         help="run twice back to back, with --dra 0 and with --dra N, and print both beside their references",
     )
     ap.add_argument("--kueue", type=int, default=20_000, help="Kueue Workloads beside the pods (issue 13)")
+    ap.add_argument(
+        "--preemptions", type=int, default=2_000, help="preemptors open at once, 2 victims each (issue 30)"
+    )
     args = ap.parse_args()
     if args.compare_dra:
         compare_dra(args)
@@ -550,6 +662,9 @@ def main() -> None:
         return statistics.median(times)
 
     bind_service = churned_binds()
+    outcome_service, outcome_settle, outcome_resolved, outcome_open = preemption_outcomes(
+        tracker, nodes, args.preemptions, args.runs, churn
+    )
     cold = median_ms(lambda: QueueEvaluator(policy).evaluate(state, now=NOW), 3)
     raw_pods = [as_raw(p) for p in pods]
     raw_nodes = [
@@ -588,6 +703,16 @@ def main() -> None:
     )
     print(f"  no urgent work stuck     median {no_holders:8.1f} ms over {r} runs (no GPU-holders walk)")
     print(f"  after churn + 100 binds, 100 finishes median {bind_service:6.1f} ms over {r} runs")
+    if args.preemptions:
+        print(
+            f"  after churn + 100 preemptors bound, 50 pods bound on their victims' nodes, the window passing: "
+            f"median {outcome_service:6.1f} ms over {r} runs ({args.preemptions:,} preemptors open, "
+            f"{outcome_resolved:,} resolved over the runs; beside it the churn + 100 binds tick above)"
+        )
+        print(
+            f"    of it, the outcomes  median {outcome_settle:8.2f} ms over {r} runs "
+            f"({outcome_settle / outcome_service:.1%} of that tick)"
+        )
     print(f"  first tick               {first_ms:8.1f} ms (builds the holder and running indexes)")
     print(f"  of it, running per tier  median {running:8.1f} ms over 3 runs (every tick)")
     print(
@@ -610,6 +735,11 @@ def main() -> None:
         f"(pods-only reference: {domain / naive:.3f})"
     )
     print(f"ratio tracker/reference   {service / ref:.3f}, after churn {churn_service / ref:.3f}")
+    if args.preemptions:
+        print(
+            f"preemption outcome memory {outcome_open:8.0f} B per open preemptor with its 2 victims "
+            f"({outcome_open / 3:.0f} B per tracked object; target <= 1 KB)"
+        )
     if args.dra:
         # What a DRA pod and its claim keep in a state of their own (target <= 1 KB per tracked object).
         tracemalloc.start()

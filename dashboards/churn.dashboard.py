@@ -1,5 +1,5 @@
 """Watchtower — Preemption churn: who preempts whom (tier × tier, team × team), what it costs in GPU-hours,
-which workloads are preempted again and again, how long preemptors take to run, and the disruptions that are
+the preemptions that did not help, which workloads are preempted again and again, how long preemptors take to run, and the disruptions that are
 not preemption, kept apart.
 
 Reads Watchtower's own `watchtower_*` metrics through domain/promql/own.py; the thrash count and window are
@@ -109,6 +109,44 @@ def build(settings: Settings) -> g.Dashboard:
             f"{OWN.team_gpu_hours_lost_rate(HOUR, 'victim_team', 'preemptor_team')} * 3600",
             "victim_team",
             "preemptor_team",
+        ),
+        w=12,
+    )
+
+    grid.row("Preemptions that did not help")
+    grid.add(
+        timeseries(
+            title="Preemptions that did not help per hour, by preemptor tier and reason",
+            description="Victims whose preemptor did not start on the node they left within "
+            f"queue.preemption_outcome_window ({human(settings.queue.preemption_outcome_window)}): it started "
+            "elsewhere, still waited, another pod took the room, or it was deleted. Their work was thrown away "
+            "for nothing; WatchtowerPreemptionsUnhelpful fires when most of a tier's preemptions end so.",
+            targets=[
+                target(
+                    f"{OWN.unhelpful_preemption_rate(RATE, 'preemptor_tier', 'reason')} * 3600",
+                    "{{preemptor_tier}}: {{reason}}",
+                )
+            ],
+            stacking={"mode": "normal", "group": "A"},
+            fillOpacity=20,
+            unit="short",
+        ),
+        w=12,
+    )
+    grid.add(
+        timeseries(
+            title="GPU-hours thrown away by preemptions that did not help, per hour",
+            description="GPUs × the time each victim of a preemption that did not help had run, by preemptor "
+            "and victim tier.",
+            targets=[
+                target(
+                    f"{OWN.unhelpful_gpu_hours_rate(RATE, 'preemptor_tier', 'victim_tier')} * 3600",
+                    "{{victim_tier}} for {{preemptor_tier}}",
+                )
+            ],
+            stacking={"mode": "normal", "group": "A"},
+            fillOpacity=20,
+            unit="short",
         ),
         w=12,
     )

@@ -5,6 +5,7 @@ queries see what overlaps the week, and the tables are migration 4 of the store'
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_the_week_sees_what_overlaps_it_and_pruning_keeps_what_is_open(store_bac
 
 
 def test_the_history_is_migration_4_of_either_store() -> None:
-    assert latest(SQLITE) == latest(POSTGRES) == 4
+    assert latest(SQLITE) == latest(POSTGRES) == 5  # 5: the preemptions' outcome (issue 30)
     for migrations in (SQLITE, POSTGRES):
         assert any("fairness_episodes" in s for s in migrations[3].statements)
 
@@ -82,11 +83,11 @@ def test_a_store_at_version_3_gains_the_history_at_open(tmp_path: Path) -> None:
     con.commit()
     con.close()
     h = SQLiteFairnessHistory(db)  # the history opened first (alerting off): it migrates the file
-    assert h.schema_version == 4
+    assert h.schema_version == 5
     h.record([ep("x", 1.0, None, "waiting")])
     h.close()
     store = SQLiteAlertStore(db)
-    assert store.schema_version == 4
+    assert store.schema_version == 5
     store.close()
 
 
@@ -103,7 +104,7 @@ def test_a_history_file_written_before_migrations_is_taken_as_it_is(tmp_path: Pa
     con.commit()
     con.close()
     store = SQLiteAlertStore(db)
-    assert store.schema_version == 4
+    assert store.schema_version == 5
     store.close()
     h = SQLiteFairnessHistory(db)
     assert [e.key for e in h.episodes(0, 10)] == ["wait:x"]
@@ -135,3 +136,30 @@ async def test_the_service_and_the_cli_find_the_history_in_the_configured_store(
     report = await source(week, None)
     (lang,) = report.teams
     assert (lang.team, [w.finished for w in lang.waits]) == ("language", [1])
+
+
+def test_a_store_at_version_4_gains_the_preemptions_outcome_and_its_old_rows_read_undecided(
+    tmp_path: Path,
+) -> None:
+    """Migration 5: a week recorded before outcomes were judged keeps its preemptions, each with no outcome."""
+    db = tmp_path / "state.db"
+    con = sqlite3.connect(db)
+    for m in SQLITE[:4]:
+        for stmt in m.statements:
+            con.execute(stmt)
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    con.execute("INSERT INTO schema_version VALUES (4)")
+    con.execute(
+        "INSERT INTO fairness_preemptions VALUES ('preempt:old', 150.0, 'vision', 'vision', 'low', 'Job/a',"
+        " 'nlp', 'nlp', 'high', 'Pod/b', 4, 2.0)"
+    )
+    con.commit()
+    con.close()
+    h = SQLiteFairnessHistory(db)
+    assert h.schema_version == 5
+    [old] = h.preemptions(100.0, 200.0)
+    assert (old.key, old.outcome, old.outcome_reason) == ("preempt:old", "", "")
+    h.record(preemptions=[replace(old, outcome="did_not_help", outcome_reason="started_elsewhere")])
+    [again] = h.preemptions(100.0, 200.0)
+    assert (again.outcome, again.outcome_reason) == ("did_not_help", "started_elsewhere")
+    h.close()

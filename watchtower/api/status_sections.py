@@ -160,6 +160,8 @@ def page_context(
                 "lost": f"{p['gpu_hours_lost']:.2f}" if p["gpu_hours_lost"] is not None else "?",
                 "at": p["at"],
                 "ago": _ago(now - at) if at is not None else "?",
+                "outcome": p["outcome"]["words"] if p["outcome"] else "not decided yet",
+                "outcome_class": p["outcome"]["verdict"] if p["outcome"] else "open",
             }
         )
     partial = [_row(r.doc) for r in docs.rows if r.state == "partial" and r.doc["gang"]]

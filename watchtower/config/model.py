@@ -141,6 +141,8 @@ class QueueConfig(Section):
     # "preempted N times": the queue's count and WorkloadPreemptionThrash's
     thrash_window: PositiveDuration = 3600.0
     """Window of "preempted N times": the count a workload shows and the one WorkloadPreemptionThrash uses."""
+    preemption_outcome_window: PositiveDuration = 600.0
+    """How long a preemptor has, from its victims' eviction, to start where they were before its preemption counts as did_not_help (still waiting, or the room taken)."""
     evaluate_every: PositiveDuration = 15.0
     """How often the queue is evaluated and the alert rules run."""
     stuck_after: PositiveDuration = 600.0
@@ -369,6 +371,7 @@ class Settings(Section):
             quota_window=self.queue.quota_window,
             preemption_window=self.queue.preemption_window,
             thrash_window=self.queue.thrash_window,
+            preemption_outcome_window=self.queue.preemption_outcome_window,
             expected_gates=tuple(anchored(t) for t in self.queue.expected_gates),
         )
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from watchtower.domain.records import OTHER_DISRUPTION_REASONS, PREEMPTION_REASONS, Event, Pod
 
+from .preemption_outcome import Outcome
 from .tiers import TierPolicy
 from .workloads import WorkloadKey, workload_of
 
@@ -44,6 +45,9 @@ class Preemption:
     # Kueue's Preempted reason (InClusterQueue, InCohortReclamation, ...) when Kueue evicted a Workload;
     # preemptor_kind is then "KueueWorkload" and victim_uid the victim Workload's.
     kueue_reason: str = ""
+    # What the preemption came to (preemption_outcome.py): None while its preemptor is open, or when it is
+    # not judged (a PodGroup or Kueue preemptor, a preemptor never named).
+    outcome: Outcome | None = None
 
     @property
     def gpu_hours_lost(self) -> float | None:
@@ -63,6 +67,15 @@ class Preemption:
         if self.preemptor_priority is None:
             return None
         return tiers.tier_of(self.preemptor_priority, self.preemptor_priority_class).name
+
+    def with_outcome(self, outcome: Outcome) -> Preemption:
+        """Return this record with `outcome`: a tick may stamp hundreds, and dataclasses.replace, which
+        re-reads the fields' definitions at every call, took twice as long."""
+        new = object.__new__(Preemption)
+        for f in _FIELDS:
+            object.__setattr__(new, f, getattr(self, f))
+        object.__setattr__(new, "outcome", outcome)
+        return new
 
     def attributed_to(self, pod: Pod) -> Preemption:
         """Return this record with the preemptor's identity, priority and class taken from its pod."""
@@ -89,6 +102,9 @@ class Preemption:
         if self.reason == "Preempted" and other.reason in PREEMPTION_REASONS:
             changes["reason"] = other.reason
         return replace(self, **changes) if changes else self
+
+
+_FIELDS = tuple(f for f in Preemption.__slots__ if f != "outcome")
 
 
 @dataclass(frozen=True, slots=True)

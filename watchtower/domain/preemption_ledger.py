@@ -18,6 +18,7 @@ from watchtower.domain.records import Pod, PriorityClass
 
 from .change_log import ChangeLog
 from .disruptions import Disruption, Preemption
+from .preemption_outcome import OutcomeBook, Skip
 from .state_controllers import ControllerPart
 
 
@@ -53,6 +54,8 @@ class PreemptionLedger:
     # PodGroup uid → the victims of its gang-wide preemption still here (terminating). While any is, the
     # gang's preemption is under way: 1.36 workload-aware preemption nominates no node that would say so.
     group_victims: dict[str, set[str]] = field(default_factory=dict)
+    # Whether each preemptor pod started where its victims were (stamped on the records by `settle`).
+    outcomes: OutcomeBook = field(default_factory=OutcomeBook)
 
     def record(self, p: Preemption) -> list[PreemptionSeen]:
         """Take a preemption (new, or completing one seen before); return it when that changed anything."""
@@ -68,11 +71,53 @@ class PreemptionLedger:
                 self._touch_group(rec)
         if known is None:
             self.preemptions[p.victim_uid] = rec
+            self._judge(rec)
             return [PreemptionSeen(rec, new=True)]
         if rec != known:
             self.preemptions[p.victim_uid] = rec
+            self._judge(rec)
             return [PreemptionSeen(rec, new=False)]
         return []
+
+    def _judge(self, rec: Preemption) -> None:
+        if rec.outcome is not None:
+            return
+        named = "/".join(x for x in (rec.preemptor_namespace, rec.preemptor_name) if x)
+        self.outcomes.track(
+            rec.victim_uid,
+            preemptor_uid=rec.preemptor_uid,
+            preemptor_ref=named,
+            node=rec.node,
+            at=rec.at,
+            # Only kube-scheduler's pod preemptors were nominated a node (a 1.36 gang's names "cluster").
+            judged=rec.preemptor_kind == "",
+            pods=self.host.pods,
+        )
+
+    def settle(self, now: float, window: float) -> tuple[list[Preemption], list[Skip]]:
+        """Resolve the preemptions whose window passed; stamp every outcome reached since the last call on
+        its victims' records and return those records (each once) and the records skipped."""
+        self.outcomes.expire(now, window, self.host.pods)
+        resolved, skipped = self.outcomes.take()
+        book = self.outcomes
+        touched: dict[str, None] = {}
+        for r in resolved:
+            book.judged_victims.setdefault(r.preemptor_uid, set()).update(r.victims)
+            touched[r.preemptor_uid] = None
+        out: list[Preemption] = []
+        # A victim named after its preemptor was decided (a re-list reads the bound preemptor before the
+        # events) joins the outcome: the totals are the preemptor's victims' as known now, on every record.
+        for uid in touched:
+            victims = sorted(book.judged_victims[uid])
+            recs = [p for v in victims if (p := self.preemptions.get(v)) is not None]
+            lost = sum(p.gpu_hours_lost or 0.0 for p in recs)
+            outcome = book.resolved[uid] = replace(book.resolved[uid], victims=len(recs), gpu_hours_lost=lost)
+            for p in recs:
+                if p.outcome != outcome:
+                    stamped = self.preemptions[p.victim_uid] = p.with_outcome(outcome)
+                    if p.outcome is None:  # counted once, when first decided
+                        out.append(stamped)
+        return out, skipped
 
     def attributed(self, p: Preemption) -> Preemption:
         """Return the record with its preemptor's priority and class, read once from the preemptor pod."""
@@ -168,3 +213,5 @@ class PreemptionLedger:
                 del self.group_victims[uid]
         for uid in [u for u, d in self.disruptions.items() if (d.at or now) < horizon]:
             del self.disruptions[uid]
+        named = {p.preemptor_uid for p in self.preemptions.values()}
+        self.outcomes.prune(named | self.preemptions.keys())

@@ -63,6 +63,8 @@ class QueuePolicy:
     quota_window: float  # a refusal older than this no longer blocks (the controller gave up)
     preemption_window: float  # preemptions listed in a snapshot
     thrash_window: float  # window for "preempted N times"
+    # How long a preemptor has to start where its victims were before its preemption did not help.
+    preemption_outcome_window: float = 600.0
     # Gates expected to hold for long (`queue.expected_gates`, each matching a whole gate name): work held
     # only by them stays GATED, listed and never alerted (forms/gated/facts.py).
     expected_gates: tuple[Pattern, ...] = ()

@@ -169,6 +169,8 @@ class ClusterState:
         self._index(old, pod)
         out = self._happenings(old, pod)
         out.extend(self.ledger.preemptor_seen(pod))
+        if self.ledger.outcomes.open:  # most of the time no preemptor is open: nothing to look at
+            self.ledger.outcomes.pod_changed(old, pod)
         return out
 
     def delete_pod(self, uid: str, final: Pod | None = None) -> list[Happening]:
@@ -189,6 +191,8 @@ class ClusterState:
         if uid in self.ledger.awaited_preemptors:
             out.extend(self.ledger.preemptor_seen(last))
         self.ledger.victim_gone(uid)
+        if uid in self.ledger.outcomes.open:
+            self.ledger.outcomes.pod_gone(uid, last)
         return out
 
     def _with_claims(self, old: Pod | None, pod: Pod) -> Pod:

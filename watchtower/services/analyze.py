@@ -111,6 +111,8 @@ def analyze(
     source = "option"
     if at is None:
         at, source = (taken, "dump") if taken is not None else (now, "now")
+    # What the dump shows of each preemptor (bound, or still waiting past the window) decides its outcome.
+    state.ledger.settle(at, policy.preemption_outcome_window)
     snap = QueueEvaluator(policy).evaluate(state, now=at, include_running=True)
     return Analysis(state, snap, ing, ignored, source, taken)
 

@@ -3,12 +3,16 @@ known, and timing each preemptor from its first victim's eviction to its own sta
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 
 from watchtower.domain.disruptions import Preemption
+from watchtower.domain.preemption_outcome import Skip
 from watchtower.domain.records import Pod
 from watchtower.domain.tiers import TierPolicy
 from watchtower.ports import QueueMetrics
+
+log = logging.getLogger(__name__)
 
 
 class PreemptionCounter:
@@ -71,6 +75,29 @@ class PreemptionCounter:
             return
         tier = self.tiers.tier_of(pod.priority, pod.priority_class).name
         self.metrics.preemptor_running(tier, max(0.0, pod.running_since - since))
+
+    def judged(self, p: Preemption) -> None:
+        """Count a victim whose preemption came to an outcome (the ledger stamps each once)."""
+        o = p.outcome
+        if o is None:
+            return
+        self.metrics.preemption_judged(
+            p.preemptor_tier(self.tiers) or "unknown",
+            p.victim_tier(self.tiers) or "unknown",
+            o.verdict,
+            o.reason,
+            p.gpu_hours_lost,
+        )
+
+    def unjudged(self, s: Skip) -> None:
+        """Count and log a preemption record that names no preemptor it could be judged by."""
+        self.metrics.preemption_unjudged(s.reason)
+        log.info(
+            "preemption of %s not judged (%s): preemptor %s",
+            s.victim_uid,
+            s.reason,
+            s.preemptor or "never named",
+        )
 
     def forget_before(self, horizon: float) -> None:
         for uid in [u for u, t in self._counted.items() if t < horizon]:

@@ -9,6 +9,7 @@ from watchtower.domain.disruptions import Preemption
 from watchtower.domain.estimate import StartEstimate, TierWaits
 from watchtower.domain.forms import registry
 from watchtower.domain.latency import Distribution, TierLatency
+from watchtower.domain.preemption_outcome import Outcome
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
 from watchtower.domain.stuck import StuckHead
@@ -165,6 +166,23 @@ def preemption_dict(p: Preemption, tiers: TierPolicy) -> dict[str, Any]:
         "gpu_hours_lost": round(lost, 6) if lost is not None else None,
         "reason": p.reason,
         "kueue_reason": p.kueue_reason or None,
+        "outcome": outcome_dict(p.outcome) if p.outcome is not None else None,
+    }
+
+
+def outcome_dict(o: Outcome) -> dict[str, Any]:
+    """Return what a preemption came to as the JSON shows it."""
+    return {
+        "verdict": o.verdict,
+        "reason": o.reason or None,
+        "words": o.words(),
+        "at": rfc3339(o.at),
+        "node": o.node or None,
+        "victim_nodes": list(o.victim_nodes),
+        "nominated_node": o.nominated or None,
+        "taken_by": o.taken_by or None,
+        "victims": o.victims,
+        "gpu_hours_lost": round(o.gpu_hours_lost, 6),
     }
 
 

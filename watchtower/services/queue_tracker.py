@@ -200,6 +200,12 @@ class QueueTracker:
         health = self.source_health()
         with self._lock:
             st = self.state
+            # Before the evaluation, so that the snapshot's preemptions carry the outcomes reached by now.
+            judged, skipped = st.ledger.settle(now, self.policy.preemption_outcome_window)
+            for p in judged:
+                self.preemptions.judged(p)
+            for s in skipped:
+                self.preemptions.unjudged(s)
             snap = self.evaluator.evaluate(st, now=now)
             listed = self._listed_figures()
             running = self._running.by_tier(st, listed.running)

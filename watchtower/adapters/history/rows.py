@@ -1,6 +1,6 @@
 """The fairness history's rows, statements and reads, shared by the SQLite and PostgreSQL histories: the
 same upserts by key and the same rows back to domain objects on both; only the parameter marker, the
-connection and its locking differ. The tables are the store's migration 4."""
+connection and its locking differ. The tables are the store's migration 4 (and 5: the preemptions' outcome)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ PREEMPTION_COLS = (
     "preemptor_workload",
     "gpus",
     "gpu_hours_lost",
+    "outcome",  # migration 5
+    "outcome_reason",
 )
 INCIDENT_COLS = ("key", "kind", "namespace", "team", "tier", "workload", "gpus", "started", "ended")
 

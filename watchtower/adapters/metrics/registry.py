@@ -18,8 +18,12 @@ from watchtower.domain.promql.names import (
     EVENT_LOOP_LAGS,
     MALFORMED_OBJECTS_SKIPPED,
     PREEMPTION_GPU_HOURS_LOST,
+    PREEMPTION_OUTCOME_SKIPS,
+    PREEMPTION_OUTCOMES,
     PREEMPTION_TO_RUNNING,
     PREEMPTIONS,
+    PREEMPTIONS_UNHELPFUL,
+    PREEMPTIONS_UNHELPFUL_GPU_HOURS,
     SNAPSHOT_CONSUMER_FAILURES,
     STARTUP_LATENCY,
     TEAM_PREEMPTION_GPU_HOURS_LOST,
@@ -136,6 +140,32 @@ class WatchtowerMetrics:
             buckets=PREEMPTION_TO_RUNNING_BUCKETS,
             registry=registry,
         )
+        self.preemption_outcomes = Counter(
+            PREEMPTION_OUTCOMES,
+            "Preempted pods whose preemption was judged, by preemptor and victim tier and outcome "
+            "(helped: the preemptor started on the victims' node; did_not_help).",
+            ["preemptor_tier", "victim_tier", "outcome"],
+            registry=registry,
+        )
+        self.preemptions_unhelpful = Counter(
+            PREEMPTIONS_UNHELPFUL,
+            "Preempted pods whose preemption did not help, by preemptor and victim tier and reason "
+            "(started_elsewhere, still_waiting, room_taken, deleted).",
+            ["preemptor_tier", "victim_tier", "reason"],
+            registry=registry,
+        )
+        self.unhelpful_gpu_hours = Counter(
+            PREEMPTIONS_UNHELPFUL_GPU_HOURS,
+            "GPU-hours of work thrown away by preemptions that did not help, by preemptor and victim tier.",
+            ["preemptor_tier", "victim_tier"],
+            registry=registry,
+        )
+        self.outcome_skips = Counter(
+            PREEMPTION_OUTCOME_SKIPS,
+            "Preemption records that could not be judged (no preemptor uid, or a preemptor pod never seen).",
+            ["reason"],
+            registry=registry,
+        )
         self.disruptions = Counter(
             DISRUPTIONS,
             "Pods taken away for a reason other than preemption (eviction API, taint manager, pod GC, "
@@ -201,6 +231,19 @@ class WatchtowerMetrics:
 
     def preemptor_running(self, tier: str, latency: float) -> None:
         self.preemption_to_running.labels(tier).observe(latency)
+
+    def preemption_judged(
+        self, preemptor_tier: str, victim_tier: str, outcome: str, reason: str, gpu_hours_lost: float | None
+    ) -> None:
+        self.preemption_outcomes.labels(preemptor_tier, victim_tier, outcome).inc()
+        if outcome == "helped":
+            return
+        self.preemptions_unhelpful.labels(preemptor_tier, victim_tier, reason).inc()
+        # Created at the first unhelpful preemption even when it lost nothing, so a rate reads 0, not absent.
+        self.unhelpful_gpu_hours.labels(preemptor_tier, victim_tier).inc(gpu_hours_lost or 0.0)
+
+    def preemption_unjudged(self, reason: str) -> None:
+        self.outcome_skips.labels(reason).inc()
 
     def disrupted(self, reason: str, tier: str) -> None:
         self.disruptions.labels(reason, tier).inc()

@@ -106,6 +106,8 @@ def team_view(t: TeamReport) -> dict[str, Any]:
             ("preemptions suffered", _counts(t.preemptions_suffered)),
             ("preemptions caused", _counts(t.preemptions_caused)),
             ("GPU-hours lost to preemption", hours(t.gpu_hours_lost)),
+            ("preemptions suffered for nothing", _counts(t.preemptions_for_nothing)),
+            ("GPU-hours lost for nothing", hours(t.gpu_hours_lost_for_nothing)),
             ("idle-allocated GPU-hours", hours(t.idle_allocated)),
             ("idle-allocated share", pct(t.idle_share)),
             ("starvation incidents", str(t.starvation_incidents)),

@@ -74,6 +74,14 @@ SQLITE: tuple[Migration, ...] = (
             "CREATE TABLE IF NOT EXISTS fairness_heartbeats (minute REAL PRIMARY KEY)",
         ),
     ),
+    Migration(
+        5,
+        "the fairness history's preemptions record what they came to (helped, or did not help and why)",
+        (
+            "ALTER TABLE fairness_preemptions ADD COLUMN outcome TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE fairness_preemptions ADD COLUMN outcome_reason TEXT NOT NULL DEFAULT ''",
+        ),
+    ),
 )
 
 POSTGRES: tuple[Migration, ...] = (
@@ -131,6 +139,14 @@ POSTGRES: tuple[Migration, ...] = (
             " gpus INTEGER NOT NULL, started DOUBLE PRECISION NOT NULL, ended DOUBLE PRECISION)",
             "CREATE INDEX fairness_incidents_started ON fairness_incidents (started)",
             "CREATE TABLE fairness_heartbeats (minute DOUBLE PRECISION PRIMARY KEY)",
+        ),
+    ),
+    Migration(
+        5,
+        "the fairness history's preemptions record what they came to (helped, or did not help and why)",
+        (
+            "ALTER TABLE fairness_preemptions ADD COLUMN outcome TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE fairness_preemptions ADD COLUMN outcome_reason TEXT NOT NULL DEFAULT ''",
         ),
     ),
 )

@@ -62,6 +62,8 @@ def team_dict(t: TeamReport) -> dict[str, Any]:
         "preemptions_suffered": dict(sorted(t.preemptions_suffered.items())),
         "preemptions_caused": dict(sorted(t.preemptions_caused.items())),
         "gpu_hours_lost": _round(t.gpu_hours_lost),
+        "preemptions_for_nothing": dict(sorted(t.preemptions_for_nothing.items())),
+        "gpu_hours_lost_for_nothing": _round(t.gpu_hours_lost_for_nothing),
         "idle_allocated_gpu_hours": _round(t.idle_allocated),
         "idle_share": _round(t.idle_share),
         "starvation_incidents": t.starvation_incidents,

@@ -1,4 +1,4 @@
-"""Recent preemptions: victim, preemptor, node, GPU-hours lost."""
+"""Recent preemptions: victim, preemptor, node, GPU-hours lost, and whether each helped its preemptor."""
 
 from __future__ import annotations
 

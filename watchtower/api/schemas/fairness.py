@@ -127,6 +127,10 @@ class TeamFigures(Body):
     """preemptor tier → times its workloads preempted others"""
     gpu_hours_lost: Number
     """Σ GPUs × time its preempted pods had run"""
+    preemptions_for_nothing: dict[str, int]
+    """victim tier → of the preemptions it suffered, those whose preemptor did not start where they were"""
+    gpu_hours_lost_for_nothing: Number
+    """Σ GPUs × time its pods had run, preempted by preemptions that did not help"""
     idle_allocated_gpu_hours: Number | None
     """its allocated GPU-hours with DCGM utilisation under θ"""
     idle_share: Number | None

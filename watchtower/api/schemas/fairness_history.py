@@ -60,6 +60,11 @@ class HistoryPreemption(Body):
     """the victim's GPUs"""
     gpu_hours_lost: Number | None
     """GPUs × time since the victim started; null when its start is unknown"""
+    outcome: str
+    """`helped` (its preemptor started on the node it left), `did_not_help`, or empty while undecided or
+    never judged"""
+    outcome_reason: str
+    """why it did not help: `started_elsewhere`, `still_waiting`, `room_taken` or `deleted`; else empty"""
 
 
 class HistoryIncident(Body):

@@ -12,6 +12,33 @@ class VictimWorkload(Body):
     """the victim's workload name"""
 
 
+class PreemptionOutcome(Body):
+    """What the preemption came to: whether its preemptor started on the node its victims left."""
+
+    verdict: str
+    """`helped` (the preemptor started on a node its victims were evicted from) or `did_not_help`"""
+    reason: str | None
+    """null when it helped; else `started_elsewhere` (the preemptor bound to another node, `node`),
+    `still_waiting` (not bound within `queue.preemption_outcome_window`), `room_taken` (not bound, and
+    `taken_by` bound where the victims were) or `deleted` (gone before it bound)"""
+    words: str
+    """the outcome in the page's words"""
+    at: Time | None
+    """when it was decided: the preemptor's binding, its deletion, or the window's end"""
+    node: str | None
+    """where the preemptor started, if it did"""
+    victim_nodes: list[str]
+    """the nodes its victims were evicted from"""
+    nominated_node: str | None
+    """the preemptor's `status.nominatedNodeName` as last seen"""
+    taken_by: str | None
+    """namespace/name of a pod that bound on the victims' node after their eviction, when one did"""
+    victims: int
+    """the preemptor's victims when it was decided"""
+    gpu_hours_lost: Number
+    """what those victims had run, thrown away when it did not help"""
+
+
 class Preemption(Body):
     """One victim pod evicted by the scheduler to make room, however often it is replayed."""
 
@@ -54,6 +81,9 @@ class Preemption(Body):
     kueue_reason: str | None
     """Kueue's `Preempted` reason (`InClusterQueue`, `InCohortReclamation`, `InCohortFairSharing`,
     `InCohortReclaimWhileBorrowing`); null when the scheduler preempted"""
+    outcome: PreemptionOutcome | None
+    """null while the preemptor has neither started nor run out of `queue.preemption_outcome_window`, and
+    for preemptors that are not a pod (a PodGroup, Kueue) or were never named"""
 
 
 class Preemptions(Body):

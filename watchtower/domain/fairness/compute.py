@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from watchtower.domain.preemption_outcome import DID_NOT_HELP
+
 from .breakdown import gpu_hours_breakdown, resource_shares
 from .history import Incident, PreemptionRecord, WaitEpisode
 from .live import EntitlementMode, Pool, entitled_gpus
@@ -186,12 +188,18 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
         mine = [ep for ep in week_eps if ep.team == t]
         suffered: dict[str, int] = defaultdict(int)
         caused: dict[str, int] = defaultdict(int)
+        for_nothing: dict[str, int] = defaultdict(int)
         for p in events:
             if p.victim_team == t:
                 suffered[p.victim_tier] += 1
+                if p.outcome == DID_NOT_HELP:
+                    for_nothing[p.victim_tier] += 1
             if p.preemptor_team == t:
                 caused[p.preemptor_tier] += 1
         lost = sum(p.gpu_hours_lost or 0.0 for p in week_pre if p.victim_team == t)
+        lost_for_nothing = sum(
+            p.gpu_hours_lost or 0.0 for p in week_pre if p.victim_team == t and p.outcome == DID_NOT_HELP
+        )
         idle = tu.idle_gpu_hours if tu is not None else None
         team_reports.append(
             TeamReport(
@@ -218,6 +226,8 @@ def compute_report(inp: ReportInputs) -> FairnessReport:
                 gang_stalls=sum(1 for i in week_inc if i.team == t and i.kind == "gang_stall"),
                 long_running=_long_running(inp, t, upto),
                 top_waiting=top_waiting(mine, upto, inp.top_waiting),
+                preemptions_for_nothing=dict(for_nothing),
+                gpu_hours_lost_for_nothing=lost_for_nothing,
             )
         )
     trend = []

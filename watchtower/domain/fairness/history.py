@@ -53,6 +53,10 @@ class PreemptionRecord:
     preemptor_workload: str
     gpus: int
     gpu_hours_lost: float | None  # gpus × time since the victim started; None when its start is unknown
+    # What the preemption came to (domain/preemption_outcome.py): "helped", "did_not_help", or "" while
+    # undecided or never judged; the reason when it did not help.
+    outcome: str = ""
+    outcome_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

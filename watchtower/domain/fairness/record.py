@@ -381,9 +381,7 @@ def _close(ow: OpenWait, now: float, outcome: WaitOutcome) -> tuple[WaitEpisode,
 
 def _preemption(p: Preemption, key: str, policy: RecordPolicy) -> PreemptionRecord:
     tiers = policy.tiers
-    victim = p.victim_workload
-    pre_ns = p.preemptor_namespace
-    pre_kind = p.preemptor_kind or "Pod"
+    victim, pre_ns, pre_kind = p.victim_workload, p.preemptor_namespace, p.preemptor_kind or "Pod"
     return PreemptionRecord(
         key=key,
         at=p.at if p.at is not None else 0.0,
@@ -397,4 +395,6 @@ def _preemption(p: Preemption, key: str, policy: RecordPolicy) -> PreemptionReco
         preemptor_workload=f"{pre_kind}/{p.preemptor_name}" if p.preemptor_name else "",
         gpus=p.victim_gpus or 0,
         gpu_hours_lost=p.gpu_hours_lost,
+        outcome=p.outcome.verdict if p.outcome is not None else "",
+        outcome_reason=p.outcome.reason if p.outcome is not None else "",
     )

@@ -78,6 +78,10 @@ class TeamReport:
     gang_stalls: int
     long_running: tuple[WorkloadLine, ...]
     top_waiting: tuple[WorkloadLine, ...]
+    # Of the preemptions suffered, those that did not help the preemptor (by victim tier), and what their
+    # victims had run: work thrown away for nothing.
+    preemptions_for_nothing: Mapping[str, int] = field(default_factory=dict)
+    gpu_hours_lost_for_nothing: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

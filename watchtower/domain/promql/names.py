@@ -47,6 +47,12 @@ ALERTS_FIRING = "watchtower_alerts_firing"
 TEAM_PREEMPTIONS = "watchtower_team_preemptions"
 TEAM_PREEMPTION_GPU_HOURS_LOST = "watchtower_team_preemption_gpu_hours_lost"
 PREEMPTION_TO_RUNNING = "watchtower_preemption_to_running_seconds"
+# What preemptions came to (domain/preemption_outcome.py): every judged victim by outcome, those that did not
+# help by reason, the GPU-hours those threw away, and the records that could not be judged.
+PREEMPTION_OUTCOMES = "watchtower_preemption_outcomes"
+PREEMPTIONS_UNHELPFUL = "watchtower_preemptions_unhelpful"
+PREEMPTIONS_UNHELPFUL_GPU_HOURS = "watchtower_preemptions_unhelpful_gpu_hours"
+PREEMPTION_OUTCOME_SKIPS = "watchtower_preemption_outcome_skips"
 DISRUPTIONS = "watchtower_disruptions"
 THRASHING_WORKLOADS = "watchtower_thrashing_workloads"
 MOST_PREEMPTIONS = "watchtower_workload_preemptions_max"

@@ -19,8 +19,11 @@ from .names import (
     PENDING_WORKLOADS,
     PICTURE_STALENESS,
     PREEMPTION_GPU_HOURS_LOST,
+    PREEMPTION_OUTCOMES,
     PREEMPTION_TO_RUNNING,
     PREEMPTIONS,
+    PREEMPTIONS_UNHELPFUL,
+    PREEMPTIONS_UNHELPFUL_GPU_HOURS,
     QUOTA_GPUS_HARD,
     QUOTA_GPUS_USED,
     TEAM_GPUS_ENTITLED,
@@ -113,6 +116,19 @@ class OwnQueries:
     def preemptors_running_per_bucket(self, window: str, *by: str) -> str:
         """Preemptors that started within `window`, per latency bucket (`le`) and `by`."""
         return self._rate("increase", bucket(PREEMPTION_TO_RUNNING), window, (*by, "le"))
+
+    def preemptions_judged(self, window: str, *by: str, outcome: str = "") -> str:
+        """Preempted pods whose preemption was judged within `window` (of one `outcome`, else all)."""
+        series = self.series(total(PREEMPTION_OUTCOMES), f"outcome={quoted(outcome)}" if outcome else "")
+        return aggregate("sum", by, f"increase({series}[{window}])")
+
+    def unhelpful_preemption_rate(self, window: str, *by: str) -> str:
+        """Preempted pods whose preemption did not help, per second over `window`."""
+        return self._rate("rate", total(PREEMPTIONS_UNHELPFUL), window, by)
+
+    def unhelpful_gpu_hours_rate(self, window: str, *by: str) -> str:
+        """GPU-hours thrown away by preemptions that did not help, per second over `window`."""
+        return self._rate("rate", total(PREEMPTIONS_UNHELPFUL_GPU_HOURS), window, by)
 
     def disruption_rate(self, window: str, *by: str) -> str:
         """Pods taken away for reasons other than preemption, per second over `window`."""
