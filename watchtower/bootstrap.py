@@ -4,12 +4,17 @@ Services, the API, the ports and the domain build no adapter: the parts are buil
 wires them; the store is resolved once from the settings (`store_location`) and handed to its openers;
 `leader_elector` is the election on the Lease. Running the parts (the tick, the serve loop, the leader's
 jobs, the way out) is `watchtower.runtime`'s; what each command does is `watchtower.commands`'.
+
+Size: the one place that builds adapters, so each store, recorder and presenter has its opener here; split
+by feature, the openers would import each other's adapters to share the store's resolution.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
@@ -35,6 +40,7 @@ from watchtower.ports import (
     Fence,
     ObjectDecoder,
     ReplayPresenter,
+    ReplayRecords,
     ReportOutbox,
     ReportPresenter,
     ReportSource,
@@ -47,6 +53,7 @@ from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
 from watchtower.services.queue_tracker import QueueTracker
 from watchtower.services.replay_jobs import ReplayJobs
+from watchtower.services.replay_record import ReplayRecorder
 
 if TYPE_CHECKING:
     from watchtower.adapters.store.postgres import PostgresAlertStore
@@ -261,6 +268,51 @@ def fairness_recorder(container: Container, *, start_empty: bool = False) -> Fai
         retention_weeks=settings.fairness.retention_weeks,
         start_empty=start_empty,
     )
+
+
+def replay_recorder(container: Container, *, start_empty: bool = False) -> ReplayRecorder | None:
+    """Return the tick consumer that records what a replay of a past week needs (docs/replay.md), when the
+    container's fairness history is a store of ours (its tables are beside the history's)."""
+    from watchtower.adapters.history.replay_rows import SqlReplayHistory
+    from watchtower.domain.replay_record import view_of
+
+    reports = container.fairness
+    if reports is None or not isinstance(reports.history, SqlReplayHistory):
+        return None
+    tracker = container.queue_tracker
+    st = tracker.state
+    return ReplayRecorder(
+        store=reports.history,
+        view=lambda tick: view_of(tick, st),
+        tiers=tracker.policy.tiers,
+        team_of=st.team_of,
+        retention_weeks=container.settings.replay.retention_weeks,
+        start_empty=start_empty,
+    )
+
+
+@contextlib.contextmanager
+def replay_records(settings: Settings) -> Iterator[ReplayRecords]:
+    """Yield the configured store's replay records for a command (`watchtower replay --week/--export`),
+    closed after. Raises StartupError when there is nothing to read: `fairness.enabled` off (the records
+    are kept beside the history), no SQLite file, a store that cannot be reached."""
+    from watchtower.adapters.history.replay_rows import SqlReplayHistory
+
+    if not settings.fairness.enabled:
+        raise StartupError(
+            "fairness.enabled is off: weeks are recorded for replay beside the fairness history"
+        )
+    where = store_location(settings)
+    if where.kind == "sqlite" and not Path(where.location).is_file():
+        raise StartupError(
+            f"no state store at {where.location}: run the service (watchtower run) to record weeks"
+        )
+    history = open_history(settings, where=where)
+    assert isinstance(history, SqlReplayHistory)  # ours, fairness.enabled checked above
+    try:
+        yield history
+    finally:
+        history.close()
 
 
 def build_container(

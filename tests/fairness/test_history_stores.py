@@ -66,7 +66,7 @@ def test_the_week_sees_what_overlaps_it_and_pruning_keeps_what_is_open(store_bac
 
 
 def test_the_history_is_migration_4_of_either_store() -> None:
-    assert latest(SQLITE) == latest(POSTGRES) == 4
+    assert latest(SQLITE) == latest(POSTGRES) == 5
     for migrations in (SQLITE, POSTGRES):
         assert any("fairness_episodes" in s for s in migrations[3].statements)
 
@@ -82,11 +82,11 @@ def test_a_store_at_version_3_gains_the_history_at_open(tmp_path: Path) -> None:
     con.commit()
     con.close()
     h = SQLiteFairnessHistory(db)  # the history opened first (alerting off): it migrates the file
-    assert h.schema_version == 4
+    assert h.schema_version == latest(SQLITE)
     h.record([ep("x", 1.0, None, "waiting")])
     h.close()
     store = SQLiteAlertStore(db)
-    assert store.schema_version == 4
+    assert store.schema_version == latest(SQLITE)
     store.close()
 
 
@@ -103,7 +103,7 @@ def test_a_history_file_written_before_migrations_is_taken_as_it_is(tmp_path: Pa
     con.commit()
     con.close()
     store = SQLiteAlertStore(db)
-    assert store.schema_version == 4
+    assert store.schema_version == latest(SQLITE)
     store.close()
     h = SQLiteFairnessHistory(db)
     assert [e.key for e in h.episodes(0, 10)] == ["wait:x"]
