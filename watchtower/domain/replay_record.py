@@ -149,26 +149,34 @@ def record_replay(
     now = view.now
     facts = {f.key: f for f in view.facts if f.state in WAITING_STATES}
     preempted: dict[WorkloadKey, float] = {}
+    # A victim's start, as the preemption recorded it: a run shorter than a pass is seen only there.
+    ran_from: dict[WorkloadKey, float] = {}
     for p in view.preemptions:
-        if p.victim_workload is not None and p.at is not None:
-            preempted[p.victim_workload] = max(p.at, preempted.get(p.victim_workload, p.at))
+        k = p.victim_workload
+        if k is not None and p.at is not None:
+            preempted[k] = max(p.at, preempted.get(k, p.at))
+            if p.victim_started is not None:
+                ran_from[k] = min(p.victim_started, ran_from.get(k, p.victim_started))
     open_next: dict[WorkloadKey, WorkloadRecord] = {}
     out: list[WorkloadRecord] = []
     skipped_keys = set(previous.skipped)
     closed = set(previous.closed)
     skipped: dict[str, int] = {}
     for k in facts.keys() | view.pods.keys():
-        if k in previous.skipped or k in previous.closed:
+        if k in previous.closed:
             continue
         old = previous.open.get(k)
         rec, reason = _observe(k, facts.get(k), view.pods.get(k, ()), old, now, tiers, team_of)
         if rec is None:
-            if reason and old is None:
+            # Looked at again at the next pass (a DRA claim read later gives its GPUs), counted once.
+            if reason and old is None and k not in skipped_keys:
                 skipped_keys.add(k)
                 skipped[reason] = skipped.get(reason, 0) + 1
             continue
         if (at := preempted.get(k)) is not None and (rec.preempted is None or at > rec.preempted):
             rec = replace(rec, preempted=at)
+        if (began := ran_from.get(k)) is not None and (rec.started is None or began < rec.started):
+            rec = replace(rec, started=max(began, rec.arrived))
         if rec != old:
             out.append(rec)
         if rec.ended is None:
