@@ -274,6 +274,7 @@ def replay_recorder(container: Container, *, start_empty: bool = False) -> Repla
     """Return the tick consumer that records what a replay of a past week needs (docs/replay.md), when the
     container's fairness history is a store of ours (its tables are beside the history's)."""
     from watchtower.adapters.history.replay_rows import SqlReplayHistory
+    from watchtower.domain.change_log import ChangeCursor
     from watchtower.domain.replay_record import view_of
 
     reports = container.fairness
@@ -281,9 +282,12 @@ def replay_recorder(container: Container, *, start_empty: bool = False) -> Repla
         return None
     tracker = container.queue_tracker
     st = tracker.state
+    cursor = ChangeCursor()
+    tracker.log_readers.append(cursor)
     return ReplayRecorder(
         store=reports.history,
-        view=lambda tick: view_of(tick, st),
+        view=lambda tick, touched: view_of(tick, st, touched),
+        changes=lambda: cursor.read(st.log),
         tiers=tracker.policy.tiers,
         team_of=st.team_of,
         retention_weeks=container.settings.replay.retention_weeks,

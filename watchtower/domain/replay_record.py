@@ -4,7 +4,10 @@ when it started, was last preempted and ended) and one row per node (its GPUs, C
 first and last seen), derived from what the recorder sees at a tick, as a difference against what it wrote
 before.
 
-Pure: the previous state goes in, the next state and the rows to upsert come out. Every row is keyed by
+No I/O and no clock (`now` is the view's): the recorder's state goes in, is brought to this pass in place
+(it is a cluster's worth: copying it at every pass would cost more than the pass), and the rows to upsert
+come out. Only the workloads the state's change log names since the last pass are looked at, so a pass on
+a busy cluster costs what changed, not its size (bench/replay_record.py). Every row is keyed by
 facts the cluster keeps (the workload's namespace, kind and name and the second it arrived; the node's
 name), and every time in it is one the store merges by rule (the earliest start and end, the latest
 preemption and sighting), so two replicas or a restart write rows that merge to the same ones.
@@ -12,7 +15,8 @@ preemption and sighting), so two replicas or a restart write rows that merge to 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
 from .disruptions import Preemption
@@ -75,24 +79,32 @@ class NodeRecord:
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
-    """What the recorder reads at one tick: the waiting workloads' facts, the pods of each workload that
-    has pods, the nodes and the preemptions the tick knows."""
+    """What the recorder reads at one tick: the waiting workloads' facts, the pods of the workloads to look
+    at, the nodes and the preemptions the tick knows. `touched`: the workloads whose pods or facts changed
+    since the last pass (the state's change log), `pods` then holding theirs; None: look at every workload
+    (the first pass, a restart, a change log read from the start again), `pods` holding every workload's."""
 
     now: float
     facts: Sequence[WorkloadFacts]
     pods: Mapping[WorkloadKey, Sequence[Pod]]
     nodes: Iterable[tuple[Node, int]]  # each node with its GPUs (device plugin and DRA)
     preemptions: Sequence[Preemption] = ()
+    touched: Set[WorkloadKey] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReplayState:
-    open: Mapping[WorkloadKey, WorkloadRecord] = field(default_factory=dict)
-    nodes: Mapping[str, NodeRecord] = field(default_factory=dict)
-    skipped: frozenset[WorkloadKey] = frozenset()  # counted once each
+    """What the recorder knows between passes. Changed in place by `record_replay` (one owner, the
+    recorder): copying a cluster's worth of it at every pass would cost more than the pass."""
+
+    open: dict[WorkloadKey, WorkloadRecord] = field(default_factory=dict)
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    skipped: set[WorkloadKey] = field(default_factory=set)  # counted once each
     # Ended while their pods are still listed (a finished Job's completed pods): not looked at again.
-    closed: frozenset[WorkloadKey] = frozenset()
+    closed: set[WorkloadKey] = field(default_factory=set)
     last_pass: float | None = None
+    # Each workload's facts and pods as last looked at (see record_replay).
+    seen: dict[WorkloadKey, tuple[object, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,16 +118,28 @@ class ReplayRows:
         return not (self.workloads or self.nodes)
 
 
-def view_of(tick: Tick, state: ClusterState) -> ClusterView:
-    """Return what the recorder reads at `tick`: its waiting facts and preemptions, and the state's pods
-    by workload and nodes (read on the event loop, between the state's updates)."""
-    pods = state.pods
+_KEY = operator.attrgetter("key")
+
+
+def view_of(tick: Tick, state: ClusterState, touched: Set[WorkloadKey] | None = None) -> ClusterView:
+    """Return what the recorder reads at `tick`: its waiting facts and preemptions, the state's nodes, and
+    the pods of the `touched` workloads and of the preemptions' victims (of every workload when `touched`
+    is None). Read on the event loop, between the state's updates."""
+    pods, by_workload = state.pods, state.by_workload
+    preemptions = tick.snapshot.preemptions
+    if touched is None:
+        keys: Iterable[WorkloadKey] = by_workload.keys()
+    else:
+        keys = set(touched).union(p.victim_workload for p in preemptions if p.victim_workload is not None)
+    no_uids: set[str] = set()
+    dra = state.dra.node_gpus()  # as state.node_gpus, its DRA count made once for every node
     return ClusterView(
         now=tick.at,
         facts=tick.listed_facts or tuple(w.facts for w in tick.snapshot.workloads),
-        pods={k: [pods[u] for u in uids if u in pods] for k, uids in state.by_workload.items()},
-        nodes=[(n, state.node_gpus(n)) for n in state.nodes.values()],
-        preemptions=tick.snapshot.preemptions,
+        pods={k: [pods[u] for u in uids if u in pods] for k in keys if (uids := by_workload.get(k, no_uids))},
+        nodes=[(n, n.gpus + dra.get(n.name, 0)) for n in state.nodes.values()],
+        preemptions=preemptions,
+        touched=touched,
     )
 
 
@@ -138,16 +162,17 @@ def due(previous: ReplayState, now: float) -> bool:
 
 def record_replay(
     view: ClusterView,
-    previous: ReplayState,
+    state: ReplayState,
     tiers: TierPolicy,
     team_of: Callable[[str], str],
-) -> tuple[ReplayState, ReplayRows]:
-    """Return the next state and the rows to upsert: each workload whose record changed (arrived, started,
-    preempted, ended, its shape or tier), each node new, changed or due for its `last_seen` refresh.
+) -> ReplayRows:
+    """Bring `state` to this pass (in place) and return the rows to upsert: each workload whose record
+    changed (arrived, started, preempted, ended, its shape or tier), each node new, changed or due for its
+    `last_seen` refresh.
 
-    A workload without GPUs, or whose tier cannot be told, is skipped and counted once (`skipped`)."""
+    Only the workloads `view.touched` names (and the preemptions' victims) are looked at, unless it is
+    None. A workload without GPUs, or whose tier cannot be told, is skipped and counted once (`skipped`)."""
     now = view.now
-    facts = {f.key: f for f in view.facts if f.state in WAITING_STATES}
     preempted: dict[WorkloadKey, float] = {}
     # A victim's start, as the preemption recorded it: a run shorter than a pass is seen only there.
     ran_from: dict[WorkloadKey, float] = {}
@@ -157,43 +182,78 @@ def record_replay(
             preempted[k] = max(p.at, preempted.get(k, p.at))
             if p.victim_started is not None:
                 ran_from[k] = min(p.victim_started, ran_from.get(k, p.victim_started))
-    open_next: dict[WorkloadKey, WorkloadRecord] = {}
+    # The victims whose record the preemptions tell something new (a later preemption, an earlier start):
+    # the others were written at an earlier pass, and the tick carries the window's preemptions every time.
+    fresh: set[WorkloadKey] = set()
+    for k, at in preempted.items():
+        old = state.open.get(k)
+        if old is None:
+            # Never looked at yet; one looked at before was recorded, skipped or closed then.
+            new = k not in state.seen and k not in state.closed
+        else:
+            ran = ran_from.get(k)
+            later = old.preempted is None or at > old.preempted
+            new = later or (ran is not None and (old.started is None or max(ran, old.arrived) < old.started))
+        if new:
+            fresh.add(k)
     out: list[WorkloadRecord] = []
-    skipped_keys = set(previous.skipped)
-    closed = set(previous.closed)
     skipped: dict[str, int] = {}
-    for k in facts.keys() | view.pods.keys():
-        if k in previous.closed:
+    open_, seen, closed = state.open, state.seen, state.closed
+    if view.touched is None:
+        facts = {f.key: f for f in view.facts if f.state in WAITING_STATES}
+        keys: Set[WorkloadKey] = facts.keys() | view.pods.keys()
+        # Every open workload not seen any more is gone; the sets keep only what is still there.
+        gone: Set[WorkloadKey] = open_.keys() - keys
+        state.seen = {k: v for k, v in seen.items() if k in keys}
+        state.skipped &= keys
+        state.closed &= keys
+        seen, closed = state.seen, state.closed
+    else:
+        keys = view.touched | fresh
+        # Only the looked-at workloads' facts are wanted: the index is made in C, the filter applied to them.
+        every = dict(zip(map(_KEY, view.facts), view.facts, strict=True))
+        facts = {k: f for k in keys if (f := every.get(k)) is not None and f.state in WAITING_STATES}
+        gone = {k for k in keys if k not in facts and k not in view.pods}
+        state.skipped -= gone
+        closed -= gone
+    for k in gone:
+        seen.pop(k, None)
+        old = open_.pop(k, None)
+        if old is not None:
+            # Gone with all its pods and its wait before it ran to completion: deleted.
+            out.append(replace(old, ended=now, outcome="deleted"))
+    no_pods: Sequence[Pod] = ()
+    for k in keys:
+        if k in closed or k in gone:
             continue
-        old = previous.open.get(k)
-        rec, reason = _observe(k, facts.get(k), view.pods.get(k, ()), old, now, tiers, team_of)
+        old = open_.get(k)
+        f, pods = facts.get(k), view.pods.get(k, no_pods)
+        # What the record is made from, by identity (facts and pods are replaced, never changed in place):
+        # a workload seen the same, and not in a preemption, is carried over without a look.
+        sig = (f, *pods)
+        if seen.get(k) == sig and k not in fresh:
+            continue
+        seen[k] = sig
+        rec, reason = _observe(k, f, pods, old, now, tiers, team_of)
         if rec is None:
-            # Looked at again at the next pass (a DRA claim read later gives its GPUs), counted once.
-            if reason and old is None and k not in skipped_keys:
-                skipped_keys.add(k)
+            # Looked at again when it changes (a DRA claim read later gives its GPUs), counted once.
+            if reason and old is None and k not in state.skipped:
+                state.skipped.add(k)
                 skipped[reason] = skipped.get(reason, 0) + 1
             continue
-        if (at := preempted.get(k)) is not None and (rec.preempted is None or at > rec.preempted):
-            rec = replace(rec, preempted=at)
+        if (last := preempted.get(k)) is not None and (rec.preempted is None or last > rec.preempted):
+            rec = replace(rec, preempted=last)
         if (began := ran_from.get(k)) is not None and (rec.started is None or began < rec.started):
             rec = replace(rec, started=max(began, rec.arrived))
         if rec != old:
             out.append(rec)
         if rec.ended is None:
-            open_next[k] = rec
+            open_[k] = rec
         else:
+            open_.pop(k, None)
             closed.add(k)
-    for k, old in previous.open.items():
-        if k in open_next or k in facts or k in view.pods:
-            continue
-        # Gone with all its pods and its wait: deleted, unless it had already run to completion.
-        outcome = "finished" if old.outcome == "finished" else "deleted"
-        out.append(replace(old, ended=now, outcome=outcome))
-    nodes_next, node_rows = _nodes(view.nodes, previous.nodes, now)
-    # A workload skipped once stays skipped while it is seen; forget those no longer there.
-    live = facts.keys() | view.pods.keys()
-    state = ReplayState(open_next, nodes_next, frozenset(skipped_keys & live), frozenset(closed & live), now)
-    return state, ReplayRows(tuple(out), node_rows, skipped)
+    state.last_pass = now
+    return ReplayRows(tuple(out), _nodes(view.nodes, state.nodes, now), skipped)
 
 
 def _observe(
@@ -288,12 +348,23 @@ def _bound_at(p: Pod, now: float) -> float:
 
 
 def _nodes(
-    nodes: Iterable[tuple[Node, int]], previous: Mapping[str, NodeRecord], now: float
-) -> tuple[dict[str, NodeRecord], tuple[NodeRecord, ...]]:
+    nodes: Iterable[tuple[Node, int]], known: dict[str, NodeRecord], now: float
+) -> tuple[NodeRecord, ...]:
+    """Update `known` to the nodes seen now (a node gone is dropped: its last sighting stays what was
+    written) and return the rows to write."""
     out: list[NodeRecord] = []
-    nxt: dict[str, NodeRecord] = {}
+    here: set[str] = set()
     for n, gpus in nodes:
-        old = previous.get(n.name)
+        here.add(n.name)
+        old = known.get(n.name)
+        if (
+            old is not None
+            and gpus <= old.gpus
+            and n.cpu_millis <= old.cpu_millis
+            and n.memory_bytes <= old.memory_bytes
+            and old.last_seen <= now < old.last_seen + NODE_REFRESH
+        ):
+            continue  # the usual pass: nothing new about it, its sighting not due
         if old is None:
             rec = NodeRecord(n.name, gpus, n.cpu_millis, n.memory_bytes, now, now)
         else:
@@ -303,11 +374,11 @@ def _nodes(
                 max(n.cpu_millis, old.cpu_millis),
                 max(n.memory_bytes, old.memory_bytes),
                 old.first_seen,
-                old.last_seen,
+                max(now, old.last_seen),
             )
-            if rec != old or now - old.last_seen >= NODE_REFRESH:
-                rec = replace(rec, last_seen=max(now, old.last_seen))
         if rec != old:
             out.append(rec)
-        nxt[n.name] = rec
-    return nxt, tuple(out)
+        known[n.name] = rec
+    for name in known.keys() - here:
+        del known[name]
+    return tuple(out)

@@ -2,6 +2,10 @@
 minute of cluster time, the workloads whose record changed and the nodes new, changed or due for a sighting
 are upserted in the store; rows older than the retention are pruned once a day.
 
+It reads the state's change log at every tick, gathering the workloads touched since its last pass, and
+looks at those alone (every workload only at its first pass, or when the log was read from the start
+again): on a cluster of 150,000 pods a pass costs a few milliseconds of the event loop, not a second.
+
 Every replica may record, as with the fairness history: the rows are keyed by facts and merge by rule, so
 two replicas (or a restart) leave the same rows.
 """
@@ -10,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Set
 
 from watchtower.domain.replay_record import (
     SKIP_NO_GPUS,
@@ -23,6 +27,7 @@ from watchtower.domain.replay_record import (
 )
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
+from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import ReplayRecordStore
 
 log = logging.getLogger("watchtower.replay")
@@ -36,7 +41,8 @@ class ReplayRecorder:
         self,
         *,
         store: ReplayRecordStore,
-        view: Callable[[Tick], ClusterView],
+        view: Callable[[Tick, Set[WorkloadKey] | None], ClusterView],
+        changes: Callable[[], Set[WorkloadKey] | None],
         tiers: TierPolicy,
         team_of: Callable[[str], str],
         retention_weeks: int,
@@ -44,6 +50,9 @@ class ReplayRecorder:
     ) -> None:
         self.store = store
         self.view = view
+        # The workloads touched since the last pass; None: look at every workload at the next one.
+        self.changes = changes
+        self._touched: set[WorkloadKey] | None = None
         self.tiers = tiers
         self.team_of = team_of
         self.retention = retention_weeks * WEEK
@@ -51,6 +60,7 @@ class ReplayRecorder:
         self.start_empty = start_empty
         self.skipped: dict[str, int] = {}  # reason -> workloads skipped since the start
         self._state: ReplayState | None = None
+        self._unwritten: list[ReplayRows] = []
         self._pruned_at: float | None = None
 
     def _start(self) -> ReplayState:
@@ -60,17 +70,27 @@ class ReplayRecorder:
 
     async def on_tick(self, tick: Tick) -> None:
         """Record what changed since the last pass, when one is due; the store is written off the loop."""
+        got = self.changes()  # at every tick, so that the log keeps only what was not read
+        if got is None:
+            self._touched = None
+        elif self._touched is not None:
+            self._touched |= got
         if self._state is None:
             self._state = await asyncio.to_thread(self._start)
         if not due(self._state, tick.at):
             return
         # The view is read here, on the event loop, between the state's updates.
-        state, rows = record_replay(self.view(tick), self._state, self.tiers, self.team_of)
-        if not rows.empty:
-            await asyncio.to_thread(self._write, rows)
-        # Only once written: a failed write is tried again from the same previous state at the next pass.
-        self._state = state
+        rows = record_replay(self.view(tick, self._touched), self._state, self.tiers, self.team_of)
+        self._touched = set()
         self._count(rows)
+        if not rows.empty:
+            self._unwritten.append(rows)
+        if self._unwritten:
+            # The state has moved on: rows a failed write left are written with the next ones (the
+            # upserts merge, so writing a row twice changes nothing).
+            pending = list(self._unwritten)
+            await asyncio.to_thread(self._write, pending)
+            del self._unwritten[: len(pending)]
         if self._pruned_at is None or tick.at - self._pruned_at >= PRUNE_EVERY:
             self._pruned_at = tick.at
             removed = await asyncio.to_thread(self.store.prune_replay, tick.at - self.retention)
@@ -90,5 +110,7 @@ class ReplayRecorder:
                 self.skipped[reason],
             )
 
-    def _write(self, rows: ReplayRows) -> None:
-        self.store.record_replay(rows.workloads, rows.nodes)
+    def _write(self, pending: list[ReplayRows]) -> None:
+        self.store.record_replay(
+            [w for r in pending for w in r.workloads], [n for r in pending for n in r.nodes]
+        )

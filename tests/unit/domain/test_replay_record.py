@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import msgspec
+import pytest
 
 from tests.unit.domain.helpers import POLICY, T0, apply, job_owner, pending_pod, running_pod
+from watchtower.domain.change_log import ChangeCursor
 from watchtower.domain.disruptions import Preemption
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.replay_record import (
@@ -38,21 +40,25 @@ TRAIN = WorkloadKey("vision", "Job", "train")
 
 
 class Recorder:
-    def __init__(self) -> None:
+    """`by_log`: each pass looks at the workloads the state's change log names since the last (as the
+    service does); otherwise at every workload (a first pass, a restart)."""
+
+    def __init__(self, *, by_log: bool = False) -> None:
         self.state = ClusterState()
         self.evaluator = QueueEvaluator(POLICY)
         self.recorded = ReplayState()
+        self.cursor = ChangeCursor() if by_log else None
 
     def tick(self, at: float) -> Tick:
         snap = self.evaluator.evaluate(self.state, now=at)
         return Tick(at, snap, listed_facts=self.evaluator.order.facts)
 
     def record(self, at: float, **view: object) -> ReplayRows:
-        v = view_of(self.tick(at), self.state)
+        touched = self.cursor.read(self.state.log) if self.cursor is not None else None
+        v = view_of(self.tick(at), self.state, touched)
         if view:
             v = replace(v, **view)  # type: ignore[arg-type]
-        self.recorded, out = record_replay(v, self.recorded, POLICY.tiers, self.state.team_of)
-        return out
+        return record_replay(v, self.recorded, POLICY.tiers, self.state.team_of)
 
 
 def train_pending(**kw: object) -> dict[str, object]:
@@ -61,8 +67,9 @@ def train_pending(**kw: object) -> dict[str, object]:
     )
 
 
-def test_a_workload_arriving_starting_preempted_and_finishing() -> None:
-    r = Recorder()
+@pytest.mark.parametrize("by_log", [False, True], ids=["every workload", "by the change log"])
+def test_a_workload_arriving_starting_preempted_and_finishing(by_log: bool) -> None:
+    r = Recorder(by_log=by_log)
     apply(r.state, o.node("gpu-1", gpus=8))
     apply(r.state, train_pending())
     out = r.record(T0 + 30)
@@ -108,8 +115,9 @@ def test_a_workload_arriving_starting_preempted_and_finishing() -> None:
     assert r.record(T0 + 500).workloads == ()
 
 
-def test_a_workload_deleted_while_waiting_ends_deleted() -> None:
-    r = Recorder()
+@pytest.mark.parametrize("by_log", [False, True], ids=["every workload", "by the change log"])
+def test_a_workload_deleted_while_waiting_ends_deleted(by_log: bool) -> None:
+    r = Recorder(by_log=by_log)
     apply(r.state, train_pending())
     r.record(T0 + 30)
     apply(r.state, train_pending(), deleted=True)
@@ -147,7 +155,7 @@ def test_a_workload_without_gpus_or_without_a_tier_is_skipped_and_counted_once()
     tick = r2.tick(T0 + 30)
     facts = [msgspec.structs.replace(f, tier="") for f in tick.listed_facts]
     view = replace(view_of(tick, r2.state), facts=facts)
-    _, out = record_replay(view, ReplayState(), POLICY.tiers, r2.state.team_of)
+    out = record_replay(view, ReplayState(), POLICY.tiers, r2.state.team_of)
     assert (out.workloads, dict(out.skipped)) == ((), {SKIP_NO_TIER: 1})
 
 
