@@ -288,6 +288,7 @@ def replay_recorder(container: Container, *, start_empty: bool = False) -> Repla
         store=reports.history,
         view=lambda tick, touched: view_of(tick, st, touched),
         changes=lambda: cursor.read(st.log),
+        workloads=lambda: st.by_workload.keys(),
         tiers=tracker.policy.tiers,
         team_of=st.team_of,
         retention_weeks=container.settings.replay.retention_weeks,

@@ -3,8 +3,8 @@ minute of cluster time, the workloads whose record changed and the nodes new, ch
 are upserted in the store; rows older than the retention are pruned once a day.
 
 It reads the state's change log at every tick, gathering the workloads touched since its last pass, and
-looks at those alone (every workload only at its first pass, or when the log was read from the start
-again): on a cluster of 150,000 pods a pass costs a few milliseconds of the event loop, not a second.
+looks at those alone. Every workload is looked at after a start (or when the log was read from the start
+again), BACKLOG_CHUNK of them at each tick until all were, so no tick pays for the whole cluster at once.
 
 Every replica may record, as with the fairness history: the rows are keyed by facts and merge by rule, so
 two replicas (or a restart) leave the same rows.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Set
+from collections.abc import Callable, Iterable, Set
 
 from watchtower.domain.replay_record import (
     SKIP_NO_GPUS,
@@ -33,6 +33,8 @@ from watchtower.ports import ReplayRecordStore
 log = logging.getLogger("watchtower.replay")
 
 PRUNE_EVERY = 86400.0
+# Workloads of the backlog looked at per tick: about a tick's time on the event loop (bench/replay_record.py).
+BACKLOG_CHUNK = 2000
 WEEK = 7 * 86400.0
 
 
@@ -43,6 +45,7 @@ class ReplayRecorder:
         store: ReplayRecordStore,
         view: Callable[[Tick, Set[WorkloadKey] | None], ClusterView],
         changes: Callable[[], Set[WorkloadKey] | None],
+        workloads: Callable[[], Iterable[WorkloadKey]],
         tiers: TierPolicy,
         team_of: Callable[[str], str],
         retention_weeks: int,
@@ -50,9 +53,14 @@ class ReplayRecorder:
     ) -> None:
         self.store = store
         self.view = view
-        # The workloads touched since the last pass; None: look at every workload at the next one.
+        # The workloads touched since the last pass (`changes` reads the state's change log; None: the log
+        # was read from the start again, every workload is to be looked at).
         self.changes = changes
-        self._touched: set[WorkloadKey] | None = None
+        self.workloads = workloads  # every workload with pods in the state
+        self._touched: set[WorkloadKey] = set()
+        # Every workload still to be looked at after a start (or a log read from the start again): a few
+        # thousand at each tick until none is left, so no tick waits for the whole cluster at once.
+        self._backlog: list[WorkloadKey] | None = None
         self.tiers = tiers
         self.team_of = team_of
         self.retention = retention_weeks * WEEK
@@ -72,15 +80,25 @@ class ReplayRecorder:
         """Record what changed since the last pass, when one is due; the store is written off the loop."""
         got = self.changes()  # at every tick, so that the log keeps only what was not read
         if got is None:
-            self._touched = None
-        elif self._touched is not None:
+            self._backlog = None
+        else:
             self._touched |= got
         if self._state is None:
             self._state = await asyncio.to_thread(self._start)
-        if not due(self._state, tick.at):
+        state = self._state
+        if self._backlog is None:
+            st = self._state
+            listed = tick.listed_facts or [w.facts for w in tick.snapshot.workloads]
+            every = set(self.workloads()).union(f.key for f in listed)
+            every |= st.open.keys() | st.seen.keys() | st.closed | st.skipped
+            self._backlog = list(every)  # taken from the end
+        elif not self._backlog and not due(state, tick.at):
             return
+        chunk = self._backlog[-BACKLOG_CHUNK:]
+        del self._backlog[-BACKLOG_CHUNK:]
         # The view is read here, on the event loop, between the state's updates.
-        rows = record_replay(self.view(tick, self._touched), self._state, self.tiers, self.team_of)
+        touched = self._touched.union(chunk)
+        rows = record_replay(self.view(tick, touched), state, self.tiers, self.team_of)
         self._touched = set()
         self._count(rows)
         if not rows.empty:
