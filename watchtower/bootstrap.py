@@ -5,14 +5,17 @@ wires them; the store is resolved once from the settings (`store_location`) and 
 `leader_elector` is the election on the Lease. Running the parts (the tick, the serve loop, the leader's
 jobs, the way out) is `watchtower.runtime`'s; what each command does is `watchtower.commands`'.
 
-Size: just over 400 lines: the one place every part is built and wired (each opener a few lines); split
-up, a reader would have to gather the wiring from several modules again.
+Size: over 400 lines: the one place that builds adapters and wires every part, so each store, recorder and
+presenter has its opener here (a few lines each); split by feature, the openers would import each other's
+adapters to share the store's resolution, and a reader would gather the wiring from several modules again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
@@ -38,6 +41,7 @@ from watchtower.ports import (
     Fence,
     ObjectDecoder,
     ReplayPresenter,
+    ReplayRecords,
     ReportOutbox,
     ReportPresenter,
     ReportSource,
@@ -50,6 +54,7 @@ from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
 from watchtower.services.queue_tracker import QueueTracker
 from watchtower.services.replay_jobs import ReplayJobs
+from watchtower.services.replay_record import ReplayRecorder
 from watchtower.services.what_if import records_of, what_if_replays
 
 if TYPE_CHECKING:
@@ -271,6 +276,56 @@ def fairness_recorder(container: Container, *, start_empty: bool = False) -> Fai
         retention_weeks=settings.fairness.retention_weeks,
         start_empty=start_empty,
     )
+
+
+def replay_recorder(container: Container, *, start_empty: bool = False) -> ReplayRecorder | None:
+    """Return the tick consumer that records what a replay of a past week needs (docs/replay.md), when the
+    container's fairness history is a store of ours (its tables are beside the history's)."""
+    from watchtower.adapters.history.replay_rows import SqlReplayHistory
+    from watchtower.domain.change_log import ChangeCursor
+    from watchtower.domain.replay_record import view_of
+
+    reports = container.fairness
+    if reports is None or not isinstance(reports.history, SqlReplayHistory):
+        return None
+    tracker = container.queue_tracker
+    st = tracker.state
+    cursor = ChangeCursor()
+    tracker.log_readers.append(cursor)
+    return ReplayRecorder(
+        store=reports.history,
+        view=lambda tick, touched: view_of(tick, st, touched),
+        changes=lambda: cursor.read(st.log),
+        workloads=lambda: st.by_workload.keys(),
+        tiers=tracker.policy.tiers,
+        team_of=st.team_of,
+        retention_weeks=container.settings.replay.retention_weeks,
+        start_empty=start_empty,
+    )
+
+
+@contextlib.contextmanager
+def replay_records(settings: Settings) -> Iterator[ReplayRecords]:
+    """Yield the configured store's replay records for a command (`watchtower replay --week/--export`),
+    closed after. Raises StartupError when there is nothing to read: `fairness.enabled` off (the records
+    are kept beside the history), no SQLite file, a store that cannot be reached."""
+    from watchtower.adapters.history.replay_rows import SqlReplayHistory
+
+    if not settings.fairness.enabled:
+        raise StartupError(
+            "fairness.enabled is off: weeks are recorded for replay beside the fairness history"
+        )
+    where = store_location(settings)
+    if where.kind == "sqlite" and not Path(where.location).is_file():
+        raise StartupError(
+            f"no state store at {where.location}: run the service (watchtower run) to record weeks"
+        )
+    history = open_history(settings, where=where)
+    assert isinstance(history, SqlReplayHistory)  # ours, fairness.enabled checked above
+    try:
+        yield history
+    finally:
+        history.close()
 
 
 def build_container(

@@ -239,34 +239,59 @@ def demo(
 @cli.command()
 def replay(
     policy: Annotated[
-        list[Path], typer.Option("--policy", help="policy file (YAML or JSON); repeat it to compare policies")
-    ],
+        list[Path] | None,
+        typer.Option("--policy", help="policy file (YAML or JSON); repeat it to compare policies"),
+    ] = None,
     trace: Annotated[
         Path | None, typer.Option(help="trace: CSV with a header, or JSON lines (docs/replay.md)")
     ] = None,
     week: Annotated[
-        str | None, typer.Option(help="a recorded ISO week (not recorded yet: use --trace)")
+        str | None, typer.Option(help="a week the service recorded (2026-W47), replayed from the store")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text, json, csv or html")] = "text",
+    export: Annotated[
+        str | None, typer.Option(help="write a recorded week (2026-W47) as a trace: --format csv or jsonl")
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="text, json, csv or html (--export: csv or jsonl)")
+    ] = "text",
     out: Annotated[Path | None, typer.Option(help="write to this file (default: standard output)")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="configuration file naming the store (--week, --export)")
+    ] = None,
 ) -> None:
     """Replay a week of jobs under each policy: per tier and team waits, preemptions, GPU-hours lost,
     utilisation and fairness, the observed run (when the trace has `started`) beside each policy's."""
-    from watchtower.commands.replay import FORMATS, NOT_RECORDED, run_replay
+    from watchtower.bootstrap import StartupError
+    from watchtower.commands.replay import EXPORT_FORMATS, FORMATS, export_week, run_replay, run_week
     from watchtower.services.replay import ReplayInputError
 
     def fail(message: str) -> NoReturn:
         typer.echo(f"watchtower replay: {message}", err=True)
         raise typer.Exit(2)
 
-    if fmt not in FORMATS:
+    given = [
+        name for name, v in (("--trace", trace), ("--week", week), ("--export", export)) if v is not None
+    ]
+    if len(given) > 1:
+        fail(f"give one of --trace, --week and --export, not {' and '.join(given)}")
+    if export is not None:
+        fmt = "csv" if fmt == "text" else fmt
+        if fmt not in EXPORT_FORMATS:
+            fail(f"--export writes --format {' or '.join(EXPORT_FORMATS)}")
+    elif fmt not in FORMATS:
         fail(f"--format is one of {', '.join(FORMATS)}")
-    if week is not None:
-        fail(NOT_RECORDED)
-    if trace is None:
-        fail("give --trace FILE")
+    if trace is None and week is None and export is None:
+        fail("give --trace FILE, or --week WEEK for a week the service recorded")
     try:
-        body = run_replay(trace, policy, fmt)
+        if export is not None:
+            body = export_week(_settings_or_exit(config), export, fmt)
+        elif week is not None:
+            body = run_week(_settings_or_exit(config), week, policy or [], fmt)
+        else:
+            assert trace is not None
+            body = run_replay(trace, policy or [], fmt)
+    except StartupError as e:
+        fail(str(e))
     except ReplayInputError as e:
         n = len(e.problems)
         typer.echo(f"{e.source}: cannot replay, {n} problem{'s' if n > 1 else ''}:", err=True)

@@ -26,6 +26,7 @@ from watchtower.domain.fleet import FleetRow
 from watchtower.domain.gpu_usage import Sample
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.leader import Leadership, LeaseRecord
+from watchtower.domain.replay_record import NodeRecord, WorkloadRecord
 from watchtower.replay.policy import NodeSpec
 from watchtower.replay.trace import TraceJob
 
@@ -259,6 +260,20 @@ class ReplayRecords(Protocol):
     def replay_nodes(self, start: float, end: float) -> Sequence[NodeSpec]:
         """The node inventory over [start, end): each node seen then, at the most GPUs it offered."""
         ...
+
+
+class ReplayRecordStore(Protocol):
+    """Where the replay recorder writes (services/replay_record.py): upserts that merge by key, so every
+    replica may write the same facts (adapters/history/replay_rows.py)."""
+
+    def record_replay(
+        self, workloads: Iterable[WorkloadRecord] = (), nodes: Iterable[NodeRecord] = ()
+    ) -> None: ...
+    def replay_open(self) -> tuple[list[WorkloadRecord], list[NodeRecord]]:
+        """The workloads not yet ended and every node: what a restarted recorder starts from."""
+        ...
+
+    def prune_replay(self, before: float) -> int: ...
 
 
 class FairnessMetrics(Protocol):

@@ -67,7 +67,7 @@ def test_the_week_sees_what_overlaps_it_and_pruning_keeps_what_is_open(store_bac
 
 
 def test_the_history_is_migration_4_of_either_store() -> None:
-    assert latest(SQLITE) == latest(POSTGRES) == 5  # 5: the preemptions' outcome (issue 30)
+    assert latest(SQLITE) == latest(POSTGRES) == 6  # 5: the preemptions' outcome (issue 30); 6: replay records (issue 31)
     for migrations in (SQLITE, POSTGRES):
         assert any("fairness_episodes" in s for s in migrations[3].statements)
 
@@ -83,11 +83,11 @@ def test_a_store_at_version_3_gains_the_history_at_open(tmp_path: Path) -> None:
     con.commit()
     con.close()
     h = SQLiteFairnessHistory(db)  # the history opened first (alerting off): it migrates the file
-    assert h.schema_version == 5
+    assert h.schema_version == latest(SQLITE)
     h.record([ep("x", 1.0, None, "waiting")])
     h.close()
     store = SQLiteAlertStore(db)
-    assert store.schema_version == 5
+    assert store.schema_version == latest(SQLITE)
     store.close()
 
 
@@ -104,7 +104,7 @@ def test_a_history_file_written_before_migrations_is_taken_as_it_is(tmp_path: Pa
     con.commit()
     con.close()
     store = SQLiteAlertStore(db)
-    assert store.schema_version == 5
+    assert store.schema_version == latest(SQLITE)
     store.close()
     h = SQLiteFairnessHistory(db)
     assert [e.key for e in h.episodes(0, 10)] == ["wait:x"]
@@ -156,7 +156,7 @@ def test_a_store_at_version_4_gains_the_preemptions_outcome_and_its_old_rows_rea
     con.commit()
     con.close()
     h = SQLiteFairnessHistory(db)
-    assert h.schema_version == 5
+    assert h.schema_version == latest(SQLITE)
     [old] = h.preemptions(100.0, 200.0)
     assert (old.key, old.outcome, old.outcome_reason) == ("preempt:old", "", "")
     h.record(preemptions=[replace(old, outcome="did_not_help", outcome_reason="started_elsewhere")])

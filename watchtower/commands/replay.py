@@ -1,5 +1,6 @@
-"""`watchtower replay`: a trace replayed under each policy file, the runs side by side as text, JSON, CSV or
-an HTML page (docs/replay.md)."""
+"""`watchtower replay`: a trace (or a week the service recorded) replayed under each policy file, the runs
+side by side as text, JSON, CSV or an HTML page; `--export` writes a recorded week as a trace
+(docs/replay.md)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from watchtower.config.model import Settings
+from watchtower.domain.fairness.week import IsoWeek
+from watchtower.replay.policy import NodeSpec
+from watchtower.replay.trace import TraceJob, format_csv, format_jsonl
 from watchtower.services.replay import NamedPolicy, ReplayInputError, read_policy, replay_document
 from watchtower.services.replay_formats import as_csv, as_json, as_text
 
 FORMATS = ("text", "json", "csv", "html")
-NOT_RECORDED = "--week: weeks are not recorded for replay yet: use --trace FILE (docs/replay.md)"
+EXPORT_FORMATS = ("csv", "jsonl")
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -25,9 +30,9 @@ def _lines(path: Path) -> Iterator[str]:
         raise ReplayInputError(str(path), ["not UTF-8 text"]) from None
 
 
-def load_policy(path: Path) -> NamedPolicy:
-    """Return the policy file at `path`, named after the file unless it says `name:`; ReplayInputError
-    naming the file and each problem's key."""
+def load_policy(path: Path, *, default_nodes: Sequence[NodeSpec] = ()) -> NamedPolicy:
+    """Return the policy file at `path`, named after the file unless it says `name:` (without `nodes`, it
+    takes `default_nodes`); ReplayInputError naming the file and each problem's key."""
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -36,7 +41,7 @@ def load_policy(path: Path) -> NamedPolicy:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ReplayInputError(str(path), ["not UTF-8 text"]) from None
-    return read_policy(text, str(path), default_name=path.stem)
+    return read_policy(text, str(path), default_name=path.stem, default_nodes=default_nodes)
 
 
 def render(doc: dict[str, Any], fmt: str) -> bytes:
@@ -58,3 +63,45 @@ def run_replay(trace: Path, policies: Sequence[Path], fmt: str) -> bytes:
     named = [load_policy(p) for p in policies]
     doc = replay_document(lambda: _lines(trace), named, trace_source=str(trace))
     return render(doc, fmt)
+
+
+def recorded_week(settings: Settings, week: str) -> tuple[list[TraceJob], list[NodeSpec]]:
+    """Return the jobs that arrived in `week` (an ISO week, in `fairness.timezone`) and the nodes seen then,
+    from the configured store; ReplayInputError when the week is not one or nothing was recorded in it.
+    Raises StartupError when there is no store to read."""
+    import zoneinfo
+
+    from watchtower.bootstrap import replay_records
+
+    source = f"--week {week}"
+    try:
+        iso = IsoWeek.parse(week)
+    except ValueError as e:
+        raise ReplayInputError(source, [str(e)]) from None
+    start, end = iso.bounds(zoneinfo.ZoneInfo(settings.fairness.timezone))
+    with replay_records(settings) as records:
+        jobs, nodes = list(records.replay_jobs(start, end)), list(records.replay_nodes(start, end))
+    if not jobs:
+        raise ReplayInputError(
+            source,
+            [
+                f"nothing recorded in {iso}: the service records each week as it runs (docs/replay.md); use --trace FILE"
+            ],
+        )
+    return jobs, nodes
+
+
+def run_week(settings: Settings, week: str, policies: Sequence[Path], fmt: str) -> bytes:
+    """Return the replay of the recorded `week` under each policy file in `fmt`: the observed run is the
+    recorded starts; a policy without `nodes` takes the week's recorded inventory."""
+    jobs, nodes = recorded_week(settings, week)
+    named = [load_policy(p, default_nodes=nodes) for p in policies]
+    lines = list(format_csv(jobs))
+    doc = replay_document(lambda: lines, named, trace_source=f"week {week}")
+    return render(doc, fmt)
+
+
+def export_week(settings: Settings, week: str, fmt: str) -> bytes:
+    """Return the recorded `week` as a trace, CSV or JSON lines (`fmt` one of EXPORT_FORMATS)."""
+    jobs, _ = recorded_week(settings, week)
+    return "".join((format_jsonl if fmt == "jsonl" else format_csv)(jobs)).encode()

@@ -287,6 +287,8 @@ class ReplayConfig(Section):
     """Policies one replay request may compare."""
     keep: int = Field(20, ge=1, le=1000)
     """Replays the service keeps (in memory, lost at a restart): beyond it the oldest finished one is dropped."""
+    retention_weeks: int = Field(8, ge=1, le=520)
+    """Weeks of replay records (each GPU workload and node, for `watchtower replay --week`) kept in the store; needs `fairness.enabled`."""
     what_if: list[WhatIfConfig] = Field(default_factory=list, max_length=8)
     """Policies the weekly fairness report replays its week's recorded jobs under, each shown beside what was observed in the report's "What if" section (docs/fairness.md); empty: no such section."""
 

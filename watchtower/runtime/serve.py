@@ -13,7 +13,7 @@ from typing import Any
 
 from watchtower.adapters.scheduled_jobs import ScheduledJobs
 from watchtower.api.container import Container
-from watchtower.bootstrap import fairness_recorder, loop_lag_recorder
+from watchtower.bootstrap import fairness_recorder, loop_lag_recorder, replay_recorder
 from watchtower.ports import ClusterSource
 from watchtower.runtime.config_reload import config_reloader
 from watchtower.runtime.delivery import wire_delivery
@@ -81,8 +81,8 @@ async def serve(
         tasks.append(t)
         return t
 
-    recorder = fairness_recorder(container)
-    loop = TickLoop(container, extra=[recorder.on_tick] if recorder is not None else [])
+    recorders = (fairness_recorder(container), replay_recorder(container))
+    loop = TickLoop(container, extra=[r.on_tick for r in recorders if r is not None])
     container.queue_tracker.on_listed = loop.kick
     scheduler = ScheduledJobs()
     if (record_lag := loop_lag_recorder(container)) is not None:

@@ -22,6 +22,7 @@ import msgspec
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.holders import HolderIndex, gpus_held_by_node
 from watchtower.domain.alerts.rules.priority_inversion import holders_needed_below
+from watchtower.domain.change_log import ChangeCursor
 from watchtower.domain.entitlement import queue_lines
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.forms.dra.tables import DraTables
@@ -105,6 +106,9 @@ class QueueTracker:
         # Both follow the state's change log: a tick re-derives the workloads touched since the last.
         self._running = RunningTiers(self.policy.tiers, self.policy.selector)
         self._holders = HolderIndex(self.policy.tiers)
+        # Readers of the state's change log outside the tracker that read it at every tick (the replay
+        # recorder): the log keeps what they have not read yet.
+        self.log_readers: list[ChangeCursor] = []
         self._reasons = ReasonLabels()  # the pending gauge's reason labels
         self._listed: ListedFigures | None = None  # what the listed facts give, kept with the order
         self._keep = max(
@@ -280,7 +284,9 @@ class QueueTracker:
         """Drop the change log's entries every reader has read. The evaluator and the running counts read
         at every tick; the holder index only while urgent work is stuck, so it keeps the log only while it
         is at most HOLDER_LAG entries behind, and otherwise starts over (one walk) when next read."""
-        keep = min(self.evaluator.needs(st), self._running.needs(st))
+        keep = min(
+            self.evaluator.needs(st), self._running.needs(st), *(c.needs(st.log) for c in self.log_readers)
+        )
         held = self._holders.needs(st)
         if keep - held <= HOLDER_LAG:
             keep = min(keep, held)

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from watchtower.replay.engine import JobOutcome, Replay, replay
-from watchtower.replay.policy import PolicyError, ReplayPolicy, policy_from_mapping
+from watchtower.replay.policy import NodeSpec, PolicyError, ReplayPolicy, policy_from_mapping
 from watchtower.replay.results import summarise
 from watchtower.replay.trace import MAX_ROWS, Trace, TraceError, TraceJob, parse_csv, parse_jsonl
 
@@ -43,9 +43,12 @@ class NamedPolicy:
     policy: ReplayPolicy
 
 
-def read_policy(text: str, source: str, *, default_name: str) -> NamedPolicy:
+def read_policy(
+    text: str, source: str, *, default_name: str, default_nodes: Sequence[NodeSpec] = ()
+) -> NamedPolicy:
     """Return the policy a YAML (or JSON) text describes, named `default_name` unless it says `name:`;
-    raise ReplayInputError naming `source` and every problem's key."""
+    raise ReplayInputError naming `source` and every problem's key. A policy without `nodes` takes
+    `default_nodes` (a recorded week's inventory) when there are any."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -62,6 +65,8 @@ def read_policy(text: str, source: str, *, default_name: str) -> NamedPolicy:
         policy = policy_from_mapping(data, source)
     except PolicyError as e:
         raise ReplayInputError(source, e.problems) from None
+    if policy.nodes is None and default_nodes:
+        policy = policy.model_copy(update={"nodes": list(default_nodes)})
     if policy.nodes is None:
         raise ReplayInputError(
             source, ["nodes: missing: the trace carries no nodes; add e.g. `nodes: {count: 16, gpus: 8}`"]

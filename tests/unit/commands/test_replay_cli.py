@@ -151,7 +151,7 @@ def test_a_json_lines_trace_gives_the_same_runs_as_its_csv(files, tmp_path):
     [
         (
             ["--week", "2026-W47"],
-            "watchtower replay: --week: weeks are not recorded for replay yet: use --trace",
+            "watchtower replay: no state store at",
         ),
         (["--format", "xml"], "watchtower replay: --format is one of text, json, csv, html"),
         ([], "watchtower replay: give --trace FILE"),

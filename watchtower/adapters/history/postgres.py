@@ -11,13 +11,15 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .rows import SqlHistory, statements
+from .replay_rows import SqlReplayHistory, replay_statements
+from .rows import statements
 
 Transaction = Callable[[], contextlib.AbstractContextManager[Any]]
 
 
-class PostgresFairnessHistory(SqlHistory):
+class PostgresFairnessHistory(SqlReplayHistory):
     _sql = statements("%s")
+    _replay_sql = replay_statements("%s")
 
     def __init__(self, transaction: Transaction, *, on_close: Callable[[], None] | None = None) -> None:
         self._transaction = transaction

@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from ..store.migrations import migrate_sqlite
-from .rows import SqlHistory, statements
+from .replay_rows import SqlReplayHistory, replay_statements
+from .rows import statements
 
 log = logging.getLogger(__name__)
 
 
-class SQLiteFairnessHistory(SqlHistory):
+class SQLiteFairnessHistory(SqlReplayHistory):
     _sql = statements("?")
+    _replay_sql = replay_statements("?")
 
     def __init__(self, path: str | Path, *, sync_each_commit: bool = True) -> None:
         """`sync_each_commit` False: commits do not wait for the disk (synchronous=NORMAL under WAL; a

@@ -1,4 +1,4 @@
-"""The state store's schema (alerts, the outbox, the fairness history) as numbered migrations, per database, and the rule that applies them.
+"""The state store's schema (alerts, the outbox, the fairness history, the replay records) as numbered migrations, per database, and the rule that applies them.
 
 A store records the last migration applied in `schema_version`. At start the ones after it are applied in
 order, in one transaction with the version's update, so a crash mid-way leaves the old version whole. A
@@ -82,6 +82,22 @@ SQLITE: tuple[Migration, ...] = (
             "ALTER TABLE fairness_preemptions ADD COLUMN outcome_reason TEXT NOT NULL DEFAULT ''",
         ),
     ),
+    Migration(
+        6,
+        "the replay records: each GPU workload's arrival, shape, start, preemption and end, and the nodes seen",
+        (
+            "CREATE TABLE IF NOT EXISTS replay_workloads (key TEXT PRIMARY KEY, namespace TEXT NOT NULL,"
+            " kind TEXT NOT NULL, name TEXT NOT NULL, team TEXT NOT NULL, tier TEXT NOT NULL,"
+            " priority INTEGER NOT NULL, form TEXT NOT NULL, pods INTEGER NOT NULL, gpus_per_pod INTEGER NOT NULL,"
+            " cpu_millis_per_pod INTEGER, memory_bytes_per_pod INTEGER, gang_min INTEGER, arrived REAL NOT NULL,"
+            " started REAL, preempted REAL, ended REAL, outcome TEXT NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS replay_workloads_arrived ON replay_workloads (arrived)",
+            "CREATE INDEX IF NOT EXISTS replay_workloads_ended ON replay_workloads (ended)",
+            "CREATE TABLE IF NOT EXISTS replay_nodes (name TEXT PRIMARY KEY, gpus INTEGER NOT NULL,"
+            " cpu_millis INTEGER NOT NULL, memory_bytes INTEGER NOT NULL, first_seen REAL NOT NULL,"
+            " last_seen REAL NOT NULL)",
+        ),
+    ),
 )
 
 POSTGRES: tuple[Migration, ...] = (
@@ -147,6 +163,23 @@ POSTGRES: tuple[Migration, ...] = (
         (
             "ALTER TABLE fairness_preemptions ADD COLUMN outcome TEXT NOT NULL DEFAULT ''",
             "ALTER TABLE fairness_preemptions ADD COLUMN outcome_reason TEXT NOT NULL DEFAULT ''",
+        ),
+    ),
+    Migration(
+        6,
+        "the replay records: each GPU workload's arrival, shape, start, preemption and end, and the nodes seen",
+        (
+            "CREATE TABLE replay_workloads (key TEXT PRIMARY KEY, namespace TEXT NOT NULL,"
+            " kind TEXT NOT NULL, name TEXT NOT NULL, team TEXT NOT NULL, tier TEXT NOT NULL,"
+            " priority BIGINT NOT NULL, form TEXT NOT NULL, pods INTEGER NOT NULL, gpus_per_pod INTEGER NOT NULL,"
+            " cpu_millis_per_pod BIGINT, memory_bytes_per_pod BIGINT, gang_min INTEGER,"
+            " arrived DOUBLE PRECISION NOT NULL, started DOUBLE PRECISION, preempted DOUBLE PRECISION,"
+            " ended DOUBLE PRECISION, outcome TEXT NOT NULL)",
+            "CREATE INDEX replay_workloads_arrived ON replay_workloads (arrived)",
+            "CREATE INDEX replay_workloads_ended ON replay_workloads (ended)",
+            "CREATE TABLE replay_nodes (name TEXT PRIMARY KEY, gpus INTEGER NOT NULL,"
+            " cpu_millis BIGINT NOT NULL, memory_bytes BIGINT NOT NULL, first_seen DOUBLE PRECISION NOT NULL,"
+            " last_seen DOUBLE PRECISION NOT NULL)",
         ),
     ),
 )

@@ -113,7 +113,7 @@ async def _record(
     from watchtower.adapters.metrics.registry import WatchtowerMetrics
     from watchtower.adapters.prometheus.backfill import Backfill
     from watchtower.adapters.prometheus.fairness import PIECE
-    from watchtower.bootstrap import build_container, fairness_recorder, open_history
+    from watchtower.bootstrap import build_container, fairness_recorder, open_history, replay_recorder
     from watchtower.commands.demo.warm import demo_cluster
     from watchtower.simulator.cluster import KINDS
     from watchtower.simulator.exporter import render_metrics
@@ -136,6 +136,7 @@ async def _record(
         )
         recorder = fairness_recorder(c, start_empty=True)
         assert recorder is not None  # the history was given
+        replays = replay_recorder(c, start_empty=True)
         w = c.queue_tracker
         for kind in KINDS:
             w.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
@@ -178,7 +179,10 @@ async def _record(
             # A first tick at the week's start: the recorder marks the minutes from it, so the week's
             # first two minutes are not "missing" from the history's coverage.
             if not stop.is_set():
-                await recorder.on_tick(w.evaluate(sim.now()))
+                first = w.evaluate(sim.now())
+                await recorder.on_tick(first)
+                if replays is not None:
+                    await replays.on_tick(first)
                 ticks += 1
             while sim.now() < end and not stop.is_set():
                 until = min(sim.now() + STEP, end)
@@ -197,6 +201,8 @@ async def _record(
                 tick = w.evaluate(now)
                 w.prune(now)
                 await recorder.on_tick(tick)
+                if replays is not None:
+                    await replays.on_tick(tick)
                 ticks += 1
                 if grid == now:  # a grid point on a tick: sampled after its evaluation, as scraped then
                     sample(grid)
