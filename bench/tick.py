@@ -22,7 +22,12 @@ Beside them (issue 30) the preemption-outcome bookkeeping: 2,000 preemptors open
 binding a tick (half where their victims were), 50 other pods binding on victims' nodes, and the rest resolved by
 `queue.preemption_outcome_window` as the clock moves; printed beside the churned tick without them.
 
+And (issue 30) 10,000 gated pods in 2,500 Kueue plain-pod groups, each group held for quota with its pending
+Workload (bench/_gated.py), beside the 150,000: a group and its Workload are one waiting workload. The churn
+leaves them gated (Kueue's hold changes no pod); the memory figure decodes 2,500 groups from API JSON.
+
     .venv/bin/python bench/tick.py [--pods 150000] [--pending 20000] [--runs 15] [--no-kinds] [--dra 20000]
+        [--gated 2500]
     .venv/bin/python bench/tick.py --compare-dra
 
 Prints the medians unchanged and after churn, the reference, and their ratio. Target (DESIGN §8, issue
@@ -42,6 +47,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from _dra import build_dra, load_dra
+from _gated import GatedKinds, build_gated, naive_gated, raw_gated, traced_bytes_per_gated_object
 from _kinds import Kinds, build_kinds, naive_extras, raw_kinds
 from _kueue import KueueKinds, build_kueue, load_kueue, naive_kueue, raw_workloads, traced_bytes_per_workload
 from msgspec.structs import replace
@@ -83,9 +89,10 @@ MESSAGES = [
 
 
 def build(
-    n_pods: int, n_pending: int, seed: int = 1, *, kinds: bool = True, kueue: int = 0
-) -> tuple[list[Pod], list[Node], Kinds, KueueKinds]:
-    """Return the pods (the gangs' and jobs' among them, counted in n_pods and n_pending), nodes, records."""
+    n_pods: int, n_pending: int, seed: int = 1, *, kinds: bool = True, kueue: int = 0, gated: int = 0
+) -> tuple[list[Pod], list[Node], Kinds, KueueKinds, GatedKinds]:
+    """Return the pods (the gangs' and jobs' among them, counted in n_pods and n_pending; the gated groups'
+    beside them), nodes, records."""
     rnd = random.Random(seed)
     n_nodes = 2000
     nodes = [
@@ -197,6 +204,8 @@ def build(
                 prio=rnd.choice(PRIORITIES),
             )
         )
+    held = build_gated(rnd, new, NOW, groups=gated) if gated else GatedKinds()
+    pods.extend(held.pods)
     # A few hundred preemption victims, still terminating.
     for k in range(0, len(pods), 400):
         p = pods[k]
@@ -206,7 +215,7 @@ def build(
                 disruption=Condition("True", "PreemptionByScheduler", "", NOW - 600),
                 deleted_at=NOW - 600,
             )
-    return pods, nodes, made, queued
+    return pods, nodes, made, queued, held
 
 
 def as_raw(p: Pod) -> dict[str, Any]:
@@ -319,7 +328,12 @@ class FixedClock:
 
 
 def load(
-    state: ClusterState, pods: list[Pod], nodes: list[Node], kinds: Kinds, kueue: KueueKinds | None = None
+    state: ClusterState,
+    pods: list[Pod],
+    nodes: list[Node],
+    kinds: Kinds,
+    kueue: KueueKinds | None = None,
+    gated: GatedKinds | None = None,
 ) -> None:
     """Apply everything to the state in the order the service lists its kinds: pods last."""
     for n in nodes:
@@ -334,6 +348,8 @@ def load(
         state.forms.gangs.upsert_pod_group(g)
     if kueue is not None:
         load_kueue(state, kueue)
+    for w in gated.workloads if gated is not None else ():
+        state.forms.kueue.upsert_workload(w)
     for p in pods:
         state.upsert_pod(p)
 
@@ -493,13 +509,21 @@ def main() -> None:
     ap.add_argument(
         "--preemptions", type=int, default=2_000, help="preemptors open at once, 2 victims each (issue 30)"
     )
+    ap.add_argument(
+        "--gated",
+        type=int,
+        default=2_500,
+        help="Kueue plain-pod groups of 4 gated pods beside them (issue 30)",
+    )
     args = ap.parse_args()
     if args.compare_dra:
         compare_dra(args)
         return
 
     t0 = time.perf_counter()
-    pods, nodes, kinds, kueue = build(args.pods, args.pending, kinds=not args.no_kinds, kueue=args.kueue)
+    pods, nodes, kinds, kueue, held = build(
+        args.pods, args.pending, kinds=not args.no_kinds, kueue=args.kueue, gated=args.gated
+    )
     settings = Settings()
     tracker = QueueTracker(
         settings=settings,
@@ -509,7 +533,7 @@ def main() -> None:
         source_health=lambda: HEALTHY,
     )
     state = tracker.state
-    load(state, pods, nodes, kinds, kueue)
+    load(state, pods, nodes, kinds, kueue, held)
     dra = build_dra(random.Random(13), args.dra, NOW)
     load_dra(state, dra)
     pods = [*pods, *dra.pods]
@@ -552,6 +576,14 @@ def main() -> None:
         f"pods; {sum(w.preempted is not None for w in kueue.workloads)} requeued after a preemption), "
         f"{len(kueue.cluster_queues)} ClusterQueues, {len(kueue.local_queues)} LocalQueues"
     )
+    held_keys = {(w.namespace, w.name) for w in held.workloads}
+    held_waiting = sum(
+        1 for w in waiting if (w.key.namespace, w.key.name) in held_keys and w.facts.pods_gated
+    )
+    print(
+        f"  and {len(held.pods):,} gated pods in {len(held.workloads):,} Kueue pod groups, each with its pending "
+        f"Workload ({held_waiting:,} waiting workloads held by Kueue)"
+    )
 
     domain = median_ms(lambda: evaluator.evaluate(state, now=NOW), args.runs)
     t_first = time.perf_counter()
@@ -588,7 +620,8 @@ def main() -> None:
 
     # A live tick follows some churn: 1% of the pending pods got a new scheduler message since the last
     # one, 1% of the unplaced PodGroups a new message, 1% of the waiting PaddleJobs a new status.
-    pending = [p for p in pods if p.waiting and p.scheduled is not None]
+    # The scheduler's messages change on the pods it queues; a gated pod has none of its own.
+    pending = [p for p in pods if p.waiting and p.scheduled is not None and not p.scheduling_gated]
     groups = [g for g in kinds.pod_groups if g.message]
     jobs = [c for c in kinds.paddle_jobs if c.phase != "Running"]
     rnd = random.Random(2)
@@ -686,7 +719,17 @@ def main() -> None:
     kueue_ref = (
         median_ms(lambda: naive_kueue(raw_kueue, lqs, tier_name, NOW), args.runs) if args.kueue else 0.0
     )
-    ref = naive + extras + kueue_ref
+    raw_held = raw_gated(held)
+    held_workloads = {
+        (w["metadata"]["namespace"], w["metadata"]["name"]): w
+        for w in raw_workloads(KueueKinds(workloads=held.workloads))
+    }
+    gated_ref = (
+        median_ms(lambda: naive_gated(raw_held, held_workloads, lqs, tier_name, NOW), args.runs)
+        if args.gated
+        else 0.0
+    )
+    ref = naive + extras + kueue_ref + gated_ref
     r = args.runs
     print(
         f"QueueEvaluator.evaluate   median {domain:8.1f} ms over {r} runs, state unchanged (target <= 50 ms)"
@@ -729,6 +772,13 @@ def main() -> None:
         print(f"  + Kueue Workloads         {kueue_ref:6.1f} ms over {r} runs")
         per = traced_bytes_per_workload(args.kueue, object_decoder(settings))
         print(f"Kueue Workload memory     {per:8.0f} B retained per Workload (tracemalloc; target <= 1 KB)")
+    if args.gated:
+        print(f"  + gated pod groups        {gated_ref:6.1f} ms over {r} runs")
+        per = traced_bytes_per_gated_object(args.gated, object_decoder(settings))
+        print(
+            f"Gated group memory        {per:8.0f} B retained per tracked object (a gated pod or its group's "
+            f"Workload; tracemalloc; target <= 1 KB)"
+        )
     print(f"reference together        {ref:8.1f} ms")
     print(
         f"ratio evaluator/reference {domain / ref:.3f}, after churn {churn_domain / ref:.3f} "

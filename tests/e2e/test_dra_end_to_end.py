@@ -35,11 +35,12 @@ pytestmark = [
 NS, HOME = "e2e-dra-svc", "e2e-dra-watchtower"
 NODES = ("dra-s1", "dra-s2")
 GPUS_PER_NODE = 4
-# The real words (gpus-all-taken.json, captured by capture_dra.py): every node's filter said the claim
-# cannot be allocated (dynamicresources.go Filter "cannot allocate all claims"), PostFilter had nothing to
-# deallocate ("still not schedulable"), and preemption does not help.
+# The real words of v1.37.2: every node's filter said the claim cannot be allocated (dynamicresources.go
+# Filter "cannot allocate all claims") and preemption does not help. v1.36.3 put the DRA PostFilter's "still
+# not schedulable, " before "preemption:" (kept in gpus-all-taken.json, captured by capture_dra.py); 1.37 no
+# longer does.
 CANNOT_ALLOCATE = (
-    "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
+    "0/2 nodes are available: 2 cannot allocate all claims. "
     "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 )
 

@@ -1,5 +1,5 @@
-"""Issue 12: gangs and jobs before their pods, against the real API server and scheduler (v1.36.3 with the
-gang scheduling gates, see controlplane/cluster.py), with paddle-operator's and Volcano's real CRDs."""
+"""Issue 12: gangs and jobs before their pods, against the real API server and scheduler (v1.37.2 with the
+gang scheduling gate, see controlplane/cluster.py), with paddle-operator's and Volcano's real CRDs."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from tests.e2e.workloads import (
     volcano_podgroup,
     volcano_queue,
 )
+
+# The PodGroup condition the 1.37 scheduler writes (1.36 named it PodGroupScheduled).
+SCHEDULED = "PodGroupInitiallyScheduled"
 
 pytestmark = pytest.mark.e2e
 
@@ -56,7 +59,9 @@ def test_upstream_gang_waits_silently_until_its_min_count_of_pods_exist_then_sch
     s.node("gpu-k1", gpus=4)
     s.node("gpu-k2", gpus=4)
     ns = s.namespace("e2e-k8s-gang", team="nlp")
-    workload, _ = s.k8s_gang(ns, "llama", min_count=4)
+    # 1.37's scheduler refuses a pod whose priority differs from its PodGroup's ("all pods in a single pod group
+    # should have the same priority as the pod group's priority"): the group names the pods' class.
+    workload, _ = s.k8s_gang(ns, "llama", min_count=4, priority_class="experiment")
     for i in range(3):
         s.pod(ns, pod_manifest(f"llama-{i}", gpus=2, priority_class="experiment", group="llama"))
     time.sleep(QUIET_SECONDS)
@@ -85,14 +90,15 @@ def test_upstream_gang_waits_silently_until_its_min_count_of_pods_exist_then_sch
 
     def scheduled() -> dict[str, Any] | None:
         pg = s.k8s_podgroup(ns, "llama")
-        c = _condition(pg, "PodGroupScheduled")
+        c = _condition(pg, SCHEDULED)
         return pg if c and c["status"] == "True" else None
 
-    # v1.36.3 writes PodGroupScheduled (k8s.io/api v0.36.3 scheduling/v1alpha2/types.go), reason Scheduled.
-    group = wait_for("the PodGroup's PodGroupScheduled=True", scheduled)
-    cond = _condition(group, "PodGroupScheduled")
+    # v1.37.2 writes PodGroupInitiallyScheduled (k8s.io/kubernetes@v1.37.2 pkg/scheduler/schedule_one_podgroup.go),
+    # reason Scheduled; v1.36.3 wrote PodGroupScheduled (kept in tests/fixtures/real/k8s-gang-scheduled.json).
+    group = wait_for(f"the PodGroup's {SCHEDULED}=True", scheduled)
+    cond = _condition(group, SCHEDULED)
     assert cond is not None and cond["reason"] == "Scheduled"
-    assert _condition(group, "PodGroupInitiallyScheduled") is None
+    assert _condition(group, "PodGroupScheduled") is None
     bound = s.pods(ns)
     assert {p["spec"]["nodeName"] for p in bound} == {"gpu-k1", "gpu-k2"}
     s.save_fixture(
@@ -133,7 +139,7 @@ def test_upstream_gang_preempting_low_priority_pods_is_reported_in_the_real_sche
         victims = [p for p in s.pods(low) if p["metadata"].get("deletionTimestamp")]
         preempted = s.events(low, "Preempted")
         unschedulable = [p for p in s.pods(crit) if _condition(p, "PodScheduled")]
-        gang = _condition(s.k8s_podgroup(crit, "urgent"), "PodGroupScheduled")
+        gang = _condition(s.k8s_podgroup(crit, "urgent"), SCHEDULED)
         if len(victims) == 4 and len(preempted) == 4 and len(unschedulable) == 2 and gang:
             return victims
         return None
@@ -145,20 +151,26 @@ def test_upstream_gang_preempting_low_priority_pods_is_reported_in_the_real_sche
     pg = s.k8s_podgroup(crit, "urgent")
     preempted = s.events(low, "Preempted")
     messages = {_condition(p, "PodScheduled")["message"] for p in preemptors}  # type: ignore[index]
-    # The real wording (v1.36.3), each checked in pkg/scheduler: the per-pod cycle leaves preemption to the
-    # gang (defaultpreemption/default_preemption.go), the gang cycle fails as a whole
-    # (schedule_one_podgroup.go errPodGroupUnschedulable), and the victims name the PodGroup and no node
-    # (preemption/executor.go: "Preempted by %s %v on node %v", candidate "cluster").
+    # The real wording (v1.37.2), each checked in pkg/scheduler: one pod's cycle finds no node and, the gang
+    # preempting as one, adds no preemption verdict of its own (1.36.3 added "no new claims to deallocate,
+    # preemption: not eligible due to workload aware preemption enabled"); the other's cycle is refused by
+    # the gang plugin (gangscheduling/gangscheduling.go: "minCount (%d) cannot be satisfied: %d scheduled,
+    # %d remaining"); the gang cycle fails as a whole (schedule_one_podgroup.go errPodGroupUnschedulable), and
+    # the victims name the PodGroup and no node (preemption/executor.go: "Preempted by %s %v on node %v",
+    # candidate "cluster").
     assert messages == {
-        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. no new claims to deallocate, "
-        "preemption: not eligible due to workload aware preemption enabled"
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+        "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining",
     }
-    pg_cond = _condition(pg, "PodGroupScheduled")
+    pg_cond = _condition(pg, SCHEDULED)
     assert pg_cond is not None
     assert (pg_cond["status"], pg_cond["reason"], pg_cond["message"]) == (
         "False",
         "Unschedulable",
-        "pod group is unschedulable",
+        # 1.37 writes the gang plugin's status and the pod-group preemption's verdict (1.36.3: "pod group is
+        # unschedulable").
+        "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
+        "pod group preemption: found a placement for podgroup, preempting 4 victims",
     )
     assert {e["message"] for e in preempted} == {
         f"Preempted by podgroup {group['metadata']['uid']} on node cluster"
@@ -170,7 +182,9 @@ def test_upstream_gang_preempting_low_priority_pods_is_reported_in_the_real_sche
             "PreemptionByScheduler",
             "default-scheduler: preempting to accommodate a higher priority podgroup",
         )
-    assert all(p["status"].get("nominatedNodeName") is None for p in preemptors)
+    # 1.37's pod-group preemption nominates each preemptor to the node its victims leave (1.36.3 nominated none).
+    nominated = {p["status"].get("nominatedNodeName") for p in preemptors}
+    assert nominated <= {v["spec"]["nodeName"] for v in victims}, nominated
 
     doc = s.analyze("gang-preemption")
     # The victims gone, the gang binds as one.

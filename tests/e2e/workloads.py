@@ -1,5 +1,5 @@
 """Gang objects as their owners write them: a PaddleJob and what paddle-operator makes of it, upstream
-Workload/PodGroup (scheduling.k8s.io/v1alpha2, Kubernetes 1.36), and Volcano's PodGroup and Queue.
+Workload/PodGroup (scheduling.k8s.io/v1beta1, Kubernetes 1.37), and Volcano's PodGroup and Queue.
 
 Field names and values come from the upstream sources named at each function; the scenarios create these
 objects themselves (no operator, no Volcano scheduler runs here).
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 PADDLE_API = "batch.paddlepaddle.org/v1"
-K8S_SCHEDULING_API = "scheduling.k8s.io/v1alpha2"
+K8S_SCHEDULING_API = "scheduling.k8s.io/v1beta1"
 VOLCANO_API = "scheduling.volcano.sh/v1beta1"
 
 # paddle-operator api/v1/paddlejob_types.go: ResourceName, ResourceType, ResourceAnnotation.
@@ -150,8 +150,8 @@ def paddle_status(job: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, 
 
 
 def k8s_workload(name: str, *, template: str, min_count: int) -> dict[str, Any]:
-    """Return a scheduling.k8s.io/v1alpha2 Workload with one gang template (k8s.io/api v0.36.3
-    scheduling/v1alpha2/types.go: spec.podGroupTemplates[].schedulingPolicy.gang.minCount)."""
+    """Return a scheduling.k8s.io/v1beta1 Workload with one gang template (k8s.io/api v0.37.2
+    scheduling/v1beta1/types.go: spec.podGroupTemplates[].schedulingPolicy.gang.minCount, as in v1alpha2)."""
     return {
         "apiVersion": K8S_SCHEDULING_API,
         "kind": "Workload",
@@ -169,14 +169,12 @@ def k8s_podgroup(
     workload: tuple[str, str] | None = None,
     priority_class: str | None = None,
 ) -> dict[str, Any]:
-    """Return a scheduling.k8s.io/v1alpha2 PodGroup with a gang policy, made from `workload`'s template
-    (name, template) when given (spec.podGroupTemplateRef.workload); priorityClassName needs the
-    WorkloadAwarePreemption gate (pkg/registry/scheduling/podgroup/strategy.go drops it otherwise)."""
+    """Return a scheduling.k8s.io/v1beta1 PodGroup with a gang policy, made from `workload`'s template
+    (name, template) when given (k8s.io/api v0.37.2 scheduling/v1beta1/types.go: spec.workloadRef
+    {workloadName, templateName}, where v1alpha2 had spec.podGroupTemplateRef.workload)."""
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
     if workload:
-        spec["podGroupTemplateRef"] = {
-            "workload": {"workloadName": workload[0], "podGroupTemplateName": workload[1]}
-        }
+        spec["workloadRef"] = {"workloadName": workload[0], "templateName": workload[1]}
     if priority_class:
         spec["priorityClassName"] = priority_class
     return {"apiVersion": K8S_SCHEDULING_API, "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}

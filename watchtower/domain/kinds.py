@@ -57,11 +57,19 @@ REPLICA_SET = Kind("ReplicaSet", "apps", "v1", "replicasets")
 PADDLE_JOB = Kind("PaddleJob", "batch.paddlepaddle.org", "v1", "paddlejobs", optional=True)
 # Upstream gang scheduling (feature gate GenericWorkload, DESIGN §3.14): Kubernetes 1.35 serves Workload
 # at v1alpha1 (its spec.podGroups), 1.36 at v1alpha2 (spec.podGroupTemplates) beside a PodGroup object
-# (k8s.io/api scheduling/v1alpha2/types.go). Alpha APIs: absent on most clusters, hence optional.
+# (k8s.io/api scheduling/v1alpha2/types.go), 1.37 at v1beta1 with the same fields Watchtower reads
+# (k8s.io/api v0.37.2 scheduling/v1beta1/types.go). Off by default still, hence optional; the newest first.
 WORKLOAD = Kind(
-    "Workload", "scheduling.k8s.io", "v1alpha2", "workloads", optional=True, fallback_versions=("v1alpha1",)
+    "Workload",
+    "scheduling.k8s.io",
+    "v1beta1",
+    "workloads",
+    optional=True,
+    fallback_versions=("v1alpha2", "v1alpha1"),
 )
-POD_GROUP = Kind("PodGroup", "scheduling.k8s.io", "v1alpha2", "podgroups", optional=True)
+POD_GROUP = Kind(
+    "PodGroup", "scheduling.k8s.io", "v1beta1", "podgroups", optional=True, fallback_versions=("v1alpha2",)
+)
 # Volcano's own (volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go): its PodGroup is named apart
 # from upstream's, its Queue is cluster-scoped.
 VOLCANO_POD_GROUP = Kind(

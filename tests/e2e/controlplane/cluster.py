@@ -36,14 +36,17 @@ CONTROLLERS = (
     # (k8s.io/kubernetes@v1.36.3 pkg/controller/resourceclaim/controller.go). The scheduler allocates.
     "resourceclaim-controller",
 )
-# Upstream gang scheduling (issue 12), alpha and off by default in v1.36.3 (k8s.io/kubernetes@v1.36.3
-# pkg/features/kube_features.go): GenericWorkload serves Workload/PodGroup and keeps a pod's
-# spec.schedulingGroup (pkg/api/pod/util.go drops it otherwise); GangScheduling adds the scheduler plugin
-# (pkg/scheduler/apis/config/v1/default_plugins.go); WorkloadAwarePreemption lets a gang preempt as one. All
-# three components get the same gates so that what the server keeps, the scheduler and controllers read.
-FEATURE_GATES = "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
-# Alpha API versions are not served unless asked for (pkg/registry/scheduling/rest/storage_scheduling.go).
-RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
+# Upstream gang scheduling (issue 12), beta and still off by default in v1.37.2 (k8s.io/kubernetes@v1.37.2
+# pkg/features/kube_features.go): GenericWorkload serves Workload/PodGroup, keeps a pod's spec.schedulingGroup
+# and, since 1.37, alone turns on the GangScheduling plugin (pkg/scheduler/apis/config/v1/default_plugins.go)
+# and workload-aware preemption (pkg/scheduler/framework/preemption/preemption.go): 1.36's GangScheduling and
+# WorkloadAwarePreemption gates are gone, and naming a gate that does not exist stops the binary. All three
+# components get the same gate so that what the server keeps, the scheduler and controllers read.
+FEATURE_GATES = "GenericWorkload=true"
+# Beta API versions added since 1.24 are not served unless asked for (pkg/controlplane/instance.go
+# betaAPIGroupVersionsDisabledByDefault lists scheduling.k8s.io/v1beta1); 1.37 serves Workload and PodGroup at
+# v1beta1 (and v1alpha3), no longer at 1.36's v1alpha2.
+RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
 
 
 class ControlPlaneError(RuntimeError):

@@ -9,7 +9,8 @@ in a private mount namespace where those paths hold the pairs (private-mounts.sh
 
 No admission webhook is registered with the API server (a pod-less manager is not reachable through a Service):
 a scenario creates its Jobs already `suspend: true` with the `kueue.x-k8s.io/queue-name` label, which is what
-Kueue's Job webhook would have done (pkg/controller/jobs/job/job_webhook.go Default).
+Kueue's Job webhook would have done (pkg/controller/jobs/job/job_webhook.go Default); likewise a plain pod is
+created gated, labelled and with Kueue's finalizer (pkg/controller/jobs/pod/pod_webhook.go Default).
 """
 
 from __future__ import annotations
@@ -101,7 +102,10 @@ class KueueManager:
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {"enable": False},
             "visibilityServer": {"bindAddress": "127.0.0.1", "bindPort": self.visibility_port},
-            "integrations": {"frameworks": ["batch/job"]},
+            # `pod`: the plain-pod integration (issue 30). Its reconciler skips every pod not labelled
+            # kueue.x-k8s.io/managed=true (pkg/controller/jobs/pod/pod_controller.go), which without the webhook
+            # only test_gated_end_to_end.py's pods are: the other scenarios' pods are not Kueue's.
+            "integrations": {"frameworks": ["batch/job", "pod"]},
         }
         path = self.workdir / "kueue-config.yaml"
         path.write_text(yaml.safe_dump(cfg, sort_keys=False))

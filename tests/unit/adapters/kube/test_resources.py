@@ -21,8 +21,8 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "Job": "/apis/batch/v1/jobs",
         "ReplicaSet": "/apis/apps/v1/replicasets",
         "PaddleJob": "/apis/batch.paddlepaddle.org/v1/paddlejobs",
-        "Workload": "/apis/scheduling.k8s.io/v1alpha2/workloads",
-        "PodGroup": "/apis/scheduling.k8s.io/v1alpha2/podgroups",
+        "Workload": "/apis/scheduling.k8s.io/v1beta1/workloads",
+        "PodGroup": "/apis/scheduling.k8s.io/v1beta1/podgroups",
         "VolcanoPodGroup": "/apis/scheduling.volcano.sh/v1beta1/podgroups",
         "VolcanoQueue": "/apis/scheduling.volcano.sh/v1beta1/queues",
         "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
@@ -38,11 +38,18 @@ def test_the_adapter_watches_each_kind_at_its_cluster_wide_path() -> None:
         "Event": "/api/v1/events",
     }
     assert PADDLE_JOB.path == "/apis/batch.paddlepaddle.org/v1/paddlejobs"
-    # A 1.35 cluster serves Workload at v1alpha1 only: the source tries it when v1alpha2 is not found.
+    # 1.37 serves Workload and PodGroup at v1beta1, 1.36 at v1alpha2, 1.35 Workload at v1alpha1 only: the
+    # source tries each older version in turn when the newer one is not found.
     workload = next(r for r in RESOURCES if r.kind == "Workload")
     assert workload.paths == (
+        "/apis/scheduling.k8s.io/v1beta1/workloads",
         "/apis/scheduling.k8s.io/v1alpha2/workloads",
         "/apis/scheduling.k8s.io/v1alpha1/workloads",
+    )
+    podgroup = next(r for r in RESOURCES if r.kind == "PodGroup")
+    assert podgroup.paths == (
+        "/apis/scheduling.k8s.io/v1beta1/podgroups",
+        "/apis/scheduling.k8s.io/v1alpha2/podgroups",
     )
     assert all(
         r.optional for r in RESOURCES if r.kind in {"Workload", "PodGroup", "VolcanoPodGroup", "VolcanoQueue"}

@@ -1,7 +1,8 @@
 """The gangs form (pod groups and queues), wire → domain: upstream Workload and PodGroup, Volcano PodGroup and Queue.
 
-The field names are the upstream ones: k8s.io/api scheduling/v1alpha1 and v1alpha2 types.go (Workload
-spec.podGroups[].policy / spec.podGroupTemplates[].schedulingPolicy, PodGroup status.conditions),
+The field names are the upstream ones: k8s.io/api scheduling/v1alpha1, v1alpha2 and v1beta1 (1.37, the same
+fields as v1alpha2) types.go (Workload spec.podGroups[].policy / spec.podGroupTemplates[].schedulingPolicy,
+PodGroup status.conditions),
 volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go (PodGroupSpec, PodGroupStatus, QueueSpec,
 QueueStatus). Each raises DecodeError for an object the domain cannot use.
 """
@@ -20,7 +21,8 @@ from ..quantities import GPU, ceil_int, parse_quantity
 from ..reading import KindReader, Reading, parse_time, reader
 from ..wire import Cond, Meta, Qty
 
-# Upstream's condition, renamed in 1.36 (kubernetes/kubernetes#139743): both mean the gang was placed.
+# Upstream's condition, renamed after 1.36 (kubernetes/kubernetes#139743; 1.36.3 writes PodGroupScheduled, 1.37.2
+# PodGroupInitiallyScheduled): both mean the gang was placed.
 SCHEDULED_CONDITIONS = ("PodGroupInitiallyScheduled", "PodGroupScheduled")
 VOLCANO_UNSCHEDULABLE = "Unschedulable"  # v1beta1 PodGroupUnschedulableType
 
@@ -69,7 +71,7 @@ class GroupStatus(msgspec.Struct, gc=False):
 
 
 class PodGroup(msgspec.Struct, gc=False):
-    """scheduling.k8s.io/v1alpha2 PodGroup."""
+    """scheduling.k8s.io/v1beta1 (1.37) or v1alpha2 (1.36) PodGroup."""
 
     metadata: Meta | None = None
     spec: PodGroupSpec | None = None
