@@ -117,3 +117,44 @@ def test_a_week_with_nothing_recorded_says_so(recorded) -> None:  # type: ignore
     r = cli("--export", "2020-W10", "--config", config)
     assert r.returncode == 2
     assert "nothing recorded in 2020-W10" in r.stderr.decode()
+
+
+def test_a_policy_that_moves_a_tier_gives_the_same_waits_in_replay_week_and_in_the_reports_what_if(
+    recorded, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # The two once read a recorded week apart: `--week` kept each job's recorded priority, so raising a tier
+    # changed nothing there while the weekly report's What if showed its effect.
+    import yaml
+
+    from watchtower.bootstrap import replay_records
+    from watchtower.config import load_settings
+    from watchtower.domain.fairness.week import IsoWeek
+    from watchtower.replay.what_if import what_if
+
+    config, week, _ = recorded
+    settings = load_settings(config)
+    tiers = [t.model_dump() for t in settings.tiers]
+    low = next(t for t in tiers if t["name"] == "low")
+    low["min_priority"] = max(t["min_priority"] for t in tiers) + 1_000_000  # low now ranks above critical
+    policy = {"name": "low first", "tiers": sorted(tiers, key=lambda t: -t["min_priority"])}
+    f = tmp_path / "low-first.yaml"
+    f.write_text(yaml.safe_dump(policy))
+    r = cli("--week", week, "--policy", f, "--config", config, "--format", "json")
+    assert r.returncode == 0, r.stderr.decode()
+    replayed = json.loads(r.stdout)["runs"][-1]
+    start, end = IsoWeek.parse(week).bounds(UTC)
+    with replay_records(settings) as records:
+        jobs, nodes = list(records.replay_jobs(start, end)), list(records.replay_nodes(start, end))
+    section = what_if(jobs, nodes, settings.tiers, [("low first", {"tiers": policy["tiers"]})])
+    assert not section.failures, section.failures
+    from_report = {
+        t.tier: (f.p50, f.p95) for t in section.tiers for f in t.runs if f.run == "low first" and f.jobs
+    }
+    from_cli = {
+        t["tier"]: (t["wait_seconds"]["p50"], t["wait_seconds"]["p95"])
+        for t in replayed["tiers"]
+        if t["jobs"]
+    }
+    assert from_report and from_cli.keys() == from_report.keys()
+    for tier, (p50, p95) in from_report.items():
+        assert from_cli[tier] == (pytest.approx(p50, abs=0.5), pytest.approx(p95, abs=0.5)), tier

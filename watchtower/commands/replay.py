@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from watchtower.config.model import Settings
+from watchtower.config.model import Settings, TierConfig
 from watchtower.domain.fairness.week import IsoWeek
 from watchtower.replay.policy import NodeSpec
 from watchtower.replay.trace import TraceJob, format_csv, format_jsonl
@@ -30,9 +30,12 @@ def _lines(path: Path) -> Iterator[str]:
         raise ReplayInputError(str(path), ["not UTF-8 text"]) from None
 
 
-def load_policy(path: Path, *, default_nodes: Sequence[NodeSpec] = ()) -> NamedPolicy:
+def load_policy(
+    path: Path, *, default_nodes: Sequence[NodeSpec] = (), default_tiers: Sequence[TierConfig] = ()
+) -> NamedPolicy:
     """Return the policy file at `path`, named after the file unless it says `name:` (without `nodes`, it
-    takes `default_nodes`); ReplayInputError naming the file and each problem's key."""
+    takes `default_nodes`; without `tiers`, `default_tiers` when given); ReplayInputError naming the file and
+    each problem's key."""
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -41,7 +44,9 @@ def load_policy(path: Path, *, default_nodes: Sequence[NodeSpec] = ()) -> NamedP
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ReplayInputError(str(path), ["not UTF-8 text"]) from None
-    return read_policy(text, str(path), default_name=path.stem, default_nodes=default_nodes)
+    return read_policy(
+        text, str(path), default_name=path.stem, default_nodes=default_nodes, default_tiers=default_tiers
+    )
 
 
 def render(doc: dict[str, Any], fmt: str) -> bytes:
@@ -95,9 +100,9 @@ def run_week(settings: Settings, week: str, policies: Sequence[Path], fmt: str) 
     """Return the replay of the recorded `week` under each policy file in `fmt`: the observed run is the
     recorded starts; a policy without `nodes` takes the week's recorded inventory."""
     jobs, nodes = recorded_week(settings, week)
-    named = [load_policy(p, default_nodes=nodes) for p in policies]
-    lines = list(format_csv(jobs))
-    doc = replay_document(lambda: lines, named, trace_source=f"week {week}")
+    # The running configuration's tiers stand in for a policy's missing ones, as in the report's What if.
+    named = [load_policy(p, default_nodes=nodes, default_tiers=settings.tiers) for p in policies]
+    doc = replay_document(list, named, trace_source=f"week {week}", recorded=(jobs, settings.tier_policy()))
     return render(doc, fmt)
 
 

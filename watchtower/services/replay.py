@@ -20,10 +20,13 @@ from typing import Any
 
 import yaml
 
+from watchtower.config.model import TierConfig
+from watchtower.domain.tiers import TierPolicy
 from watchtower.replay.engine import JobOutcome, Replay, replay
 from watchtower.replay.policy import NodeSpec, PolicyError, ReplayPolicy, policy_from_mapping
 from watchtower.replay.results import summarise
 from watchtower.replay.trace import MAX_ROWS, Trace, TraceError, TraceJob, parse_csv, parse_jsonl
+from watchtower.replay.what_if import retier
 
 SCHEMA_VERSION = 1
 
@@ -44,7 +47,12 @@ class NamedPolicy:
 
 
 def read_policy(
-    text: str, source: str, *, default_name: str, default_nodes: Sequence[NodeSpec] = ()
+    text: str,
+    source: str,
+    *,
+    default_name: str,
+    default_nodes: Sequence[NodeSpec] = (),
+    default_tiers: Sequence[TierConfig] = (),
 ) -> NamedPolicy:
     """Return the policy a YAML (or JSON) text describes, named `default_name` unless it says `name:`;
     raise ReplayInputError naming `source` and every problem's key. A policy without `nodes` takes
@@ -61,6 +69,8 @@ def read_policy(
     if not isinstance(data, dict):
         raise ReplayInputError(source, [f"(top level): a mapping is expected, not {type(data).__name__}"])
     data = {"name": default_name, **data}
+    if "tiers" not in data and default_tiers:
+        data["tiers"] = list(default_tiers)
     try:
         policy = policy_from_mapping(data, source)
     except PolicyError as e:
@@ -160,21 +170,30 @@ def replay_document(
     *,
     trace_source: str = "trace",
     max_rows: int = MAX_ROWS,
+    recorded: tuple[Sequence[TraceJob], TierPolicy] | None = None,
 ) -> dict[str, Any]:
     """Return the document of a replay: the trace's counts, the observed run (when the trace carries
     `started`) and each policy's run, in the order given. Raise ReplayInputError naming `trace_source` and
-    the row for a bad trace, or a policy and its key."""
+    the row for a bad trace, or a policy and its key.
+
+    `recorded`: a week the service recorded, its jobs with the tiers they were recorded under (`open_trace`
+    is not read). Each policy reads them as the weekly report's What if does (replay/what_if.py `retier`): a
+    tier the policy keeps moves its jobs' priorities by as much as the policy moves its minimum, so the
+    same policy gives the same figures in `watchtower replay --week` and in the report."""
     if not policies:
         raise ReplayInputError("policy", ["give at least one policy"])
     unique_names(policies)
     runs: list[dict[str, Any]] = []
     first: Trace | None = None
     for p in policies:
-        try:
-            trace = parse_trace(open_trace(), p.policy, max_rows=max_rows)
-        except TraceError as e:
-            where = trace_source if p is policies[0] else f"{trace_source} (under {p.source}'s tiers)"
-            raise ReplayInputError(where, [str(e)]) from None
+        if recorded is not None:
+            trace = Trace(tuple(retier(recorded[0], p.policy, recorded[1])), {})
+        else:
+            try:
+                trace = parse_trace(open_trace(), p.policy, max_rows=max_rows)
+            except TraceError as e:
+                where = trace_source if p is policies[0] else f"{trace_source} (under {p.source}'s tiers)"
+                raise ReplayInputError(where, [str(e)]) from None
         order = [t.name for t in p.policy.tier_policy().tiers]
         if first is None:
             first = trace
