@@ -72,6 +72,27 @@ class QueueEvaluator:
         self._warned: set[WorkloadKey] = set()  # workloads with a current operator warning
         # The waiting workloads in queue order, kept by difference: readers ask it what changed.
         self.order = QueueOrder()
+        # The node inventory the known facts' never verdicts were read from: another re-derives them all.
+        self._inventory: object = None
+        # Input skipped while telling what can never start (an unreadable quota quantity, a Kueue message
+        # without its numbers): counted by workload; `odd_news` hands the ones not yet told out once.
+        self.odd_counts: Counter[str] = Counter()
+        self._odd_told: dict[WorkloadKey, str] = {}
+        self._odd_news: list[tuple[WorkloadKey, str]] = []
+
+    def _odd(self, key: WorkloadKey, what: str) -> None:
+        if self._odd_told.get(key) == what:
+            return
+        if len(self._odd_told) > 10_000:
+            self._odd_told.clear()
+        self._odd_told[key] = what
+        self.odd_counts[what.split(":", 1)[0].split(" ", 1)[0]] += 1
+        self._odd_news.append((key, what))
+
+    def odd_news(self) -> list[tuple[WorkloadKey, str]]:
+        """Return the input skipped while telling never, once each (workload, what), since last asked."""
+        news, self._odd_news = self._odd_news, []
+        return news
 
     def diagnose(self, message: str) -> SchedulingDiagnosis:
         d = self._memo.get(message)
@@ -148,6 +169,7 @@ class QueueEvaluator:
                 thrash,
                 policy=self.policy,
                 diagnose=self.diagnose,
+                odd=self._odd,
             )
             if f is not None:
                 out[key] = f
@@ -192,6 +214,9 @@ class QueueEvaluator:
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
             changed |= warned ^ self._warned
+            if state.inventory() is not self._inventory:
+                # A node added, removed or changed: what could never start may now, and the reverse.
+                changed |= known.keys()
             waiting, holders = state.waiting_workloads, pod_less()
 
             def listed(k: WorkloadKey) -> bool:
@@ -218,6 +243,7 @@ class QueueEvaluator:
                             removed.append(old)
                 self.order.replace(removed, added)
         self._known, self._seen_state, self._epoch, self._position = known, state, state.log.epoch, end
+        self._inventory = state.inventory()
         self._refusals, self._thrash, self._warned = refusals, thrash, warned
         return self.order
 
@@ -236,7 +262,7 @@ class QueueEvaluator:
         thrash = self._thrash_counts(state.ledger.preemptions.values(), now=now)
         pods = [state.pods[u] for u in members if u in state.pods]
         facts = workload_facts(
-            state, key, pods, refusal, now, thrash, policy=self.policy, diagnose=self.diagnose
+            state, key, pods, refusal, now, thrash, policy=self.policy, diagnose=self.diagnose, odd=self._odd
         )
         return None if facts is None else WorkloadStatus(facts, facts.wait_at(now))
 
