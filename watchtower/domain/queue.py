@@ -75,22 +75,22 @@ class QueueEvaluator:
         # The node inventory the known facts' never verdicts were read from: another re-derives them all.
         self._inventory: object = None
         # Input skipped while telling what can never start (an unreadable quota quantity, a Kueue message
-        # without its numbers): counted by workload; `odd_news` hands the ones not yet told out once.
-        self.odd_counts: Counter[str] = Counter()
+        # without its numbers), once per workload and wording: `odd_news` hands each out once, to be
+        # counted and logged where logging is.
         self._odd_told: dict[WorkloadKey, str] = {}
-        self._odd_news: list[tuple[WorkloadKey, str]] = []
+        self._odd_news: list[tuple[WorkloadKey, str, str]] = []
 
-    def _odd(self, key: WorkloadKey, what: str) -> None:
+    def _odd(self, key: WorkloadKey, kind: str, what: str) -> None:
         if self._odd_told.get(key) == what:
             return
         if len(self._odd_told) > 10_000:
             self._odd_told.clear()
         self._odd_told[key] = what
-        self.odd_counts[what.split(":", 1)[0].split(" ", 1)[0]] += 1
-        self._odd_news.append((key, what))
+        self._odd_news.append((key, kind, what))
 
-    def odd_news(self) -> list[tuple[WorkloadKey, str]]:
-        """Return the input skipped while telling never, once each (workload, what), since last asked."""
+    def odd_news(self) -> list[tuple[WorkloadKey, str, str]]:
+        """Return the input skipped while telling never since last asked: (workload, kind, what), each
+        once."""
         news, self._odd_news = self._odd_news, []
         return news
 

@@ -39,7 +39,7 @@ def workload_facts(
     *,
     policy: QueuePolicy,
     diagnose: Callable[[str], SchedulingDiagnosis],
-    odd: Callable[[WorkloadKey, str], None] | None = None,
+    odd: Callable[[WorkloadKey, str, str], None] | None = None,
 ) -> WorkloadFacts | None:
     """Return a workload's facts from its pods (`pods`, finished ones included) and its quota refusal;
     None when nothing of it is tracked or waits. `odd` hears of input that could not be read while
@@ -110,7 +110,7 @@ def workload_facts(
 
 
 def _never(
-    ctx: FactsContext, draft: FactsDraft, odd: Callable[[WorkloadKey, str], None] | None
+    ctx: FactsContext, draft: FactsDraft, odd: Callable[[WorkloadKey, str, str], None] | None
 ) -> NeverStart | None:
     """Return why a waiting workload can never start as configured: what Kueue or a quota says of it
     first (their own numbers), else what the nodes say of its pods' shape (never.py)."""
@@ -118,14 +118,22 @@ def _never(
     if k is not None and not k.admitted:
         said, unread = kueue_never(k.reason, k.message, k.cluster_queue, draft.gpus_requested)
         if unread and odd is not None:
-            odd(draft.key, f"Kueue {k.reason} message without the numbers it should carry: {k.message!r}")
+            odd(
+                draft.key,
+                "Workload",
+                f"Kueue {k.reason} message without the numbers it should carry: {k.message!r}",
+            )
         if said is not None:
             return said
     refusal = draft.refusal
     if draft.state is WorkloadState.QUOTA_BLOCKED and refusal is not None:
         said, unreadable = quota_never(refusal.quota, refusal.requested, refusal.limited)
         if unreadable and odd is not None:
-            odd(draft.key, f"ResourceQuota {refusal.quota}: unreadable quantity of {', '.join(unreadable)}")
+            odd(
+                draft.key,
+                "ResourceQuota",
+                f"ResourceQuota {refusal.quota}: unreadable quantity of {', '.join(unreadable)}",
+            )
         if said is not None:
             return said
     pods = draft.queued or draft.gated
