@@ -102,8 +102,9 @@ class NodeInventory:
             for n in nodes
             if not n.unschedulable
         )
-        # No schedulable node listed (not yet, or not readable): nothing can be said of never.
-        self.known = bool(self._rooms)
+        # No schedulable GPU node listed (not yet, not readable, or every device plugin restarting, which
+        # reports 0 GPUs for a while): nothing can be said of never.
+        self.known = any(r.gpus > 0 for r in self._rooms)
         self._memo: dict[tuple[PodShape, int], NeverStart | None] = {}
 
     def verdict(self, shape: PodShape, gang: int = 0) -> NeverStart | None:

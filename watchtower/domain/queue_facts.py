@@ -138,18 +138,27 @@ def _never(
             return said
     pods = draft.queued or draft.gated
     if pods:
-        shapes = {PodShape(p.gpus, p.cpu_millis, p.memory_bytes, p.node_selector) for p in pods}
+        shapes = {_shape(p) for p in pods}
     elif draft.gpus_per_pod > 0:  # no pod yet (refused, held): what one of them will ask
         shapes = {PodShape(draft.gpus_per_pod)}
     else:
         return None
-    gang = draft.pods_expected if draft.key.gang or draft.source in _GANG_SOURCES else 0
     inventory = ctx.state.inventory()
     for shape in sorted(shapes, key=lambda s: (-s.gpus, -s.cpu_millis, -s.memory_bytes, s.selector)):
-        said = inventory.verdict(shape, gang if len(shapes) == 1 else 0)
+        said = inventory.verdict(shape)
         if said is not None:
             return said
+    if draft.key.gang or draft.source in _GANG_SOURCES:
+        # Its minimum at once, only when every pod of it asks alike (a pod not made yet asks as its siblings
+        # do): a gang of mixed pods (a parameter server beside GPU workers) is not weighed, never guessed.
+        alive = {_shape(p) for p in draft.pods if not p.terminal}
+        if len(alive) == 1 and draft.pods_expected > 1:
+            return inventory.verdict(next(iter(alive)), draft.pods_expected)
     return None
+
+
+def _shape(p: Pod) -> PodShape:
+    return PodShape(p.gpus, p.cpu_millis, p.memory_bytes, p.node_selector)
 
 
 _GANG_SOURCES = frozenset({SOURCE_PODGROUP, SOURCE_VOLCANO})

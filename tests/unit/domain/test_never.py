@@ -106,6 +106,9 @@ def test_a_cordoned_big_node_does_not_count() -> None:
 def test_no_node_listed_says_nothing_of_never() -> None:
     st = state_of(big_pod())
     assert only(QueueEvaluator(POLICY), st).never is None
+    # Every device plugin restarting: nodes report 0 GPUs for a while, which says nothing of never either.
+    st = state_of(node("gpu-1", gpus=0), node("gpu-2", gpus=0), big_pod())
+    assert only(QueueEvaluator(POLICY), st).never is None
 
 
 def test_cpu_or_memory_above_every_node_is_never_too() -> None:
