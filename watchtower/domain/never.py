@@ -94,7 +94,7 @@ class NodeInventory:
 
     Made once per change of the nodes (`ClusterState.inventory`): verdicts are kept only while it lives."""
 
-    __slots__ = ("_memo", "_rooms", "known")
+    __slots__ = ("_forgot", "_memo", "_rooms", "known")
 
     def __init__(self, nodes: Iterable[Node], dra_gpus: Mapping[str, int]) -> None:
         self._rooms = tuple(
@@ -106,6 +106,15 @@ class NodeInventory:
         # reports 0 GPUs for a while): nothing can be said of never.
         self.known = any(r.gpus > 0 for r in self._rooms)
         self._memo: dict[tuple[PodShape, int], NeverStart | None] = {}
+        self._forgot = False  # the memo was cleared once: it no longer holds every verdict given
+
+    def agrees_with(self, older: NodeInventory) -> bool:
+        """Return True when this inventory gives every verdict `older` gave alike: then no workload's never
+        changes with the nodes (a node of a size already there added, a label no pod selects changed), and
+        nothing needs working out again. A few dozen shapes, checked once per change of the nodes."""
+        if older._forgot or self.known != older.known:
+            return False
+        return all(self.verdict(shape, gang) == said for (shape, gang), said in older._memo.items())
 
     def verdict(self, shape: PodShape, gang: int = 0) -> NeverStart | None:
         """Return why a pod of this shape (a gang of `gang` of them, 0: not a gang) can never be placed,
@@ -118,6 +127,7 @@ class NodeInventory:
             return memo[key]
         if len(memo) > 10_000:  # shapes of long-gone work
             memo.clear()
+            self._forgot = True
         got = memo[key] = self._work_out(shape, gang)
         return got
 

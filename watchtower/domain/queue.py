@@ -28,6 +28,7 @@ from watchtower.domain.queue_values import (
 
 from .capacity import capacity
 from .disruptions import Preemption
+from .never import NodeInventory
 from .queue_facts import is_gated, pod_less, workload_facts
 from .queue_order import Plan, QueueOrder
 from .state import ClusterState
@@ -72,8 +73,9 @@ class QueueEvaluator:
         self._warned: set[WorkloadKey] = set()  # workloads with a current operator warning
         # The waiting workloads in queue order, kept by difference: readers ask it what changed.
         self.order = QueueOrder()
-        # The node inventory the known facts' never verdicts were read from: another re-derives them all.
-        self._inventory: object = None
+        # The node inventory the known facts' never verdicts were read from: another that does not give
+        # the same verdicts re-derives them all.
+        self._inventory: NodeInventory | None = None
         # Input skipped while telling what can never start (an unreadable quota quantity, a Kueue message
         # without its numbers), once per workload and wording: `odd_news` hands each out once, to be
         # counted and logged where logging is.
@@ -214,8 +216,11 @@ class QueueEvaluator:
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
             changed |= warned ^ self._warned
-            if state.inventory() is not self._inventory:
-                # A node added, removed or changed: what could never start may now, and the reverse.
+            inventory = state.inventory()
+            if inventory is not self._inventory and (
+                self._inventory is None or not inventory.agrees_with(self._inventory)
+            ):
+                # A node added, removed or changed so that what could never start may now, or the reverse.
                 changed |= known.keys()
             waiting, holders = state.waiting_workloads, pod_less()
 

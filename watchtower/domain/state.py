@@ -339,8 +339,15 @@ class ClusterState:
     def inventory(self) -> NodeInventory:
         """Return the schedulable nodes' inventory (never.py), made again only when a node or the GPUs
         ResourceSlices publish changed."""
-        dra_gpus = self.dra.node_gpus()  # a new dict when the slices change
+        dra_gpus = self.dra.node_gpus()  # a new dict when the slices change, often with the same GPUs
         inv = self._inventory
+        if (
+            inv is not None
+            and inv[0] == self.nodes_generation
+            and inv[1] is not dra_gpus
+            and inv[1] == dra_gpus
+        ):
+            inv = self._inventory = (inv[0], dra_gpus, inv[2])
         if inv is None or inv[0] != self.nodes_generation or inv[1] is not dra_gpus:
             inv = self._inventory = (
                 self.nodes_generation,

@@ -168,6 +168,21 @@ def test_the_inventory_keeps_its_verdicts_per_shape() -> None:
     assert NodeInventory([], {}).verdict(shape) is None  # nothing listed: nothing said
 
 
+def test_a_new_inventory_that_gives_the_same_verdicts_agrees_with_the_old() -> None:
+    """What lets the evaluator skip re-deriving every waiting workload when a node changes in a way that
+    changes no verdict (another node of a size already there, a DRA slice republished)."""
+    two = NodeInventory([Node("a", gpus=8), Node("b", gpus=8)], {})
+    assert two.verdict(PodShape(gpus=16)) is not None
+    three = NodeInventory([Node("a", gpus=8), Node("b", gpus=8), Node("c", gpus=8)], {})
+    assert three.agrees_with(two)
+    assert two.verdict(PodShape(gpus=8), gang=3) is not None  # now a gang of 3 is asked of the old one
+    assert not three.agrees_with(two)  # ... which 3 nodes hold
+    big = NodeInventory([Node("a", gpus=16)], {})
+    small = NodeInventory([Node("a", gpus=8)], {})
+    small.verdict(PodShape(gpus=16))
+    assert not big.agrees_with(small)
+
+
 def test_gpus_a_node_publishes_through_dra_slices_count() -> None:
     inv = NodeInventory([Node("a", gpus=0)], {"a": 16})
     assert inv.verdict(PodShape(gpus=16)) is None
