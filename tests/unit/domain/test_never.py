@@ -392,3 +392,28 @@ def test_work_that_can_never_start_fires_its_alert_at_once_and_says_so_in_json()
         "source": "nodes",
         "text": "can never start as configured: asks 16 GPUs per pod, the largest schedulable node has 8",
     }
+
+
+# ---- work with no pod yet, in the forms that hold it ------------------------------------------------
+
+
+def test_a_kueue_held_job_whose_pods_no_node_could_hold_is_never_whatever_kueue_says() -> None:
+    """Kueue would admit it once its quota frees, but its 4-GPU pods fit no 2-GPU node."""
+    msg = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 8 more needed"
+    st = kueue_picture("WaitingForQuota", msg)
+    for n in ("gpu-1", "gpu-2"):
+        apply(st, node(n, gpus=2))
+    w = only(QueueEvaluator(POLICY), st)
+    assert w.never is not None
+    assert (
+        w.never.text
+        == "can never start as configured: asks 4 GPUs per pod, the largest schedulable node has 2"
+    )
+
+
+def test_a_paddlejob_with_no_pods_yet_is_weighed_by_what_its_pods_will_ask() -> None:
+    job = json.loads((REAL / "paddlejob-pending-no-pods.json").read_text())  # 4 workers of 2 GPUs
+    st = state_of(o.priority_class("experiment", 500_000), node("gpu-1", gpus=1), job)
+    w = only(QueueEvaluator(POLICY), st)
+    assert w.source == "paddlejob" and w.never is not None
+    assert (w.never.asks, w.never.limit) == ("2 GPUs per pod", "the largest schedulable node has 1")
