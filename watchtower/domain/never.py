@@ -246,24 +246,19 @@ def quantity(text: str) -> Decimal | None:
         return None
 
 
-def _resource_name(r: str) -> str:
-    name = r.removeprefix("requests.").removeprefix("limits.")
-    return "GPUs" if name == GPU else name
-
-
-def _amount(r: str, text: str) -> str:
-    return (
-        _gpus(int(quantity(text) or 0))
-        if r.removeprefix("requests.").removeprefix("limits.") == GPU
-        else f"{text} {r}"
-    )
+def _is_gpu(resource: str) -> bool:
+    """`requests.nvidia.com/gpu`, `limits.nvidia.com/gpu` or `nvidia.com/gpu`: a quota's name for GPUs."""
+    return resource.removeprefix("requests.").removeprefix("limits.") == GPU
 
 
 def quota_never(
-    quota: str, requested: Mapping[str, str], limited: Mapping[str, str]
+    quota: str, requested: Mapping[str, str], limited: Mapping[str, str], hard_gpus_now: int | None = None
 ) -> tuple[NeverStart | None, list[str]]:
     """Return why a refused pod can never be created under ResourceQuota `quota` (a resource whose request
-    alone is above the quota's hard), and the resources whose quantities could not be read (skipped)."""
+    alone is above the quota's hard), and the resources whose quantities could not be read (skipped).
+
+    `hard_gpus_now` is the quota's GPU hard as listed now: raised since the refusal to what the pod asks,
+    the refusal is history the controller's next try will show, not never."""
     unreadable: list[str] = []
     for r in sorted(requested, key=lambda r: (GPU not in r, r)):  # GPUs first: what the page is about
         if r not in limited:
@@ -273,12 +268,14 @@ def quota_never(
             unreadable.append(r)
             continue
         if want > hard:
-            limit = f"ResourceQuota {quota} allows at most {limited[r]}"
-            if _resource_name(r) == "GPUs":
-                limit = f"ResourceQuota {quota} allows at most {int(hard)}"
-            return NeverStart(
-                QUOTA_HARD, f"{_amount(r, requested[r])} per pod", limit, f"ResourceQuota {quota}"
-            ), (unreadable)
+            if _is_gpu(r) and hard_gpus_now is not None and hard_gpus_now >= want:
+                continue
+            if _is_gpu(r):
+                asks, most = _gpus(int(want)), str(int(hard))
+            else:
+                asks, most = f"{requested[r]} {r}", limited[r]
+            limit = f"ResourceQuota {quota} allows at most {most}"
+            return NeverStart(QUOTA_HARD, f"{asks} per pod", limit, f"ResourceQuota {quota}"), unreadable
     return None, unreadable
 
 

@@ -127,7 +127,9 @@ def _never(
             return said
     refusal = draft.refusal
     if draft.state is WorkloadState.QUOTA_BLOCKED and refusal is not None:
-        said, unreadable = quota_never(refusal.quota, refusal.requested, refusal.limited)
+        listed = ctx.state.control.quotas.get((draft.key.namespace, refusal.quota))
+        now_hard = listed.hard_gpus if listed is not None else None
+        said, unreadable = quota_never(refusal.quota, refusal.requested, refusal.limited, now_hard)
         if unreadable and odd is not None:
             odd(
                 draft.key,

@@ -232,6 +232,19 @@ def test_a_quota_whose_hard_is_below_one_pods_ask_is_never() -> None:
     assert w.never.source == "ResourceQuota gpu-quota"
 
 
+def test_the_quota_raised_clears_it_before_the_controller_tries_again() -> None:
+    ev = QueueEvaluator(POLICY)
+    st = state_of(
+        node("gpu-1", gpus=16),
+        o.resource_quota(NS, "gpu-quota", hard_gpus=8, used_gpus=0),
+        refusal("16", "0", "8"),
+    )
+    assert only(ev, st).never is not None
+    apply(st, o.resource_quota(NS, "gpu-quota", hard_gpus=16, used_gpus=0))
+    w = only(ev, st, T0 + 660)
+    assert w.state is WorkloadState.QUOTA_BLOCKED and w.never is None  # still refused until it tries again
+
+
 def test_a_quota_used_up_by_others_is_waiting_not_never() -> None:
     st = state_of(node("gpu-1"), refusal("8", "40", "40"))
     w = only(QueueEvaluator(POLICY), st)
