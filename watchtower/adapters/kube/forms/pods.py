@@ -2,6 +2,9 @@
 
 The pod record is built in one inline pass (`PodReader._pod`), the budget of a 150,000-pod LIST: no
 intermediate objects, one dict lookup per repeated value, and the resource sums memoised.
+
+Size: over 400 lines because that pass and the memos of the values it shares among pods (owners, label sets,
+groups, node selectors) are one piece: moving the memos out would add a call per pod to the LIST's budget.
 """
 
 from __future__ import annotations
