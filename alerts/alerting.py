@@ -13,6 +13,7 @@ import re
 from watchtower.domain.alerts.rules import (
     config_invalid,
     gpu_idle,
+    never_start,
     preemption_thrash,
     self_health,
     tiered_wait,
@@ -32,6 +33,7 @@ KUBERNETES_STALE = "WatchtowerKubernetesStale"
 GPU_IDLE = "WatchtowerGPUIdleWhileQueueWaits"
 PREEMPTION_THRASH = "WatchtowerPreemptionThrash"
 PREEMPTIONS_UNHELPFUL = "WatchtowerPreemptionsUnhelpful"
+NEVER_START = "WatchtowerWorkloadCanNeverStart"
 CONFIG_INVALID = config_invalid.NAME  # the same name as the service's own alert: one runbook, one meaning
 OBJECTS_UNREADABLE = "WatchtowerObjectsUnreadable"
 INFO_INHIBITOR = "WatchtowerInfoInhibitor"
@@ -55,6 +57,7 @@ ALERTNAMES = (
     GPU_IDLE,
     PREEMPTION_THRASH,
     PREEMPTIONS_UNHELPFUL,
+    NEVER_START,
     CONFIG_INVALID,
     OBJECTS_UNREADABLE,
     INFO_INHIBITOR,
@@ -215,6 +218,28 @@ def _gpu_idle(p: RuleParams, t: Tier) -> dict[str, object]:
     )
 
 
+def never_expr(p: RuleParams) -> str:
+    return f"{p.own.never_startable('tier', 'reason')} > 0"
+
+
+def never_rule(p: RuleParams) -> dict[str, object]:
+    # At once, as the service's WorkloadCanNeverStart: no wait changes it.
+    return _rule(
+        p,
+        NEVER_START,
+        never_expr(p),
+        for_=0.0,
+        labels={"severity": "warning"},
+        annotations={
+            "summary": "{{ $value }} workload(s) of the {{ $labels.tier }} tier can never start as the "
+            "cluster is configured ({{ $labels.reason }})",
+            "description": "{{ $value }} waiting workload(s) of tier {{ $labels.tier }} ask more than the "
+            "cluster can ever give ({{ $labels.reason }}): waiting longer will not help. Watchtower's "
+            f"{never_start.NAME} alert and its status page name each one with its numbers.",
+        },
+    )
+
+
 def alerting_group(p: RuleParams) -> dict[str, object]:
     """Return the rule group of alerts: per-tier waits, idle GPUs while a tier waits, Watchtower's health."""
     rules: list[dict[str, object]] = []
@@ -272,6 +297,7 @@ def alerting_group(p: RuleParams) -> dict[str, object]:
         rules.append(_gpu_idle(p, t))
     rules.append(thrash_rule(p))
     rules.append(unhelpful_rule(p))
+    rules.append(never_rule(p))
     rules.append(
         _rule(
             p,

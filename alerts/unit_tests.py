@@ -27,6 +27,7 @@ from watchtower.domain.promql.names import (
     LAST_EVALUATION,
     MALFORMED_OBJECTS_SKIPPED,
     MOST_PREEMPTIONS,
+    NEVER_WORKLOADS,
     OLDEST_WAIT,
     PREEMPTION_OUTCOMES,
     TEAM_ATTAINMENT,
@@ -305,6 +306,36 @@ def _thrash_annotations(p: RuleParams, t: Tier, value: int) -> dict[str, str]:
         "Watchtower's WorkloadPreemptionThrash alert and the Preemption churn dashboard name it and its "
         "preemptors.",
         "runbook_url": p.runbook_url(alerting.PREEMPTION_THRASH),
+    }
+
+
+def never_test(p: RuleParams, t: Tier) -> dict[str, object]:
+    """Return one test: a workload of tier `t` that can never start (a pod above every node) fires at once,
+    with no `for`; a bigger node listed clears it at the next evaluation."""
+    alert = {
+        "exp_labels": {"severity": "warning", "tier": t.name, "reason": "node_resources"},
+        "exp_annotations": {
+            "summary": f"1 workload(s) of the {t.name} tier can never start as the cluster is configured "
+            "(node_resources)",
+            "description": f"1 waiting workload(s) of tier {t.name} ask more than the cluster can ever give "
+            "(node_resources): waiting longer will not help. Watchtower's WorkloadCanNeverStart alert and "
+            "its status page name each one with its numbers.",
+            "runbook_url": p.runbook_url(alerting.NEVER_START),
+        },
+    }
+    return {
+        "interval": duration(STEP),
+        "input_series": [
+            {
+                "series": _series(p, NEVER_WORKLOADS, f'tier="{t.name}",reason="node_resources"'),
+                "values": "0 0 1 1 0 0",
+            }
+        ],
+        "alert_rule_test": [
+            {"eval_time": duration(STEP), "alertname": alerting.NEVER_START, "exp_alerts": []},
+            {"eval_time": duration(2 * STEP), "alertname": alerting.NEVER_START, "exp_alerts": [alert]},
+            {"eval_time": duration(4 * STEP), "alertname": alerting.NEVER_START, "exp_alerts": []},
+        ],
     }
 
 
@@ -607,6 +638,7 @@ def unit_tests(p: RuleParams, rule_file: str) -> dict[str, object]:
             stalled_test(p),
             thrash_test(p, p.tiers.tiers[-1]),
             unhelpful_test(p),
+            never_test(p, p.tiers.tiers[0]),
             config_test(p),
             info_inhibitor_test(p, p.tiers.tiers[0]),
             fairness_test(p),

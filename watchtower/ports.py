@@ -147,6 +147,7 @@ class QueueGauges:
     quota_hard: Mapping[tuple[str, str], int] = field(default_factory=dict)
     gated_pods: int = 0
     gated_workloads: Mapping[tuple[str, str], int] = field(default_factory=dict)  # tier, gate owner
+    never_workloads: Mapping[tuple[str, str], int] = field(default_factory=dict)  # tier, never's reason
     fragmented_workloads: int = 0
     gpus_allocatable: int = 0
     gpus_used: int = 0

@@ -70,6 +70,7 @@ def _row(doc: dict[str, Any]) -> dict[str, Any]:
         "kueue_place": kueue_place(doc),
         "estimate": (doc["start_estimate"] or {}).get("text", ""),
         "stuck": (doc["stuck_despite_capacity"] or {}).get("why", ""),
+        "never": bool(doc.get("never")),  # can never start as configured: `why` says why
         "preempted_recently": doc["preemptions_recent"],
         "annotations": sorted(doc["annotations"].items()),
         "read_from": "" if doc["source"] in PLAIN_SOURCES else read_from(doc),

@@ -55,7 +55,7 @@ _LIFECYCLE = LifecyclePolicy()
 
 class RulesConfig(Section):
     pending_for: Duration = _LIFECYCLE.pending_for
-    """Prometheus `for`: how long a condition must hold before the alert fires; `0s`: at once."""
+    """Prometheus `for`: how long a condition must hold before the alert fires; `0s`: at once. WorkloadCanNeverStart fires at once whatever this says (waiting will not change it), unless `pending_for_by_rule` names it."""
     pending_for_by_rule: dict[str, Duration] = {}
     """`for` per alertname, overriding `pending_for`."""
     keep_firing_for: Duration = _LIFECYCLE.keep_firing_for

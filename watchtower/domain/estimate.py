@@ -43,10 +43,14 @@ class StartEstimate:
     at: float | None  # the tick's time plus start_in
     samples: int  # recent waits the estimate rests on (those longer than the wait so far)
     basis: str  # "from 37 medium pods scheduled in the last 6 h: median 12m", or why there is none
+    never: bool = False  # it can never start as configured: `basis` says why, and there is no estimate
 
     @property
     def text(self) -> str:
-        """Return the estimate as people read it: "estimate: starts in about 8m (from ...)" or "no estimate: ..."."""
+        """Return the estimate as people read it: "estimate: starts in about 8m (from ...)", "no estimate:
+        ..." or, for work that can never start, "never: can never start as configured: ..."."""
+        if self.never:
+            return f"never: {self.basis}"
         if self.start_in is None:
             return f"no estimate: {self.basis}"
         return f"estimate: starts in about {_spoken(self.start_in)} ({self.basis})"
@@ -67,6 +71,10 @@ class TierWaits:
         if state is WorkloadState.RUNNING:
             return None
         facts = w.facts
+        if facts.never is not None:
+            # Waiting longer will not help: no estimate from anyone's waits.
+            position = w.ahead - w.ahead_higher_tier + 1 if facts.scheduler_queued else None
+            return StartEstimate(position, None, None, 0, facts.never.text, never=True)
         k = facts.kueue
         if facts.source == SOURCE_KUEUE and k is not None and not k.admitted:  # position_queue "kueue"
             # Not in the scheduler's queue: pods' times to schedule say nothing of when Kueue admits it.

@@ -25,6 +25,7 @@ from watchtower.domain.forms.kueue.records import KueueFacts, KueueWorkload
 from watchtower.domain.forms.kueue.tables import KueueTables
 from watchtower.domain.forms.quota.refusals import QuotaRefusal
 from watchtower.domain.messages.scheduler import PreemptionVerdict, SchedulingDiagnosis
+from watchtower.domain.never import NodeInventory
 from watchtower.domain.preemption_ledger import PreemptionLedger
 from watchtower.domain.queue_values import QueuePolicy, WorkloadState
 from watchtower.domain.records import Pod, PriorityClass
@@ -61,6 +62,7 @@ class FactsState(Protocol):
     @property
     def ledger(self) -> PreemptionLedger: ...
     def kueue_priority(self, w: KueueWorkload) -> tuple[int, str]: ...
+    def inventory(self) -> NodeInventory: ...
 
 
 class FactsContext(NamedTuple):

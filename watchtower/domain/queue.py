@@ -28,6 +28,7 @@ from watchtower.domain.queue_values import (
 
 from .capacity import capacity
 from .disruptions import Preemption
+from .never import NodeInventory
 from .queue_facts import is_gated, pod_less, workload_facts
 from .queue_order import Plan, QueueOrder
 from .state import ClusterState
@@ -72,6 +73,28 @@ class QueueEvaluator:
         self._warned: set[WorkloadKey] = set()  # workloads with a current operator warning
         # The waiting workloads in queue order, kept by difference: readers ask it what changed.
         self.order = QueueOrder()
+        # The node inventory the known facts' never verdicts were read from: another that does not give
+        # the same verdicts re-derives them all.
+        self._inventory: NodeInventory | None = None
+        # Input skipped while telling what can never start (an unreadable quota quantity, a Kueue message
+        # without its numbers), once per workload and wording: `odd_news` hands each out once, to be
+        # counted and logged where logging is.
+        self._odd_told: dict[WorkloadKey, str] = {}
+        self._odd_news: list[tuple[WorkloadKey, str, str]] = []
+
+    def _odd(self, key: WorkloadKey, kind: str, what: str) -> None:
+        if self._odd_told.get(key) == what:
+            return
+        if len(self._odd_told) > 10_000:
+            self._odd_told.clear()
+        self._odd_told[key] = what
+        self._odd_news.append((key, kind, what))
+
+    def odd_news(self) -> list[tuple[WorkloadKey, str, str]]:
+        """Return the input skipped while telling never since last asked: (workload, kind, what), each
+        once."""
+        news, self._odd_news = self._odd_news, []
+        return news
 
     def diagnose(self, message: str) -> SchedulingDiagnosis:
         d = self._memo.get(message)
@@ -148,6 +171,7 @@ class QueueEvaluator:
                 thrash,
                 policy=self.policy,
                 diagnose=self.diagnose,
+                odd=self._odd,
             )
             if f is not None:
                 out[key] = f
@@ -192,6 +216,12 @@ class QueueEvaluator:
                 if thrash.get(k, 0) != old_thrash.get(k, 0):
                     changed.add(k)
             changed |= warned ^ self._warned
+            inventory = state.inventory()
+            if inventory is not self._inventory and (
+                self._inventory is None or not inventory.agrees_with(self._inventory)
+            ):
+                # A node added, removed or changed so that what could never start may now, or the reverse.
+                changed |= known.keys()
             waiting, holders = state.waiting_workloads, pod_less()
 
             def listed(k: WorkloadKey) -> bool:
@@ -218,6 +248,7 @@ class QueueEvaluator:
                             removed.append(old)
                 self.order.replace(removed, added)
         self._known, self._seen_state, self._epoch, self._position = known, state, state.log.epoch, end
+        self._inventory = state.inventory()
         self._refusals, self._thrash, self._warned = refusals, thrash, warned
         return self.order
 
@@ -236,7 +267,7 @@ class QueueEvaluator:
         thrash = self._thrash_counts(state.ledger.preemptions.values(), now=now)
         pods = [state.pods[u] for u in members if u in state.pods]
         facts = workload_facts(
-            state, key, pods, refusal, now, thrash, policy=self.policy, diagnose=self.diagnose
+            state, key, pods, refusal, now, thrash, policy=self.policy, diagnose=self.diagnose, odd=self._odd
         )
         return None if facts is None else WorkloadStatus(facts, facts.wait_at(now))
 

@@ -15,10 +15,12 @@ from types import MappingProxyType
 from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsStep, PodLess
 from watchtower.domain.forms import registry
 from watchtower.domain.forms.form import QueueForm
+from watchtower.domain.forms.gangs.records import SOURCE_PODGROUP, SOURCE_VOLCANO
 from watchtower.domain.forms.pods.facts import is_gated
 from watchtower.domain.forms.quota.refusals import QuotaRefusal
 from watchtower.domain.messages.scheduler import SchedulingDiagnosis
-from watchtower.domain.queue_values import QueuePolicy, WorkloadFacts, WorkloadState
+from watchtower.domain.never import NeverStart, PodShape, kueue_never, quota_never
+from watchtower.domain.queue_values import WAITING_STATES, QueuePolicy, WorkloadFacts, WorkloadState
 from watchtower.domain.records import Pod
 
 from .state import ClusterState
@@ -37,9 +39,11 @@ def workload_facts(
     *,
     policy: QueuePolicy,
     diagnose: Callable[[str], SchedulingDiagnosis],
+    odd: Callable[[WorkloadKey, str, str], None] | None = None,
 ) -> WorkloadFacts | None:
     """Return a workload's facts from its pods (`pods`, finished ones included) and its quota refusal;
-    None when nothing of it is tracked or waits."""
+    None when nothing of it is tracked or waits. `odd` hears of input that could not be read while
+    telling whether it can never start (a quota's quantity, a Kueue message), which is then skipped."""
     ctx = FactsContext(state, policy, diagnose, now)
     tracked = [p for p in pods if not p.terminal and policy.selector.matches(p)]
     draft = FactsDraft(key, pods, tracked, refusal, pods_existing=sum(1 for p in pods if not p.terminal))
@@ -54,6 +58,10 @@ def workload_facts(
         # Whichever form left it partial, what is already placed comes first.
         placed = f"{len(draft.bound)} pod(s) hold {sum(p.gpus for p in draft.bound)} GPU(s)"
         draft.why = f"gang partly placed: {placed}, " + draft.why
+
+    never = _never(ctx, draft, odd) if draft.state in WAITING_STATES else None
+    if never is not None:
+        draft.why = f"{never.text} ({draft.why})" if draft.why else never.text
 
     tier = policy.tiers.tier_of(draft.priority, draft.priority_class)
     claims = draft.gpu_claims
@@ -97,7 +105,69 @@ def workload_facts(
         kueue=draft.kueue,
         # Most workloads have none: one shared empty mapping rather than a dict each (tens of thousands).
         form_facts=draft.form_facts or _NO_FORM_FACTS,
+        never=never,
     )
+
+
+def _never(
+    ctx: FactsContext, draft: FactsDraft, odd: Callable[[WorkloadKey, str, str], None] | None
+) -> NeverStart | None:
+    """Return why a waiting workload can never start as configured: what Kueue or a quota says of it
+    first (their own numbers), else what the nodes say of its pods' shape (never.py)."""
+    k = draft.kueue
+    if k is not None and not k.admitted:
+        said, unread = kueue_never(k.reason, k.message, k.cluster_queue, draft.gpus_requested)
+        if unread and odd is not None:
+            odd(
+                draft.key,
+                "Workload",
+                f"Kueue {k.reason} message without the numbers it should carry: {k.message!r}",
+            )
+        if said is not None:
+            return said
+    refusal = draft.refusal
+    if draft.state is WorkloadState.QUOTA_BLOCKED and refusal is not None:
+        listed = ctx.state.control.quotas.get((draft.key.namespace, refusal.quota))
+        now_hard = listed.hard_gpus if listed is not None else None
+        said, unreadable = quota_never(refusal.quota, refusal.requested, refusal.limited, now_hard)
+        if unreadable and odd is not None:
+            odd(
+                draft.key,
+                "ResourceQuota",
+                f"ResourceQuota {refusal.quota}: unreadable quantity of {', '.join(unreadable)}",
+            )
+        if said is not None:
+            return said
+    pods = draft.queued or draft.gated
+    if pods:
+        shapes = {_shape(p) for p in pods}
+    elif draft.gpus_per_pod > 0:  # no pod yet (refused, held): what one of them will ask
+        shapes = {PodShape(draft.gpus_per_pod)}
+    else:
+        return None
+    inventory = ctx.state.inventory()
+    # Most workloads' pods ask alike: one shape, no sort (a tick derives tens of thousands).
+    ordered = (
+        shapes if len(shapes) == 1 else sorted(shapes, key=lambda s: (-s.gpus, -s.cpu_millis, s.selector))
+    )
+    for shape in ordered:
+        said = inventory.verdict(shape)
+        if said is not None:
+            return said
+    if draft.key.gang or draft.source in _GANG_SOURCES:
+        # Its minimum at once, only when every pod of it asks alike (a pod not made yet asks as its siblings
+        # do): a gang of mixed pods (a parameter server beside GPU workers) is not weighed, never guessed.
+        alive = {_shape(p) for p in draft.pods if not p.terminal}
+        if len(alive) == 1 and draft.pods_expected > 1:
+            return inventory.verdict(next(iter(alive)), draft.pods_expected)
+    return None
+
+
+def _shape(p: Pod) -> PodShape:
+    return PodShape(p.gpus, p.cpu_millis, p.memory_bytes, p.node_selector)
+
+
+_GANG_SOURCES = frozenset({SOURCE_PODGROUP, SOURCE_VOLCANO})
 
 
 _NO_FORM_FACTS: Mapping[str, object] = MappingProxyType({})

@@ -17,6 +17,7 @@ from watchtower.domain.forms.dra.records import GpuClaim
 from watchtower.domain.forms.kueue.records import SOURCE_KUEUE, KueueFacts
 from watchtower.domain.forms.quota.refusals import QuotaRefusal
 from watchtower.domain.messages.scheduler import PreemptionVerdict, SchedulingDiagnosis
+from watchtower.domain.never import NeverStart
 from watchtower.domain.patterns import Pattern, searched
 from watchtower.domain.records import Pod
 from watchtower.domain.tiers import TierPolicy
@@ -111,6 +112,8 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     # What a form adds beyond the fields above, by form name (its facts step's entry), which its
     # `workload_json` presents (forms/form.py); the forms with a field of their own above add nothing here.
     form_facts: Mapping[str, object] = msgspec.field(default_factory=dict)
+    # Why it can never start as the cluster is configured (never.py); None: it may start once room frees.
+    never: NeverStart | None = None
 
     @property
     def scheduler_queued(self) -> bool:
@@ -269,6 +272,10 @@ class WorkloadStatus(msgspec.Struct, gc=False):
     @property
     def kueue(self) -> KueueFacts | None:
         return self.facts.kueue
+
+    @property
+    def never(self) -> NeverStart | None:
+        return self.facts.never
 
     @property
     def admission_wait(self) -> float | None:

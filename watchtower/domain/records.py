@@ -133,6 +133,9 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # Kueue's `kueue.x-k8s.io/pod-group-total-count` annotation: the pods its plain-pod group will have
     # (0: absent or not a number).
     group_total: int = 0
+    # spec.nodeSelector as sorted (key, value) pairs, shared among the pods that select alike: a selector
+    # no schedulable node's labels match makes the pod one that can never start (never.py).
+    node_selector: tuple[tuple[str, str], ...] = ()
 
     @property
     def terminal(self) -> bool:

@@ -17,6 +17,7 @@ would only thread through more calls.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -46,6 +47,7 @@ from .disruptions import (
     preemption_from_pod,
     started_at,
 )
+from .never import NodeInventory
 from .node_use import NodeUse
 from .operator_events import operator_warning
 from .preemption_ledger import PreemptionLedger, PreemptionSeen
@@ -114,6 +116,11 @@ class ClusterState:
     waiting_workloads: dict[WorkloadKey, int] = field(default_factory=dict)
     # The forms to build parts for; None: every registered form (registry.FORMS, read when the state is made).
     queue_forms: InitVar[tuple[QueueForm, ...] | None] = None
+    # Bumped when a node is added, removed or changed: what can never start is worked out again then.
+    nodes_generation: int = 0
+    _inventory: tuple[int, Mapping[str, int], NodeInventory] | None = field(
+        default=None, init=False, repr=False
+    )
     # Workloads touched since a reader last read: what an evaluator re-derives.
     log: ChangeLog = field(default_factory=ChangeLog)
     # Pod controllers, ResourceQuotas, their refusals and operator warnings.
@@ -325,10 +332,33 @@ class ClusterState:
     # ---- the other kinds ---------------------------------------------------------------------------
 
     def upsert_node(self, node: Node) -> None:
+        if self.nodes.get(node.name) != node:
+            self.nodes_generation += 1
         self.nodes[node.name] = node
 
     def delete_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
+        if self.nodes.pop(name, None) is not None:
+            self.nodes_generation += 1
+
+    def inventory(self) -> NodeInventory:
+        """Return the schedulable nodes' inventory (never.py), made again only when a node or the GPUs
+        ResourceSlices publish changed."""
+        dra_gpus = self.dra.node_gpus()  # a new dict when the slices change, often with the same GPUs
+        inv = self._inventory
+        if (
+            inv is not None
+            and inv[0] == self.nodes_generation
+            and inv[1] is not dra_gpus
+            and inv[1] == dra_gpus
+        ):
+            inv = self._inventory = (inv[0], dra_gpus, inv[2])
+        if inv is None or inv[0] != self.nodes_generation or inv[1] is not dra_gpus:
+            inv = self._inventory = (
+                self.nodes_generation,
+                dra_gpus,
+                NodeInventory(self.nodes.values(), dra_gpus),
+            )
+        return inv[2]
 
     def upsert_namespace(self, ns: Namespace) -> None:
         old = self.namespaces.get(ns.name)

@@ -109,10 +109,18 @@ class ControllerPart:
         self.quotas[(q.namespace, q.name)] = q
         if old != q:
             self._touch_expecting(q.namespace)
+            self._touch_refused(q.namespace, q.name)
 
     def delete_quota(self, namespace: str, name: str) -> None:
         if self.quotas.pop((namespace, name), None) is not None:
             self._touch_expecting(namespace)
+            self._touch_refused(namespace, name)
+
+    def _touch_refused(self, namespace: str, name: str) -> None:
+        # Work this quota refused may never start under its hard; raised, it may: read afresh.
+        for key, r in self.quota_refusals.items():
+            if r.quota == name and key.namespace == namespace:
+                self.log.touch(key)
 
     def _touch_expecting(self, namespace: str) -> None:
         # A PaddleJob with no pod may wait on its namespace's quota: read afresh when the quota moves.

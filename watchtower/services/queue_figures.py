@@ -50,6 +50,8 @@ class ListedFigures:
         self.partial_gpus = dict.fromkeys(tier_names, 0)
         # Waiting workloads held by scheduling gates, per (tier, the gate's owner): watchtower_gated_workloads.
         self.gated: Counter[tuple[str, str]] = Counter()
+        # Waiting workloads that can never start as configured, per (tier, why): watchtower_never_startable_workloads.
+        self.never: Counter[tuple[str, str]] = Counter()
         self._waiting: Counter[str] = Counter()  # waiting workloads per tier
         self._starts: dict[str, list[float]] = {}  # per tier, the waiting ones' known wait starts, sorted
         # Per (team, tier): GPUs waiting work still needs, and the waiting ones' known wait starts, sorted
@@ -121,6 +123,12 @@ class ListedFigures:
                 self.gated[gkey] += n
             else:
                 del self.gated[gkey]
+        if f.never is not None:
+            nkey = (tier, f.never.reason)
+            if self.never[nkey] + n:
+                self.never[nkey] += n
+            else:
+                del self.never[nkey]
         if f.state is WorkloadState.PARTIAL and f.key.gang:
             self.partial[tier] = self.partial.get(tier, 0) + n
             self.partial_gpus[tier] = self.partial_gpus.get(tier, 0) + n * f.gpus_held

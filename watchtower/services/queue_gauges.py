@@ -45,6 +45,7 @@ def queue_gauges(
         quota_hard={(q.namespace, q.name): q.hard_gpus or 0 for q in quotas},
         gated_pods=snap.gated_pods,
         gated_workloads=dict(listed.gated),
+        never_workloads=dict(listed.never),
         fragmented_workloads=len(snap.fragmentation),
         gpus_allocatable=snap.capacity.allocatable,
         gpus_used=snap.capacity.used,

@@ -9,6 +9,7 @@ from watchtower.domain.disruptions import Preemption
 from watchtower.domain.estimate import StartEstimate, TierWaits
 from watchtower.domain.forms import registry
 from watchtower.domain.latency import Distribution, TierLatency
+from watchtower.domain.never import NeverStart
 from watchtower.domain.preemption_outcome import Outcome
 from watchtower.domain.queue import QueueSnapshot, WorkloadStatus
 from watchtower.domain.state import ClusterState
@@ -30,6 +31,12 @@ def estimate_dict(e: StartEstimate | None) -> dict[str, Any] | None:
         "basis": e.basis,
         "text": e.text,
     }
+
+
+def never_dict(n: NeverStart | None) -> dict[str, Any] | None:
+    if n is None:
+        return None
+    return {"reason": n.reason, "asks": n.asks, "limit": n.limit, "source": n.source, "text": n.text}
 
 
 def stuck_dict(s: StuckHead | None) -> dict[str, Any] | None:
@@ -92,6 +99,7 @@ def workload_dict(
         "position_in_tier": estimate.position if estimate is not None else None,
         "position_queue": w.facts.position_queue,
         "start_estimate": estimate_dict(estimate),
+        "never": never_dict(w.never),
         "stuck_despite_capacity": stuck_dict(stuck),
         "preemptions_recent": w.preemptions_recent,
         "annotations": dict(w.annotations),

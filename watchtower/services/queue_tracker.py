@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import logging
 import threading
 import time
 from collections import Counter
@@ -60,6 +61,8 @@ from .wait_reasons import ReasonLabels
 # Change-log entries the holder index may lag behind before the log stops keeping them for it (~3 minutes of
 # a 500 events/s feed; a few MiB at most): past that, its next read re-walks the pods, which costs no more.
 HOLDER_LAG = 100_000
+
+log = logging.getLogger(__name__)
 
 
 class QueueTracker:
@@ -260,6 +263,10 @@ class QueueTracker:
             sections = form_sections(st, now)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
+        for key, kind, what in self.evaluator.odd_news():
+            # Skipped, not fatal: the workload is listed as waiting, only whether it can never start is unsaid.
+            self.metrics.skipped_object(kind)
+            log.warning("cannot tell whether %s can never start, skipped: %s", key, what)
         tick = Tick(
             at=now,
             snapshot=snap,

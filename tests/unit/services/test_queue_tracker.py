@@ -308,3 +308,39 @@ def test_gated_work_is_counted_as_waiting_with_reason_gated_and_by_its_gates_own
     w.evaluate(clock.now())
     assert sample(c, "watchtower_gated_workloads", tier="critical", owner="kueue") is None
     assert sample(c, "watchtower_pending_workloads", **reason) == 1
+
+
+def test_a_quota_refusal_with_an_unreadable_quantity_is_a_counted_logged_skip_of_never(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The refusal still blocks the work; only whether it can never start is left unsaid, said once."""
+    c, _, clock = make(base_cluster())
+    w = c.queue_tracker
+    list_everything(w, base_cluster())
+    odd = o.core_event(
+        namespace="vision",
+        reason="FailedCreate",
+        message='Error creating: pods "odd-x" is forbidden: exceeded quota: gpu-quota, requested: '
+        "requests.nvidia.com/gpu=lots, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=8",
+        type_="Warning",
+        component="job-controller",
+        involved={
+            "kind": "Job",
+            "namespace": "vision",
+            "name": "odd",
+            "uid": "odd-uid",
+            "apiVersion": "batch/v1",
+        },
+        at=clock.now() - 60,
+        last=clock.now() - 30,
+        count=2,
+    )
+    w.on_change("Event", "ADDED", orjson.dumps(odd))
+    with caplog.at_level("WARNING", logger="watchtower.services.queue_tracker"):
+        snap = w.evaluate(clock.now()).snapshot
+        w.evaluate(clock.now() + 1)
+    job = next(x for x in snap.waiting() if x.name == "odd")
+    assert job.state.value == "quota_blocked" and job.never is None
+    assert sample(c, "watchtower_malformed_objects_skipped_total", kind="ResourceQuota") == 1
+    told = [r.getMessage() for r in caplog.records if "can never start" in r.getMessage()]
+    assert len(told) == 1 and "vision/Job/odd" in told[0] and "requests.nvidia.com/gpu" in told[0]

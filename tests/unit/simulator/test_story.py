@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.simulator.helpers import Watched
-from watchtower.commands.demo.story import GANG_NAME, PRODUCTION_TEAM
+from watchtower.commands.demo.story import GANG_NAME, NEVER_JOB, PRODUCTION_TEAM
 from watchtower.commands.demo.warm import demo_cluster
-from watchtower.config.model import SimulatorConfig
+from watchtower.config.model import Settings, SimulatorConfig
+from watchtower.domain.alerts.rules import RuleInput, evaluate_rules
 from watchtower.domain.queue import WorkloadState
 
 WAITING = (WorkloadState.PENDING, WorkloadState.PARTIAL)
@@ -67,3 +68,34 @@ def test_within_the_first_minutes_a_gang_is_held_one_pod_short_and_watchtower_sa
     assert (seen.source, seen.pods_expected, seen.pods_existing) == ("podgroup", 4, 3)
     held = [p for p in sim.pods.values() if p.name.startswith(f"{GANG_NAME}-")]
     assert len(held) == 3 and all(p.sched_cond is None for p in held)
+
+
+@pytest.mark.parametrize("seed", [7, 42])
+def test_the_demo_shows_one_pod_that_can_never_start_and_nothing_else_called_so(seed: int) -> None:
+    """The story's 16-GPU pod on 8-GPU nodes can never start; the rest of the demo's waiting work, busy nodes
+    and used-up quotas included, may start once room frees and is never called never."""
+    sim = demo_cluster(SimulatorConfig(seed=seed))
+    w = Watched(sim)
+    never: dict[str, str] = {}
+    alerted: set[str] = set()
+    settings = Settings()
+    for _minute in range(30):
+        w.step(60)
+        snap = w.snapshot()
+        for s in snap.waiting():
+            if s.never is not None:
+                never[s.key.name] = s.why
+        fired = evaluate_rules(
+            RuleInput(
+                snapshot=snap,
+                now=snap.at,
+                tiers=settings.queue_policy().tiers,
+                settings=settings.rule_settings(),
+            )
+        )
+        alerted |= {c.labels["workload"] for c in fired if c.labels["alertname"] == "WorkloadCanNeverStart"}
+    assert set(never) == {NEVER_JOB}, never
+    assert never[NEVER_JOB].startswith(
+        "can never start as configured: asks 16 GPUs per pod, the largest schedulable node has 8"
+    )
+    assert alerted == {NEVER_JOB}

@@ -87,6 +87,7 @@ class PodSpec(msgspec.Struct, gc=False):
     workloadRef: WorkloadRef | None = None
     schedulingGroup: SchedulingGroup | None = None
     resourceClaims: list[PodResourceClaim] | None = None
+    nodeSelector: dict[str, str] | None = None
 
 
 class Cond(msgspec.Struct, gc=False):

@@ -19,6 +19,7 @@ from watchtower.domain.promql.names import (
     GPUS,
     LAST_EVALUATION,
     MOST_PREEMPTIONS,
+    NEVER_WORKLOADS,
     OLDEST_WAIT,
     PARTIAL_GANG_GPUS_HELD,
     PARTIAL_GANGS,
@@ -132,6 +133,15 @@ class QueueCollector:
         for (tier, owner), n in sorted(g.gated_workloads.items()):
             gated.add_metric([tier, owner], n)
         yield gated
+        never = GaugeMetricFamily(
+            NEVER_WORKLOADS,
+            "Waiting workloads that can never start as the cluster is configured, by tier and why "
+            "(node_resources, node_selector, gang, quota_hard, kueue_max_quota, kueue_no_matching_flavor).",
+            labels=["tier", "reason"],
+        )
+        for (tier, reason), n in sorted(g.never_workloads.items()):
+            never.add_metric([tier, reason], n)
+        yield never
         yield GaugeMetricFamily(
             FRAGMENTED_WORKLOADS,
             "Waiting workloads whose pod would fit in the free GPUs of the cluster but not on any one node.",

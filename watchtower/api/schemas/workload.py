@@ -64,6 +64,28 @@ class StartEstimate(Body):
     """the estimate in words, labelled as one: "estimate: starts in about 8m (...)" or "no estimate: ..." """
 
 
+class NeverStarts(Body):
+    """Why it can never start as the cluster is configured: waiting longer will not help."""
+
+    reason: Literal[
+        "node_resources", "node_selector", "gang", "quota_hard", "kueue_max_quota", "kueue_no_matching_flavor"
+    ]
+    """what makes it never: `node_resources` (one pod asks more GPUs, CPU or memory than any schedulable
+    node's allocatable), `node_selector` (no schedulable node has the labels its pods select), `gang` (its
+    gang's minimum of pods cannot be placed on the schedulable nodes at once, even empty), `quota_hard` (one
+    pod asks more than a ResourceQuota's `hard`), `kueue_max_quota` (more than its ClusterQueue can ever give,
+    nominal and borrowing together), `kueue_no_matching_flavor` (no ResourceFlavor of its ClusterQueue fits)"""
+    asks: str
+    """what it asks, in its own numbers: `32 GPUs`, `16 GPUs per pod`"""
+    limit: str
+    """the most the cluster gives: `ClusterQueue research-cq gives at most 16`"""
+    source: str
+    """what says so: `nodes`, `ResourceQuota <name>`, `ClusterQueue <name>`"""
+    text: str
+    """the same in words: `can never start as configured: asks 32 GPUs, ClusterQueue research-cq gives at
+    most 16`"""
+
+
 class StuckDespiteCapacity(Body):
     """Its tier's head fits on a node's free GPUs, CPU and memory, yet has waited past `queue.stuck_after`."""
 
@@ -178,7 +200,11 @@ class CommonWorkload(Body):
     """which queue its place is in: `scheduler` (`ahead`, `position_in_tier`), `kueue` (held by Kueue, not
     admitted: its place is `kueue.position`, in its ClusterQueue); null when it has a place in neither"""
     start_estimate: StartEstimate | None
-    """an estimate of when it starts; null for `running` or outside a tick"""
+    """an estimate of when it starts; null for `running` or outside a tick; for work that can never start,
+    no estimate: its `text` says "never: ..." """
+    never: NeverStarts | None
+    """set when it can never start as the cluster is configured (its numbers and what says so); null when
+    it may start once room frees"""
     stuck_despite_capacity: StuckDespiteCapacity | None
     """set when it heads its tier, fits on a node's free GPUs, CPU and memory, yet waited past
     `queue.stuck_after` (10 min)"""

@@ -53,6 +53,10 @@ KUEUE_POD_GROUP_AT = KUEUE_AT + 2 * MINUTE
 KUEUE_POD_GROUP = "kueue-pods"
 VOLCANO_GATED_AT = VOLCANO_AT + 1 * MINUTE
 VOLCANO_GATED = "vision-pods"
+# Work that can never start as configured: one pod asking twice the GPUs of the largest node. It waits with
+# "can never start as configured" from its first tick, has no start estimate, and WorkloadCanNeverStart fires.
+NEVER_AT = 2.5 * MINUTE
+NEVER_JOB = "giant-pretrain"
 CRITICAL_AT = (15, 30, 45, 60, 75, 90, 105)  # minutes after the start: an incident being debugged
 SERVING_AT = (10, 35, 60, 85)
 EXPERIMENT_AT = (5, 30, 50, 75, 100)
@@ -208,11 +212,23 @@ def moments(gen: WorkloadGenerator, teams: list[str], gpus_per_node: int, dra_no
         )
         return replace(spec, kind="Pod", volcano_queue=VOLCANO_QUEUE)
 
+    def never(room: Room) -> WorkloadSpec:
+        # In the namespace with no GPU quota: the nodes, not a quota, are what it can never fit.
+        return single_pod(
+            kind="Job",
+            name=NEVER_JOB,
+            team=PRODUCTION_TEAM,
+            priority_class="experiment",
+            gpus=2 * g,
+            duration=20 * MINUTE,
+        )
+
     out = [
         Moment(SWEEP_AT, "a medium sweep larger than free capacity, not allowed to preempt", sweep),
         Moment(
             GANG_AT, "a 1.36 gang with one pod refused by quota: held with no word from the scheduler", gang
         ),
+        Moment(NEVER_AT, "a pod asking twice the GPUs of any node: can never start as configured", never),
         Moment(VOLCANO_AT, "a PaddleJob Volcano gang-schedules: Pending, Inqueue, Running", volcano),
         Moment(
             VOLCANO_GATED_AT,

@@ -81,6 +81,17 @@ def why(detail: dict[str, Any], *, wide: bool) -> str:
         ("Position", _position(w)),
         ("Estimate", _estimate(w)),
     ]
+    never = w.get("never")
+    if never:
+        # Said apart from Why: what to change, not what to wait for.
+        rows.insert(
+            8,
+            (
+                "Never",
+                f"asks {never.get('asks')}, {never.get('limit')} (said by {never.get('source')}): "
+                "waiting longer will not help",
+            ),
+        )
     if wide:
         rows.append(("Pods", f"{w.get('pods_pending')} pending, {w.get('pods_running')} running"))
         rows.append(("Scheduler", str(w.get("scheduling_reason") or "-")))

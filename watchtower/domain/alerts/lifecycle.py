@@ -18,7 +18,14 @@ class LifecyclePolicy:
     def for_of(self, alertname: str) -> float:
         if self.pending_for_by_rule and alertname in self.pending_for_by_rule:
             return self.pending_for_by_rule[alertname]
+        if alertname in AT_ONCE:
+            return 0.0
         return self.pending_for
+
+
+# Alerts whose condition no wait changes: they fire at once whatever the default `for` (a `for` of their
+# own in `pending_for_by_rule` still applies).
+AT_ONCE = frozenset({"WorkloadCanNeverStart"})
 
 
 @dataclass(frozen=True, slots=True)

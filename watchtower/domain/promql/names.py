@@ -25,6 +25,7 @@ QUOTA_GPUS_USED = "watchtower_quota_gpus_used"
 QUOTA_GPUS_HARD = "watchtower_quota_gpus_hard"
 GATED_PODS = "watchtower_gated_pods"
 GATED_WORKLOADS = "watchtower_gated_workloads"
+NEVER_WORKLOADS = "watchtower_never_startable_workloads"  # tier, reason
 FRAGMENTED_WORKLOADS = "watchtower_fragmented_workloads"
 GPUS = "watchtower_gpus"
 DRA_UNRESOLVED_PODS = "watchtower_dra_unresolved_pods"

@@ -13,6 +13,7 @@ from .names import (
     EVENT_LOOP_LAGS,
     LAST_EVALUATION,
     MOST_PREEMPTIONS,
+    NEVER_WORKLOADS,
     OLDEST_WAIT,
     PARTIAL_GANG_GPUS_HELD,
     PARTIAL_GANGS,
@@ -142,6 +143,11 @@ class OwnQueries:
     def most_preemptions(self, *by: str, tier: str = "") -> str:
         """The most preemptions one workload had within the thrash window."""
         return aggregate("max", by, self.series(MOST_PREEMPTIONS, f"tier={quoted(tier)}" if tier else ""))
+
+    def never_startable(self, *by: str) -> str:
+        """Waiting workloads that can never start as configured: the worst replica, as leader and standby
+        count the same cluster."""
+        return aggregate("max", by, self.series(NEVER_WORKLOADS))
 
     def evaluation_changes(self, window: str) -> str:
         """How often the last-evaluation time moved within `window`: 0 when Watchtower has stalled."""

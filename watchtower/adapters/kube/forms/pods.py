@@ -2,6 +2,9 @@
 
 The pod record is built in one inline pass (`PodReader._pod`), the budget of a 150,000-pod LIST: no
 intermediate objects, one dict lookup per repeated value, and the resource sums memoised.
+
+Size: over 400 lines because that pass and the memos of the values it shares among pods (owners, label sets,
+groups, node selectors) are one piece: moving the memos out would add a call per pod to the LIST's budget.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class PodReader:
         self._total_noted = KUEUE_POD_GROUP_TOTAL in ctx.keep_annotations
         self._no_notes: tuple[None, ...] = (None,) * len(self._note_keys)
         self._groups: dict[tuple[str, str, str], GroupRef] = {}
+        self._selectors: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
         pod_type, page_type = pod_types(self._label_keys, self._note_keys)
         self._dec_pod: msgspec.json.Decoder[wire.Pod] = msgspec.json.Decoder(pod_type)
         self._dec_pod_page: msgspec.json.Decoder[wire.PodPage] = msgspec.json.Decoder(page_type)
@@ -289,7 +293,18 @@ class PodReader:
             0,
             self._gates.names(gates_raw) if gates_raw else (),
             total,
+            self._selector(spec.nodeSelector) if spec.nodeSelector else (),
         )
+
+    def _selector(self, sel: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        """Return the one shared tuple of a nodeSelector's pairs: a job's pods all select alike."""
+        pairs = tuple(sorted(sel.items()))
+        got = self._selectors.get(pairs)
+        if got is None:
+            if len(self._selectors) > SHARED_LIMIT:
+                self._selectors.clear()
+            got = self._selectors[pairs] = pairs
+        return got
 
     def _group(self, source: str, name: str, part: str) -> GroupRef:
         """Return the one shared reference to a pod group: a gang's pods all name it."""
@@ -324,6 +339,7 @@ def _node(n: wire.Node) -> Node:
         pods=ceil_int(parse_quantity(alloc.get("pods"))),
         unschedulable=bool(spec.unschedulable),
         taints=tuple(f"{t.key}={t.value or ''}:{t.effect}" for t in spec.taints or ()),
+        labels=dict(n.metadata.labels or {}) if n.metadata is not None else {},
     )
 
 

@@ -7,6 +7,7 @@ from . import (
     config_invalid,
     gang_stall,
     gpu_idle,
+    never_start,
     preemption_thrash,
     priority_inversion,
     prometheus_unreachable,
@@ -21,6 +22,7 @@ from .base import GpuHolder, Rule, RuleInput, RuleSettings, WatchHealth
 RULES: dict[str, Rule] = {
     "tiered_wait": tiered_wait.evaluate,
     "quota_blocked": quota_blocked.evaluate,
+    "never_start": never_start.evaluate,
     "gang_stall": gang_stall.evaluate,
     "stuck_capacity": stuck_capacity.evaluate,
     "preemption_thrash": preemption_thrash.evaluate,
@@ -37,6 +39,7 @@ ALERTNAMES = {
     tiered_wait.WARNING: "tiered_wait",
     tiered_wait.CRITICAL: "tiered_wait",
     quota_blocked.NAME: "quota_blocked",
+    never_start.NAME: "never_start",
     gang_stall.NAME: "gang_stall",
     stuck_capacity.NAME: "stuck_capacity",
     preemption_thrash.NAME: "preemption_thrash",

@@ -159,12 +159,38 @@ def preempted_by(reason: str, message: str, at: float | None) -> KueuePreempted:
     return KueuePreempted(reason, at, uid, path, message)
 
 
+# QuotaReserved=False reasons Kueue v0.19/v0.20 writes (apis/kueue/v1beta2/workload_types.go
+# WorkloadQuotaReservedReason*; written by pkg/scheduler/scheduler.go, pkg/scheduler/flavorassigner and
+# pkg/controller/core/workload_controller.go), each in Watchtower's words; `{where}` is the queue.
+REASON_WORDS = {
+    "WaitingForQuota": "waiting for quota in {where}",
+    "ExceedsMaxQuota": "asks more than {where} can ever give",
+    "NoMatchingFlavor": "no ResourceFlavor of {where} fits its pods (node selector, affinity, tolerations)",
+    "TopologyPlacementFailed": "its topology request cannot be placed in {where} now",
+    "WaitingForPreemptedWorkloads": "waiting for the workloads it preempted in {where} to release their quota",
+    "Misconfigured": "its queue is misconfigured",
+    "Suspended": "its queue is stopped",
+    "PendingEvaluation": "waiting for Kueue's scheduler to evaluate it in {where}",
+    "WaitingForPodsReady": "waiting for earlier admitted workloads to have all their pods ready",
+}
+# "insufficient unused quota for nvidia.com/gpu in flavor f, 8 more needed" (flavorassigner.go)
+_MORE_NEEDED = re.compile(r"insufficient unused quota for nvidia\.com/gpu in flavor \S+, (\d+) more needed")
+
+
 def kueue_why(w: KueueWorkload, cq: str) -> str:
-    """Return why a Kueue-held workload waits, in words built from Kueue's own message."""
+    """Return why a Kueue-held workload waits, in words built from Kueue's reason and its own message."""
     where = f"ClusterQueue {cq}" if cq else f"LocalQueue {w.local_queue or '?'}"
     said = w.message.strip()
     if w.reason == "AdmissionGated" or w.reason == "Inadmissible":
         return f"held by Kueue, inadmissible in {where}: {said or w.reason}"
+    words = REASON_WORDS.get(w.reason)
+    if words is not None:
+        text = f"held by Kueue: {words.format(where=where)}"
+        more = _MORE_NEEDED.search(said)
+        if more is not None:
+            n = int(more.group(1))
+            text += f", {n} GPU{'' if n == 1 else 's'} more needed"
+        return f"{text} ({said})" if said else text
     if not said:
         return f"held by Kueue in {where}: waiting for quota (no pods until admitted)"
     return f"held by Kueue in {where}: {said}"
