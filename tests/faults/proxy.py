@@ -138,8 +138,7 @@ class FaultProxy:
         for c in conns:
             _rst(c.client)
             _rst(c.upstream)
-            if c.task is not None:
-                c.task.cancel()  # its pumps may be waiting on `flowing`, which nothing will set now
+            c.flowing.set()  # pumps held by a blackhole wake, find their sockets gone and end
         await asyncio.gather(*(c.task for c in conns if c.task is not None), return_exceptions=True)
 
     async def _listen(self) -> None:
@@ -184,7 +183,7 @@ class FaultProxy:
     async def _pump(
         self, conn: _Conn, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, delayed: bool
     ) -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, RuntimeError):  # RuntimeError: a write to an aborted transport
             while True:
                 await conn.flowing.wait()
                 data = await reader.read(65536)
