@@ -92,6 +92,32 @@ def _unreachable(health: SourceHealth, readiness: Readiness, now: float) -> dict
     }
 
 
+def _was_stale(readiness: Readiness, now: float) -> dict[str, Any] | None:
+    """Return the latest ended outage of any kind (unreachable, or a watch found silent): when, how long,
+    why; None when none ended. A short one is over before anyone looks: this line says it happened."""
+    latest: dict[str, Any] | None = None
+    for kind, info in readiness.detail.get("kinds", {}).items():
+        src = info.get("source") or {}
+        since, seconds = src.get("last_outage_since"), src.get("last_outage_seconds")
+        if since is None or seconds is None:
+            continue
+        if latest is None or since + seconds > latest["ended"]:
+            latest = {
+                "kind": kind,
+                "ended": since + seconds,
+                "seconds": seconds,
+                "why": src.get("last_outage_error"),
+            }
+    if latest is None:
+        return None
+    return {
+        "kind": latest["kind"],
+        "for": format_duration(latest["seconds"]),
+        "ago": format_duration(max(0.0, now - latest["ended"])),
+        "why": latest["why"] or "not known",
+    }
+
+
 def page_context(
     *,
     tick: Tick | None,
@@ -114,6 +140,7 @@ def page_context(
         "problems": list(readiness.problems),
         "stale_seconds": readiness.detail.get("stale_seconds"),
         "evaluated": tick is not None,
+        "was_stale": _was_stale(readiness, tick.snapshot.at) if tick is not None else None,
     }
     if tick is None or docs is None:
         return ctx

@@ -5,9 +5,12 @@ The rules are client-go's: a replica that holds the Lease renews it; a Lease rel
 renewed for its `leaseDurationSeconds` may be taken; `leaseTransitions` grows by one each time the holder
 changes; a leader that could not renew for the renew deadline stops leading.
 
-Times are Unix epoch seconds by the replica's own wall clock, since `renewTime` is one. The margin between
+Times are Unix epoch seconds by the replica's own wall clock, since `renewTime` is one. Whether another
+replica's Lease has run out is judged as client-go judges it: by how long this replica has seen it unchanged
+(its own clock, `unchanged_for`), never by comparing the holder's `renewTime` with its own clock; so a
+constant skew between replicas does not matter, only clocks that run at different rates: the margin between
 the renew deadline (when a leader that cannot renew stops) and the lease duration (when another takes over)
-is what absorbs clock skew between replicas: with client-go's defaults, 5 s.
+absorbs that, 5 s with client-go's defaults.
 """
 
 from __future__ import annotations
@@ -74,14 +77,25 @@ class Step(Enum):
     STANDBY = "standby"  # another replica's, still valid: watch it
 
 
-def decide(lease: LeaseRecord | None, *, identity: str, now: float) -> Step:
-    """Return what a replica named `identity` does with the Lease it read at `now`."""
+def decide(
+    lease: LeaseRecord | None, *, identity: str, now: float, unchanged_for: float | None = None
+) -> Step:
+    """Return what a replica named `identity` does with the Lease it read at `now`.
+
+    `unchanged_for`: how long, by this replica's own clock, it has seen this very Lease (same
+    resourceVersion) unchanged. Given, the Lease runs out when that reaches its duration, as client-go
+    judges it (its `observedTime`): the holder's `renewTime` is the holder's clock, and a replica whose
+    clock runs ahead would otherwise take a Lease that is being renewed. Without it, `renewTime` is
+    compared with `now`, which is only right when the clocks agree.
+    """
     if lease is None:
         return Step.CREATE
     if lease.holder == identity:
         return Step.RENEW
     if not lease.holder:
         return Step.ACQUIRE
+    if unchanged_for is not None:
+        return Step.ACQUIRE if unchanged_for >= lease.duration else Step.STANDBY
     expires = lease.expires_at()
     if expires is None or now >= expires:
         return Step.ACQUIRE

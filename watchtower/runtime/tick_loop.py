@@ -11,15 +11,19 @@ from typing import Any
 from watchtower.adapters.clock import SystemClock
 from watchtower.api.container import Container
 from watchtower.domain.tick import Tick
+from watchtower.services.gpu_usage import GpuUsageService
 
 log = logging.getLogger("watchtower")
 
 TickConsumer = Callable[[Tick], Awaitable[None]]
 
+# How long a tick waits for a Prometheus read before going on with the last figures.
+GPU_READ_WAIT = 1.0
+
 
 class TickLoop:
-    """One tick, in the one order its consumers see it: GPU usage reads Prometheus and names the idle
-    holders, the queue tracker evaluates (with those holders' statuses), GPU usage weighs idle GPUs against the
+    """One tick, in the one order its consumers see it: GPU usage reads Prometheus (beside the tick, see
+    `_refresh_gpu`) and names the idle holders, the queue tracker evaluates (with those holders' statuses), GPU usage weighs idle GPUs against the
     queue, alerting reads the Tick with GPU findings, and the API's documents are built from the same Tick.
 
     A consumer that fails is logged and counted; the others still get the Tick.
@@ -34,13 +38,14 @@ class TickLoop:
         self._ticking = asyncio.Lock()  # a kick and the scheduled tick must not hand out Ticks at once
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stopped = False  # shutting down: no kicks any more
+        self._gpu_refresh: asyncio.Task[bool] | None = None  # the Prometheus read under way, if any
 
     async def tick(self) -> Tick:
         c = self.c
         async with self._ticking:
             gpu = c.gpu
             if gpu is not None:
-                await self._step("GpuUsageService.refresh", gpu.refresh_if_due(self.wall.now()))
+                await self._refresh_gpu(gpu)
             now = c.clock.now()
             tick = c.queue_tracker.evaluate(now, holders_of=gpu.idle_holders() if gpu is not None else ())
             c.queue_tracker.prune(now)
@@ -59,6 +64,22 @@ class TickLoop:
                 name = getattr(consumer, "__qualname__", type(consumer).__name__)
                 await self._step(name, consumer(tick))
             return tick
+
+    async def _refresh_gpu(self, gpu: GpuUsageService) -> None:
+        """Read Prometheus beside the tick: the tick waits `GPU_READ_WAIT` at most, so a prompt answer is in
+        this tick, and otherwise goes on with the last view (stale once a read fails or times out; the read
+        goes on and the next tick has it). A Prometheus answering in 20 s held every tick for the whole read
+        (timeout × attempts: 30 s and more by default) while nothing else was evaluated."""
+        if self._gpu_refresh is not None and not self._gpu_refresh.done():
+            return  # an earlier tick's read, still under way: not waited for again
+        now = self.wall.now()
+        if not gpu.due(now):
+            return
+        read = self._gpu_refresh = asyncio.create_task(
+            self._step("GpuUsageService.refresh", gpu.refresh(now))
+        )
+        # Started before its first await, the read has marked itself: on_snapshot then sees it not due.
+        await asyncio.wait({read}, timeout=GPU_READ_WAIT)
 
     async def _step(self, name: str, work: Awaitable[object]) -> bool:
         try:

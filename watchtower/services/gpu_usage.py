@@ -72,6 +72,7 @@ class GpuUsageService:
         self._fresh_verdicts: list[IdleWhileWaiting] = []
         self._idle_alerts: list[GpuAlert] = []
         self._last_attempt: float | None = None
+        self._reading = False  # a read is under way
 
     def _batch(self) -> list[str]:
         q, w = self.queries, self.policy.window
@@ -87,6 +88,7 @@ class GpuUsageService:
     async def refresh(self, now: float) -> UsageView | None:
         """Read Prometheus at `now` and return the new view; on failure keep the last one, marked stale."""
         self._last_attempt = now
+        self._reading = True
         try:
             umax, uavg, seen, gpus, owners, classes = await self.reader.query_many(self._batch(), at=now)
         except PromReadError as e:
@@ -95,6 +97,8 @@ class GpuUsageService:
             if self.view is not None:
                 self.view = self.view.marked_stale(now)
             return self.view
+        finally:
+            self._reading = False
         devices, skipped = devices_from_samples(umax, uavg, seen)
         allocations = allocations_from_samples(gpus, owners, classes)
         self.view = usage_view(
@@ -110,7 +114,8 @@ class GpuUsageService:
         return self.view
 
     def due(self, now: float) -> bool:
-        return self._last_attempt is None or now - self._last_attempt >= self.every
+        # A read still under way (a slow Prometheus, read beside the tick) is not started again meanwhile.
+        return not self._reading and (self._last_attempt is None or now - self._last_attempt >= self.every)
 
     async def refresh_if_due(self, now: float) -> None:
         if self.due(now):

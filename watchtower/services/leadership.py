@@ -98,6 +98,9 @@ class LeaderElector:
         self._renewed_at: float | None = None  # monotonic: when the last successful write was sent
         self._deadline: asyncio.TimerHandle | None = None
         self._failing = False
+        self._seen: tuple[str, float] | None = (
+            None  # the Lease's resourceVersion, when first seen (monotonic)
+        )
         # Renewals must not queue behind a storm's store writes in the loop's shared thread pool.
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lease")
 
@@ -148,7 +151,9 @@ class LeaderElector:
             lease = (
                 self._lease if self._leading and self._lease is not None else await self._off(self.api.get)
             )
-            step = decide(lease, identity=self.identity, now=now)
+            step = decide(
+                lease, identity=self.identity, now=now, unchanged_for=self._unchanged_for(lease, sent)
+            )
             if step is Step.STANDBY:
                 self._lease = lease
                 self._set(False)
@@ -174,6 +179,17 @@ class LeaderElector:
         self._set(True, term=self._lease.transitions)
         self._arm_deadline()
         return step
+
+    def _unchanged_for(self, lease: LeaseRecord | None, now: float) -> float | None:
+        """Return how long (monotonic) this replica has seen `lease` as it is: every write changes its
+        resourceVersion, so a holder that renews resets it. A Lease first seen now counts from now: a
+        replica started beside a Lease nobody renews waits one lease duration, as client-go's does."""
+        if lease is None:
+            self._seen = None
+            return None
+        if self._seen is None or self._seen[0] != lease.resource_version:
+            self._seen = (lease.resource_version, now)
+        return now - self._seen[1]
 
     async def release(self) -> bool:
         """Stop leading and hand the Lease back (no holder), so a follower takes it at its next try;

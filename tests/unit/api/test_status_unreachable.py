@@ -7,6 +7,7 @@ import dataclasses
 import httpx
 
 from tests.unit.api.conftest import Service, make_service
+from watchtower.domain.health import KindFreshness, SourceHealth
 from watchtower.domain.timefmt import rfc3339
 
 ERROR = "NewConnectionError: <b>Connection refused</b>"
@@ -56,3 +57,27 @@ async def test_a_picture_seen_before_the_outage_stays_under_a_banner() -> None:
 async def test_a_reachable_cluster_shows_no_banner(service: Service) -> None:
     html = await page(service)
     assert "Kubernetes unreachable" not in html and "workloads waiting" in html
+
+
+async def test_an_outage_that_ended_is_still_said_with_how_long_the_picture_was_stale() -> None:
+    s = make_service()
+    healthy = s.source.feed_health
+    now = s.clock.now()
+
+    def recovered() -> SourceHealth:
+        h = healthy()
+        pods = KindFreshness(
+            stale_seconds=0.0,
+            detail={
+                "last_outage_since": now - 100,
+                "last_outage_seconds": 25.0,
+                "last_outage_error": "WatchSilent: the watch carried nothing (no event, no bookmark) for 20s",
+            },
+        )
+        return dataclasses.replace(h, kinds={**h.kinds, "Pod": pods})
+
+    s.container.queue_tracker.source_health = recovered
+    s.container.queue_tracker.evaluate(now)
+    html = await page(s)
+    assert "Kubernetes unreachable" not in html
+    assert "The picture of Pod was stale for 25s, until 1m15s ago (WatchSilent: the watch carried" in html

@@ -100,3 +100,15 @@ def test_timings_that_would_let_two_leaders_overlap_or_give_no_second_try_are_re
 ) -> None:
     assert timings.problems() == [problem]
     assert Timings().problems() == []
+
+
+def test_a_lease_runs_out_by_how_long_this_replica_saw_it_unchanged_whatever_the_holders_renew_time() -> None:
+    # renewTime from a holder whose clock is two minutes behind this replica's: by renewTime alone the
+    # Lease looks long expired; seen unchanged for less than its duration, it is still held.
+    lease = LeaseRecord("b", T.lease_seconds, NOW - 120, NOW - 120, 0, "7")
+    assert decide(lease, identity="a", now=NOW) is Step.ACQUIRE  # what comparing clocks would do
+    assert decide(lease, identity="a", now=NOW, unchanged_for=T.lease_duration - 0.1) is Step.STANDBY
+    assert decide(lease, identity="a", now=NOW, unchanged_for=T.lease_duration) is Step.ACQUIRE
+    # And two minutes ahead: renewTime in this replica's future, the Lease not renewed for its duration.
+    ahead = LeaseRecord("b", T.lease_seconds, NOW + 120, NOW + 120, 0, "7")
+    assert decide(ahead, identity="a", now=NOW, unchanged_for=T.lease_duration) is Step.ACQUIRE

@@ -23,12 +23,21 @@ class KindHealth:
     last_error_at: float | None = None
     down_since: float | None = None  # the first failure of the current outage; None while reachable
     next_retry_at: float | None = None  # when the back-off tries again
+    # The last outage that ended (unreachable, or a watch that went silent): since when the picture may
+    # have missed changes, how long, and why; it stays in /readyz so a short one is still seen afterwards.
+    last_outage_since: float | None = None
+    last_outage_seconds: float | None = None
+    last_outage_error: str = ""
 
     def contact(self, now: float) -> None:
         self.last_contact = now
 
-    def failed(self, now: float, error: str, *, retry_in: float) -> bool:
-        """Record a failed attempt; return True when it starts an outage (the first since the last success)."""
+    def failed(self, now: float, error: str, *, retry_in: float, since: float | None = None) -> bool:
+        """Record a failed attempt; return True when it starts an outage (the first since the last success).
+
+        `since`: when the outage really began, if before `now` (a watch found silent was stale since its
+        last byte).
+        """
         self.connected = False
         self.consecutive_failures += 1
         self.last_error = error[:300]
@@ -36,7 +45,7 @@ class KindHealth:
         self.next_retry_at = now + retry_in
         if self.down_since is not None:
             return False
-        self.down_since = now
+        self.down_since = now if since is None else min(since, now)
         return True
 
     def recovered(self, now: float) -> float | None:
@@ -44,7 +53,11 @@ class KindHealth:
         self.consecutive_failures = 0
         self.next_retry_at = None
         since, self.down_since = self.down_since, None
-        return None if since is None else max(0.0, now - since)
+        if since is None:
+            return None
+        self.last_outage_since, self.last_outage_seconds = since, max(0.0, now - since)
+        self.last_outage_error = self.last_error
+        return self.last_outage_seconds
 
     def stale_seconds(self, now: float, started: float) -> float:
         """Return how long this kind's picture may have missed changes: 0 while a watch is open."""
@@ -69,6 +82,11 @@ class KindHealth:
             "last_error": self.last_error,
             "last_error_at": self.last_error_at,
             "down_since": self.down_since,
+            "last_outage_since": self.last_outage_since,
+            "last_outage_seconds": None
+            if self.last_outage_seconds is None
+            else round(self.last_outage_seconds, 3),
+            "last_outage_error": self.last_outage_error,
             "next_retry_in_seconds": None
             if self.next_retry_at is None
             else round(max(0.0, self.next_retry_at - now), 3),

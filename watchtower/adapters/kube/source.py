@@ -5,7 +5,9 @@ Each kind follows its own loop: list (pages of `page_size`, `continue` tokens), 
 it from every event and bookmark → when the server ends the watch, watch again from where it stopped. 410 Gone (HTTP status or an ERROR event)
 means the resourceVersion is too old: list again and let the Ingestor diff. Connection loss, 5xx and
 truncated streams reconnect with exponential back-off and jitter; a line that cannot be read is
-counted and skipped. Blocking HTTP runs on threads; decoding and the sinks run on the event loop, so
+counted and skipped. A watch that carries nothing at all (no event, no bookmark, not even its end) for
+`silence_deadline()` is taken for dead, closed and opened again from the last resourceVersion at once: a
+stalled connection would otherwise look like a quiet cluster for as long as the read timeout. Blocking HTTP runs on threads; decoding and the sinks run on the event loop, so
 the sinks never race with the rest of the service.
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+
+import urllib3
 
 from watchtower.adapters.clock import SystemClock
 from watchtower.domain.health import SourceHealth
@@ -30,7 +34,17 @@ from .stream import StreamPump
 
 log = logging.getLogger(__name__)
 
+# The API server ends a watch at its `timeoutSeconds`; a watch still silent this long after that is dead.
+WATCH_END_GRACE = 10.0
+
 CHANGE_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+
+
+class WatchSilent(Exception):
+    """A watch (or its request) brought no byte for the silence deadline: the connection is taken for dead."""
+
+    def __init__(self, seconds: float, what: str) -> None:
+        super().__init__(f"{what} for {format_duration(seconds)}: taken for a dead connection")
 
 
 class KubeSource:
@@ -43,6 +57,7 @@ class KubeSource:
         *,
         page_size: int = 500,
         watch_timeout: float = 300.0,
+        watch_silence: float = 90.0,
         resources: tuple[Resource, ...] = RESOURCES,
         clock: Clock | None = None,
         backoff_base: float = 0.5,
@@ -57,6 +72,7 @@ class KubeSource:
         self.decoder = decoder  # reads the list and watch framing; the sinks decode the objects
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.watch_silence = watch_silence
         self.resources = resources
         self.clock = clock or SystemClock()
         self._backoff = (backoff_base, backoff_cap)
@@ -111,6 +127,15 @@ class KubeSource:
         """Return the path a kind is listed from now (its version found by trying each in turn)."""
         return self._served[kind]
 
+    def silence_deadline(self) -> float:
+        """Return how long a watch may carry nothing before it is taken for dead.
+
+        The API server's watch cache sends a watch that asked for bookmarks one about every minute, and
+        ends every watch at its `timeoutSeconds`: so `watch_silence` (90 s: a missed bookmark and a half)
+        or the watch's own end plus a grace, whichever comes first. It is the read timeout of each read.
+        """
+        return min(self.watch_silence, self.watch_timeout + WATCH_END_GRACE)
+
     # ---- one kind ------------------------------------------------------------------------------------
 
     async def _follow(self, r: Resource, on_list: ListSink, on_change: ObjectSink) -> None:
@@ -159,6 +184,10 @@ class KubeSource:
                     need_list = True
                     continue
                 await self._failed(r, h, backoff, e)
+            except WatchSilent as e:
+                # Stale since the last byte, not since now: changes may have been missed all along.
+                h.failed(self.clock.now(), str(e), retry_in=0.0, since=h.last_contact)
+                log.warning("%s: %s; watching again from resourceVersion %s", r.kind, e, h.resource_version)
             except Exception as e:  # connection loss, timeouts, garbled list bodies: retry later
                 await self._failed(r, h, backoff, e)
 
@@ -257,9 +286,13 @@ class KubeSource:
             ("resourceVersion", h.resource_version),
             ("timeoutSeconds", str(max(1, int(self.watch_timeout)))),
         ]
-        timeout = (self._connect_timeout, self.watch_timeout + 30.0)
+        silence = self.silence_deadline()
+        timeout = (self._connect_timeout, silence)
         path = self._served[r.kind]
-        resp = await asyncio.to_thread(self.transport.get, path, query, timeout=timeout)
+        try:
+            resp = await asyncio.to_thread(self.transport.get, path, query, timeout=timeout)
+        except urllib3.exceptions.ReadTimeoutError:
+            raise WatchSilent(silence, "no answer to the watch request") from None
         pump = StreamPump(resp)
         h.connected = True
         self._reachable(r, h)
@@ -268,7 +301,10 @@ class KubeSource:
         progressed = False
         try:
             while True:
-                chunks = await pump.chunks()
+                try:
+                    chunks = await pump.chunks()
+                except urllib3.exceptions.ReadTimeoutError:
+                    raise WatchSilent(silence, "the watch carried nothing (no event, no bookmark)") from None
                 if not chunks:
                     return progressed
                 h.contact(self.clock.now())

@@ -65,17 +65,45 @@ class DeliveryWorker:
         return self.fence is None or (term is not None and self.fence.holds(term))
 
     async def drain(self) -> int:
-        """Attempt every message that is due, integrations side by side; return the attempts made."""
+        """Attempt every message that is due, integrations side by side; return the attempts made.
+
+        Each integration is its own lane: whenever an attempt ends, `wake` is set (a new message) or a
+        second passes (a backoff may have run out), the outbox is read again and every free lane takes its
+        next due message. A receiver that hangs until its timeout holds only its own messages; others used
+        to wait for the slowest head of each round.
+        """
         made = 0
         term = self.fence.term() if self.fence is not None else None
-        while not self.stopping and self._may_send(term):
-            heads = await asyncio.to_thread(self.store.due, self.clock.now())
-            if not heads:
-                break
-            results = await asyncio.gather(*(self._attempt(m, term) for m in heads))
-            made += len(heads)
-            if not any(results):
-                break  # every head failed and waits for its backoff
+        lanes: dict[str, asyncio.Task[bool]] = {}
+        try:
+            while not self.stopping and self._may_send(term):
+                self.wake.clear()
+                heads = await asyncio.to_thread(self.store.due, self.clock.now())
+                for m in heads:
+                    if m.integration not in lanes:
+                        lanes[m.integration] = asyncio.create_task(self._attempt(m, term))
+                if not lanes:
+                    break
+                woken = asyncio.ensure_future(self.wake.wait())
+                try:
+                    await asyncio.wait(
+                        [*lanes.values(), woken], timeout=1.0, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    woken.cancel()
+                for integration, task in list(lanes.items()):
+                    if task.done():
+                        del lanes[integration]
+                        made += 1
+                        task.result()  # a store error raises here, as it did out of the round's gather
+        except asyncio.CancelledError:
+            for task in lanes.values():
+                task.cancel()
+            raise
+        finally:
+            # Stopping or no longer leading: the sends under way finish (each bounded by its timeout).
+            if lanes:
+                await asyncio.gather(*lanes.values(), return_exceptions=True)
         if self.metrics is not None:
             await asyncio.to_thread(self.metrics.observe_outbox, self.store, self.clock.now())
         return made

@@ -217,3 +217,23 @@ async def test_each_listed_page_reaches_the_sink_before_the_rest_of_the_list_is_
         (50, False, True, 250),
     ]
     assert [fetched <= k + 2 for k, (_, _, _, fetched, _) in enumerate(pages)] == [True, True, True]
+
+
+async def test_a_watch_that_carries_nothing_is_taken_for_dead_at_its_deadline_and_resumed_missing_nothing(
+    apiserver, tmp_path: Path
+) -> None:
+    apiserver.put(PODS, make_pod(0))
+    async with running(apiserver, tmp_path, watch_silence=0.5) as r:
+        assert r.source.silence_deadline() == 0.5
+        await until(lambda: r.source.kind_health("Pod").connected, "pod watch open")
+        apiserver.hold(PODS)  # the open watch stays open and sends nothing: no event, no bookmark
+        apiserver.put(PODS, make_pod(1))  # made during the silence
+        await until(lambda: r.source.kind_health("Pod").watch_restarts >= 1, "the silent watch given up")
+        apiserver.hold(PODS, held=False)
+        await until(lambda: state_matches(r, apiserver), "the pod made during the silence seen")
+        h = r.source.kind_health("Pod")
+        assert h.relists == 0, "resumed from its resourceVersion: nothing to list again"
+        assert h.last_outage_seconds is not None and h.last_outage_seconds >= 0.5
+        assert "carried nothing" in h.last_outage_error
+        detail = r.source.health()["kinds"]["Pod"]  # type: ignore[index]
+        assert detail["last_outage_seconds"] >= 0.5

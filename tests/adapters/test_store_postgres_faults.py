@@ -1,0 +1,188 @@
+"""PostgreSQL failing the way it really does, under the real delivery worker: the store reaches a real server
+of the test's own through the fault proxy (tests/faults/proxy.py), and a real webhook receiver counts what
+arrives. Two faults in one run:
+
+- the connection cut (TCP reset) while the store marks a message delivered (its answers held a second, the
+  cut 0.3 s in): the transaction is lost with the connection;
+- the server stopped while a message is claimed and being sent, and started again a few seconds later.
+
+Delivery is run as the service runs it (`again_after_failure`): a store call that meets the fault fails the
+pass, which starts again on a reconnected store; no restart of anything else. What holds: every message
+arrives, in order; a message arrives twice only under the same id, and only the one each fault caught
+between the receiver's answer and the commit recording it; nothing is marked failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.faults.proxy import FaultProxy
+from tests.fixtures import postgres
+from watchtower.adapters.clock import SystemClock
+from watchtower.adapters.senders import build_senders
+from watchtower.config import settings_from_mapping
+from watchtower.domain.alerts.notify import NotifyEntry
+from watchtower.domain.alerts.outbox import OutboxMessage, OutboxStatus
+from watchtower.runtime.leader_jobs import again_after_failure
+from watchtower.services.alerting import DeliveryWorker
+
+pytest.importorskip("psycopg", reason="PostgreSQL cannot run here: psycopg is not installed")
+from watchtower.adapters.store.postgres import PostgresAlertStore  # noqa: E402
+
+INTEGRATION = "ops/webhook/0"
+MESSAGES = 8
+CUT_AT, RESTART_AT = 2, 5  # the arrivals (1-based) at which each fault strikes
+
+
+@pytest.fixture
+def own_server() -> Iterator[postgres.PostgresServer]:
+    try:
+        server = postgres.start()
+    except postgres.Unavailable as e:
+        pytest.skip(f"PostgreSQL cannot run here: {e}")
+    yield server
+    server.stop()
+
+
+class Receiver:
+    """A webhook receiver that records each webhook-id as it arrives and runs `on_arrival(n, id)` before it
+    answers (n counts arrivals from 1)."""
+
+    def __init__(self, on_arrival: Any) -> None:
+        self.arrivals: list[str] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver.lock:
+                    receiver.arrivals.append(self.headers.get("webhook-id", ""))
+                    n = len(receiver.arrivals)
+                on_arrival(n, self.headers.get("webhook-id", ""))
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def seen(self) -> list[str]:
+        with self.lock:
+            return list(self.arrivals)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_cut_during_the_commit_and_a_restart_mid_claim_lose_nothing(
+    own_server: postgres.PostgresServer,
+) -> None:
+    db = own_server.database()
+    proxy = FaultProxy(own_server.port).start()
+    url = own_server.url(db, with_password=True).replace(f":{own_server.port}/", f":{proxy.port}/")
+    faults: list[tuple[str, float]] = []
+    caught: list[str] = []  # the message each fault struck while it was being delivered
+
+    def on_arrival(n: int, key: str) -> None:
+        if n in (CUT_AT, RESTART_AT):
+            caught.append(key)
+        if n == CUT_AT:
+            # The receiver answers now; the store's commit of "delivered" follows at once. Its answer is
+            # held, and the connection is cut while it is held: the server has the commit, we do not.
+            proxy.latency(1.0)
+            threading.Timer(
+                0.3, lambda: (proxy.reset(), proxy.latency(0.0), faults.append(("cut", time.time())))
+            ).start()
+        elif n == RESTART_AT:
+            own_server.halt()  # mid-claim: the message is claimed and being sent
+            faults.append(("halt", time.time()))
+            threading.Timer(3.0, lambda: (own_server.launch(), faults.append(("back", time.time())))).start()
+
+    receiver = Receiver(on_arrival)
+    store = PostgresAlertStore(url, connect_timeout=2.0)
+    try:
+        now = time.time()
+        keys = [f"msg-{i}" for i in range(MESSAGES)]
+        store.enqueue(
+            (
+                OutboxMessage(0, key, INTEGRATION, key, {"alerts": [], "n": i}, now, next_attempt=now),
+                INTEGRATION,
+                key,
+                NotifyEntry(frozenset(), frozenset(), now),
+            )
+            for i, key in enumerate(keys)
+        )
+        cfg = settings_from_mapping(
+            {
+                "alerting": {
+                    "route": {"receiver": "ops"},
+                    "receivers": [{"name": "ops", "webhooks": [{"url": receiver.url, "timeout": "2s"}]}],
+                    "delivery": {"backoff_base": "0.2s", "backoff_cap": "1s", "jitter": 0},
+                }
+            },
+            env={},
+        ).alerting
+        rows, took = asyncio.run(_deliver(cfg, store))
+    finally:
+        receiver.stop()
+        store.close()
+        proxy.stop()
+    seen = receiver.seen()
+    twice = sorted(k for k in set(seen) if seen.count(k) > 1)
+    print(
+        f"\nPostgreSQL faults {[f for f, _ in faults]}: {len(seen)} arrivals for {MESSAGES} messages, sent twice: {twice} (the faults caught {caught}), all delivered in {took:.1f}s"
+    )
+    assert [f for f, _ in faults] == ["cut", "halt", "back"], faults
+    assert list(dict.fromkeys(seen)) == keys, "every message arrived, in order"
+    assert {m.key: m.status for m in rows} == dict.fromkeys(keys, OutboxStatus.DELIVERED)
+    # Each fault struck between the receiver's answer and the commit that records it: that message (and
+    # only it) may go again, under its own id, never a third time. Receivers tell it by its webhook-id.
+    assert set(twice) <= set(caught), (twice, caught)
+    assert all(seen.count(k) <= 2 for k in twice), seen
+
+
+async def _deliver(cfg: Any, store: PostgresAlertStore) -> tuple[list[Any], float]:
+    started = time.monotonic()
+    async with httpx.AsyncClient() as http:
+        worker = DeliveryWorker(
+            store=store, senders=build_senders(cfg, http=http), clock=SystemClock(), cfg=cfg
+        )
+
+        async def deliver() -> None:  # as runtime/delivery.py runs it: a failed pass starts again
+            await again_after_failure(worker.run, "delivery", pause=0.2)
+
+        task = asyncio.create_task(deliver())
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    rows = await asyncio.to_thread(store.messages, limit=100)
+                    if rows and all(m.status is OutboxStatus.DELIVERED for m in rows):
+                        break
+                except Exception:  # the database is away for a moment: ask again
+                    pass
+                assert time.monotonic() < deadline, "not everything delivered within 60 s"
+                await asyncio.sleep(0.2)
+        finally:
+            worker.stop()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    return rows, time.monotonic() - started
