@@ -109,6 +109,7 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     # What a form adds beyond the fields above, by form name (its facts step's entry), which its
     # `workload_json` presents (forms/form.py); the forms with a field of their own above add nothing here.
     form_facts: Mapping[str, object] = msgspec.field(default_factory=dict)
+    notify: str = ""  # its pods' `watchtower.dev/notify` annotation (owner notices), "" when none
 
     @property
     def scheduler_queued(self) -> bool:

@@ -133,6 +133,9 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # Kueue's `kueue.x-k8s.io/pod-group-total-count` annotation: the pods its plain-pod group will have
     # (0: absent or not a number).
     group_total: int = 0
+    # Its `watchtower.dev/notify` annotation (owner notices), kept apart from the display notes and cut at
+    # the decoder's annotation limit; "" when absent or not read (owner notices off).
+    notify: str = ""
 
     @property
     def terminal(self) -> bool:

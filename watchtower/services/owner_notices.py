@@ -1,0 +1,325 @@
+"""Owner notices: each tick, what a waiting workload's owner must hear → the alert outbox.
+
+The leader runs it after the alerts (`Alerting.on_tick`). A notice's message keys come from the notice's
+episode, its owner and its integration, and are recorded once (`AlertStore.enqueue_once`): a restart or a
+new leader derives the same notices again and stores none twice; the delivery worker sends them as any
+notification, with the same key on every attempt. The rate-limit ledger of each owner is kept in the
+notification log (`nflog`), so a new leader starts from the old one's counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter
+
+from watchtower.domain.alerts.integration import Integration
+from watchtower.domain.alerts.notify import NotifyEntry
+from watchtower.domain.alerts.outbox import OutboxMessage
+from watchtower.domain.alerts.silences import silenced_by
+from watchtower.domain.owners.notices import (
+    Digest,
+    Ledger,
+    Limits,
+    Notice,
+    QuotaView,
+    decide,
+    digest_due,
+    preempted_notice,
+    record_send,
+    started_notice,
+    threshold_notice,
+)
+from watchtower.domain.owners.payload import digest_payload, notice_payload
+from watchtower.domain.owners.resolve import NOTIFY_ANNOTATION, REFUSALS, Owner, OwnerPolicy, resolve_owner
+from watchtower.domain.promql.names import OWNER_NOTICES, OWNER_NOTICES_REFUSED
+from watchtower.domain.queue_values import WorkloadFacts, WorkloadStatus
+from watchtower.domain.tick import Tick
+from watchtower.domain.workloads import WorkloadKey
+from watchtower.ports import AlertStore
+
+log = logging.getLogger(__name__)
+
+OWNER_INTEGRATION = "owner-notices/email/0"  # owners' own addresses, through `owners.smtp_receiver`'s SMTP
+LEDGER = "owner-notices/ledger"  # the nflog rows of the rate limits, one per owner
+
+
+class OwnerMetrics:
+    def __init__(self, *, registry: CollectorRegistry) -> None:
+        self.notices = Counter(
+            OWNER_NOTICES,
+            "Owner notices by kind and what became of them (enqueued, digested, silenced, no_owner, opted_out)",
+            ["kind", "outcome"],
+            registry=registry,
+        )
+        self.refused = Counter(
+            OWNER_NOTICES_REFUSED,
+            "watchtower.dev/notify annotation values refused, by reason",
+            ["reason"],
+            registry=registry,
+        )
+        for r in REFUSALS:
+            self.refused.labels(r)
+
+
+def _key(integration: str, ident: str, owner: str) -> str:
+    return "own_" + hashlib.sha256(f"{integration}\x00{ident}\x00{owner}".encode()).hexdigest()[:32]
+
+
+class OwnerNotifier:
+    def __init__(
+        self,
+        *,
+        policy: OwnerPolicy,
+        limits: Limits,
+        store: AlertStore,
+        integrations: Callable[[], Mapping[str, list[Integration]]],
+        present: Callable[[WorkloadKey], bool],
+        tier_of: Callable[[int, str], str],
+        team_of: Callable[[str], str],
+        external_url: str = "",
+        preempted_within: float = 900.0,
+        metrics: OwnerMetrics | None = None,
+    ) -> None:
+        self.policy, self.limits, self.store = policy, limits, store
+        self.integrations = integrations
+        self.present, self.tier_of, self.team_of = present, tier_of, team_of
+        self.external_url = external_url
+        self.preempted_within = preempted_within
+        self.metrics = metrics
+        self._lock = asyncio.Lock()
+        self._clear()
+
+    def reset(self) -> None:
+        """Forget what is kept in memory before the next tick: after leading again (or following), the store
+        says what was sent meanwhile. A flag, as a step may be running in its thread."""
+        self._reset_due = True
+
+    def _clear(self) -> None:
+        self._reset_due = False
+        self._ledgers: dict[str, Ledger] = {}
+        self._owners: dict[str, Owner] = {}
+        self._done: set[str] = set()  # notice idents handled (sent, recorded before, muted, ownerless)
+        self._pending: dict[str, tuple[Notice, Owner]] = {}  # waiting for their workload's hour
+        self._past: dict[WorkloadKey, WorkloadFacts] = {}  # waiting past their threshold at the last tick
+        self._refused_seen: set[tuple[WorkloadKey, str]] = set()
+        self._preemptions_seen: set[str] = set()
+
+    async def on_tick(self, tick: Tick) -> int:
+        """Derive this tick's notices and store their messages; return how many messages were stored."""
+        async with self._lock:
+            return await asyncio.to_thread(self.step, tick)
+
+    # ---- one tick -----------------------------------------------------------------------------------
+
+    def step(self, tick: Tick) -> int:
+        if self._reset_due:
+            self._clear()
+        now = tick.at
+        found: list[tuple[Notice, Owner]] = []
+        waiting: dict[WorkloadKey, WorkloadStatus] = {w.key: w for w in tick.snapshot.workloads if w.waiting}
+        past_now: dict[WorkloadKey, WorkloadFacts] = {}
+        quota = self._quota_views(tick)
+        for k, w in waiting.items():
+            f = w.facts
+            if f.since is None or w.wait_seconds < f.warn_after:
+                continue
+            past_now[k] = f
+            ident_hint = f"threshold\x00{k}\x00{f.since:.0f}"
+            if ident_hint in self._done:
+                continue
+            self._done.add(ident_hint)
+            owner = self._owner(f)
+            if owner is None:
+                self._count("threshold", "no_owner")
+                continue
+            n = threshold_notice(
+                w, now=now, waits=tick.waits, capacity=tick.snapshot.capacity, quota=quota.get(k.namespace)
+            )
+            if n is not None:
+                found.append((n, owner))
+        for k, f in self._past.items():
+            if k in waiting or k in past_now or not self.present(k):
+                continue  # still waiting (under a new start), or deleted while it waited
+            owner = self._owner(f)
+            n = started_notice(f, now=now)
+            if n is not None and owner is not None:
+                found.append((n, owner))
+        self._past = past_now
+        for p in tick.snapshot.preemptions:
+            vk = p.victim_workload
+            if vk is None or p.at is None or now - p.at > self.preempted_within:
+                continue
+            pid = f"{p.victim_uid}@{p.at:.0f}"
+            if pid in self._preemptions_seen:
+                continue
+            self._preemptions_seen.add(pid)
+            again = waiting.get(vk)
+            team = again.facts.team if again is not None else self.team_of(vk.namespace)
+            owner = (
+                self._owner(again.facts) if again is not None else self._resolved(vk, vk.namespace, team, {})
+            )
+            if owner is None:
+                self._count("preempted", "no_owner")
+                continue
+            n = preempted_notice(p, team=team, now=now, waiting_again=again is not None, tier_of=self.tier_of)
+            if n is not None:
+                found.append((n, owner))
+        if len(self._preemptions_seen) > 100_000:
+            self._preemptions_seen.clear()  # bounded; an old one is also out of `preempted_within`
+        return self._enqueue(found, now)
+
+    def _quota_views(self, tick: Tick) -> dict[str, QuotaView]:
+        return {q.namespace: QuotaView(q.used_gpus, q.hard_gpus) for q in tick.quota}
+
+    def _owner(self, f: WorkloadFacts) -> Owner | None:
+        return self._resolved(
+            f.key, f.key.namespace, f.team, {NOTIFY_ANNOTATION: f.notify} if f.notify else {}
+        )
+
+    def _resolved(
+        self, k: WorkloadKey, namespace: str, team: str, annotations: Mapping[str, str]
+    ) -> Owner | None:
+        r = resolve_owner(namespace=namespace, team=team, annotations=annotations, policy=self.policy)
+        if r.refused is not None and (k, r.detail) not in self._refused_seen:
+            self._refused_seen.add((k, r.detail))
+            if self.metrics is not None:
+                self.metrics.refused.labels(r.refused).inc()
+            log.warning("owner annotation of %s refused (%s): %r", k, r.refused, r.detail)
+        if r.opted_out:
+            self._count("any", "opted_out")
+        if r.owner is not None:
+            self._owners.setdefault(r.owner.id, r.owner)
+        return r.owner
+
+    def _count(self, kind: str, outcome: str, n: int = 1) -> None:
+        if self.metrics is not None and n:
+            self.metrics.notices.labels(kind, outcome).inc(n)
+
+    def _ledger(self, owner: str) -> Ledger:
+        led = self._ledgers.get(owner)
+        if led is None:
+            led = self._ledgers[owner] = Ledger()
+            entry = self.store.nflog(LEDGER, owner)
+            if entry is not None:
+                led.sends = sorted(float(t) for t in entry.firing)
+                for item in entry.resolved:
+                    text, _, at = item.rpartition("|")
+                    ns, kind, name = [*text.split("/", 2), "", ""][:3]
+                    led.per_workload[WorkloadKey(ns, kind, name)] = float(at)
+        return led
+
+    def _ledger_entry(self, led: Ledger, now: float) -> NotifyEntry:
+        day = self.limits.day
+        sends = frozenset(f"{t:.3f}" for t in led.sends if now - t < day)
+        recent = frozenset(
+            f"{k.namespace}/{k.kind}/{k.name}|{t:.3f}"
+            for k, t in led.per_workload.items()
+            if now - t < self.limits.per_workload
+        )
+        return NotifyEntry(sends, recent, now)
+
+    def _enqueue(self, found: Iterable[tuple[Notice, Owner]], now: float) -> int:
+        todo = list(self._pending.values())
+        self._pending = {}
+        todo += [(n, o) for n, o in found if n.ident not in self._done]
+        if not todo and not any(led.held for led in self._ledgers.values()):
+            return 0
+        silences = self.store.silences()
+        # One read of the recorded keys for the whole tick: a notice stored before a restart or by the
+        # former leader is done, and its owner's ledger (kept in the store) counted it already.
+        known = (
+            self.store.recorded(_key(t, n.ident, o.id) for n, o in todo for t in self._targets(o))
+            if todo
+            else set()
+        )
+        messages: list[OutboxMessage] = []
+        touched: set[str] = set()
+        sent_notices: list[Notice] = []
+        for n, owner in todo:
+            if silences and silenced_by(n.labels, silences, now):
+                self._done.add(n.ident)
+                self._count(n.kind, "silenced")
+                continue
+            targets = self._targets(owner)
+            if not targets or all(_key(t, n.ident, owner.id) in known for t in targets):
+                self._done.add(n.ident)
+                continue
+            led = self._ledger(owner.id)
+            what = decide(led, n, now, self.limits)
+            if what == "wait":
+                self._pending[n.ident] = (n, owner)
+                continue
+            self._done.add(n.ident)
+            touched.add(owner.id)
+            if what == "digest":
+                led.held.append(n)
+                self._count(n.kind, "digested")
+                continue
+            payload = notice_payload(n, to=owner.emails, external_url=self.external_url)
+            messages += self._messages(owner, n.ident, payload, n, now)
+            record_send(led, [n.workload], now)
+            sent_notices.append(n)
+        for oid, led in self._ledgers.items():
+            if digest_due(led, now, self.limits):
+                whom = self._owners.get(oid)
+                d = Digest(oid, tuple(led.held), now)
+                led.held = []
+                if whom is None:
+                    continue
+                msgs = self._messages(
+                    whom,
+                    d.ident,
+                    digest_payload(d, to=whom.emails, external_url=self.external_url),
+                    None,
+                    now,
+                )
+                if self._new(msgs):
+                    messages += msgs
+                    record_send(led, [x.workload for x in d.notices], now)
+                    touched.add(oid)
+                    self._count("digest", "enqueued")
+        ledger_rows: list[tuple[OutboxMessage | None, str, str, NotifyEntry]] = [
+            (None, LEDGER, oid, self._ledger_entry(self._ledgers[oid], now)) for oid in sorted(touched)
+        ]
+        stored = self.store.enqueue_once(messages, now) if messages else 0
+        if ledger_rows:
+            self.store.enqueue(ledger_rows)
+        for n in sent_notices:
+            self._count(n.kind, "enqueued")
+        return stored
+
+    def _new(self, msgs: Sequence[OutboxMessage]) -> bool:
+        """True when these messages were never stored (a notice a former leader stored is not again)."""
+        return bool(msgs) and not self.store.recorded(m.key for m in msgs)
+
+    def _targets(self, owner: Owner) -> list[str]:
+        """Return the integrations an owner's messages go to."""
+        targets: list[str] = []
+        if owner.emails:
+            targets.append(OWNER_INTEGRATION)
+        if owner.receiver:
+            targets += [i.key for i in self.integrations().get(owner.receiver, [])]
+        return targets
+
+    def _messages(
+        self, owner: Owner, ident: str, payload: dict[str, Any], n: Notice | None, now: float
+    ) -> list[OutboxMessage]:
+        targets = self._targets(owner)
+        group = f"owner:{owner.id}:{n.workload if n is not None else 'digest'}"
+        return [
+            OutboxMessage(
+                id=0,
+                key=_key(t, ident, owner.id),
+                integration=t,
+                group_key=group,
+                payload=payload,
+                created=now,
+                next_attempt=now,
+            )
+            for t in targets
+        ]
