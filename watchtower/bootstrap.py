@@ -39,13 +39,13 @@ from watchtower.ports import (
     ReportPresenter,
     ReportSource,
 )
-from watchtower.services.alerting import Alerting, AlertingMetrics, build_alerting
+from watchtower.services.alerting import AlertingMetrics, build_alerting
 from watchtower.services.fairness_record import FairnessRecorder
 from watchtower.services.fairness_report import ClusterNow, FairnessReports
 from watchtower.services.fairness_send import FairnessMailer, FairnessSendMetrics
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
-from watchtower.services.owner_notices import OwnerMetrics, OwnerNotifier
+from watchtower.services.owner_notices import owner_notifier
 from watchtower.services.queue_tracker import QueueTracker
 from watchtower.services.replay_jobs import ReplayJobs
 
@@ -265,29 +265,6 @@ def fairness_recorder(container: Container, *, start_empty: bool = False) -> Fai
     )
 
 
-def owner_notifier(
-    settings: Settings, tracker: QueueTracker, alerting: Alerting, registry: CollectorRegistry
-) -> OwnerNotifier:
-    """Return the owner notices' service, on the alerting's store and receivers (`owners.enabled`)."""
-    st = tracker.state
-    tiers = settings.tier_policy()
-    owners = settings.owners
-    return OwnerNotifier(
-        policy=owners.policy(),
-        limits=owners.limits(),
-        store=alerting.store,
-        # Read at each use: a reload replaces the receivers' integrations.
-        integrations=lambda: alerting.notifier.integrations,
-        # As the fairness recorder's: still there while it has pods or its controller exists.
-        present=lambda k: k in st.by_workload or st.control.controller(k) is not None,
-        tier_of=lambda priority, cls: tiers.tier_of(priority, cls).name,
-        team_of=st.team_of,
-        external_url=settings.server.external_url,
-        preempted_within=owners.preempted_within,
-        metrics=OwnerMetrics(registry=registry),
-    )
-
-
 def build_container(
     settings: Settings,
     *,
@@ -329,8 +306,7 @@ def build_container(
         alerting = build_alerting(
             settings=settings, store=alert_store, metrics=AlertingMetrics(registry=metrics.registry)
         )
-        if settings.owners.enabled:
-            alerting.owners = owner_notifier(settings, tracker, alerting, metrics.registry)
+        alerting.owners = owner_notifier(settings, tracker.state, alerting.notifier, metrics.registry)
     reports = None
     if history is not None and settings.fairness.enabled:
         reports = fairness_reports(settings, history, tracker)

@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
+from watchtower.config.model import Settings
 from watchtower.domain.alerts.integration import Integration
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage
@@ -38,9 +39,11 @@ from watchtower.domain.owners.payload import digest_payload, notice_payload
 from watchtower.domain.owners.resolve import NOTIFY_ANNOTATION, REFUSALS, Owner, OwnerPolicy, resolve_owner
 from watchtower.domain.promql.names import OWNER_NOTICES, OWNER_NOTICES_REFUSED
 from watchtower.domain.queue_values import WorkloadFacts, WorkloadStatus
+from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import Tick
 from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import AlertStore
+from watchtower.services.alerting.notify import GroupNotifier
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,30 @@ class OwnerMetrics:
         )
         for r in REFUSALS:
             self.refused.labels(r)
+
+
+def owner_notifier(
+    settings: Settings, state: ClusterState, notifier: GroupNotifier, registry: CollectorRegistry
+) -> OwnerNotifier | None:
+    """Return the owner notices' service of `settings.owners` (None when off), on the alert notifier's
+    store and receivers' integrations (read at each use: a reload replaces them)."""
+    owners = settings.owners
+    if not owners.enabled:
+        return None
+    tiers = settings.tier_policy()
+    return OwnerNotifier(
+        policy=owners.policy(),
+        limits=owners.limits(),
+        store=notifier.store,
+        integrations=lambda: notifier.integrations,
+        # As the fairness recorder's: still there while it has pods or its controller exists.
+        present=lambda k: k in state.by_workload or state.control.controller(k) is not None,
+        tier_of=lambda priority, cls: tiers.tier_of(priority, cls).name,
+        team_of=state.team_of,
+        external_url=settings.server.external_url,
+        preempted_within=owners.preempted_within,
+        metrics=OwnerMetrics(registry=registry),
+    )
 
 
 def _key(integration: str, ident: str, owner: str) -> str:
