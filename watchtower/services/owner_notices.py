@@ -86,6 +86,7 @@ def owner_notifier(
         # As the fairness recorder's: still there while it has pods or its controller exists.
         present=lambda k: k in state.by_workload or state.control.controller(k) is not None,
         tier_of=lambda priority, cls: tiers.tier_of(priority, cls).name,
+        tier_rank=tiers.rank,
         team_of=state.team_of,
         external_url=settings.server.external_url,
         preempted_within=owners.preempted_within,
@@ -108,13 +109,14 @@ class OwnerNotifier:
         present: Callable[[WorkloadKey], bool],
         tier_of: Callable[[int, str], str],
         team_of: Callable[[str], str],
+        tier_rank: Callable[[str], int] = lambda _: 0,  # 0 the highest tier
         external_url: str = "",
         preempted_within: float = 900.0,
         metrics: OwnerMetrics | None = None,
     ) -> None:
         self.policy, self.limits, self.store = policy, limits, store
         self.integrations = integrations
-        self.present, self.tier_of, self.team_of = present, tier_of, team_of
+        self.present, self.tier_of, self.team_of, self.tier_rank = present, tier_of, team_of, tier_rank
         self.external_url = external_url
         self.preempted_within = preempted_within
         self.metrics = metrics
@@ -164,9 +166,10 @@ class OwnerNotifier:
             if owner is None:
                 self._count("threshold", "no_owner")
                 continue
-            n = threshold_notice(
-                w, now=now, waits=tick.waits, capacity=tick.snapshot.capacity, quota=quota.get(k.namespace)
-            )
+            q = quota.get(k.namespace)
+            if q is not None and tick.holders:
+                q = self._own_lower(q, tick, k.namespace, f.tier)
+            n = threshold_notice(w, now=now, waits=tick.waits, capacity=tick.snapshot.capacity, quota=q)
             if n is not None:
                 found.append((n, owner))
         for k, f in self._past.items():
@@ -199,6 +202,17 @@ class OwnerNotifier:
         if len(self._preemptions_seen) > 100_000:
             self._preemptions_seen.clear()  # bounded; an old one is also out of `preempted_within`
         return self._enqueue(found, now)
+
+    def _own_lower(self, q: QuotaView, tick: Tick, namespace: str, tier: str) -> QuotaView:
+        """Return the quota with the GPUs its own namespace's lower-tier work holds (the Tick's holders,
+        listed while urgent work is stuck)."""
+        rank = self.tier_rank(tier)
+        own = sum(
+            h.gpus
+            for h in tick.holders
+            if h.workload.namespace == namespace and self.tier_rank(h.tier) > rank
+        )
+        return QuotaView(q.used, q.hard, own)
 
     def _quota_views(self, tick: Tick) -> dict[str, QuotaView]:
         return {q.namespace: QuotaView(q.used_gpus, q.hard_gpus) for q in tick.quota}
@@ -251,17 +265,19 @@ class OwnerNotifier:
         return NotifyEntry(sends, recent, now)
 
     def _enqueue(self, found: Iterable[tuple[Notice, Owner]], now: float) -> int:
-        todo = list(self._pending.values())
+        waited = list(self._pending.values())
         self._pending = {}
-        todo += [(n, o) for n, o in found if n.ident not in self._done]
+        new = [(n, o) for n, o in found if n.ident not in self._done]
+        todo = waited + new
         if not todo and not any(led.held for led in self._ledgers.values()):
             return 0
         silences = self.store.silences()
         # One read of the recorded keys for the whole tick: a notice stored before a restart or by the
         # former leader is done, and its owner's ledger (kept in the store) counted it already.
+        # Only the new ones: a waiting notice was looked up when found, and only the leader stores them.
         known = (
-            self.store.recorded(_key(t, n.ident, o.id) for n, o in todo for t in self._targets(o))
-            if todo
+            self.store.recorded(_key(t, n.ident, o.id) for n, o in new for t in self._targets(o))
+            if new
             else set()
         )
         messages: list[OutboxMessage] = []
