@@ -167,7 +167,10 @@ def owner_settings(smtp_port: int, oncall_url: str, team_url: str):
             "enabled": True,
             "smtp_receiver": "mail",
             "allowed_domains": ["corp.example"],
-            "contacts": [{"namespace": "team-b", "receiver": "team-b-slack"}],
+            "contacts": [
+                {"namespace": "team-b", "receiver": "team-b-slack"},
+                {"namespace": "team-f", "email": ["f-team@corp.example"]},
+            ],
         },
     )
 
@@ -263,4 +266,36 @@ async def test_a_silence_on_the_workloads_labels_mutes_its_owner_notice(
     await a.tick([pod("train-b", "team-b", T0), pod("train-a", "team-a", T0, notify="ana@corp.example")], t1)
     assert team_hook.requests == []
     assert len(inbox.messages) == 1
+    await a.close()
+
+
+async def test_ten_messages_a_day_to_one_owner_then_one_digest_that_survives_a_restart(
+    store_backend, smtp, oncall, team_hook
+):
+    ctl, inbox = smtp
+    s = owner_settings(ctl.port, oncall.url, team_hook.url)
+    warn = next(t.warn_after for t in s.tiers if t.name == "low")
+    lease, clock = Lease(), Clock()
+    lease.give("a")
+    objs = [pod(f"job-{i:02d}", "team-f", T0 + i) for i in range(12)]
+    t1 = T0 + warn + 60
+    a = Replica(s, store_backend, clock, lease, "a")
+    await a.tick(objs, t1)
+    assert len(inbox.messages) == 10
+    assert all(m[1] == ["f-team@corp.example"] for m in inbox.messages)
+    await a.close()
+
+    # Restarted within the day: nothing is sent again, the two held back wait for the digest.
+    a = Replica(s, store_backend, clock, lease, "a")
+    await a.tick(objs, t1 + 120)
+    assert len(inbox.messages) == 10
+    await a.tick(objs, t1 + 86400 + 60)
+    assert len(inbox.messages) == 11
+    digest = inbox.parsed()[-1]
+    assert "2 notices about your workloads" in digest["Subject"]
+    body = digest.get_body(("plain",)).get_content()
+    assert "job-10" in body and "job-11" in body and "job-00" not in body
+    await a.tick(objs, t1 + 86400 + 120)
+    assert len(inbox.messages) == 11
+    assert len(set(ids(inbox))) == 11
     await a.close()

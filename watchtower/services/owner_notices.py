@@ -247,7 +247,7 @@ class OwnerNotifier:
             led = self._ledgers[owner] = Ledger()
             entry = self.store.nflog(LEDGER, owner)
             if entry is not None:
-                led.sends = sorted(float(t) for t in entry.firing)
+                led.sends = sorted(float(t.partition("#")[0]) for t in entry.firing)
                 for item in entry.resolved:
                     text, _, at = item.rpartition("|")
                     ns, kind, name = [*text.split("/", 2), "", ""][:3]
@@ -256,7 +256,8 @@ class OwnerNotifier:
 
     def _ledger_entry(self, led: Ledger, now: float) -> NotifyEntry:
         day = self.limits.day
-        sends = frozenset(f"{t:.3f}" for t in led.sends if now - t < day)
+        # Numbered: a set, and one tick's sends share their time.
+        sends = frozenset(f"{t:.3f}#{i}" for i, t in enumerate(led.sends) if now - t < day)
         recent = frozenset(
             f"{k.namespace}/{k.kind}/{k.name}|{t:.3f}"
             for k, t in led.per_workload.items()
