@@ -51,7 +51,7 @@ from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
 from watchtower.services.analyze import analyze
-from watchtower.services.owner_notices import OWNER_INTEGRATION, owner_notifier
+from watchtower.services.owner_notices import owner_lanes, owner_notifier
 from watchtower.simulator import objects as o
 
 
@@ -288,7 +288,7 @@ async def storm(
             svc.owners = owner_notifier(s, state, svc.notifier, CollectorRegistry())
             sender = build_report_sender(s.alerting, receiver="mail", http=http)
             assert sender is not None
-            senders[OWNER_INTEGRATION] = sender
+            senders.update(owner_lanes(sender))
         worker = DeliveryWorker(store=store, senders=senders, clock=clock, cfg=s.alerting)
         svc.notifier.on_enqueued = worker.wake.set
         if svc.pusher is not None:

@@ -23,7 +23,7 @@ from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
 from watchtower.services.analyze import analyze
-from watchtower.services.owner_notices import OWNER_INTEGRATION, OwnerMetrics, OwnerNotifier
+from watchtower.services.owner_notices import OwnerMetrics, OwnerNotifier, owner_lanes
 from watchtower.simulator import objects as o
 
 DEC = ObjectDecoder(read_notify=True)
@@ -90,7 +90,7 @@ class Replica:
             metrics=OwnerMetrics(registry=self.registry),
         )
         senders = build_senders(s.alerting, http=self.http)
-        senders[OWNER_INTEGRATION] = build_report_sender(s.alerting, receiver="mail", http=self.http)
+        senders.update(owner_lanes(build_report_sender(s.alerting, receiver="mail", http=self.http)))
         self.worker = DeliveryWorker(
             store=self.store,
             senders=senders,

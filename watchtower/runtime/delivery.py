@@ -16,7 +16,7 @@ from watchtower.runtime.fleet_report import fleet_mailer
 from watchtower.runtime.weekly_report import schedule_fairness
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
-from watchtower.services.owner_notices import OWNER_INTEGRATION
+from watchtower.services.owner_notices import owner_lanes
 
 if TYPE_CHECKING:
     import httpx
@@ -64,7 +64,7 @@ def wire_delivery(container: Container, scheduler: Any, http: httpx.AsyncClient)
         else None
     )
     if owner_sender is not None:
-        senders[OWNER_INTEGRATION] = owner_sender
+        senders.update(owner_lanes(owner_sender))
     worker = DeliveryWorker(
         store=store,
         senders=senders,

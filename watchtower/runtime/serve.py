@@ -24,7 +24,7 @@ from watchtower.runtime.tick_loop import TickLoop
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
 from watchtower.services.leadership import LeaderElector
-from watchtower.services.owner_notices import OWNER_INTEGRATION
+from watchtower.services.owner_notices import owner_lanes
 from watchtower.services.queue_tracker import QueueTracker
 
 log = logging.getLogger("watchtower")
@@ -103,7 +103,7 @@ async def serve(
             senders=lambda cfg: {
                 **build_senders(cfg, http=http, cluster_label=container.settings.cluster.label),
                 **({REPORT_INTEGRATION: report_sender} if report_sender is not None else {}),
-                **({OWNER_INTEGRATION: owner_sender} if owner_sender is not None else {}),
+                **(owner_lanes(owner_sender) if owner_sender is not None else {}),
             },
         )
         spawn(reloader.run(settings.server.config_reload_every), "configuration reload")

@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter
 
@@ -46,8 +46,19 @@ from watchtower.ports import AlertStore
 from watchtower.services.alerting.notify import GroupNotifier
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")
 
-OWNER_INTEGRATION = "owner-notices/email/0"  # owners' own addresses, through `owners.smtp_receiver`'s SMTP
+# Owners' own addresses go through `owners.smtp_receiver`'s SMTP settings as `owner-notices/email/<lane>`.
+# The outbox sends one message at a time per integration: owners' addresses go out in this many lanes, an
+# owner always in the same one (its messages in order), so a storm's notices are not sent one by one.
+OWNER_LANES = 8
+
+
+def owner_lanes(sender: S) -> dict[str, S]:
+    """Return integration → sender for every lane of owners' addresses, all through the one sender."""
+    return {f"owner-notices/email/{i}": sender for i in range(OWNER_LANES)}
+
+
 LEDGER = "owner-notices/ledger"  # the nflog rows of the rate limits, one per owner
 
 
@@ -345,7 +356,7 @@ class OwnerNotifier:
         """Return the integrations an owner's messages go to."""
         targets: list[str] = []
         if owner.emails:
-            targets.append(OWNER_INTEGRATION)
+            targets.append(f"owner-notices/email/{int(owner.id[-6:], 16) % OWNER_LANES}")
         if owner.receiver:
             targets += [i.key for i in self.integrations().get(owner.receiver, [])]
         return targets
