@@ -106,6 +106,7 @@ class Replica:
         a = analyze(data, policy=self.s.queue_policy(), decoder=DEC, at=at)
         self.state = a.state
         await self.alerting.on_tick(Tick(at=at, snapshot=a.snapshot, health=HEALTHY))
+        await self.owners.settled()
         return await self.worker.drain()
 
     def refused(self, reason: str) -> float:

@@ -36,7 +36,14 @@ from watchtower.domain.owners.notices import (
     threshold_notice,
 )
 from watchtower.domain.owners.payload import digest_payload, notice_payload
-from watchtower.domain.owners.resolve import NOTIFY_ANNOTATION, REFUSALS, Owner, OwnerPolicy, resolve_owner
+from watchtower.domain.owners.resolve import (
+    NOTIFY_ANNOTATION,
+    REFUSALS,
+    Owner,
+    OwnerPolicy,
+    Resolution,
+    resolve_owner,
+)
 from watchtower.domain.promql.names import OWNER_NOTICES, OWNER_NOTICES_REFUSED
 from watchtower.domain.queue_values import WorkloadFacts, WorkloadStatus
 from watchtower.domain.state import ClusterState
@@ -132,6 +139,8 @@ class OwnerNotifier:
         self.preempted_within = preempted_within
         self.metrics = metrics
         self._lock = asyncio.Lock()
+        self._latest: Tick | None = None
+        self._task: asyncio.Task[None] | None = None
         self._clear()
 
     def reset(self) -> None:
@@ -147,12 +156,36 @@ class OwnerNotifier:
         self._pending: dict[str, tuple[Notice, Owner]] = {}  # waiting for their workload's hour
         self._past: dict[WorkloadKey, WorkloadFacts] = {}  # waiting past their threshold at the last tick
         self._refused_seen: set[tuple[WorkloadKey, str]] = set()
+        self._resolutions: dict[tuple[str, str, str | None], Resolution] = {}
+        self._tick_targets: dict[str, list[str]] = {}
         self._preemptions_seen: set[str] = set()
 
     async def on_tick(self, tick: Tick) -> int:
         """Derive this tick's notices and store their messages; return how many messages were stored."""
         async with self._lock:
             return await asyncio.to_thread(self.step, tick)
+
+    def start(self, tick: Tick, on_enqueued: Callable[[], None]) -> None:
+        """Work out this tick's notices in the background: a storm's 10,000 notices take seconds the tick
+        loop (and on-call's notifications) must not wait for. Ticks that come meanwhile are folded into
+        the latest (each step looks at the whole queue)."""
+        self._latest = tick
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(on_enqueued))
+
+    async def settled(self) -> None:
+        """Return once the background steps are done (tests, and a way out that waits for them)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
+
+    async def _run(self, on_enqueued: Callable[[], None]) -> None:
+        while self._latest is not None:
+            tick, self._latest = self._latest, None
+            try:
+                if await self.on_tick(tick):
+                    on_enqueued()
+            except Exception:  # counted as the tick's consumers are: logged, the next tick tries again
+                log.exception("owner notices failed at %s", tick.at)
 
     # ---- one tick -----------------------------------------------------------------------------------
 
@@ -233,10 +266,24 @@ class OwnerNotifier:
             f.key, f.key.namespace, f.team, {NOTIFY_ANNOTATION: f.notify} if f.notify else {}
         )
 
+    def _resolved_cached(
+        self, k: WorkloadKey, namespace: str, team: str, annotations: Mapping[str, str]
+    ) -> Resolution:
+        # Most workloads of a namespace share their owner: resolved once per distinct input.
+        ck = (namespace, team, annotations.get(NOTIFY_ANNOTATION))
+        r = self._resolutions.get(ck)
+        if r is None:
+            if len(self._resolutions) > 50_000:
+                self._resolutions.clear()
+            r = self._resolutions[ck] = resolve_owner(
+                namespace=namespace, team=team, annotations=annotations, policy=self.policy
+            )
+        return r
+
     def _resolved(
         self, k: WorkloadKey, namespace: str, team: str, annotations: Mapping[str, str]
     ) -> Owner | None:
-        r = resolve_owner(namespace=namespace, team=team, annotations=annotations, policy=self.policy)
+        r = self._resolved_cached(k, namespace, team, annotations)
         if r.refused is not None and (k, r.detail) not in self._refused_seen:
             self._refused_seen.add((k, r.detail))
             if self.metrics is not None:
@@ -277,6 +324,7 @@ class OwnerNotifier:
         return NotifyEntry(sends, recent, now)
 
     def _enqueue(self, found: Iterable[tuple[Notice, Owner]], now: float) -> int:
+        self._tick_targets = {}
         waited = list(self._pending.values())
         self._pending = {}
         new = [(n, o) for n, o in found if n.ident not in self._done]
@@ -353,8 +401,11 @@ class OwnerNotifier:
         return bool(msgs) and not self.store.recorded(m.key for m in msgs)
 
     def _targets(self, owner: Owner) -> list[str]:
-        """Return the integrations an owner's messages go to."""
-        targets: list[str] = []
+        """Return the integrations an owner's messages go to (kept for one tick: a reload may change them)."""
+        hit = self._tick_targets.get(owner.id)
+        if hit is not None:
+            return hit
+        targets: list[str] = self._tick_targets.setdefault(owner.id, [])
         if owner.emails:
             targets.append(f"owner-notices/email/{int(owner.id[-6:], 16) % OWNER_LANES}")
         if owner.receiver:

@@ -34,11 +34,12 @@ class Notice:
     subject: str
     lines: tuple[str, ...]
     at: float
+    # The notice's identity: the same notice derived again after a restart has the same one.
+    ident: str = field(init=False, compare=False, repr=False)
 
-    @property
-    def ident(self) -> str:
-        """The notice's identity: the same notice derived again after a restart has the same one."""
-        return hashlib.sha256(f"{self.kind}\x00{self.workload}\x00{self.episode}".encode()).hexdigest()[:32]
+    def __post_init__(self) -> None:
+        text = f"{self.kind}\x00{self.workload}\x00{self.episode}"
+        object.__setattr__(self, "ident", hashlib.sha256(text.encode()).hexdigest()[:32])
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,12 +71,13 @@ class Owner:
     emails: tuple[str, ...] = ()
     receiver: str = ""
     source: Literal["annotation", "contact"] = "contact"
+    # A stable name of this owner for the rate limits and the message keys (no address in clear); computed
+    # once, as every notice of a storm asks for it several times.
+    id: str = field(init=False, compare=False, repr=False)
 
-    @property
-    def id(self) -> str:
-        """A stable name of this owner for the rate limits and the message keys (no address in clear)."""
+    def __post_init__(self) -> None:
         text = f"receiver:{self.receiver}" if self.receiver else "email:" + ",".join(sorted(self.emails))
-        return "owner_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+        object.__setattr__(self, "id", "owner_" + hashlib.sha256(text.encode()).hexdigest()[:20])
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,11 +56,11 @@ class Alerting:
         if self.pusher is not None:
             await self.pusher.push(tick.at)
         await self.notifier.flush(tick.at)
-        if (
-            self.owners is not None
-            and await self.owners.on_tick(tick)
-            and self.notifier.on_enqueued is not None
-        ):
+        if self.owners is not None:
+            self.owners.start(tick, self._wake_delivery)
+
+    def _wake_delivery(self) -> None:
+        if self.notifier.on_enqueued is not None:
             self.notifier.on_enqueued()
 
     async def reconfigure(self, settings: Settings, *, worker: DeliveryWorker | None = None) -> None:
