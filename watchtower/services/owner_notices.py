@@ -285,6 +285,8 @@ class OwnerNotifier:
     ) -> Owner | None:
         r = self._resolved_cached(k, namespace, team, annotations)
         if r.refused is not None and (k, r.detail) not in self._refused_seen:
+            if len(self._refused_seen) > 100_000:
+                self._refused_seen.clear()  # bounded: a value seen again after this is counted again
             self._refused_seen.add((k, r.detail))
             if self.metrics is not None:
                 self.metrics.refused.labels(r.refused).inc()
