@@ -453,6 +453,7 @@ async def owners_storm(
         now = SystemClock().now()
         snap, state = owner_snapshot(owner_objects(n, namespaces, owners, now - 31 * 60), now, so)
         gc.collect()
+        gc.freeze()  # as main() and the service do once the picture is listed
         rcv.requests.clear()
         per_owner = min(so.owners.daily_limit, -(-n // owners))
         expected = min(n, owners * per_owner)
