@@ -300,3 +300,27 @@ async def test_ten_messages_a_day_to_one_owner_then_one_digest_that_survives_a_r
     assert len(inbox.messages) == 11
     assert len(set(ids(inbox))) == 11
     await a.close()
+
+
+async def test_the_never_hook_sends_one_notice_per_wait_once_the_facts_say_so(
+    store_backend, smtp, oncall, team_hook, monkeypatch
+):
+    """`never_start_reason` is replaced here: the facts of issue 30 part 2 that it will read do not exist
+    yet; everything after it (owner, outbox, SMTP) is the real path."""
+    import watchtower.services.owner_notices as svc
+
+    monkeypatch.setattr(
+        svc, "never_start_reason", lambda f: "asks 16 GPUs in one pod; no node has more than 8"
+    )
+    ctl, inbox = smtp
+    s = owner_settings(ctl.port, oncall.url, team_hook.url)
+    lease, clock = Lease(), Clock()
+    lease.give("a")
+    a = Replica(s, store_backend, clock, lease, "a")
+    objs = [pod("huge", "team-f", T0)]
+    await a.tick(objs, T0 + 60)
+    await a.tick(objs, T0 + 120)
+    mails = inbox.parsed()
+    assert len(mails) == 1 and "can never start as configured" in mails[0]["Subject"]
+    assert "no node has more than 8" in mails[0].get_body(("plain",)).get_content()
+    await a.close()

@@ -30,6 +30,8 @@ from watchtower.domain.owners.notices import (
     QuotaView,
     decide,
     digest_due,
+    never_notice,
+    never_start_reason,
     preempted_notice,
     record_send,
     started_notice,
@@ -197,8 +199,15 @@ class OwnerNotifier:
         waiting: dict[WorkloadKey, WorkloadStatus] = {w.key: w for w in tick.snapshot.workloads if w.waiting}
         past_now: dict[WorkloadKey, WorkloadFacts] = {}
         quota = self._quota_views(tick)
+        if len(self._done) > 200_000:
+            self._done.clear()  # bounded: a notice derived again is found in the store's recorded keys
         for k, w in waiting.items():
             f = w.facts
+            never = never_start_reason(f)
+            if never and f"never\x00{k}\x00{f.since}" not in self._done:
+                self._done.add(f"never\x00{k}\x00{f.since}")
+                if (whom := self._owner(f)) is not None:
+                    found.append((never_notice(f, never, now=now), whom))
             if f.since is None or w.wait_seconds < f.warn_after:
                 continue
             past_now[k] = f

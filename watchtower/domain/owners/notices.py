@@ -203,6 +203,14 @@ def preempted_notice(
     return Notice("preempted", p.victim_workload, episode, labels, subject, tuple(lines), now)
 
 
+def never_start_reason(f: WorkloadFacts) -> str:
+    """Return why this workload can never start as configured, "" when it can (or nobody knows).
+
+    The hook of issue 30 part 2: once `WorkloadFacts` carries the held-work finding, return its words here;
+    the owner notices' service then sends `never_notice` once per wait, with no other change."""
+    return ""
+
+
 def never_notice(f: WorkloadFacts, reason: str, *, now: float) -> Notice:
     """The notice of work that can never start as configured (the held-work facts of issue 30 part 2):
     called once `WorkloadFacts` carries such a reason; one per wait."""
