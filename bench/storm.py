@@ -51,7 +51,8 @@ from watchtower.domain.queue import QueueSnapshot
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
 from watchtower.services.analyze import analyze
-from watchtower.services.owner_notices import owner_lanes, owner_notifier
+from watchtower.services.owner_notices import owner_notifier
+from watchtower.services.owner_outbox import owner_lanes
 from watchtower.simulator import objects as o
 
 

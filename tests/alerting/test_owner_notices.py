@@ -23,7 +23,8 @@ from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
 from watchtower.services.analyze import analyze
-from watchtower.services.owner_notices import OwnerMetrics, OwnerNotifier, owner_lanes
+from watchtower.services.owner_notices import OwnerNotifier
+from watchtower.services.owner_outbox import OwnerMetrics, owner_lanes
 from watchtower.simulator import objects as o
 
 DEC = ObjectDecoder(read_notify=True)

@@ -16,7 +16,7 @@ from watchtower.runtime.fleet_report import fleet_mailer
 from watchtower.runtime.weekly_report import schedule_fairness
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
-from watchtower.services.owner_notices import owner_lanes
+from watchtower.services.owner_outbox import owner_lanes
 
 if TYPE_CHECKING:
     import httpx

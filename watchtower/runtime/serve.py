@@ -24,7 +24,7 @@ from watchtower.runtime.tick_loop import TickLoop
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
 from watchtower.services.leadership import LeaderElector
-from watchtower.services.owner_notices import owner_lanes
+from watchtower.services.owner_outbox import owner_lanes
 from watchtower.services.queue_tracker import QueueTracker
 
 log = logging.getLogger("watchtower")

@@ -10,12 +10,11 @@ notification log (`nflog`), so a new leader starts from the old one's counts.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry
 
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.integration import Integration
@@ -40,13 +39,11 @@ from watchtower.domain.owners.notices import (
 from watchtower.domain.owners.payload import digest_payload, notice_payload
 from watchtower.domain.owners.resolve import (
     NOTIFY_ANNOTATION,
-    REFUSALS,
     Owner,
     OwnerPolicy,
     Resolution,
     resolve_owner,
 )
-from watchtower.domain.promql.names import OWNER_NOTICES, OWNER_NOTICES_REFUSED
 from watchtower.domain.queue_values import WorkloadFacts, WorkloadStatus
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import Tick
@@ -54,39 +51,9 @@ from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import AlertStore
 from watchtower.services.alerting.notify import GroupNotifier
 
+from .owner_outbox import LEDGER, OwnerMetrics, lane_of, ledger_entry, load_ledger, message_key
+
 log = logging.getLogger(__name__)
-S = TypeVar("S")
-
-# Owners' own addresses go through `owners.smtp_receiver`'s SMTP settings as `owner-notices/email/<lane>`.
-# The outbox sends one message at a time per integration: owners' addresses go out in this many lanes, an
-# owner always in the same one (its messages in order), so a storm's notices are not sent one by one.
-OWNER_LANES = 8
-
-
-def owner_lanes(sender: S) -> dict[str, S]:
-    """Return integration → sender for every lane of owners' addresses, all through the one sender."""
-    return {f"owner-notices/email/{i}": sender for i in range(OWNER_LANES)}
-
-
-LEDGER = "owner-notices/ledger"  # the nflog rows of the rate limits, one per owner
-
-
-class OwnerMetrics:
-    def __init__(self, *, registry: CollectorRegistry) -> None:
-        self.notices = Counter(
-            OWNER_NOTICES,
-            "Owner notices by kind and what became of them (enqueued, digested, silenced, no_owner, opted_out)",
-            ["kind", "outcome"],
-            registry=registry,
-        )
-        self.refused = Counter(
-            OWNER_NOTICES_REFUSED,
-            "watchtower.dev/notify annotation values refused, by reason",
-            ["reason"],
-            registry=registry,
-        )
-        for r in REFUSALS:
-            self.refused.labels(r)
 
 
 def owner_notifier(
@@ -112,10 +79,6 @@ def owner_notifier(
         preempted_within=owners.preempted_within,
         metrics=OwnerMetrics(registry=registry),
     )
-
-
-def _key(integration: str, ident: str, owner: str) -> str:
-    return "own_" + hashlib.sha256(f"{integration}\x00{ident}\x00{owner}".encode()).hexdigest()[:32]
 
 
 class OwnerNotifier:
@@ -313,26 +276,8 @@ class OwnerNotifier:
     def _ledger(self, owner: str) -> Ledger:
         led = self._ledgers.get(owner)
         if led is None:
-            led = self._ledgers[owner] = Ledger()
-            entry = self.store.nflog(LEDGER, owner)
-            if entry is not None:
-                led.sends = sorted(float(t.partition("#")[0]) for t in entry.firing)
-                for item in entry.resolved:
-                    text, _, at = item.rpartition("|")
-                    ns, kind, name = [*text.split("/", 2), "", ""][:3]
-                    led.per_workload[WorkloadKey(ns, kind, name)] = float(at)
+            led = self._ledgers[owner] = load_ledger(self.store, owner)
         return led
-
-    def _ledger_entry(self, led: Ledger, now: float) -> NotifyEntry:
-        day = self.limits.day
-        # Numbered: a set, and one tick's sends share their time.
-        sends = frozenset(f"{t:.3f}#{i}" for i, t in enumerate(led.sends) if now - t < day)
-        recent = frozenset(
-            f"{k.namespace}/{k.kind}/{k.name}|{t:.3f}"
-            for k, t in led.per_workload.items()
-            if now - t < self.limits.per_workload
-        )
-        return NotifyEntry(sends, recent, now)
 
     def _enqueue(self, found: Iterable[tuple[Notice, Owner]], now: float) -> int:
         self._tick_targets = {}
@@ -347,7 +292,7 @@ class OwnerNotifier:
         # former leader is done, and its owner's ledger (kept in the store) counted it already.
         # Only the new ones: a waiting notice was looked up when found, and only the leader stores them.
         known = (
-            self.store.recorded(_key(t, n.ident, o.id) for n, o in new for t in self._targets(o))
+            self.store.recorded(message_key(t, n.ident, o.id) for n, o in new for t in self._targets(o))
             if new
             else set()
         )
@@ -360,7 +305,7 @@ class OwnerNotifier:
                 self._count(n.kind, "silenced")
                 continue
             targets = self._targets(owner)
-            if not targets or all(_key(t, n.ident, owner.id) in known for t in targets):
+            if not targets or all(message_key(t, n.ident, owner.id) in known for t in targets):
                 self._done.add(n.ident)
                 continue
             led = self._ledger(owner.id)
@@ -398,7 +343,7 @@ class OwnerNotifier:
                     touched.add(oid)
                     self._count("digest", "enqueued")
         ledger_rows: list[tuple[OutboxMessage | None, str, str, NotifyEntry]] = [
-            (None, LEDGER, oid, self._ledger_entry(self._ledgers[oid], now)) for oid in sorted(touched)
+            (None, LEDGER, oid, ledger_entry(self._ledgers[oid], now, self.limits)) for oid in sorted(touched)
         ]
         stored = self.store.enqueue_once(messages, now) if messages else 0
         if ledger_rows:
@@ -418,7 +363,7 @@ class OwnerNotifier:
             return hit
         targets: list[str] = self._tick_targets.setdefault(owner.id, [])
         if owner.emails:
-            targets.append(f"owner-notices/email/{int(owner.id[-6:], 16) % OWNER_LANES}")
+            targets.append(lane_of(owner.id))
         if owner.receiver:
             targets += [i.key for i in self.integrations().get(owner.receiver, [])]
         return targets
@@ -431,7 +376,7 @@ class OwnerNotifier:
         return [
             OutboxMessage(
                 id=0,
-                key=_key(t, ident, owner.id),
+                key=message_key(t, ident, owner.id),
                 integration=t,
                 group_key=group,
                 payload=payload,
