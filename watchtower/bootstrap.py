@@ -52,6 +52,7 @@ from watchtower.services.fairness_report import ClusterNow, FairnessReports
 from watchtower.services.fairness_send import FairnessMailer, FairnessSendMetrics
 from watchtower.services.gpu_usage import GpuUsageService
 from watchtower.services.leadership import LeaderElector, LeaderMetrics, SoleLeader, replica_identity
+from watchtower.services.owner_notices import owner_notifier
 from watchtower.services.queue_tracker import QueueTracker
 from watchtower.services.replay_jobs import ReplayJobs
 from watchtower.services.replay_record import ReplayRecorder
@@ -77,6 +78,7 @@ def object_decoder(settings: Settings) -> KubeObjectDecoder:
         gpu_device_classes=frozenset(settings.gpu.device_classes),
         kueue_gpu_resources=frozenset(settings.gpu.kueue_resources),
         report_annotation=settings.fairness.recipients_annotation,
+        read_notify=settings.owners.enabled,
     )
 
 
@@ -369,6 +371,7 @@ def build_container(
         alerting = build_alerting(
             settings=settings, store=alert_store, metrics=AlertingMetrics(registry=metrics.registry)
         )
+        alerting.owners = owner_notifier(settings, tracker.state, alerting.notifier, metrics.registry)
     reports = None
     replays = ReplayJobs(settings.replay)
     if history is not None and settings.fairness.enabled:

@@ -199,3 +199,30 @@ async def test_with_the_real_prometheus_the_page_lists_the_simulators_idle_gpus(
         section = dom.split('id="idle-gpus"', 1)[1].split("</section>", 1)[0]
         ns, name = sorted(listed)[0]
         assert f"{ns}/{name}" in section
+
+
+async def test_the_demo_tells_the_teams_contact_in_the_mail_sink_and_names_no_other_team() -> None:
+    from watchtower.commands.demo.settings import owner_address
+
+    async with _start(DemoOptions(prometheus=False, past_week=False)) as (run, lines):
+        assert any("owner notices" in line for line in lines), lines
+        _submit_oversized(run)
+        # Critical tier: the warning threshold is 5 simulated minutes (5 s here at 60x).
+        mails = await _until(
+            "an owner notice to vision's contact naming the oversized pod",
+            lambda: [
+                e
+                for e in run.smtp.emails()
+                if e.rcpt_to == [owner_address("vision")] and OVERSIZED in e.subject
+            ],
+        )
+        assert "past its critical threshold" in mails[0].subject
+        others = [t for t in run.container.settings.simulator.teams if t != "vision"]
+        assert not any(
+            t in e.subject
+            for e in run.smtp.emails()
+            if e.rcpt_to == [owner_address("vision")]
+            for t in others
+        )
+        # Stored once: its key is the Message-ID's, delivered exactly once.
+        assert len({e.message_id for e in mails}) == len(mails) == 1

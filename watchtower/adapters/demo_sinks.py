@@ -23,6 +23,8 @@ from email import policy as email_policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from watchtower.domain.owners.payload import is_owner_notice
+
 log = logging.getLogger(__name__)
 
 TOLERANCE = 300.0  # seconds a webhook-timestamp may differ from the sink's clock, as the spec suggests
@@ -179,6 +181,8 @@ class WebhookSink:
                 doc = json.loads(body)
                 status, group = str(doc.get("status", "")), str(doc.get("groupKey", ""))
                 items = [a.get("labels", {}) for a in doc.get("alerts", [])]
+                if is_owner_notice(doc):  # an owner notice: its kind, and the workload it names
+                    status, items = f"owner-{doc.get('kind', '')}", [doc.get("labels", {})]
             except (ValueError, AttributeError):
                 problem = "body is not an Alertmanager JSON object"
         got = ReceivedWebhook(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import html
 import ssl
 from collections.abc import Mapping
 from email import policy
@@ -23,6 +24,7 @@ from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outco
 from watchtower.domain.alerts.payload import cluster_of, title
 from watchtower.domain.fairness.mail import ReportMail, is_report
 from watchtower.domain.fairness.recipients import message_id, one_line, valid_address
+from watchtower.domain.owners.payload import is_owner_notice, notice_text
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -117,6 +119,44 @@ def build_report_message(msg: OutboxMessage, *, sender: str, at: float) -> Email
     return em
 
 
+def build_owner_message(msg: OutboxMessage, *, sender: str, to: list[str], at: float) -> EmailMessage:
+    """Return the email of an owner notice: to its own addresses (an annotation's or a contact's) or, sent
+    through a receiver, to the receiver's; raise ValueError if an address or a header would be unsafe.
+
+    Every text of the notice comes from the cluster (workload names, the scheduler's words): the subject is
+    one line, the HTML part escapes each line."""
+    p = msg.payload
+    own = [str(a) for a in p.get("to") or []]
+    recipients = own or to
+    bad = [a for a in recipients if not valid_address(a)]
+    if bad or not recipients:
+        raise ValueError(f"not an address to send an owner notice to: {bad or 'none'}")
+    domain = _domain(sender)
+    subject = one_line(str(p.get("subject", "")))[:200]
+    lines = [str(x) for x in p.get("lines", [])]
+    em = EmailMessage(policy=policy.SMTP)
+    em["Subject"] = subject
+    em["From"] = sender
+    em["To"] = ", ".join(recipients)
+    em["Date"] = formatdate(at, usegmt=True)
+    em["Message-ID"] = message_id(msg.key, domain)
+    em["X-Watchtower-Idempotency-Key"] = one_line(msg.key)
+    em["Auto-Submitted"] = "auto-generated"
+    em.set_content(notice_text(p))
+    url = str(p.get("externalURL") or "")
+    link = (
+        f'<p><a href="{html.escape(url, quote=True)}">Watchtower</a></p>'
+        if url.startswith(("http://", "https://"))
+        else ""
+    )
+    body = "".join(f"<p>{html.escape(x)}</p>" for x in lines)
+    em.add_alternative(
+        f"<!doctype html><html><body><h3>{html.escape(subject)}</h3>{body}{link}</body></html>\n",
+        subtype="html",
+    )
+    return em
+
+
 class EmailSender:
     """Sends outbox messages to one email integration."""
 
@@ -148,6 +188,8 @@ class EmailSender:
         try:
             if is_report(msg.payload):
                 em = build_report_message(msg, sender=self.sender, at=now)
+            elif is_owner_notice(msg.payload):
+                em = build_owner_message(msg, sender=self.sender, to=self.to, at=now)
             else:
                 em = build_message(
                     msg,

@@ -17,6 +17,7 @@ import orjson
 
 from watchtower.domain.alerts.outbox import DeliveryResult, OutboxMessage, Outcome
 from watchtower.domain.alerts.payload import slack_payload
+from watchtower.domain.owners.payload import is_owner_notice, slack_notice
 
 RETRY_STATUSES = frozenset({408, 429})
 
@@ -84,11 +85,15 @@ class WebhookSender:
         self.cluster_label = cluster_label
 
     def request_parts(self, msg: OutboxMessage, *, now: float) -> tuple[bytes, dict[str, str]]:
-        body = (
-            orjson.dumps(slack_payload(msg.payload, cluster_label=self.cluster_label))
-            if self.slack
-            else go_json(msg.payload)
-        )
+        if is_owner_notice(msg.payload):
+            # An owner notice: its own JSON, or Slack's `text` body where the receiver is Slack-compatible.
+            body = orjson.dumps(slack_notice(msg.payload)) if self.slack else go_json(msg.payload)
+        else:
+            body = (
+                orjson.dumps(slack_payload(msg.payload, cluster_label=self.cluster_label))
+                if self.slack
+                else go_json(msg.payload)
+            )
         ts = int(now)
         headers = {
             "content-type": "application/json",

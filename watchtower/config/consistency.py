@@ -175,3 +175,20 @@ def fleet_send_problems(fleet: Any, fairness: Any) -> list[Problem]:
             ("fleet.report.send", "the fleet report is sent with the weekly report: set fairness.send too")
         ]
     return []
+
+
+def owners_problems(owners: Mapping[str, Any], receivers: Any) -> list[Problem]:
+    """Return the problems between `owners` and `alerting.receivers`: its SMTP receiver (as the report's),
+    and every receiver a contact or `allowed_receivers` names must exist."""
+    if not isinstance(receivers, list) or not isinstance(owners, Mapping):
+        return []
+    out = fairness_problems({"smtp_receiver": owners.get("smtp_receiver")}, receivers, base="owners")
+    names = {r.get("name") for r in receivers if isinstance(r, Mapping)}
+    for i, c in enumerate(owners.get("contacts") or []):
+        r = c.get("receiver") if isinstance(c, Mapping) else None
+        if isinstance(r, str) and r and r not in names:
+            out.append((f"owners.contacts[{i}].receiver", f"{r!r} is not a receiver in alerting.receivers"))
+    for i, r in enumerate(owners.get("allowed_receivers") or []):
+        if isinstance(r, str) and r not in names:
+            out.append((f"owners.allowed_receivers[{i}]", f"{r!r} is not a receiver in alerting.receivers"))
+    return out

@@ -19,6 +19,7 @@ from .consistency import (
     alerting_problems,
     fairness_problems,
     fleet_send_problems,
+    owners_problems,
     prometheus_problems,
     tier_problems,
 )
@@ -172,6 +173,12 @@ def _cross_field_problems(data: Mapping[str, Any]) -> list[str]:
             receivers = AlertingConfig().model_dump(include={"receivers"})["receivers"]
         found += fairness_problems(fairness, receivers, base="fairness")
     found += fleet_send_problems(data.get("fleet"), data.get("fairness"))
+    if isinstance(owners := data.get("owners"), Mapping):
+        alerting_data = data.get("alerting")
+        receivers = alerting_data.get("receivers") if isinstance(alerting_data, Mapping) else None
+        if receivers is None:
+            receivers = AlertingConfig().model_dump(include={"receivers"})["receivers"]
+        found += owners_problems(owners, receivers)
     return [f"{path}: {msg}" for path, msg in found]
 
 

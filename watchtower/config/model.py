@@ -15,11 +15,19 @@ from watchtower.domain.tiers import Tier, TierPolicy
 
 from .alerting import AlertingConfig
 from .artefacts import ArtefactsConfig
-from .consistency import fairness_problems, fleet_send_problems, order_problem, raise_problems, tier_problems
+from .consistency import (
+    fairness_problems,
+    fleet_send_problems,
+    order_problem,
+    owners_problems,
+    raise_problems,
+    tier_problems,
+)
 from .durations import Duration, PositiveDuration
 from .fairness import FairnessConfig
 from .fleet import FleetConfig
 from .leader import LeaderElectionConfig
+from .owners import OwnersConfig
 from .prometheus import PrometheusConfig
 from .urls import http_url
 from .what_if import WhatIfConfig
@@ -340,6 +348,8 @@ class Settings(Section):
     """What `watchtower generate` writes beyond the tier policy: the selector of Watchtower's own series, the namespace and names of the Kubernetes-native forms."""
     fleet: FleetConfig = FleetConfig()
     """The fleet page (`/fleet`): the other clusters' Watchtowers, read from their JSON API at each visit."""
+    owners: OwnersConfig = OwnersConfig()
+    """Owner notices: tell a workload's owner (annotation or team contact) when it waits past its threshold, is preempted, or starts late."""
 
     @model_validator(mode="after")
     def _distinct(self) -> Settings:
@@ -352,6 +362,10 @@ class Settings(Section):
             )
             + fleet_send_problems(
                 self.fleet.model_dump(include={"report"}), self.fairness.model_dump(include={"send"})
+            )
+            + owners_problems(
+                self.owners.model_dump(include={"smtp_receiver", "contacts", "allowed_receivers"}),
+                self.alerting.model_dump(include={"receivers"})["receivers"],
             )
         )
         return self

@@ -104,6 +104,7 @@ class FactsDraft:
     nominated_node: str = ""
     oldest_pod: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
+    notify: str = ""  # the owner-notice annotation of its oldest pod that carries one
     source: str = SOURCE_PODS
     pods_expected: int = 0
     group: str = ""

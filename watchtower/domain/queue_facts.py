@@ -90,6 +90,7 @@ def workload_facts(
         quota=draft.refusal if draft.state is WorkloadState.QUOTA_BLOCKED else None,
         preemptions_recent=thrash.get(key, 0),
         annotations=draft.annotations,
+        notify=draft.notify,
         source=draft.source,
         pods_expected=draft.pods_expected,
         pods_existing=draft.pods_existing,

@@ -136,6 +136,9 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # spec.nodeSelector as sorted (key, value) pairs, shared among the pods that select alike: a selector
     # no schedulable node's labels match makes the pod one that can never start (never.py).
     node_selector: tuple[tuple[str, str], ...] = ()
+    # Its `watchtower.dev/notify` annotation (owner notices), kept apart from the display notes and cut at
+    # the decoder's annotation limit; "" when absent or not read (owner notices off).
+    notify: str = ""
 
     @property
     def terminal(self) -> bool:

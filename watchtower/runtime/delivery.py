@@ -16,6 +16,7 @@ from watchtower.runtime.fleet_report import fleet_mailer
 from watchtower.runtime.weekly_report import schedule_fairness
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
+from watchtower.services.owner_outbox import owner_lanes
 
 if TYPE_CHECKING:
     import httpx
@@ -31,6 +32,7 @@ class Delivery:
     worker: DeliveryWorker
     report_sender: Sender | None  # the weekly report's, kept beside the alert senders a reload rebuilds
     router: APIRouter  # the silences API
+    owner_sender: Sender | None = None  # owners' own addresses (owners.smtp_receiver's SMTP), kept likewise
 
 
 def wire_delivery(container: Container, scheduler: Any, http: httpx.AsyncClient) -> Delivery | None:
@@ -55,6 +57,14 @@ def wire_delivery(container: Container, scheduler: Any, http: httpx.AsyncClient)
     )
     if report_sender is not None:
         senders[REPORT_INTEGRATION] = report_sender
+    # Owner notices to annotated addresses: the SMTP settings of one email receiver, each message's own `to`.
+    owner_sender = (
+        build_report_sender(settings.alerting, receiver=settings.owners.smtp_receiver, http=http)
+        if settings.owners.enabled
+        else None
+    )
+    if owner_sender is not None:
+        senders.update(owner_lanes(owner_sender))
     worker = DeliveryWorker(
         store=store,
         senders=senders,
@@ -87,7 +97,7 @@ def wire_delivery(container: Container, scheduler: Any, http: httpx.AsyncClient)
                 else None
             )
             schedule_fairness(scheduler, mailer, fairness, now=time.time(), fence=fence, fleet=fleet)
-    return Delivery(worker=worker, report_sender=report_sender, router=router)
+    return Delivery(worker=worker, report_sender=report_sender, router=router, owner_sender=owner_sender)
 
 
 def _prune_store(store: AlertStore, settings: Settings, clock: Clock) -> None:

@@ -24,6 +24,7 @@ from watchtower.runtime.tick_loop import TickLoop
 from watchtower.services.alerting import DeliveryWorker
 from watchtower.services.fairness_send import REPORT_INTEGRATION
 from watchtower.services.leadership import LeaderElector
+from watchtower.services.owner_outbox import owner_lanes
 from watchtower.services.queue_tracker import QueueTracker
 
 log = logging.getLogger("watchtower")
@@ -91,6 +92,7 @@ async def serve(
     delivery = wire_delivery(container, scheduler, http)
     worker = delivery.worker if delivery is not None else None
     report_sender = delivery.report_sender if delivery is not None else None
+    owner_sender = delivery.owner_sender if delivery is not None else None
     routers = [delivery.router] if delivery is not None else []
     if config_path is not None and settings.server.config_reload_every > 0:
         reloader = config_reloader(
@@ -101,6 +103,7 @@ async def serve(
             senders=lambda cfg: {
                 **build_senders(cfg, http=http, cluster_label=container.settings.cluster.label),
                 **({REPORT_INTEGRATION: report_sender} if report_sender is not None else {}),
+                **(owner_lanes(owner_sender) if owner_sender is not None else {}),
             },
         )
         spawn(reloader.run(settings.server.config_reload_every), "configuration reload")

@@ -41,6 +41,7 @@ class ObjectDecoder:
     kueue_gpu_resources: frozenset[str] = frozenset()
     # The namespace annotation naming a team's fairness report recipients; "" reads none.
     report_annotation: str = ""
+    read_notify: bool = False  # read pods' `watchtower.dev/notify` (owner notices)
 
     def __post_init__(self) -> None:
         self._ctx = Reading(
@@ -51,6 +52,7 @@ class ObjectDecoder:
             self.gpu_device_classes,
             self.kueue_gpu_resources,
             self.report_annotation,
+            self.read_notify,
         )
         self._readers: dict[str, KindReader] = forms.readers(self._ctx)
         self._pending_positions = reader("PendingWorkloads", kueue.PendingWorkloads, kueue.pending_positions)

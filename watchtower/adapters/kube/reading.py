@@ -145,6 +145,7 @@ class Reading:
     gpu_device_classes: frozenset[str] = frozenset({GPU_DEVICE_CLASS})
     kueue_gpu_resources: frozenset[str] = frozenset()
     report_annotation: str = ""
+    read_notify: bool = False  # read the owner-notice annotation into Pod.notify
     # One object per distinct value (namespaces, node names, owners, messages, label sets): 150,000
     # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
     shared: dict[object, Any] = field(default_factory=dict)

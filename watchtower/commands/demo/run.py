@@ -22,7 +22,7 @@ from typing import Any
 from watchtower.adapters.demo_sinks import SmtpSink, WebhookSink
 from watchtower.api.container import Container
 from watchtower.commands.demo.past_week_process import Backfill, past_week_in_background
-from watchtower.commands.demo.settings import MAIL_TO, DemoOptions, demo_settings
+from watchtower.commands.demo.settings import MAIL_TO, DemoOptions, demo_settings, owner_address
 from watchtower.commands.demo.start import Started, open_stores, start_prometheus, start_sinks_and_cluster
 from watchtower.config.model import Settings
 from watchtower.domain.fairness.week import IsoWeek
@@ -115,6 +115,9 @@ def _print_urls(
     echo(f"  SMTP sink       127.0.0.1:{started.smtp.port} (mail to {MAIL_TO})")
     echo(f"  webhook sink    {started.webhooks.hook_url} (Standard Webhooks signatures checked)")
     echo(f"  sinks received  {started.webhooks.url}/")
+    echo(
+        f"  owner notices   each team's contact: {owner_address('<team>')} (the last team: the webhook sink)"
+    )
     echo(f"  API token       {started.token} (Authorization: Bearer …, to create silences)")
 
 

@@ -17,10 +17,19 @@ from watchtower.config.alerting import (
     WebhookConfig,
 )
 from watchtower.config.model import Settings, SimulatorConfig
+from watchtower.config.owners import ContactConfig, OwnersConfig
 from watchtower.config.prometheus import PrometheusConfig
 
 RECEIVER = "demo-oncall"
 MAIL_TO = "oncall@demo.invalid"
+TEAM_HOOK = "demo-team-hook"  # the last simulated team's contact: owner notices to the webhook sink
+
+
+def owner_address(team: str) -> str:
+    """The address the demo configures as a team's contact: its owner notices arrive in the SMTP sink."""
+    return f"{team}-owners@demo.invalid"
+
+
 # Wall-clock seconds: Prometheus stamps samples with real time, however fast the simulator runs.
 SCRAPE_EVERY = 2.0
 IDLE_WINDOW = 30.0
@@ -77,10 +86,13 @@ def demo_settings(
         ],
         webhooks=[WebhookConfig(url=hook_url, secret=SecretStr(secret))],
     )
+    team_hook = ReceiverConfig(
+        name=TEAM_HOOK, webhooks=[WebhookConfig(url=hook_url, secret=SecretStr(secret))]
+    )
     alerting = AlertingConfig(
         rules=base.alerting.rules,
         route=RouteConfig(receiver=RECEIVER, group_by=["alertname", "namespace"]),
-        receivers=[receiver],
+        receivers=[receiver, team_hook],
         delivery=base.alerting.delivery,
         store_path=store_path,
     )
@@ -106,5 +118,17 @@ def demo_settings(
             ),
             "alerting": alerting,
             "prometheus": prometheus,
+            "owners": demo_owners(base.simulator.teams),
         }
+    )
+
+
+def demo_owners(teams: list[str]) -> OwnersConfig:
+    """Owner notices on, a contact per simulated team: an address each (the SMTP sink), the last team's
+    through a receiver (the webhook sink)."""
+    *mailed, hooked = teams or ["vision"]
+    contacts = [ContactConfig(team=t, email=[owner_address(t)]) for t in mailed]
+    contacts.append(ContactConfig(team=hooked, receiver=TEAM_HOOK))
+    return OwnersConfig(
+        enabled=True, contacts=contacts, smtp_receiver=RECEIVER, allowed_domains=["demo.invalid"]
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.dispatch import Dispatcher
@@ -25,6 +26,9 @@ from .metrics import AlertingMetrics
 from .notify import GroupNotifier
 from .push import AlertmanagerPusher
 
+if TYPE_CHECKING:
+    from watchtower.services.owner_notices import OwnerNotifier
+
 
 @dataclass(slots=True)
 class Alerting:
@@ -34,6 +38,7 @@ class Alerting:
     store: AlertStore
     metrics: AlertingMetrics | None = None
     pusher: AlertmanagerPusher | None = None
+    owners: OwnerNotifier | None = None  # owner notices (`owners.enabled`), after the alerts' own
     _receivers_checked: bool = field(default=False, repr=False)
     _followed: bool = field(default=False, repr=False)  # another replica led since the alerts were loaded
 
@@ -51,6 +56,12 @@ class Alerting:
         if self.pusher is not None:
             await self.pusher.push(tick.at)
         await self.notifier.flush(tick.at)
+        if self.owners is not None:
+            self.owners.start(tick, self._wake_delivery)
+
+    def _wake_delivery(self) -> None:
+        if self.notifier.on_enqueued is not None:
+            self.notifier.on_enqueued()
 
     async def reconfigure(self, settings: Settings, *, worker: DeliveryWorker | None = None) -> None:
         """Take what a running service can of new settings (watchtower.config.changes.LIVE): the rules'
@@ -86,10 +97,14 @@ class Alerting:
         """On a replica that does not lead: read the alerts the leader stored, for the API to list."""
         await self.evaluator.reload(regroup=False)
         self._followed = True
+        if self.owners is not None:
+            self.owners.reset()
 
     def lead(self) -> None:
         """This replica leads from now on: its next evaluation starts from what the store holds."""
         self._followed = True
+        if self.owners is not None:
+            self.owners.reset()  # what the former leader sent is read back from the store
 
 
 def build_alerting(

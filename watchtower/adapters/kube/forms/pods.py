@@ -4,7 +4,9 @@ The pod record is built in one inline pass (`PodReader._pod`), the budget of a 1
 intermediate objects, one dict lookup per repeated value, and the resource sums memoised.
 
 Size: over 400 lines because that pass and the memos of the values it shares among pods (owners, label sets,
-groups, node selectors) are one piece: moving the memos out would add a call per pod to the LIST's budget.
+groups, node selectors) are one piece, with each kept annotation (display notes, Volcano's group, Kueue's
+group size, the owner-notice annotation) taken apart inline: moving the memos or the steps out would add a
+call per pod to the LIST's budget.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from watchtower.domain.forms.gangs.records import (
 )
 from watchtower.domain.forms.gated.records import KUEUE_POD_GROUP_TOTAL
 from watchtower.domain.node_use import DEFAULT_SCHEDULER
+from watchtower.domain.owners.resolve import NOTIFY_ANNOTATION
 from watchtower.domain.records import (
     Condition,
     Event,
@@ -73,9 +76,13 @@ class PodReader:
         self._hash_at = self._label_keys.index(TEMPLATE_HASH_LABEL)
         self._hash_kept = TEMPLATE_HASH_LABEL in self._labels
         # Volcano's group annotation is always read (into the pod's group), a display note only if asked.
+        notify = {NOTIFY_ANNOTATION} if ctx.read_notify else set()
         self._note_keys = tuple(
-            sorted(set(ctx.keep_annotations) | {VOLCANO_GROUP_ANNOTATION, KUEUE_POD_GROUP_TOTAL})
+            sorted(set(ctx.keep_annotations) | {VOLCANO_GROUP_ANNOTATION, KUEUE_POD_GROUP_TOTAL} | notify)
         )
+        # The owner-notice annotation goes to Pod.notify, a note too only if asked for display.
+        self._notify_at = self._note_keys.index(NOTIFY_ANNOTATION) if notify else -1
+        self._notify_noted = NOTIFY_ANNOTATION in ctx.keep_annotations
         self._group_at = self._note_keys.index(VOLCANO_GROUP_ANNOTATION)
         self._group_noted = VOLCANO_GROUP_ANNOTATION in ctx.keep_annotations
         # So is Kueue's pod-group size (into the pod's group_total).
@@ -219,6 +226,7 @@ class PodReader:
         notes: Mapping[str, str] = _NO_STRINGS
         volcano_group = None
         total = 0
+        notify = ""
         if meta.annotations is not None:
             found = astuple(meta.annotations)
             if found != self._no_notes:  # most pods carry none of the kept annotations
@@ -232,6 +240,11 @@ class PodReader:
                     if not self._total_noted:
                         found = (*found[:at], None, *found[at + 1 :])
                 limit = self._limit
+                at = self._notify_at
+                if at >= 0 and found[at] is not None:
+                    notify = found[at][:limit]
+                    if not self._notify_noted:
+                        found = (*found[:at], None, *found[at + 1 :])
                 notes = {k: v[:limit] for k, v in zip(self._note_keys, found, strict=True) if v is not None}
                 notes = notes or _NO_STRINGS
         sums = self._sums_of(spec)
@@ -294,6 +307,7 @@ class PodReader:
             self._gates.names(gates_raw) if gates_raw else (),
             total,
             self._selector(spec.nodeSelector) if spec.nodeSelector else (),
+            notify,
         )
 
     def _selector(self, sel: dict[str, str]) -> tuple[tuple[str, str], ...]:

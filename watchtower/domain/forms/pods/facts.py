@@ -39,6 +39,9 @@ class _PodsPass(FactsPass):
                 (gated if is_gated(p) else queued).append(p)
         if draft.tracked:
             draft.annotations = min(draft.tracked, key=lambda p: (p.created, p.name)).annotations
+            noting = [p for p in draft.tracked if p.notify]
+            if noting:
+                draft.notify = min(noting, key=lambda p: (p.created, p.name)).notify
         if queued:
             rep = draft.oldest_queued = min(queued, key=lambda p: (p.created, p.name))
             draft.since, draft.oldest_pod, draft.nominated_node = rep.created, rep.name, rep.nominated_node
