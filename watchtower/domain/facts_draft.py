@@ -72,6 +72,9 @@ class FactsContext(NamedTuple):
     policy: QueuePolicy
     diagnose: Callable[[str], SchedulingDiagnosis]
     now: float
+    # Hears of input a step skips (workload, kind, what, in words): the evaluator hands each out once, to be
+    # counted and logged where logging is.
+    odd: Callable[[WorkloadKey, str, str], None] | None = None
 
 
 @dataclass(slots=True)

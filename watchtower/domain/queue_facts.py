@@ -44,7 +44,7 @@ def workload_facts(
     """Return a workload's facts from its pods (`pods`, finished ones included) and its quota refusal;
     None when nothing of it is tracked or waits. `odd` hears of input that could not be read while
     telling whether it can never start (a quota's quantity, a Kueue message), which is then skipped."""
-    ctx = FactsContext(state, policy, diagnose, now)
+    ctx = FactsContext(state, policy, diagnose, now, odd)
     tracked = [p for p in pods if not p.terminal and policy.selector.matches(p)]
     draft = FactsDraft(key, pods, tracked, refusal, pods_existing=sum(1 for p in pods if not p.terminal))
     passes = [fp for step in _steps(registry.FORMS) if (fp := step.begin(ctx, draft)) is not None]
@@ -122,7 +122,8 @@ def _never(
             odd(
                 draft.key,
                 "Workload",
-                f"Kueue {k.reason} message without the numbers it should carry: {k.message!r}",
+                f"cannot tell whether it can never start: Kueue {k.reason} message without the numbers it should"
+                f" carry: {k.message!r}",
             )
         if said is not None:
             return said
@@ -135,7 +136,8 @@ def _never(
             odd(
                 draft.key,
                 "ResourceQuota",
-                f"ResourceQuota {refusal.quota}: unreadable quantity of {', '.join(unreadable)}",
+                f"cannot tell whether it can never start: ResourceQuota {refusal.quota}: unreadable quantity of"
+                f" {', '.join(unreadable)}",
             )
         if said is not None:
             return said

@@ -264,9 +264,10 @@ class QueueTracker:
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
         for key, kind, what in self.evaluator.odd_news():
-            # Skipped, not fatal: the workload is listed as waiting, only whether it can never start is unsaid.
+            # Skipped, not fatal: what could not be read is left unsaid (whether it can never start), or a
+            # workload with nothing behind it is left out of the queue; `what` says which.
             self.metrics.skipped_object(kind)
-            log.warning("cannot tell whether %s can never start, skipped: %s", key, what)
+            log.warning("%s: skipped, %s", key, what)
         tick = Tick(
             at=now,
             snapshot=snap,

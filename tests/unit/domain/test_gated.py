@@ -191,6 +191,28 @@ def test_a_kueue_pod_group_before_its_workload_is_held_by_kueue_and_waits() -> N
     assert w.why == f"held by Kueue: no Kueue Workload for pod group {GROUP} seen yet"
 
 
+def test_a_group_workload_naming_pods_that_do_not_exist_is_not_waiting_work_and_is_said_once() -> None:
+    # Kueue makes a group's Workload from the group's pods; with none of them there (deleted, or never
+    # seen), nothing of it can run: listing it would alert on-call about work that does not exist.
+    pods = [group_pod(i) for i in range(2)]
+    st = state_of(*kueue_queues(), group_workload(pods))
+    ev = QueueEvaluator(POLICY)
+    assert ev.evaluate(st, now=T0 + 600, include_running=True).workloads == ()
+    assert ev.odd_news() == [
+        (
+            WorkloadKey(NS, "KueueWorkload", GROUP),
+            "KueueWorkload",
+            "a Kueue Workload no job owns, naming pods that do not exist: not listed",
+        )
+    ]
+    ev.evaluate(st, now=T0 + 660, include_running=True)
+    assert ev.odd_news() == []  # said once, not at every tick
+    for p in pods:  # its pods seen after all: the group waits as one workload again
+        apply(st, p)
+    (w,) = ev.evaluate(st, now=T0 + 700, include_running=True).workloads
+    assert (w.key.kind, w.state, w.pods_gated) == ("KueueWorkload", WorkloadState.PENDING, 2)
+
+
 def test_a_pod_group_size_that_is_not_a_number_is_read_as_the_pods_seen() -> None:
     pods = [group_pod(i, total="four") for i in range(2)]
     (w,) = evaluate(state_of(*pods), T0 + 60).workloads

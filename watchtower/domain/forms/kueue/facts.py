@@ -55,6 +55,17 @@ def _begin(ctx: FactsContext, draft: FactsDraft) -> FactsPass | None:
     kw = kueue.of_key(key) if key in kueue.held else None
     if kw is None or kw.finished or not (kw.active or kw.reserved):
         return None
+    if kw.owner is None and key not in ctx.state.by_workload:
+        # No job owns it and none of its pods is seen: a plain-pod group's Workload (Kueue makes it from the
+        # group's pods, each an owner without a controller reference) whose pods are gone. Nothing of it can
+        # run, so it is not waiting work: skipped, and said once.
+        if ctx.odd is not None:
+            ctx.odd(
+                key,
+                "KueueWorkload",
+                "a Kueue Workload no job owns, naming pods that do not exist: not listed",
+            )
+        return None
     if ctx.policy.selector.require_gpu and kw.gpus_asked <= 0 and not draft.tracked:
         return None
     return _KueuePass(kw)
