@@ -21,7 +21,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from watchtower.config.model import ReplayConfig
+from watchtower.config.replay import ReplayConfig
 
 from .replay import ReplayInputError, count_rows, read_policy, replay_document, unique_names
 
