@@ -106,6 +106,9 @@ def demo_policy(
         "scoring": "LeastAllocated",  # kube-scheduler's default profile, as the simulator's scheduler
         "termination_grace": termination_grace,
         "restart": {"mode": "resume"},
+        # The simulator's controllers retry a pod the quota refused after 10 s, doubling to 5 min
+        # (simulator/forms/quota/controller.py), where the Job controller's own figures are 1 s to 60 s.
+        "quota_retry": {"initial": 10.0, "max": 300.0},
     }
     data.update(changes)
     return policy_from_mapping(data, name)
