@@ -73,6 +73,11 @@ class QuotaRetryConfig(_Section):
     max: PositiveDuration = 60.0
     """The longest wait between two retries, each wait doubling the one before (the Job controller's
     MaxJobApiBackOff: 60 s)."""
+    per_pod: bool = False
+    """Whether the controller makes a job's pods one at a time, each charged to the quota as it is made
+    (as the Job and ReplicaSet controllers and most operators do): a job holding part of its quota waits
+    for the rest, and jobs each holding a part may wait on one another until one is deleted (the trace's
+    `deleted`). Off: a job is charged whole, when the quota has room for all of it."""
 
 
 class ClusterQueuePreemption(_Section):

@@ -16,6 +16,7 @@ Columns (docs/replay.md has the table):
   preemptible                     optional: true/false; false: never a victim
   grace                           optional: how long its pods take to stop when preempted (at most their
                                   terminationGracePeriodSeconds); default: the policy's termination_grace
+  deleted                         optional: when it was deleted, if it never started: it leaves the queue then
 
 Size: just over 400 lines, most of it the per-column readers and their error words, one per column above.
 """
@@ -54,6 +55,7 @@ COLUMNS = (
     "gang_min",
     "preemptible",
     "grace",
+    "deleted",
 )
 
 
@@ -77,6 +79,7 @@ class TraceJob:
     gang_min: int | None = None
     preemptible: bool = True
     grace: float | None = None  # seconds its pods take to stop when preempted; None: the policy's
+    deleted: float | None = None  # when it was deleted before it ever started (epoch seconds)
 
     @property
     def gpus(self) -> int:
@@ -190,6 +193,7 @@ def _row(j: TraceJob) -> dict[str, Any]:
         "gang_min": j.gang_min,
         "preemptible": j.preemptible,
         "grace": j.grace,
+        "deleted": j.deleted,
     }
 
 
@@ -354,6 +358,7 @@ def _job(line: int, row: Mapping[str, Any], tiers: TierPolicy) -> TraceJob | Non
         gang_min=gang_min,
         preemptible=preemptible,
         grace=grace,
+        deleted=instant("deleted"),
     )
 
 
