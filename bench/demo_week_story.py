@@ -58,13 +58,13 @@ def main() -> None:
         out = csv.writer(f)
         out.writerow(
             ["id", "team", "priority_class", "submitted", "started", "duration", "pods", "gpus_per_pod",
-             "cpu_per_pod", "memory_per_pod", "gang_min"]
+             "cpu_per_pod", "memory_per_pod", "gang_min", "deleted"]
         )  # fmt: skip
         for j in trace.jobs:
             out.writerow(
                 [j.id, j.team, cls[j.id], j.submitted, "" if j.started is None else j.started, j.duration,
                  j.pods, j.gpus_per_pod, f"{j.cpu_millis_per_pod}m", j.memory_bytes_per_pod,
-                 "" if j.gang_min is None else j.gang_min]
+                 "" if j.gang_min is None else j.gang_min, "" if j.deleted is None else j.deleted]
             )  # fmt: skip
     common = base.model_dump(mode="json", by_alias=True)
     # A PriorityClass no default tier lists (the story's `sweep`) goes to the tier of its value, as the

@@ -25,6 +25,10 @@ The model, in kube-scheduler's terms (docs/replay.md says more):
   (none without `checkpoint_every`); under `resume` it keeps all of it. The work lost is counted in GPU-hours.
 - A job that could never run (larger than any node or the whole cluster, or than its quota) is refused with
   the reason, and takes no part in the run.
+- Under `quota_retry` a job its quota refused is tried again only when its controller's backoff says
+  (the freed room goes to whoever asks first), its pods charged one at a time under `per_pod`. A job the
+  trace says was `deleted` before it started leaves the queue and its quota then; a victim with a `grace`
+  of its own holds its GPUs that long.
 The engine draws no random numbers: the same trace under the same policy gives the same result.
 
 Size: over 400 lines because placement, quota, preemption and the event heap share one mutable picture
@@ -43,7 +47,8 @@ from dataclasses import dataclass
 from .policy import ReplayPolicy
 from .trace import TraceJob
 
-_FINISH, _GRACE_END, _ARRIVAL = 0, 1, 2  # at one instant: capacity freed before new work arrives
+# At one instant: capacity freed before new work arrives.
+_FINISH, _GRACE_END, _DELETE, _RETRY, _ARRIVAL = 0, 1, 2, 3, 4
 _PENDING, _RUNNING, _RESERVED, _TERMINATING, _DONE, _REFUSED = range(6)
 _MIB = 2**20
 
@@ -208,7 +213,8 @@ class _Run:
         self.prune = prune
         self.policy = policy
         self.cluster = _Cluster(policy)
-        self.grace = policy.termination_grace
+        # Each job's own time to stop when preempted (its trace's `grace`), else the policy's.
+        self.grace = [j.grace if j.grace is not None else policy.termination_grace for j in jobs]
         self.resume = policy.restart.mode == "resume"
         self.checkpoint = policy.restart.checkpoint_every
         n = len(jobs)
@@ -263,6 +269,12 @@ class _Run:
         self.reclaim_any = "Any" in self.reclaim.values()
         self.reclaiming = any(r != "Never" for r in self.reclaim.values())
         self.quotas_apply = bool(self.quota or self.queue_of)
+        retry = policy.quota_retry
+        self.retry = (retry.initial, retry.max) if retry is not None else None
+        self.backoff = [retry.initial if retry is not None else 0.0] * n
+        self.next_try = [0.0] * n  # when its controller next tries the pods its quota refused
+        self.per_pod = retry is not None and retry.per_pod
+        self.live = 0  # events in the heap other than quota retries
         self.rules = {t.name: policy.may_preempt(t.name) for t in policy.tiers}
         self.now = jobs[0].submitted if jobs else 0.0
         self.start = self.now
@@ -276,14 +288,24 @@ class _Run:
                 self.refused[i], self.state[i] = reason, _REFUSED
             else:
                 self._push(j.submitted, _ARRIVAL, i)
+                if j.deleted is not None:
+                    self._push(max(j.deleted, j.submitted), _DELETE, i)
         while self.events:
+            if self.live == 0 and not any(self._fits_quota(e[3]) for e in self.events):
+                break  # only quota retries left, none with room: nothing will ever free what they wait for
             t = self.events[0][0]
             self.now = t
-            freed, arrived = False, []
+            freed, arrived, retried = False, [], set()
             while self.events and self.events[0][0] == t:
                 _, kind, _, i, token = heapq.heappop(self.events)
+                if kind != _RETRY:
+                    self.live -= 1
                 if kind == _ARRIVAL:
                     arrived.append(i)
+                elif kind == _RETRY:
+                    retried.add(self.jobs[i].team)
+                elif kind == _DELETE:
+                    freed |= self._delete(i)
                 elif kind == _FINISH:
                     if token == self.token[i] and self.state[i] == _RUNNING:
                         self._finish(i)
@@ -291,10 +313,13 @@ class _Run:
                 else:
                     self._grace_ends(i)
                     freed = True
+            arrived = [i for i in arrived if self.state[i] == _PENDING]  # not deleted on arrival
             for i in arrived:
                 if (team := self.jobs[i].team) in self.quota:
                     self.unadmitted.setdefault(team, []).append(i)
                     self._admit(team)
+            for team in retried:
+                freed |= self._admit(team)  # quota now held: the pending jobs are tried again
             if freed:
                 for i in arrived:
                     self._enqueue(i)
@@ -310,6 +335,8 @@ class _Run:
 
     def _push(self, t: float, kind: int, i: int) -> None:
         self.seq += 1
+        if kind != _RETRY:
+            self.live += 1
         heapq.heappush(self.events, (t, kind, self.seq, i, self.token[i]))
 
     def _schedule(self) -> None:
@@ -372,13 +399,16 @@ class _Run:
 
     # --- one job --------------------------------------------------------------------------------------------
 
-    def _admit(self, team: str) -> None:
+    def _admit(self, team: str) -> bool:
         """Charge the team's quota for each of its waiting jobs it has room for, in arrival order, passing over
         those it has not: a ResourceQuota charges a pod from its creation, pending or not, and the
-        controllers retry the pods it refused, whichever fits first."""
+        controllers retry the pods it refused, whichever fits first. Under `quota_retry` only the jobs
+        whose retry is due are tried, pod by pod. Return whether a job's quota grew."""
         waiting = self.unadmitted.get(team)
         if not waiting:
-            return
+            return False
+        if self.retry is not None:
+            return self._admit_pods(team, waiting)
         kept = []
         for i in waiting:
             need = self.need[i]
@@ -389,6 +419,72 @@ class _Run:
             else:
                 kept.append(i)
         self.unadmitted[team] = kept
+        return False
+
+    def _admit_pods(self, team: str, waiting: list[int]) -> bool:
+        """A controller's view of a quota: each job whose retry is due is charged when the quota has room
+        for it, or tried again after its backoff, which doubles from `quota_retry.initial` to its `max`, as
+        the Job and ReplicaSet controllers requeue a failed sync; the room freed meanwhile goes to whoever
+        asks first (a new job). A job is charged whole (its pods at once): charged pod by pod, jobs
+        holding part of a quota each could wait for one another for ever."""
+        assert self.retry is not None
+        most = self.retry[1]
+        kept, grew = [], False
+        for i in waiting:
+            if self.next_try[i] > self.now:
+                kept.append(i)
+                continue
+            need = self.need[i]
+            room = max(0, (self.quota[team] - self.team_used.get(team, 0)) // need.gpus)
+            have = self.quota_held[i] // need.gpus
+            if self.per_pod and 0 < room < need.fewest - have:
+                # The controller makes the pods it can, one at a time, each charged as it is made.
+                self.quota_held[i] += room * need.gpus
+                self.team_used[team] = self.team_used.get(team, 0) + room * need.gpus
+                self.backoff[i] = self.retry[0]
+                have += room
+                room = 0
+            if have + room >= need.fewest:
+                made = min(need.pods - have, room)
+                self.quota_held[i] += made * need.gpus
+                self.team_used[team] = self.team_used.get(team, 0) + made * need.gpus
+                grew = True
+            else:
+                self.next_try[i] = self.now + self.backoff[i]
+                self.backoff[i] = min(most, self.backoff[i] * 2)
+                self._push(self.next_try[i], _RETRY, i)
+                kept.append(i)
+        self.unadmitted[team] = kept
+        return grew
+
+    def _fits_quota(self, i: int) -> bool:
+        """Return whether job i's team quota has room now for the rest of its minimum."""
+        need, team = self.need[i], self.jobs[i].team
+        room = (self.quota[team] - self.team_used.get(team, 0)) // need.gpus
+        return self.quota_held[i] // need.gpus + room >= need.fewest
+
+    def _delete(self, i: int) -> bool:
+        """Job i deleted (the trace's `deleted`): one that never started leaves the queue and gives back
+        its quota; one that started keeps running (its record says how it ended). Return whether quota
+        was freed."""
+        if self.state[i] != _PENDING or self.first_start[i] is not None:
+            return False
+        self.state[i] = _DONE
+        self.waited[i] += self.now - self.queued_at[i]
+        entry = (-self.jobs[i].priority, self.queued_at[i], i)
+        k = bisect.bisect_left(self.pending, entry)
+        if k < len(self.pending) and self.pending[k] == entry:
+            del self.pending[k]
+            self._left_queue(self.kind[i])
+        team = self.jobs[i].team
+        if i in self.unadmitted.get(team, ()):
+            self.unadmitted[team].remove(i)
+        if not self.quota_held[i]:
+            return False
+        self.team_used[team] -= self.quota_held[i]
+        self.quota_held[i] = 0
+        self._admit(team)
+        return True
 
     def _try(self, i: int) -> bool:
         """Start job i, or reserve its place by preempting or reclaiming; False when it stays pending."""
@@ -460,7 +556,7 @@ class _Run:
             team = self.jobs[i].team
             self.team_used[team] -= self.quota_held[i]
             self.quota_held[i] = 0
-            self._admit(team)
+            self._admit(team)  # the freed room goes to the jobs due now (the others, when they retry)
 
     def _release(self, i: int, until: float) -> None:
         self.cluster.take(self.need[i], self.where[i], -1)
@@ -597,7 +693,8 @@ class _Run:
         self._hold(i, where)
         self.state[i] = _RESERVED
         self.victims_of[i] = chosen
-        self._push(self.now + self.grace, _GRACE_END, i)
+        # Its nominated place is free once the last victim is gone (kube-scheduler binds it then).
+        self._push(self.now + max(self.grace[v] for v in chosen), _GRACE_END, i)
         return True
 
     def _stop(self, v: int) -> None:
@@ -616,7 +713,7 @@ class _Run:
         self.remaining[v] -= kept
         self.lost[v] += (done - kept) * self.size[v]
         self.cluster.take(self.need[v], self.where[v], -1)
-        self.held[v] += self.size[v] * (self.now + self.grace - self.run_start[v])
+        self.held[v] += self.size[v] * (self.now + self.grace[v] - self.run_start[v])
         self.where[v] = []
         self._charge(v, -1)
 

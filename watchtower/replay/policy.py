@@ -66,6 +66,20 @@ class RestartConfig(_Section):
     """How often a job checkpoints, counted from each start; unset: never, a restart loses the whole run."""
 
 
+class QuotaRetryConfig(_Section):
+    initial: PositiveDuration = 1.0
+    """The wait before a controller first retries a pod its team's quota refused (the Job controller's
+    DefaultJobApiBackOff: 1 s)."""
+    max: PositiveDuration = 60.0
+    """The longest wait between two retries, each wait doubling the one before (the Job controller's
+    MaxJobApiBackOff: 60 s)."""
+    per_pod: bool = False
+    """Whether the controller makes a job's pods one at a time, each charged to the quota as it is made
+    (as the Job and ReplicaSet controllers and most operators do): a job holding part of its quota waits
+    for the rest, and jobs each holding a part may wait on one another until one is deleted (the trace's
+    `deleted`). Off: a job is charged whole, when the quota has room for all of it."""
+
+
 class ClusterQueuePreemption(_Section):
     """A ClusterQueue's `preemption`, keys as Kueue names them."""
 
@@ -134,6 +148,11 @@ class ReplayPolicy(_Section):
     default profile), the emptiest, spreading the load."""
     restart: RestartConfig = RestartConfig()
     """What a preempted job loses."""
+    quota_retry: QuotaRetryConfig | None = None
+    """How a job's controller retries the pods its team's quota refused: its pods are created one at a
+    time, each charged to the quota as it is made, and a refused one is tried again after a wait that
+    doubles from `initial` up to `max` (reset by a pod made); the quota room freed meanwhile goes to
+    whoever asks first. Unset: a job is admitted whole, the moment its quota has room."""
     cluster_queues: list[ClusterQueueConfig] = []
     """Kueue-style ClusterQueues, all in one cohort; a team in none is admitted without queue quota."""
 

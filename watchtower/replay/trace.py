@@ -14,6 +14,9 @@ Columns (docs/replay.md has the table):
   cpu_per_pod, memory_per_pod     optional: Kubernetes quantities (500m, 2; 16Gi, 512M) or plain numbers
   gang_min                        optional: fewest pods that must run together (1..pods); default: pods
   preemptible                     optional: true/false; false: never a victim
+  grace                           optional: how long its pods take to stop when preempted (at most their
+                                  terminationGracePeriodSeconds); default: the policy's termination_grace
+  deleted                         optional: when it was deleted, if it never started: it leaves the queue then
 
 Size: just over 400 lines, most of it the per-column readers and their error words, one per column above.
 """
@@ -51,6 +54,8 @@ COLUMNS = (
     "memory_per_pod",
     "gang_min",
     "preemptible",
+    "grace",
+    "deleted",
 )
 
 
@@ -73,6 +78,8 @@ class TraceJob:
     memory_bytes_per_pod: int | None = None
     gang_min: int | None = None
     preemptible: bool = True
+    grace: float | None = None  # seconds its pods take to stop when preempted; None: the policy's
+    deleted: float | None = None  # when it was deleted before it ever started (epoch seconds)
 
     @property
     def gpus(self) -> int:
@@ -185,6 +192,8 @@ def _row(j: TraceJob) -> dict[str, Any]:
         "memory_per_pod": j.memory_bytes_per_pod,
         "gang_min": j.gang_min,
         "preemptible": j.preemptible,
+        "grace": j.grace,
+        "deleted": j.deleted,
     }
 
 
@@ -316,6 +325,11 @@ def _job(line: int, row: Mapping[str, Any], tiers: TierPolicy) -> TraceJob | Non
             preemptible = str(p).lower() in _TRUE
         else:
             raise bad("preemptible", f"{p!r} is neither true nor false")
+    grace = None
+    if (raw_grace := _cell(row, "grace")) is not None:
+        grace = _seconds(raw_grace)
+        if grace is None or grace < 0:
+            raise bad("grace", f"{raw_grace!r} is not a duration of zero or more (30s, 10m or seconds)")
     try:
         cpu = _quantity(_cell(row, "cpu_per_pod"), cpu=True)
     except ValueError:
@@ -343,6 +357,8 @@ def _job(line: int, row: Mapping[str, Any], tiers: TierPolicy) -> TraceJob | Non
         memory_bytes_per_pod=memory,
         gang_min=gang_min,
         preemptible=preemptible,
+        grace=grace,
+        deleted=instant("deleted"),
     )
 
 

@@ -24,7 +24,7 @@ from watchtower.config.model import TierConfig
 from watchtower.domain.tiers import TierPolicy
 from watchtower.replay.engine import JobOutcome, Replay, replay
 from watchtower.replay.policy import NodeSpec, PolicyError, ReplayPolicy, policy_from_mapping
-from watchtower.replay.results import summarise
+from watchtower.replay.results import summarise, wait_figures
 from watchtower.replay.trace import MAX_ROWS, Trace, TraceError, TraceJob, parse_csv, parse_jsonl
 from watchtower.replay.what_if import retier
 
@@ -158,6 +158,44 @@ def observed_run(jobs: Sequence[TraceJob], capacity_gpus: int) -> Replay | None:
     )
 
 
+def fidelity(jobs: Sequence[TraceJob], run: Replay, tier_order: Sequence[str]) -> dict[str, Any] | None:
+    """Return, per tier, the observed and the replayed p50 and p95 wait of the same jobs: those with an
+    observed start that the replay started too, each side's wait to the job's first start (an observed
+    start is a first start). What is left out is counted: jobs without an observed start, and jobs the
+    replay refused or never started. None when no job carries `started`."""
+    outcome = {o.id: o for o in run.jobs}
+    seen = [j for j in jobs if j.started is not None]
+    if not seen:
+        return None
+    both = [j for j in seen if (o := outcome.get(j.id)) is not None and o.started is not None]
+    tiers = []
+    for name in tier_order:
+        mine = [j for j in both if j.tier == name]
+        if not mine:
+            continue
+        observed = wait_figures(j.started - j.submitted for j in mine if j.started is not None)
+        replayed = wait_figures(
+            started - j.submitted for j in mine if (started := outcome[j.id].started) is not None
+        )
+        tiers.append(
+            {
+                "tier": name,
+                "jobs": len(mine),
+                "observed": {k: observed[k] for k in ("p50", "p95")},
+                "replayed": {k: replayed[k] for k in ("p50", "p95")},
+            }
+        )
+    return {
+        "policy": run.policy,
+        "jobs": len(both),
+        "left_out": {
+            "without an observed start": len(jobs) - len(seen),
+            "not started by the replay": len(seen) - len(both),
+        },
+        "tiers": tiers,
+    }
+
+
 def _run_dict(run: Replay, kind: str, tier_order: Sequence[str]) -> dict[str, Any]:
     figures = summarise(run, tier_order)
     name = figures.pop("policy")
@@ -185,6 +223,7 @@ def replay_document(
     unique_names(policies)
     runs: list[dict[str, Any]] = []
     first: Trace | None = None
+    close: dict[str, Any] | None = None
     for p in policies:
         if recorded is not None:
             trace = Trace(tuple(retier(recorded[0], p.policy, recorded[1])), {})
@@ -200,7 +239,10 @@ def replay_document(
             capacity = sum(n.gpus for n in p.policy.node_list())
             if (seen := observed_run(trace.jobs, capacity)) is not None:
                 runs.append(_run_dict(seen, "observed", order))
-        runs.append(_run_dict(replay(trace.jobs, p.policy), "replayed", order))
+        run = replay(trace.jobs, p.policy)
+        if p is policies[0]:
+            close = fidelity(trace.jobs, run, order)
+        runs.append(_run_dict(run, "replayed", order))
     assert first is not None
     return {
         "schema_version": SCHEMA_VERSION,
@@ -210,4 +252,5 @@ def replay_document(
             "skipped": dict(first.skipped),
         },
         "runs": runs,
+        **({"fidelity": close} if close is not None else {}),
     }

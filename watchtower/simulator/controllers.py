@@ -135,6 +135,7 @@ def reconcile(store: Store, log: EventLog, forms: Sequence[FormController], t: f
 
 def _abandon(store: Store, w: SimWorkload, t: float) -> None:
     w.done = True
+    w.deleted_at = t
     store.freed()
     for p in w.slots.values():
         if p is not None and not p.terminating:

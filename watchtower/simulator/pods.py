@@ -114,6 +114,8 @@ class SimWorkload:
     # was bound, and when the last one's image was pulled and it ran.
     first_bound: float | None = None
     first_running: float | None = None
+    # When people deleted it, after its quota had refused it too long (controllers.GIVE_UP_AFTER).
+    deleted_at: float | None = None
 
     @property
     def ref(self) -> dict[str, str]:

@@ -10,6 +10,7 @@ Pure: it reads workloads and a configuration, never the clock or the store. What
 - pods and GPUs per pod: its GPU pods only (a PaddleJob's parameter server asks none), with their CPU and
   memory; a gang (a PaddleJob, a PodGroup's Job) has `gang_min` = its pods, the rest are placed whole too;
 - the tier from its PriorityClass as the service resolves a pod's, the team from its namespace's.
+- deleted: when people deleted a workload that never started (its quota had refused it too long).
 Left out and counted: bare pods a ResourceQuota refused (the API server never made them: nothing waited),
 workloads asking their GPUs through a DRA claim (the replay has no device classes, and
 the DRA-only nodes are left out of the policy with them) and workloads without GPUs.
@@ -72,6 +73,7 @@ def trace_of(workloads: Iterable[SimWorkload], tiers: TierPolicy) -> SimTrace:
                 cpu_millis_per_pod=int(widest.cpu) * 1000,
                 memory_bytes_per_pod=memory_bytes(widest.memory),
                 gang_min=len(gpu_pods) if spec.gang else None,
+                deleted=w.deleted_at if w.first_bound is None else None,
             )
         )
     return out
@@ -106,6 +108,9 @@ def demo_policy(
         "scoring": "LeastAllocated",  # kube-scheduler's default profile, as the simulator's scheduler
         "termination_grace": termination_grace,
         "restart": {"mode": "resume"},
+        # The simulator's controllers make pods one at a time and retry one the quota refused after 10 s,
+        # doubling to 5 min (simulator/forms/quota/controller.py; the Job controller's own: 1 s to 60 s).
+        "quota_retry": {"initial": 10.0, "max": 300.0, "per_pod": True},
     }
     data.update(changes)
     return policy_from_mapping(data, name)

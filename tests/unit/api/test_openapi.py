@@ -66,6 +66,8 @@ TABLES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("json.md", "fairness history"): ("FairnessHistory", None),
     ("json.md", "replay"): ("ReplayDocument", None),
     ("json.md", "replay: run"): ("ReplayRun", None),
+    ("json.md", "replay: fidelity"): ("Fidelity", None),
+    ("json.md", "replay: fidelity tier"): ("FidelityTier", None),
     ("api.md", "`GET /api/v1/queue`"): ("Queue", None),
     ("api.md", "`GET /api/v1/workloads/{namespace}/{name}`"): ("WorkloadDetail", None),
     ("api.md", "`GET /api/v1/preemptions`"): ("Preemptions", None),

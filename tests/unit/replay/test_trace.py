@@ -162,3 +162,20 @@ def test_a_written_trace_reads_back_to_the_same_jobs() -> None:
 def test_a_spreadsheets_byte_order_mark_is_not_part_of_the_first_column() -> None:
     (job,) = parse_csv(f"\ufeff{HEADER}\na,t,low,0,60,1,1\n", TIERS).jobs
     assert job.id == "a"
+
+
+def test_a_jobs_grace_and_deletion_are_read_and_written_back() -> None:
+    trace = parse_csv(
+        [
+            "id,team,tier,submitted,duration,pods,gpus_per_pod,grace,deleted\n",
+            "a,t,low,2026-01-05T00:00:00Z,1h,1,1,10m,2026-01-05T02:00:00Z\n",
+        ],
+        TIERS,
+    )
+    (a,) = trace.jobs
+    assert a.grace == 600 and a.deleted == a.submitted + 7200
+    assert parse_csv("".join(format_csv(trace.jobs)).splitlines(keepends=True), TIERS).jobs == trace.jobs
+    with pytest.raises(TraceError, match="line 2, column grace"):
+        parse_csv(
+            ["id,team,tier,submitted,duration,pods,gpus_per_pod,grace\n", "a,t,low,0,1h,1,1,-5\n"], TIERS
+        )

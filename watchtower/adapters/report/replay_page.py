@@ -63,9 +63,23 @@ def _rows(runs: Sequence[Mapping[str, Any]], group: str) -> list[dict[str, Any]]
     return out
 
 
-def _fidelity(runs: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, str]]] | None:
-    """Return the first replayed run's name and, per tier, observed vs replayed p50 and p95; None without an
-    observed run."""
+def _fidelity(doc: Mapping[str, Any]) -> tuple[str, list[dict[str, str]], str] | None:
+    """Return the first replayed run's name, per tier observed vs replayed p50 and p95 of the same jobs,
+    and what was left out; None without an observed run. A document without `fidelity` (made before it
+    was added) compares the runs' tiers, whose jobs may differ."""
+    close = doc.get("fidelity")
+    if close is not None:
+        rows = []
+        for g in close["tiers"]:
+            row = {"tier": g["tier"]}
+            for k in ("p50", "p95"):
+                a, b = g["observed"][k], g["replayed"][k]
+                row[f"observed_{k}"], row[f"replayed_{k}"] = _wait(a), _wait(b)
+                row[f"diff_{k}"] = f"{100 * (b - a) / a:+.0f} %" if a and b is not None else "–"
+            rows.append(row)
+        out = ", ".join(f"{n} {why}" for why, n in close["left_out"].items() if n)
+        return close["policy"], rows, f"{close['jobs']} jobs compared" + (f"; left out: {out}" if out else "")
+    runs = doc["runs"]
     observed = next((r for r in runs if r["kind"] == "observed"), None)
     replayed = next((r for r in runs if r["kind"] == "replayed"), None)
     if observed is None or replayed is None:
@@ -80,7 +94,7 @@ def _fidelity(runs: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, st
             row[f"observed_{k}"], row[f"replayed_{k}"] = _wait(a), _wait(b)
             row[f"diff_{k}"] = f"{100 * (b - a) / a:+.0f} %" if a and b is not None else "–"
         rows.append(row)
-    return replayed["name"], rows
+    return replayed["name"], rows, ""
 
 
 class ReplayPage:
@@ -126,6 +140,6 @@ class ReplayPage:
             waits=WAITS,
             images=images,
             chart_height=charts.REPLAY_HEIGHT,
-            fidelity=_fidelity(runs),
+            fidelity=_fidelity(doc),
             page_links=list(links),
         )

@@ -115,6 +115,28 @@ class ReplayTrace(Body):
     """the rows skipped, by reason (`{"no GPUs asked": 3}`)"""
 
 
+class FidelityTier(Body):
+    tier: str
+    """the tier"""
+    jobs: int
+    """the tier's jobs compared"""
+    observed: dict[str, Number | None]
+    """the observed wait to the first start, seconds (nearest rank): its p50 and p95"""
+    replayed: dict[str, Number | None]
+    """the replayed wait to the first start of the same jobs, seconds: its p50 and p95"""
+
+
+class Fidelity(Body):
+    policy: str
+    """the first policy, whose replay is compared"""
+    jobs: int
+    """jobs compared: an observed start, and a start in the replay"""
+    left_out: dict[str, int]
+    """the jobs not compared, by reason (`without an observed start`, `not started by the replay`)"""
+    tiers: list[FidelityTier]
+    """one per tier with a job compared, in the policy's tier order"""
+
+
 class ReplayDocument(Body):
     """The replay JSON: what `watchtower replay --format json` prints for the same input."""
 
@@ -124,6 +146,8 @@ class ReplayDocument(Body):
     """the trace's counts"""
     runs: list[ReplayRun]
     """the observed run first (when any job carries `started`), then one run per policy, in the order given"""
+    fidelity: Fidelity | None = None
+    """the first policy's replay beside what was observed, on the same jobs; absent without `started`"""
 
 
 class ReplayLinks(Body):

@@ -1,0 +1,46 @@
+"""The engine's models of what Kubernetes' controllers and users do around a quota and a preemption: the
+controllers' backoff when a quota refuses a pod, pods made one at a time, a job deleted before it started,
+a job's own termination grace. Pure engine runs on small traces."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.unit.replay.test_engine import job, run
+
+
+def test_a_refused_job_retries_after_its_backoff_and_a_newcomer_takes_the_room_meanwhile() -> None:
+    jobs = [job("a", 0, 100, gpus=4), job("b", 1, 100, gpus=4), job("c", 105, 100, gpus=4)]
+    # Admitted the moment the quota has room: b takes a's room at 100, c waits for b.
+    out = run(jobs, quotas={"t": 4})
+    assert (out["b"].started, out["c"].started) == (100, 200)
+    # The controller of b retries at 1, 11, 31, 71, 151, 311 s (10 s doubling): c, made at 105, finds the
+    # room a left at 100, and b has it only at its retry after c ends.
+    out = run(jobs, quotas={"t": 4}, quota_retry={"initial": 10, "max": 300})
+    assert (out["c"].started, out["b"].started) == (105, 311)
+
+
+def test_pods_made_one_at_a_time_hold_their_part_of_the_quota() -> None:
+    jobs = [job("a", 0, 100, gpus=2), job("gang", 1, 50, gpus=2, pods=2), job("c", 2, 10, gpus=2)]
+    whole = run(jobs, quotas={"t": 4}, quota_retry={"initial": 10, "max": 300})
+    assert whole["c"].started == 2  # the gang asked all 4 at once and was refused: c found 2 free
+    one_by_one = run(jobs, quotas={"t": 4}, quota_retry={"initial": 10, "max": 300, "per_pod": True})
+    # The gang's first pod took the 2 free GPUs of the quota: c waits for a to end.
+    assert one_by_one["c"].started is not None and one_by_one["c"].started >= 100
+
+
+def test_a_job_deleted_before_it_started_leaves_the_queue_and_its_quota() -> None:
+    jobs = [
+        job("a", 0, 100, gpus=8),
+        replace(job("gone", 1, 100, gpus=8), deleted=50),
+        job("b", 2, 10, gpus=8),
+    ]
+    out = run(jobs)
+    assert out["gone"].started is None and out["gone"].finished is None and out["gone"].waited == 49
+    assert out["b"].started == 100
+
+
+def test_the_preemptor_waits_for_its_victims_own_grace() -> None:
+    low = replace(job("low", 0, 1000, gpus=8), grace=600.0)
+    out = run([low, job("high", 100, 50, gpus=8, tier="high")], termination_grace="30s")
+    assert out["high"].started == 700
