@@ -72,6 +72,25 @@ class JobOutcome:
     refused: str | None = None  # why it could never run
 
 
+def as_observed(j: TraceJob, started: float) -> JobOutcome:
+    """Return a job of the trace as it ran: waiting from submission to its observed start, then running its
+    duration, never preempted (the trace says when it started, not what happened on the way)."""
+    return JobOutcome(
+        id=j.id,
+        team=j.team,
+        tier=j.tier,
+        priority=j.priority,
+        gpus=j.gpus,
+        submitted=j.submitted,
+        started=started,
+        finished=started + j.duration,
+        waited=started - j.submitted,
+        preemptions=0,
+        gpu_hours_lost=0.0,
+        gpu_hours=j.gpus * j.duration / 3600.0,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Replay:
     """A finished replay: each job's outcome and the cluster's figures."""

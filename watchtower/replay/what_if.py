@@ -36,7 +36,7 @@ from watchtower.domain.fairness.what_if import (
 )
 from watchtower.domain.tiers import Tier, TierPolicy
 
-from .engine import JobOutcome, replay
+from .engine import JobOutcome, as_observed, replay
 from .policy import NodeSpec, PolicyError, ReplayPolicy, policy_from_mapping
 from .results import attainment, wait_figures
 from .trace import TraceJob
@@ -88,27 +88,7 @@ def retier(jobs: Sequence[TraceJob], policy: ReplayPolicy, configured: TierPolic
 
 def _observed(jobs: Sequence[TraceJob]) -> list[JobOutcome]:
     """The jobs that started, as they ran: each waiting from submission to its observed start."""
-    out = []
-    for j in jobs:
-        if j.started is None:
-            continue
-        out.append(
-            JobOutcome(
-                id=j.id,
-                team=j.team,
-                tier=j.tier,
-                priority=j.priority,
-                gpus=j.gpus,
-                submitted=j.submitted,
-                started=j.started,
-                finished=j.started + j.duration,
-                waited=j.started - j.submitted,
-                preemptions=0,
-                gpu_hours_lost=0.0,
-                gpu_hours=j.gpus * j.duration / 3600.0,
-            )
-        )
-    return out
+    return [as_observed(j, j.started) for j in jobs if j.started is not None]
 
 
 def _by(jobs: Sequence[JobOutcome], key: Callable[[JobOutcome], str]) -> dict[str, list[JobOutcome]]:

@@ -22,7 +22,7 @@ import yaml
 
 from watchtower.config.model import TierConfig
 from watchtower.domain.tiers import TierPolicy
-from watchtower.replay.engine import JobOutcome, Replay, replay
+from watchtower.replay.engine import Replay, as_observed, replay
 from watchtower.replay.policy import NodeSpec, PolicyError, ReplayPolicy, policy_from_mapping
 from watchtower.replay.results import summarise, wait_figures
 from watchtower.replay.trace import MAX_ROWS, Trace, TraceError, TraceJob, parse_csv, parse_jsonl
@@ -132,22 +132,7 @@ def observed_run(jobs: Sequence[TraceJob], capacity_gpus: int) -> Replay | None:
     for j in seen:
         assert j.started is not None
         busy += j.gpus * j.duration
-        out.append(
-            JobOutcome(
-                id=j.id,
-                team=j.team,
-                tier=j.tier,
-                priority=j.priority,
-                gpus=j.gpus,
-                submitted=j.submitted,
-                started=j.started,
-                finished=j.started + j.duration,
-                waited=j.started - j.submitted,
-                preemptions=0,
-                gpu_hours_lost=0.0,
-                gpu_hours=j.gpus * j.duration / 3600.0,
-            )
-        )
+        out.append(as_observed(j, j.started))
     return Replay(
         policy="observed",
         jobs=tuple(out),
