@@ -20,13 +20,9 @@ import random
 import time
 
 from msgspec.structs import replace
-from tick import NOW, FixedClock, NullMetrics, build, load, median_ms
+from tick import NOW, loaded_tracker, median_ms
 
-from watchtower.bootstrap import object_decoder
-from watchtower.config.model import Settings
 from watchtower.domain.fairness.record import RecordedState, RecordPolicy, record_tick
-from watchtower.domain.health import HEALTHY
-from watchtower.services.queue_tracker import QueueTracker
 
 
 def main() -> None:
@@ -36,21 +32,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
 
-    pods, nodes, kinds, kueue = build(args.pods, args.pending, kueue=20_000)
-    settings = Settings()
-    tracker = QueueTracker(
-        settings=settings,
-        clock=FixedClock(),
-        metrics=NullMetrics(),
-        decoder=object_decoder(settings),
-        source_health=lambda: HEALTHY,
-    )
+    tracker, *_ = loaded_tracker(args.pods, args.pending, kueue=20_000)
     state = tracker.state
-    load(state, pods, nodes, kinds, kueue)
     gc.freeze()
     policy = RecordPolicy(
         tiers=tracker.policy.tiers,
-        gang_stall_after=settings.alerting.rules.gang_stall_after,
+        gang_stall_after=tracker.settings.alerting.rules.gang_stall_after,
         team_of=state.team_of,
     )
 

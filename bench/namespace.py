@@ -16,30 +16,17 @@ import gc
 import statistics
 import time
 
-from tick import NOW, FixedClock, NullMetrics, build, load
+from tick import NOW, loaded_tracker
 
-from watchtower.bootstrap import object_decoder
-from watchtower.config.model import Settings
-from watchtower.domain.health import HEALTHY
 from watchtower.domain.records import Namespace
-from watchtower.services.queue_tracker import QueueTracker
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
-    pods, nodes, kinds, kueue = build(150_000, 20_000, kinds=True, kueue=20_000)
-    settings = Settings()
-    tracker = QueueTracker(
-        settings=settings,
-        clock=FixedClock(),
-        metrics=NullMetrics(),
-        decoder=object_decoder(settings),
-        source_health=lambda: HEALTHY,
-    )
+    tracker, *_ = loaded_tracker(150_000, 20_000, kinds=True, kueue=20_000)
     state = tracker.state
-    load(state, pods, nodes, kinds, kueue)
     gc.freeze()  # as the service does after its first lists
     tracker.evaluate(NOW)
     tracker.evaluate(NOW)

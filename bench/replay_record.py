@@ -25,17 +25,13 @@ import tempfile
 import time
 
 from msgspec.structs import replace
-from tick import NOW, FixedClock, NullMetrics, build, load, median_ms
+from tick import NOW, loaded_tracker, median_ms
 
 from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
-from watchtower.bootstrap import object_decoder
-from watchtower.config.model import Settings
 from watchtower.domain.change_log import ChangeCursor
-from watchtower.domain.health import HEALTHY
 from watchtower.domain.replay_record import NodeRecord, ReplayState, WorkloadRecord, record_replay, view_of
 from watchtower.replay.recorded import recorded_jobs
 from watchtower.replay.trace import format_csv
-from watchtower.services.queue_tracker import QueueTracker
 from watchtower.services.replay_record import BACKLOG_CHUNK
 
 
@@ -46,17 +42,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
 
-    pods, nodes, kinds, kueue = build(args.pods, args.pending, kueue=20_000)
-    settings = Settings()
-    tracker = QueueTracker(
-        settings=settings,
-        clock=FixedClock(),
-        metrics=NullMetrics(),
-        decoder=object_decoder(settings),
-        source_health=lambda: HEALTHY,
-    )
+    tracker, pods, nodes, _, _, _ = loaded_tracker(args.pods, args.pending, kueue=20_000)
     state = tracker.state
-    load(state, pods, nodes, kinds, kueue)
     gc.freeze()
     tiers, team_of = tracker.policy.tiers, state.team_of
     tick = tracker.evaluate(NOW)

@@ -327,6 +327,26 @@ class FixedClock:
         return NOW
 
 
+def loaded_tracker(
+    n_pods: int, n_pending: int, *, kinds: bool = True, kueue: int = 20_000, gated: int = 0
+) -> tuple[QueueTracker, list[Pod], list[Node], Kinds, KueueKinds, GatedKinds]:
+    """Return the service's QueueTracker over a state built and loaded as above, with what it was built from:
+    the one set-up every bench of the tick at scale shares (bench/namespace.py, fairness_record.py, ...)."""
+    pods, nodes, built_kinds, built_kueue, held = build(
+        n_pods, n_pending, kinds=kinds, kueue=kueue, gated=gated
+    )
+    settings = Settings()
+    tracker = QueueTracker(
+        settings=settings,
+        clock=FixedClock(),
+        metrics=NullMetrics(),
+        decoder=object_decoder(settings),
+        source_health=lambda: HEALTHY,
+    )
+    load(tracker.state, pods, nodes, built_kinds, built_kueue, held)
+    return tracker, pods, nodes, built_kinds, built_kueue, held
+
+
 def load(
     state: ClusterState,
     pods: list[Pod],
@@ -521,19 +541,11 @@ def main() -> None:
         return
 
     t0 = time.perf_counter()
-    pods, nodes, kinds, kueue, held = build(
+    tracker, pods, nodes, kinds, kueue, held = loaded_tracker(
         args.pods, args.pending, kinds=not args.no_kinds, kueue=args.kueue, gated=args.gated
     )
-    settings = Settings()
-    tracker = QueueTracker(
-        settings=settings,
-        clock=FixedClock(),
-        metrics=NullMetrics(),
-        decoder=object_decoder(settings),
-        source_health=lambda: HEALTHY,
-    )
+    settings = tracker.settings
     state = tracker.state
-    load(state, pods, nodes, kinds, kueue, held)
     dra = build_dra(random.Random(13), args.dra, NOW)
     load_dra(state, dra)
     pods = [*pods, *dra.pods]
