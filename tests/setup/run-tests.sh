@@ -12,7 +12,7 @@ set -uo pipefail
 bin=${1:?usage: run-tests.sh VENV_BIN_DIR}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-pytest=("$bin/pytest" -q -raR --reruns 1 --reruns-delay 2)
+pytest=("$bin/pytest" -q -raR --reruns 1 --reruns-delay 2 --durations=25)
 log=$(mktemp)
 start=$(date +%s)
 # Its own session, so a failed lint can end the whole build tree by its process group.
