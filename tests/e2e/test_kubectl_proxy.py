@@ -13,6 +13,7 @@ The users are real: the admin's client certificate, and a ServiceAccount token w
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -210,7 +211,7 @@ def cluster() -> Iterator[Cluster]:
             admin.create("/api/v1/namespaces", {"metadata": {"name": ns}})
             wait_for(
                 f"{ns}'s default ServiceAccount",
-                lambda ns=ns: _exists(admin, f"/api/v1/namespaces/{ns}/serviceaccounts/default"),
+                functools.partial(_exists, admin, f"/api/v1/namespaces/{ns}/serviceaccounts/default"),
                 timeout=30,
             )
         # No node exists: each waits, unschedulable, for as long as the module runs.
