@@ -397,6 +397,9 @@ def test_reads_through_the_service_spread_over_both_replicas_and_the_followers_a
     cluster: Cluster,
 ) -> None:
     a, b = cluster.replicas
+    # deploy/base's readinessProbe: the follower is ready too, so the endpoint controller would list both.
+    for r in (a, b):
+        assert httpx.get(f"{r.url}/readyz", timeout=5).status_code == 200, r.name
     identities = {r.name: (r.leadership() or {}).get("identity") for r in (a, b)}
     leader = next(r.name for r in (a, b) if r.leads())
     follower = ({a.name, b.name} - {leader}).pop()
