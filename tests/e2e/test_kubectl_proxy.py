@@ -186,15 +186,16 @@ def _alice(admin: Api) -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    # A Unix socket's path must stay under 108 bytes: a short directory of its own.
-    workdir = Path(tempfile.mkdtemp(prefix="wt-proxy-"))
-    proxy = ConnectProxy(workdir / "egress.sock").start()
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    workdir = tmp_path_factory.mktemp("egress")
+    # A Unix socket's path must stay under 108 bytes, whatever --basetemp says: a short directory of its own.
+    sockdir = Path(tempfile.mkdtemp(prefix="wt-egress-"))
+    proxy = ConnectProxy(sockdir / "egress.sock").start()
     (workdir / "cp").mkdir()
     cp = ControlPlane(
         workdir / "cp",
         binaries_dir(),
-        egress_selector_config=egress_selector_config(workdir / "egress.yaml", workdir / "egress.sock"),
+        egress_selector_config=egress_selector_config(workdir / "egress.yaml", sockdir / "egress.sock"),
     )
     replicas: list[Replica] = []
     try:
@@ -247,6 +248,7 @@ def cluster() -> Iterator[Cluster]:
             r.stop()
         cp.stop()
         proxy.stop()
+        sockdir.rmdir()
 
 
 def _exists(api: Api, path: str) -> bool:
