@@ -5,10 +5,13 @@ control plane whose API server dials proxy targets through connect_proxy.py (its
 the Service `watchtower/watchtower` has two endpoints with pod addresses (10.244.77.1 and .2, each the IP of a
 Pod object the test writes, as the API server checks), and the CONNECT proxy maps them to the replicas' ports.
 The session's shared control plane is left untouched: its Kueue webhooks and aggregated API would go through
-the same egress. Its cost is one more etcd and API server for this module (start-up printed; 8 s measured).
+the same egress. Its cost is one more etcd and API server for this module (start-up printed: 5-8 s here).
 
 The users are real: the admin's client certificate, and a ServiceAccount token whose RBAC lists pods in
 `team-a` only and may `get` Watchtower's `services/proxy` (docs/kubectl.md's Role).
+
+Size: the cluster these tests share (its own control plane, the Service with its Pods and EndpointSlice, the
+RBAC of a one-namespace user, two replicas) is set up here once for all five; apart, each would repeat it.
 """
 
 from __future__ import annotations
