@@ -173,6 +173,17 @@ class _ApiServer(BaseHTTPRequestHandler):
             },
         )
 
+    def do_POST(self) -> None:
+        # The plugin's SelfSubjectAccessReviews: this stand-in's one user may list pods everywhere.
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return self._send(
+                401, {"kind": "Status", "code": 401, "reason": "Unauthorized", "message": "Unauthorized"}
+            )
+        if self.path != "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews":
+            return self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+        return self._send(201, {"kind": "SelfSubjectAccessReview", "status": {"allowed": True}})
+
     def _send(self, code: int, doc: object) -> None:
         body = json.dumps(doc).encode()
         self.send_response(code)

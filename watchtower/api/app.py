@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .container import Container
 from .routes import (
@@ -48,4 +50,32 @@ def create_app(container: Container, *, routers: Sequence[APIRouter] = ()) -> Fa
         app.include_router(r)
     for r in (status_page.router, workload_page.router, runbooks.router, fairness_page.router, fleet.router):
         app.include_router(r)
+    app.add_middleware(ReplicaHeader, identity=container.leadership.status().identity)
     return app
+
+
+REPLICA_HEADER = b"x-watchtower-replica"
+
+
+class ReplicaHeader:
+    """Names the replica that answered (`X-Watchtower-Replica: <identity>`, its leader-election identity): behind
+    a Service every replica serves reads from its own picture, and a reader can tell which one it got. Plain
+    ASGI, so a response costs one list append."""
+
+    def __init__(self, app: ASGIApp, identity: str) -> None:
+        self.app = app
+        self.value = identity.encode("latin-1", "replace")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def named(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers: list[Any] = list(message.get("headers", ()))
+                headers.append((REPLICA_HEADER, self.value))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, named)

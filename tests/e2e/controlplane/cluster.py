@@ -140,6 +140,8 @@ class ControlPlane:
     procs: dict[str, Process] = field(default_factory=dict)
     kubeconfig: Path = field(init=False)
     watch_cache: bool = True
+    # An EgressSelectorConfiguration file: the API server then dials proxy targets as it says (connect_proxy.py).
+    egress_selector_config: Path | None = None
     startup_seconds: float = 0.0  # from nothing to all four ready, certificates included
     peak_rss: dict[str, float] = field(default_factory=dict)  # MiB per process, read when stopped
 
@@ -215,6 +217,8 @@ class ControlPlane:
             f"--proxy-client-cert-file={p.proxy_cert}",
             f"--proxy-client-key-file={p.proxy_key}",
         ]
+        if self.egress_selector_config is not None:
+            argv.append(f"--egress-selector-config-file={self.egress_selector_config}")
         return Process("kube-apiserver", argv, self.workdir / "kube-apiserver.log")
 
     def _controller_manager(self) -> Process:

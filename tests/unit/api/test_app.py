@@ -266,3 +266,12 @@ async def test_on_the_simulator_the_page_says_which_clock_each_time_is() -> None
     assert re.search(r"source: sim · evaluated \S+Z \(simulated time, 60× real\)", header), header
     idle = page.split('<section id="idle-gpus">', 1)[1].split("</h2>", 1)[0]
     assert re.search(r"as of \S+ wall clock, (4[2-9]|5\d)s ago", idle), idle
+
+
+async def test_every_answer_names_the_replica_that_gave_it(client: httpx.AsyncClient) -> None:
+    # Behind a Service each replica answers from its own picture: the reader can tell which one it got.
+    identity = (await client.get("/healthz")).json()["leadership"]["identity"]
+    assert identity
+    for path in ("/api/v1/queue", "/metrics", "/api/v1/workloads/vision/ghost", "/"):
+        r = await client.get(path)
+        assert r.headers["X-Watchtower-Replica"] == identity, path

@@ -4,6 +4,9 @@ The proxy path is `/api/v1/namespaces/<ns>/services/<name>:<port>/proxy/<path>`:
 user's RBAC (`get` on `services/proxy`) and forwards, so a user sees what their credentials allow. Answers are
 returned whatever their status, because a 404 may be the Service's (no Watchtower installed: a metav1.Status)
 or Watchtower's own (no such workload: a Problem body); the caller tells them apart with `missing_service`.
+
+The one write is a SelfSubjectAccessReview (`may_list_pods`): the API server answers for the kubeconfig's user
+and keeps nothing. The proxy cannot tell Watchtower who asks, so the plugin narrows its answers with these.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kubernetes import config as k8s_config
 from .connection import KubeConfigError, api_client
 
 __all__ = [
+    "AccessUnknown",
     "KubeConfigError",
     "ProxyAnswer",
     "ServiceProxy",
@@ -32,6 +36,14 @@ __all__ = [
 
 class Unreachable(Exception):
     """The API server did not answer (refused, timed out, TLS failed), said in one line."""
+
+
+class AccessUnknown(Exception):
+    """The API server answered an access review with an error (HTTP status and its message), in one line."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def context_namespace(kubeconfig: str | None, context: str | None) -> str:
@@ -70,6 +82,14 @@ class _Status(msgspec.Struct):
     details: dict[str, object] | None = None
 
 
+class _ReviewStatus(msgspec.Struct):
+    allowed: bool = False
+
+
+class _Review(msgspec.Struct):
+    status: _ReviewStatus | None = None
+
+
 def missing_service(answer: ProxyAnswer) -> bool:
     """Return whether a 404 is the API server saying the Service itself does not exist."""
     if answer.status != 404:
@@ -83,7 +103,8 @@ def missing_service(answer: ProxyAnswer) -> bool:
 
 @dataclass
 class ServiceProxy:
-    """Blocking GETs to one Service's port through the API server of the kubeconfig's context."""
+    """Blocking GETs to one Service's port through the API server of the kubeconfig's context, and the user's
+    access reviews there."""
 
     client: k8s.ApiClient
     namespace: str
@@ -103,16 +124,48 @@ class ServiceProxy:
 
     def get(self, path: str, query: list[tuple[str, str]], *, timeout: float) -> ProxyAnswer:
         """Return the status and body of GET `path`; raise Unreachable when the API server does not answer."""
-        method, url, headers, body, post = self.client.param_serialize(
-            "GET",
-            proxy_path(self.namespace, self.service, self.port, path),
+        return self._send(
+            "GET", proxy_path(self.namespace, self.service, self.port, path), query, None, timeout
+        )
+
+    def may_list_pods(self, namespace: str, *, timeout: float) -> bool:
+        """Return whether the kubeconfig's user may list pods in `namespace` ("": in every namespace), by a
+        SelfSubjectAccessReview, which every authenticated user may create (ClusterRole system:basic-user).
+        Raise Unreachable when the API server does not answer, AccessUnknown when it answers with an error."""
+        attributes = {"verb": "list", "resource": "pods", "namespace": namespace}
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        a = self._send("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", [], review, timeout)
+        if a.status not in (200, 201):
+            try:
+                why = msgspec.json.decode(a.body, type=_Status).message
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                why = a.body[:200].decode("utf-8", "replace").strip()
+            raise AccessUnknown(f"HTTP {a.status}{f': {why}' if why else ''}", a.status)
+        try:
+            done = msgspec.json.decode(a.body, type=_Review)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            raise AccessUnknown(f"the access review's answer is not a SelfSubjectAccessReview: {e}") from None
+        return done.status is not None and done.status.allowed
+
+    def _send(
+        self, verb: str, path: str, query: list[tuple[str, str]], body: object, timeout: float
+    ) -> ProxyAnswer:
+        method, url, headers, data, post = self.client.param_serialize(
+            verb,
+            path,
             query_params=query,
-            header_params={"Accept": "application/json"},
+            header_params={"Accept": "application/json"}
+            | ({"Content-Type": "application/json"} if body is not None else {}),
+            body=body,
             auth_settings=["BearerToken"],
         )
         try:
             resp: urllib3.BaseHTTPResponse = self.client.call_api(
-                method, url, headers, body, post, _request_timeout=timeout
+                method, url, headers, data, post, _request_timeout=timeout
             ).response
         except urllib3.exceptions.HTTPError as e:
             reason = getattr(e, "reason", None) or e

@@ -31,9 +31,16 @@ class Target:
 
     def __init__(self, **kw: Any) -> None:
         self.kw = kw
+        self._reach: Reach | None = None
 
     def reach(self) -> Reach:
-        return connect(**self.kw)
+        """Return the one connection of this command: its access reviews are remembered until it ends."""
+        if self._reach is None:
+            try:
+                self._reach = connect(**self.kw)
+            except PluginError as e:
+                fail(str(e))
+        return self._reach
 
     def namespace(self) -> str:
         """The namespace kubectl would use without -n: the kubeconfig context's, else `default`."""
@@ -83,6 +90,53 @@ def _get(ctx: typer.Context, path: str, query: list[tuple[str, str]]) -> Answer:
         return target.reach().get(path, query)
     except PluginError as e:
         fail(str(e))
+
+
+def _may_read(ctx: typer.Context, namespace: str) -> bool:
+    target: Target = ctx.obj
+    try:
+        return target.reach().may_read(namespace)
+    except PluginError as e:
+        fail(str(e))
+
+
+def _forbid_unless_readable(ctx: typer.Context, namespace: str) -> None:
+    """Fail as kubectl does on a Forbidden when the user may not list pods in `namespace`."""
+    if not _may_read(ctx, namespace):
+        fail(
+            f'forbidden: you may not list pods in namespace "{namespace}", so kubectl watchtower does not show '
+            "its work"
+        )
+
+
+def _readable(ctx: typer.Context, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the rows (each with a `namespace`) the user may be shown; warn when some were left unchecked."""
+    kept = [r for r in rows if _may_read(ctx, str(r.get("namespace")))]
+    unchecked = ctx.obj.reach().unchecked()
+    if unchecked:
+        typer.echo(
+            f"Warning: {unchecked} more namespaces were not checked for your access and are not shown "
+            "(name one with -n)",
+            err=True,
+        )
+    return kept
+
+
+def _readable_report(ctx: typer.Context, report: dict[str, Any]) -> dict[str, Any]:
+    """Return the fairness report with only the teams (and their workload lines) the user may be shown: a team
+    whose namespaces the user may list at least one of. The cluster's own figures are totals and stay."""
+    teams = []
+    for t in report.get("teams") or []:
+        # A team whose namespaces the report does not know is shown to those who may list every namespace.
+        namespaces = [str(ns) for ns in t.get("namespaces") or []] or [""]
+        if not any(_may_read(ctx, ns) for ns in namespaces):
+            continue
+        t = dict(t)
+        for key in ("long_running", "top_waiting"):
+            if isinstance(t.get(key), list):
+                t[key] = [w for w in t[key] if _may_read(ctx, str(w.get("namespace")))]
+        teams.append(t)
+    return {**report, "teams": teams}
 
 
 def _fmt(output: str) -> str:
@@ -149,6 +203,7 @@ def why(
             fail(f"{namespace}/{name} names several workloads: add --kind")
         detail: dict[str, Any] = {"workload": found[0], "preemptions": []}
     else:
+        _forbid_unless_readable(ctx, namespace)
         a = _get(ctx, f"/api/v1/workloads/{namespace}/{name}", [("kind", kind)] if kind else [])
         if a.status == 404:
             fail(f'workload "{what}" not found: {a.detail()}')
@@ -186,6 +241,8 @@ def queue(
             ]
         }
     else:
+        if ns is not None:
+            _forbid_unless_readable(ctx, ns)
         query = [("state", "waiting"), ("limit", "100000")]
         query += [("namespace", ns)] if ns else []
         query += [("tier", t) for t in tier or ()]
@@ -193,6 +250,12 @@ def queue(
         if a.status != 200:
             fail(a.detail())
         doc = a.json()
+        rows = doc.get("workloads") or []
+        doc["workloads"] = _readable(ctx, rows)
+        hidden = len(rows) - len(doc["workloads"])
+        for key in ("count", "total"):
+            if hidden and isinstance(doc.get(key), int):
+                doc[key] -= hidden
     doc["workloads"] = sorted(doc.get("workloads") or [], key=lambda w: -float(w.get("wait_seconds") or 0))
     if fmt in ("json", "yaml"):
         typer.echo(render.dump(doc, fmt), nl=False)
@@ -219,13 +282,14 @@ def teams(
     if q.status != 200:
         fail(q.detail())
     waiting_doc = q.json()
+    waiting_doc["workloads"] = _readable(ctx, waiting_doc.get("workloads") or [])
     if week is None:
         at = datetime.fromisoformat(str(waiting_doc["at"]).replace("Z", "+00:00"))
         week = str(IsoWeek.containing(at.timestamp(), UTC))
     a = _get(ctx, "/api/v1/reports/fairness", [("week", week)])
     if a.status != 200:
         fail(a.detail())
-    report = a.json()
+    report = _readable_report(ctx, a.json())
     if fmt in ("json", "yaml"):
         typer.echo(render.dump(report, fmt), nl=False)
         return

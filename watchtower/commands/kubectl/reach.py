@@ -1,15 +1,17 @@
 """How the plugin reaches Watchtower: straight to `--server`, else through the API server's service proxy with
-the user's kubeconfig and context (so the user's RBAC decides what they may read)."""
+the user's kubeconfig and context (so the user's RBAC decides whether they may read it), and which namespaces'
+work the user may be shown (`may_read`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
 import orjson
 
 from watchtower.adapters.kube.service_proxy import (
+    AccessUnknown,
     KubeConfigError,
     ServiceProxy,
     Unreachable,
@@ -17,6 +19,9 @@ from watchtower.adapters.kube.service_proxy import (
 )
 
 TIMEOUT = 30.0
+# Access reviews one command may send beyond the first (every namespace at once): a queue naming more namespaces
+# than this shows the rows of the first ones checked and says how many it left out.
+MAX_REVIEWS = 50
 
 
 class PluginError(Exception):
@@ -52,6 +57,14 @@ class Answer:
 class Reach(Protocol):
     def get(self, path: str, query: list[tuple[str, str]]) -> Answer: ...
 
+    def may_read(self, namespace: str) -> bool:
+        """Return whether the user may be shown the work of `namespace` ("": of every namespace)."""
+        ...
+
+    def unchecked(self) -> int:
+        """Return how many namespaces were left unchecked (and so not shown) beyond MAX_REVIEWS."""
+        ...
+
 
 @dataclass
 class Direct:
@@ -69,12 +82,53 @@ class Direct:
             ) from None
         return Answer(r.status_code, r.content)
 
+    def may_read(self, namespace: str) -> bool:
+        # No kubeconfig user to ask about: whoever reaches the URL (a port-forward needs pods/portforward in
+        # Watchtower's namespace) reads what Watchtower serves.
+        return True
+
+    def unchecked(self) -> int:
+        return 0
+
 
 @dataclass
 class Proxied:
-    """Watchtower's Service through the API server kubectl would talk to."""
+    """Watchtower's Service through the API server kubectl would talk to. The proxy does not tell Watchtower
+    who asks, so what it answers is narrowed here to the namespaces whose pods the user may list, asked of the
+    API server with the user's own credentials, each once per command."""
 
     proxy: ServiceProxy
+    _access: dict[str, bool] = field(default_factory=dict)
+    _everywhere: bool | None = None
+    _skipped: set[str] = field(default_factory=set)
+
+    def may_read(self, namespace: str) -> bool:
+        if self._everywhere is None:
+            self._everywhere = self._review("")
+        if self._everywhere or not namespace:
+            return self._everywhere
+        if namespace not in self._access:
+            if len(self._access) >= MAX_REVIEWS:
+                self._skipped.add(namespace)
+                return False
+            self._access[namespace] = self._review(namespace)
+        return self._access[namespace]
+
+    def unchecked(self) -> int:
+        return len(self._skipped)
+
+    def _review(self, namespace: str) -> bool:
+        try:
+            return self.proxy.may_list_pods(namespace, timeout=TIMEOUT)
+        except Unreachable as e:
+            raise PluginError(str(e)) from None
+        except AccessUnknown as e:
+            if e.status == 401:  # kubectl's words for a user the API server does not know
+                raise PluginError("You must be logged in to the server (Unauthorized)") from None
+            where = f'in namespace "{namespace}"' if namespace else "in every namespace"
+            raise PluginError(
+                f"the API server could not say whether you may list pods {where}: {e}"
+            ) from None
 
     def get(self, path: str, query: list[tuple[str, str]]) -> Answer:
         try:
@@ -89,7 +143,8 @@ class Proxied:
         if a.status in (401, 403) and _is_status(a.body):
             raise PluginError(
                 f"{Answer(a.status, a.body).detail()} (reading Watchtower needs get on services/proxy in "
-                f"namespace {self.proxy.namespace}: see docs/kubectl.md)"
+                f"namespace {self.proxy.namespace}: see docs/kubectl.md; where no Watchtower is installed, --local "
+                "analyses what you may read)"
             )
         if a.status == 503 and _is_status(a.body):
             raise PluginError(
