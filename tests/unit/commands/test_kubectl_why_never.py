@@ -1,4 +1,4 @@
-"""`kubectl watchtower why` on work that can never start: its numbers on a line of their own."""
+"""`kubectl watchtower why`: work that can never start (its numbers on a line of their own) and running work."""
 
 from __future__ import annotations
 
@@ -33,3 +33,22 @@ def test_why_says_never_with_its_numbers_and_that_waiting_will_not_help() -> Non
         "research-cq): waiting longer will not help"
     ) in out
     assert f"Estimate:    never: {text}" in out
+
+
+def test_why_on_running_work_says_running_without_a_wait_or_its_limits() -> None:
+    """The demo's critical pod, asked for by name once it ran, read "running for 0s (since None)"."""
+    workload = {
+        "namespace": "team-nlp",
+        "name": "debug-0001",
+        "kind": "Pod",
+        "state": "running",
+        "wait_seconds": 0,
+        "since": None,
+        "warn_after_seconds": 300,
+        "critical_after_seconds": 900,
+        "gpus_requested": 8,
+        "gpus_held": 8,
+    }
+    out = why({"workload": workload, "preemptions": []}, wide=False)
+    assert "State:       running\n" in out
+    assert "None" not in out

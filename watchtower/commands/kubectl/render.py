@@ -66,8 +66,12 @@ def why(detail: dict[str, Any], *, wide: bool) -> str:
         limits.append(f"warns after {_dur(w['warn_after_seconds'])}")
     if w.get("critical_after_seconds") is not None:
         limits.append(f"critical after {_dur(w['critical_after_seconds'])}")
-    state = f"{w['state']} for {_dur(w.get('wait_seconds'))} (since {w.get('since')})"
-    if limits:
+    if w.get("state") == "running" or not w.get("since"):
+        # A running workload has no current wait: "running for 0s (since None)" read as a wait that never began.
+        state = str(w.get("state"))
+    else:
+        state = f"{w['state']} for {_dur(w.get('wait_seconds'))} (since {w['since']})"
+    if limits and w.get("state") != "running":
         state += f"; its tier {', '.join(limits)}"
     rows = [
         ("Name", f"{w['namespace']}/{w['name']}"),
