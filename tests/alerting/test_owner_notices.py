@@ -218,7 +218,7 @@ async def test_owner_notices_arrive_once_through_a_restart_and_a_leader_change(
     assert len(mails) == 1
     m = mails[0]
     assert sorted(inbox.messages[0][1]) == ["ana@corp.example", "bo@corp.example"]
-    assert "train-a" in m["Subject"] and "past its low threshold" in m["Subject"]
+    assert "train-a" in m["Subject"] and "past the low tier's warning threshold" in m["Subject"]
     assert m.get_body(("plain",)).get_content().count("It has waited") == 1
     assert m.get_body(("html",)) is not None
     assert "Bcc" not in str(m) or "all@corp.example" not in m["To"]

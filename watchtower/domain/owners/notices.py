@@ -147,7 +147,9 @@ def threshold_notice(
         now_words.append(f"held by Kueue{where}: {k.message}")
     for words in now_words:
         lines.append(f"What would let it run now: {words}.")
-    subject = f"{_name(f.key)} has waited {format_duration(w.wait_seconds, spoken=True)}, past its {f.tier} threshold"
+    # "past its critical threshold" read as the critical severity where the tier is named critical.
+    waited = format_duration(w.wait_seconds, spoken=True)
+    subject = f"{_name(f.key)} has waited {waited}, past the {f.tier} tier's warning threshold"
     return Notice("threshold", f.key, f"{f.since:.0f}", labels_of(f, "threshold"), subject, tuple(lines), now)
 
 
