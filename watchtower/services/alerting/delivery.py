@@ -111,7 +111,20 @@ class DeliveryWorker:
     async def _attempt(self, msg: OutboxMessage, term: int | None = None) -> bool:
         """Try one message under the leader's `term`; return True if the integration may go on to its
         next message now."""
-        if self.stopping or not self._may_send(term):
+        try:
+            return await self._try(msg, term)
+        except asyncio.CancelledError:
+            # Leadership lost (the leader's jobs are cancelled) or the service stopping: the message may
+            # or may not have reached its receiver; it stays pending for the next leader, under its id.
+            with contextlib.suppress(Exception):
+                await self._hand_back(msg, msg.next_attempt, msg.last_error)
+            raise
+
+    async def _try(self, msg: OutboxMessage, term: int | None) -> bool:
+        if self.stopping:
+            return False
+        if not self._may_send(term):
+            await self._hand_back(msg, msg.next_attempt, msg.last_error)
             return False
         now = self.clock.now()
         sender = self.senders.get(msg.integration)
@@ -125,6 +138,7 @@ class DeliveryWorker:
             # Lost the lease while recording the attempt: the message stays pending and due, and the new
             # leader sends it under the same idempotency key.
             log.info("not leading any more: %s to %s left for the new leader", msg.key, msg.integration)
+            await self._hand_back(msg, now, "not sent: leadership was lost before the send")
             self.handed_back += 1
             return False
         self.sending += 1
@@ -171,6 +185,12 @@ class DeliveryWorker:
         await asyncio.to_thread(store.retry_at, msg.id, done + delay, res.detail)
         self._count("retried", msg.integration)
         return False
+
+    async def _hand_back(self, msg: OutboxMessage, when: float, error: str) -> None:
+        """Release this replica's claim on a message it will not send (leadership lost): on PostgreSQL the
+        claim would otherwise hold it, and every later message of its integration, from the new leader for
+        `store.claim_for` (2 min), since this replica's session is still alive."""
+        await asyncio.to_thread(self.store.retry_at, msg.id, when, error)
 
     def _count(self, what: str, integration: str) -> None:
         if self.metrics is not None:
