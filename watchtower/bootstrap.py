@@ -69,6 +69,11 @@ class StartupError(Exception):
     """The service cannot start for a reason the user fixes (no cluster to reach, ...): one line, no trace."""
 
 
+class StoreUnavailable(StartupError):
+    """The PostgreSQL store cannot be reached now, or dropped the connection (mid-migration too): trying
+    again may succeed, unlike a wrong password or a missing database."""
+
+
 def object_decoder(settings: Settings) -> KubeObjectDecoder:
     """Return the decoder that keeps, of each object, what the settings say Watchtower reads."""
     return KubeObjectDecoder(
@@ -200,7 +205,8 @@ def open_history(
 def _connect_postgres(settings: Settings, where: StoreLocation) -> PostgresAlertStore:
     """Return the PostgreSQL store at `where`, connected and migrated: the one place that connects to it.
 
-    Raises StartupError when it cannot be reached or its schema is newer than this version knows."""
+    Raises StoreUnavailable when it cannot be reached (or dropped the connection), StartupError when it
+    refused us or its schema is newer than this version knows."""
     from watchtower.adapters.store.migrations import StoreVersionError
     from watchtower.adapters.store.postgres import PostgresAlertStore, StoreConnectError
 
@@ -208,7 +214,9 @@ def _connect_postgres(settings: Settings, where: StoreLocation) -> PostgresAlert
     password = cfg.password.get_secret_value() if cfg.password is not None else None
     try:
         return PostgresAlertStore(where.location, password=password, claim_for=cfg.claim_for)
-    except (StoreConnectError, StoreVersionError) as e:
+    except StoreConnectError as e:
+        raise (StoreUnavailable if e.transient else StartupError)(str(e)) from None
+    except StoreVersionError as e:
         raise StartupError(str(e)) from None
 
 

@@ -10,6 +10,9 @@ Delivery is run as the service runs it (`again_after_failure`): a store call tha
 pass, which starts again on a reconnected store; no restart of anything else. What holds: every message
 arrives, in order; a message arrives twice only under the same id, and only the one each fault caught
 between the receiver's answer and the commit recording it; nothing is marked failed.
+
+A second test: a leader's delivery cancelled mid-send (as the service cancels the leader's jobs when the
+Lease is lost) releases its claim, so the next leader's session takes the message at once.
 """
 
 from __future__ import annotations
@@ -186,3 +189,63 @@ async def _deliver(cfg: Any, store: PostgresAlertStore) -> tuple[list[Any], floa
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
     return rows, time.monotonic() - started
+
+
+def test_a_leader_whose_delivery_is_cancelled_mid_send_leaves_the_message_to_the_next_one_at_once(
+    own_server: postgres.PostgresServer,
+) -> None:
+    """Two stores are two replicas' sessions. Replica A's worker is cancelled while its receiver holds the
+    first message (as the service cancels the leader's jobs when it stops leading); A's process, and so its
+    database session, lives on. Replica B must get that message at its first look, not after A's claim
+    runs out (`store.claim_for`, 2 min), which held the integration's whole queue before."""
+    url = own_server.url(own_server.database(), with_password=True)
+    holding = threading.Event()
+    release = threading.Event()
+
+    def on_arrival(n: int, key: str) -> None:
+        holding.set()
+        release.wait(30)
+
+    receiver = Receiver(on_arrival)
+    a, b = PostgresAlertStore(url), PostgresAlertStore(url)
+    try:
+        now = time.time()
+        a.enqueue(
+            (
+                OutboxMessage(0, key, INTEGRATION, key, {"alerts": [], "n": i}, now, next_attempt=now),
+                INTEGRATION,
+                key,
+                NotifyEntry(frozenset(), frozenset(), now),
+            )
+            for i, key in enumerate(("first", "second"))
+        )
+        cfg = settings_from_mapping(
+            {
+                "alerting": {
+                    "route": {"receiver": "ops"},
+                    "receivers": [{"name": "ops", "webhooks": [{"url": receiver.url, "timeout": "20s"}]}],
+                }
+            },
+            env={},
+        ).alerting
+
+        async def lead_then_lose() -> None:
+            async with httpx.AsyncClient() as http:
+                worker = DeliveryWorker(
+                    store=a, senders=build_senders(cfg, http=http), clock=SystemClock(), cfg=cfg
+                )
+                task = asyncio.create_task(worker.run())
+                assert await asyncio.to_thread(holding.wait, 20), (
+                    "the first message never reached the receiver"
+                )
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+        asyncio.run(lead_then_lose())
+        taken = [m.key for m in b.due(time.time())]
+    finally:
+        release.set()
+        receiver.stop()
+        a.close()
+        b.close()
+    assert taken == ["first"], "the next leader must not wait for the claim of a replica that stopped"

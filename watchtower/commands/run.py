@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.process_runtime import limit_malloc_arenas, loop_factory
 from watchtower.bootstrap import (
     StartupError,
+    StoreUnavailable,
     build_container,
     leader_elector,
     object_decoder,
@@ -22,12 +24,15 @@ from watchtower.bootstrap import (
 )
 from watchtower.config.model import Settings
 from watchtower.domain.health import SourceHealth
-from watchtower.ports import Clock, ClusterSource, Fence
+from watchtower.ports import AlertStore, Clock, ClusterSource, FairnessHistory, Fence
 from watchtower.runtime.cluster_name import named_cluster
 from watchtower.runtime.logs import configure_logging
 from watchtower.runtime.serve import serve
 from watchtower.runtime.sockets import bind, reachable_at, served_url
 from watchtower.services.queue_tracker import QueueTracker
+
+if TYPE_CHECKING:
+    from watchtower.adapters.store.url import StoreLocation
 
 log = logging.getLogger("watchtower")
 
@@ -98,10 +103,8 @@ def run_service(
     # Opened once the cluster is known to be reachable in principle: a failed start leaves no database.
     # The store's URL is resolved once, here: both openers are handed where it is.
     where = store_location(settings) if settings.alerting.enabled or settings.fairness.enabled else None
-    store = open_alert_store(settings, where)
-    history = None
+    store, history = _open_stores(settings, where)
     try:
-        history = open_history(settings, store, where=where)
         container = build_container(
             settings,
             clock=clock,
@@ -138,3 +141,30 @@ def run_service(
             history.close()
         if store is not None:
             store.close()
+
+
+def _open_stores(
+    settings: Settings, where: StoreLocation | None
+) -> tuple[AlertStore | None, FairnessHistory | None]:
+    """Open the alert store and the fairness history, trying again while PostgreSQL cannot be reached or
+    drops the connection (a restart, a failover, a cut mid-migration: the migration's one transaction is
+    rolled back whole) for `store.start_wait`, so the service comes up once the database is back instead
+    of exiting for Kubernetes to restart it. A refusal (wrong password, no such database, a newer schema)
+    is no reason to wait: it raises at once."""
+    deadline = time.monotonic() + settings.store.start_wait
+    pause = 1.0
+    while True:
+        store: AlertStore | None = None
+        try:
+            store = open_alert_store(settings, where)
+            return store, open_history(settings, store, where=where)
+        except StoreUnavailable as e:
+            if store is not None:
+                store.close()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            wait = min(pause, left)
+            log.warning("%s; trying again in %.0f s (giving up in %.0f s: store.start_wait)", e, wait, left)
+            time.sleep(wait)
+            pause = min(pause * 2, 10.0)

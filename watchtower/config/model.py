@@ -247,6 +247,8 @@ class StoreConfig(Section):
     """File holding `password` (e.g. a mounted Kubernetes Secret)."""
     claim_for: PositiveDuration = 120.0
     """PostgreSQL: how long a replica's claim on a message it is sending holds if that replica loses the database (a replica that dies releases its claims at once); longer than the slowest send's timeout."""
+    start_wait: Duration = Field(90.0, ge=0)
+    """PostgreSQL, `watchtower run`: how long to keep trying at start while the database cannot be reached or drops the connection (a migration cut short is rolled back whole and done again), every 1-10 s; 0: give up at once. Shorter than the liveness probe's two minutes."""
 
     @field_validator("url")
     @classmethod

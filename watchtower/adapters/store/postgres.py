@@ -35,7 +35,27 @@ _MIGRATION_LOCK = 0x57415443  # "WATC"
 
 
 class StoreConnectError(Exception):
-    """The database cannot be reached or refused us; the message shows the URL with its password masked."""
+    """The database cannot be reached or refused us; the message shows the URL with its password masked.
+
+    `transient` says whether trying again may help: the server unreachable, shutting down or starting up,
+    the connection dropped (a migration under way included); not a wrong password or a missing database."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+# SQLSTATEs of a server going or coming back: connection exceptions (08), an operator or crash shutdown,
+# "the database system is starting up", too many connections. No SQLSTATE at all is libpq's own failure
+# (refused, timed out, closed unexpectedly).
+_TRANSIENT_STATES = ("57P01", "57P02", "57P03", "53300")
+
+
+def _transient(e: BaseException) -> bool:
+    state = getattr(e, "sqlstate", None)
+    return isinstance(e, psycopg.OperationalError) and (
+        state is None or state.startswith("08") or state in _TRANSIENT_STATES
+    )
 
 
 class PostgresAlertStore(SqlAlertStore):
@@ -57,7 +77,11 @@ class PostgresAlertStore(SqlAlertStore):
         self._db: psycopg.Connection[Any] | None = None
         self._session: tuple[int, Any] = (0, None)
         with self._lock:
-            self.schema_version = self._migrate()
+            try:
+                self.schema_version = self._migrate()
+            except BaseException:
+                self.close()  # a caller trying again opens a new store: this one's connection goes now
+                raise
 
     # ---- the connection -----------------------------------------------------------------------------
 
@@ -68,15 +92,21 @@ class PostgresAlertStore(SqlAlertStore):
         kw: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, round(self._timeout))}
         if self._password is not None:
             kw["password"] = self._password
+        db = None
         try:
             db = psycopg.connect(self._url, **kw)
+            # Inside the try: a server shutting down can drop the connection as soon as it is made.
+            row = db.execute(
+                "SELECT pg_backend_pid(), backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+            ).fetchone()
         except psycopg.Error as e:
-            raise StoreConnectError(f"cannot open the alert store {self.shown}: {self._scrub(e)}") from None
+            if db is not None:
+                db.close()
+            raise StoreConnectError(
+                f"cannot open the alert store {self.shown}: {self._scrub(e)}", transient=_transient(e)
+            ) from None
         except Exception as e:  # a malformed URL: the message may quote it
             raise StoreConnectError(f"cannot open the alert store {self.shown}: {self._scrub(e)}") from None
-        row = db.execute(
-            "SELECT pg_backend_pid(), backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
-        ).fetchone()
         self._db, self._session = db, (row[0], row[1]) if row else (0, None)
         return db
 
@@ -93,7 +123,9 @@ class PostgresAlertStore(SqlAlertStore):
                 yield db
         except psycopg.OperationalError as e:
             # The database went away: say so without the URL's secrets; the next call reconnects.
-            raise StoreConnectError(f"the alert store {self.shown} failed: {self._scrub(e)}") from None
+            raise StoreConnectError(
+                f"the alert store {self.shown} failed: {self._scrub(e)}", transient=_transient(e)
+            ) from None
 
     def _transaction(self, db: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[Any]:
         # The call's transaction is open already (`_connection`): its writes are part of it.
@@ -107,18 +139,25 @@ class PostgresAlertStore(SqlAlertStore):
             yield db
 
     def _migrate(self) -> int:
+        """Apply the migrations after the stored version, all in one transaction with the version's update
+        and under an advisory lock: a replica starting beside one that migrates waits, then finds nothing
+        to do; a connection lost mid-way rolls the whole of it back (the server sees no COMMIT)."""
+        applied: list[str] = []
         with self._tx() as db:
             db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = db.execute("SELECT version FROM schema_version").fetchone()
             current = row[0] if row else 0
             version = migrations.apply(
-                current, migrations.POSTGRES, where=self.shown, execute=db.execute, log=log.info
+                current, migrations.POSTGRES, where=self.shown, execute=db.execute, log=applied.append
             )
             if row is None:
                 db.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
             elif version != current:
                 db.execute("UPDATE schema_version SET version = %s", (version,))
+        # Said once committed: a migration the database rolled back (the connection cut) is not "migrated".
+        for line in applied:
+            log.info("%s", line)
         return version
 
     @locked

@@ -20,7 +20,7 @@ import contextlib
 import functools
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from watchtower.config.alerting import AlertingConfig
 from watchtower.domain.alerts.backoff import next_delay
@@ -75,13 +75,15 @@ class DeliveryWorker:
         made = 0
         term = self.fence.term() if self.fence is not None else None
         lanes: dict[str, asyncio.Task[bool]] = {}
+        claimed: dict[str, OutboxMessage] = {}  # what each lane tries: claimed by this replica's session
         try:
             while not self.stopping and self._may_send(term):
                 self.wake.clear()
-                heads = await asyncio.to_thread(self.store.due, self.clock.now())
+                heads = await self._due(claimed)
                 for m in heads:
                     if m.integration not in lanes:
                         lanes[m.integration] = asyncio.create_task(self._attempt(m, term))
+                        claimed[m.integration] = m
                 if not lanes:
                     break
                 woken = asyncio.ensure_future(self.wake.wait())
@@ -93,12 +95,18 @@ class DeliveryWorker:
                     woken.cancel()
                 for integration, task in list(lanes.items()):
                     if task.done():
-                        del lanes[integration]
+                        del lanes[integration], claimed[integration]
                         made += 1
                         task.result()  # a store error raises here, as it did out of the round's gather
         except asyncio.CancelledError:
+            # Leadership lost (the service cancels the leader's jobs) or the service stopping: a message
+            # being sent may or may not have reached its receiver; it stays pending for the next leader,
+            # under its id, and this replica's claim on it goes now.
             for task in lanes.values():
                 task.cancel()
+            await asyncio.gather(*lanes.values(), return_exceptions=True)
+            lanes.clear()
+            await self._hand_back_all(claimed.values())
             raise
         finally:
             # Stopping or no longer leading: the sends under way finish (each bounded by its timeout).
@@ -108,10 +116,25 @@ class DeliveryWorker:
             await asyncio.to_thread(self.metrics.observe_outbox, self.store, self.clock.now())
         return made
 
+    async def _due(self, claimed: Mapping[str, OutboxMessage]) -> list[OutboxMessage]:
+        """Return the due heads, claimed for this replica. Cancelled while the store claims them, the claim
+        still lands (the thread runs on): it is handed back, unless a lane already holds the message."""
+        claiming = asyncio.ensure_future(asyncio.to_thread(self.store.due, self.clock.now()))
+        try:
+            return await asyncio.shield(claiming)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                held = {m.id for m in claimed.values()}
+                await self._hand_back_all(m for m in await claiming if m.id not in held)
+            raise
+
     async def _attempt(self, msg: OutboxMessage, term: int | None = None) -> bool:
         """Try one message under the leader's `term`; return True if the integration may go on to its
         next message now."""
-        if self.stopping or not self._may_send(term):
+        if self.stopping:
+            return False
+        if not self._may_send(term):
+            await self._hand_back(msg, msg.next_attempt, msg.last_error)
             return False
         now = self.clock.now()
         sender = self.senders.get(msg.integration)
@@ -125,6 +148,7 @@ class DeliveryWorker:
             # Lost the lease while recording the attempt: the message stays pending and due, and the new
             # leader sends it under the same idempotency key.
             log.info("not leading any more: %s to %s left for the new leader", msg.key, msg.integration)
+            await self._hand_back(msg, now, "not sent: leadership was lost before the send")
             self.handed_back += 1
             return False
         self.sending += 1
@@ -171,6 +195,22 @@ class DeliveryWorker:
         await asyncio.to_thread(store.retry_at, msg.id, done + delay, res.detail)
         self._count("retried", msg.integration)
         return False
+
+    async def _hand_back(self, msg: OutboxMessage, when: float, error: str) -> None:
+        """Release this replica's claim on a message it will not send (leadership lost): on PostgreSQL the
+        claim would otherwise hold it, and every later message of its integration, from the new leader for
+        `store.claim_for` (2 min), since this replica's session is still alive."""
+        await asyncio.to_thread(self.store.retry_at, msg.id, when, error)
+
+    async def _hand_back_all(self, messages: Iterable[OutboxMessage]) -> None:
+        """Release the claims on `messages` as they were (cancelled: the store may be going too, so a
+        failure is only logged; the claims then lapse at `store.claim_for`)."""
+        for m in list(messages):
+            try:
+                await self._hand_back(m, m.next_attempt, m.last_error)
+            except Exception as e:
+                log.warning("could not release %s to %s for the next leader: %s", m.key, m.integration, e)
+                return
 
     def _count(self, what: str, integration: str) -> None:
         if self.metrics is not None:
