@@ -70,7 +70,9 @@ class JobOutcome:
     gpu_hours_lost: float  # work redone after its preemptions, in GPU-hours
     gpu_hours: float  # GPU-hours it held (the ends of its graces included)
     refused: str | None = None  # why it could never run
-    deleted: float | None = None  # when it left the queue unstarted (the trace's `deleted`, or people gave up)
+    deleted: float | None = (
+        None  # when it left the queue unstarted (the trace's `deleted`, or people gave up)
+    )
 
 
 def as_observed(j: TraceJob, started: float) -> JobOutcome:
@@ -281,11 +283,19 @@ class _Run:
         self.size = [0] * n  # GPUs it holds now: a partial gang holds fewer than it asks
         self.placed = [0] * n  # pods it holds now (a job placed pod by pod holds some while it waits)
         self.reserved = [0] * n  # GPUs of what it holds that its victims still stop on
+        self.reserving: set[int] = set()  # jobs waiting for their victims to stop
+        # A preemption whose preemptor went elsewhere while its victims stopped: the place they leave, taken
+        # until they are gone.
+        self.blocked: dict[int, list[tuple[int, int]]] = {}
         self.token = [0] * n  # a finish event counts only if the run it was made for is still the job's run
         self.refused: list[str | None] = [None] * n
         self.deleted: list[float | None] = [None] * n
-        self.victims_of: dict[int, list[int]] = {}
-        self.pending: list[tuple[int, float, int]] = []  # (-priority, queued at, index), kept sorted
+        self.victims_of: dict[int, list[int]] = {}  # a preemption (its event's token) -> its victims
+        self.preemption = [0] * n  # the preemption job i waits on (its token), while reserved
+        self.pending: list[tuple[int, float, int]] = []  # (-priority, its place, index), kept sorted
+        # Its place in the queue: when it (re)joined it, or when its quota let its controller make its last
+        # pod (a job placed pod by pod: kube-scheduler orders pods by their creation).
+        self.place = [j.submitted for j in jobs]
         self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, job, token)
         self.seq = 0
         self.running: set[int] = set()  # running and preemptible
@@ -356,13 +366,20 @@ class _Run:
                         self._finish(i)
                         freed = True
                 else:
-                    self._grace_ends(i)
+                    self._grace_ends(i, token)
                     freed = True
             arrived = [i for i in arrived if self.state[i] == _PENDING]  # not deleted on arrival
             for i in arrived:
                 if (team := self.jobs[i].team) in self.quota:
                     self.unadmitted.setdefault(team, []).append(i)
                     self._admit(team)
+                    if (
+                        not self.jobs[i].controller
+                        and self.quota_held[i] < self.need[i].gpus * self.need[i].pods
+                    ):
+                        # A bare pod its quota refuses is never made (the API server's error is final):
+                        # it leaves at once, with what it was charged.
+                        self._delete(i)
             for team in retried:
                 freed |= self._admit(team)  # quota now held: the pending jobs are tried again
             if freed:
@@ -378,17 +395,19 @@ class _Run:
                 self.waited[i] += self.now - self.queued_at[i]
         return self._result()
 
-    def _push(self, t: float, kind: int, i: int) -> None:
+    def _push(self, t: float, kind: int, i: int, token: int | None = None) -> None:
         self.seq += 1
         if kind != _RETRY:
             self.live += 1
-        heapq.heappush(self.events, (t, kind, self.seq, i, self.token[i]))
+        heapq.heappush(self.events, (t, kind, self.seq, i, self.token[i] if token is None else token))
 
     def _schedule(self) -> None:
         """Try every pending job in order; stop early once nothing is free and no one left may preempt, or
         once every kind of job still pending has failed in this pass."""
         # The queue is not copied (it may hold a backlog of many thousands): the jobs that start are deleted
         # from it afterwards. Nothing joins it during a pass: victims rejoin when their grace ends.
+        for i in sorted(self.reserving, key=lambda i: (-self.jobs[i].priority, self.place[i], i)):
+            self._elsewhere(i)
         pending = self.pending
         started: list[int] = []
         lowest: float | None = None  # the lowest running priority, found when first needed
@@ -434,8 +453,48 @@ class _Run:
         for k in reversed(started):
             del pending[k]
 
+    def _elsewhere(self, i: int) -> None:
+        """A job waiting for its victims to stop starts now on room freed meanwhile, as kube-scheduler binds a
+        nominated pod wherever it fits first; its victims stop all the same (their place stays taken until
+        they are gone)."""
+        if self.reserved[i] != self.size[i]:
+            return  # a job placed pod by pod that holds pods of its own: it waits where it is
+        need = self.need[i]
+        want = _Need(self.placed[i], need.gpus, need.cpu, need.memory)
+        if want.pods * want.gpus > self.cluster.total_free:
+            return
+        where = self.cluster.placement(want)
+        if where is None:
+            return
+        self.cluster.take(need, where)
+        self.blocked[self.preemption[i]] = self.where[i]
+        self.where[i] = where
+        self.reserving.discard(i)
+        self.reserved[i] = 0
+        self.since[i] = self.now
+        self._start(i)
+
+    def _dequeue(self, i: int) -> bool:
+        """Take job i out of the pending queue; False when it was not in it."""
+        entry = (-self.jobs[i].priority, self.place[i], i)
+        k = bisect.bisect_left(self.pending, entry)
+        if k < len(self.pending) and self.pending[k] == entry:
+            del self.pending[k]
+            return True
+        return False
+
+    def _made_pods(self, i: int) -> None:
+        """Job i's controller made more of its pods: placed pod by pod, they queue as made now."""
+        if not self.need[i].loose:
+            return
+        if self._dequeue(i):
+            self.place[i] = self.now
+            bisect.insort(self.pending, (-self.jobs[i].priority, self.place[i], i))
+        else:
+            self.place[i] = self.now
+
     def _enqueue(self, i: int) -> None:
-        bisect.insort(self.pending, (-self.jobs[i].priority, self.queued_at[i], i))
+        bisect.insort(self.pending, (-self.jobs[i].priority, self.place[i], i))
         self.waiting[self.kind[i]] = self.waiting.get(self.kind[i], 0) + 1
 
     def _left_queue(self, kind: tuple[int, str]) -> None:
@@ -490,6 +549,7 @@ class _Run:
                 self.team_used[team] = self.team_used.get(team, 0) + room * need.gpus
                 self.backoff[i] = self.retry[0]
                 self.refused_since[i] = None
+                self._made_pods(i)
                 have += room
                 grew |= need.loose  # a pod placed alone may go to its node now
                 room = 0
@@ -497,6 +557,8 @@ class _Run:
                 made = min(need.pods - have, room)
                 self.quota_held[i] += made * need.gpus
                 self.team_used[team] = self.team_used.get(team, 0) + made * need.gpus
+                if self.refused_since[i] is not None or have:
+                    self._made_pods(i)  # made later than it was submitted
                 self.refused_since[i] = None
                 grew = True
             else:
@@ -526,10 +588,7 @@ class _Run:
         self.state[i] = _DONE
         self.deleted[i] = self.now
         self.waited[i] += self.now - self.queued_at[i]
-        entry = (-self.jobs[i].priority, self.queued_at[i], i)
-        k = bisect.bisect_left(self.pending, entry)
-        if k < len(self.pending) and self.pending[k] == entry:
-            del self.pending[k]
+        if self._dequeue(i):
             self._left_queue(self.kind[i])
         team = self.jobs[i].team
         if i in self.unadmitted.get(team, ()):
@@ -790,34 +849,37 @@ class _Run:
             else:
                 give(v, 1)
         assert where is not None
+        nodes = {n for n, _ in where}
         for v in chosen:
-            self._stop(v)
+            self._stop(v, nodes)
         before = self.size[i]
         self._hold(i, where)
         self.reserved[i] = self.size[i] - before  # its victims hold these for the books until they stop
         self.state[i] = _RESERVED
-        self.victims_of[i] = chosen
+        self.reserving.add(i)
+        self.victims_of[self.seq + 1] = chosen
+        self.preemption[i] = self.seq + 1
         # Its nominated place is free once the last victim is gone (kube-scheduler binds it then).
-        self._push(self.now + max(self.grace[v] for v in chosen), _GRACE_END, i)
+        self._push(self.now + max(self.grace[v] for v in chosen), _GRACE_END, i, self.seq + 1)
         return True
 
-    def _stop(self, v: int) -> None:
+    def _stop(self, v: int, nodes: set[int] | None = None) -> None:
         """Preempt v now: it keeps its GPUs (for the books) until the grace ends, its place goes to the preemptor.
-        A pending job's pods placed one by one are preempted as any bound pod: it stays in the queue, its
-        controller makes them again."""
+        A job placed pod by pod loses only its pods on `nodes` (the preemptor's): the others stay on their
+        nodes, idle, while its controller makes the lost ones again (kube-scheduler preempts pods, not jobs);
+        a pending one stays in the queue."""
+        loose = nodes is not None and self.need[v].loose
+        gone = [(n, k) for n, k in self.where[v] if not loose or n in nodes]  # type: ignore[operator]
+        self.preempted[v] += 1
         if v in self.partial:
             self.partial.discard(v)
-            self.preempted[v] += 1
-            self._account(v)
-            self.held[v] += self.size[v] * self.grace[v]
-            self.cluster.take(self.need[v], self.where[v], -1)
-            self._charge(v, -1)
-            self.where[v], self.size[v], self.placed[v] = [], 0, 0
+            self._free(v, gone)
+            if self.placed[v]:
+                self.partial.add(v)
             return
         self.state[v] = _TERMINATING
         self.running.discard(v)
         self.token[v] += 1  # its finish event no longer counts
-        self.preempted[v] += 1
         done = self.now - self.run_start[v]
         if self.resume:
             kept = done
@@ -827,19 +889,37 @@ class _Run:
             kept = 0.0
         self.remaining[v] -= kept
         self.lost[v] += (done - kept) * self.size[v]
-        self._account(v)
-        self.held[v] += self.size[v] * self.grace[v]
-        self.cluster.take(self.need[v], self.where[v], -1)
-        self._charge(v, -1)
-        self.where[v], self.size[v], self.placed[v] = [], 0, 0
+        self._free(v, gone)
 
-    def _grace_ends(self, i: int) -> None:
-        for v in self.victims_of.pop(i):
+    def _free(self, v: int, gone: list[tuple[int, int]]) -> None:
+        """Take these pods of v off their nodes now, held for the books until its grace ends."""
+        need = self.need[v]
+        gpus = sum(k for _, k in gone) * need.gpus
+        self._account(v)
+        self.held[v] += gpus * self.grace[v]
+        self.cluster.take(need, gone, -1)
+        if (q := self.queue_of.get(self.jobs[v].team)) is not None:
+            self.queue_used[q] -= gpus
+        left = list(self.where[v])
+        for w in gone:
+            left.remove(w)
+        self.where[v] = left
+        self.placed[v] -= gpus // need.gpus
+        self.size[v] -= gpus
+
+    def _grace_ends(self, i: int, token: int) -> None:
+        for v in self.victims_of.pop(token):
             if self.state[v] != _TERMINATING:
                 continue  # pods of a pending job, preempted: the job never left the queue
             self.state[v] = _PENDING
-            self.queued_at[v] = self.now
+            self.queued_at[v] = self.place[v] = self.now
             self._enqueue(v)
+            if self.placed[v] and self.jobs[v].preemptible:
+                self.partial.add(v)  # its pods left on their nodes, waiting for the ones made again
+        if (gone := self.blocked.pop(token, None)) is not None:
+            self.cluster.take(self.need[i], gone, -1)  # it started elsewhere: its victims are gone now
+            return
+        self.reserving.discard(i)
         self.held[i] += (self.size[i] - self.reserved[i]) * (self.now - self.since[i])
         self.since[i], self.reserved[i] = self.now, 0
         self._start(i)

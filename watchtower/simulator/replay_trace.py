@@ -14,6 +14,7 @@ Pure: it reads workloads and a configuration, never the clock or the store. What
 - the tier from its PriorityClass as the service resolves a pod's, the team from its namespace's.
 - deleted: when people deleted a workload that never started (its quota had refused it too long).
 - grace: how long its pods take to stop when preempted, the simulator's average for its grace period.
+- controller: false for a bare pod (a quota refusing it at creation turns it away; nothing retries it).
 Left out and counted: bare pods a ResourceQuota refused (the API server never made them: nothing waited),
 workloads asking their GPUs through a DRA claim (the replay has no device classes, and
 the DRA-only nodes are left out of the policy with them) and workloads without GPUs.
@@ -81,6 +82,7 @@ def trace_of(workloads: Iterable[SimWorkload], tiers: TierPolicy) -> SimTrace:
                 gang_min=len(gpu_pods) if spec.pod_group or spec.volcano_queue else None,
                 deleted=w.deleted_at if w.first_bound is None else None,
                 grace=_stop_time(spec.grace),
+                controller=spec.kind != "Pod",
             )
         )
     return out

@@ -79,3 +79,30 @@ def test_people_delete_a_job_their_quota_refused_for_too_long() -> None:
     assert patient["b"].started is not None and patient["b"].started >= 10_000
     out = run(jobs, quotas={"t": 4}, quota_retry={"initial": 10, "max": 300, "give_up_after": "2h"})
     assert out["b"].started is None and out["b"].finished is None and out["b"].waited == 7200
+
+
+def test_a_preempted_job_placed_pod_by_pod_loses_only_the_pods_in_the_way() -> None:
+    jobs = [
+        job("pair", 0, 1000, gpus=4, pods=2),
+        job("high", 10, 100, gpus=4, tier="high"),
+        job("other", 50, 10, gpus=4),
+    ]
+    nodes = {"count": 2, "gpus": 4}
+    whole = run(jobs, nodes=nodes, termination_grace="30s", restart={"mode": "resume"})
+    # A gang goes whole: its other node is free for `other` at once.
+    assert (whole["high"].started, whole["other"].started) == (40, 50)
+    one_by_one = run(jobs, nodes=nodes, termination_grace="30s", restart={"mode": "resume"}, gangs="declared")
+    # One pod goes; the other holds its node, idle, until the high job ends and the lost pod runs again.
+    assert (one_by_one["high"].started, one_by_one["pair"].preemptions) == (40, 1)
+    assert one_by_one["pair"].finished == 140 + 990 and one_by_one["other"].started == 1130
+
+
+def test_a_bare_pod_its_quota_refuses_is_turned_away_and_a_controllers_pod_waits() -> None:
+    bare = replace(job("bare", 1, 100, gpus=4), controller=False)
+    made = job("made", 1, 100, gpus=4)
+    retry = {"initial": 10, "max": 300}
+    out = run([job("a", 0, 50, gpus=4), bare], quotas={"t": 4}, quota_retry=retry)
+    # `kubectl create` gets the quota's error: the pod is never made, it waits for nothing.
+    assert out["bare"].started is None and out["bare"].deleted == 1 and out["bare"].waited == 0
+    out = run([job("a", 0, 50, gpus=4), made], quotas={"t": 4}, quota_retry=retry)
+    assert out["made"].started == 71  # its controller retries at 11, 31, 71 s
