@@ -292,10 +292,7 @@ class _Run:
         self.deleted: list[float | None] = [None] * n
         self.victims_of: dict[int, list[int]] = {}  # a preemption (its event's token) -> its victims
         self.preemption = [0] * n  # the preemption job i waits on (its token), while reserved
-        self.pending: list[tuple[int, float, int]] = []  # (-priority, its place, index), kept sorted
-        # Its place in the queue: when it (re)joined it, or when its quota let its controller make its last
-        # pod (a job placed pod by pod: kube-scheduler orders pods by their creation).
-        self.place = [j.submitted for j in jobs]
+        self.pending: list[tuple[int, float, int]] = []  # (-priority, queued at, index), kept sorted
         self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, job, token)
         self.seq = 0
         self.running: set[int] = set()  # running and preemptible
@@ -406,7 +403,7 @@ class _Run:
         once every kind of job still pending has failed in this pass."""
         # The queue is not copied (it may hold a backlog of many thousands): the jobs that start are deleted
         # from it afterwards. Nothing joins it during a pass: victims rejoin when their grace ends.
-        for i in sorted(self.reserving, key=lambda i: (-self.jobs[i].priority, self.place[i], i)):
+        for i in sorted(self.reserving, key=lambda i: (-self.jobs[i].priority, self.queued_at[i], i)):
             self._elsewhere(i)
         pending = self.pending
         started: list[int] = []
@@ -476,25 +473,15 @@ class _Run:
 
     def _dequeue(self, i: int) -> bool:
         """Take job i out of the pending queue; False when it was not in it."""
-        entry = (-self.jobs[i].priority, self.place[i], i)
+        entry = (-self.jobs[i].priority, self.queued_at[i], i)
         k = bisect.bisect_left(self.pending, entry)
         if k < len(self.pending) and self.pending[k] == entry:
             del self.pending[k]
             return True
         return False
 
-    def _made_pods(self, i: int) -> None:
-        """Job i's controller made more of its pods: placed pod by pod, they queue as made now."""
-        if not self.need[i].loose:
-            return
-        if self._dequeue(i):
-            self.place[i] = self.now
-            bisect.insort(self.pending, (-self.jobs[i].priority, self.place[i], i))
-        else:
-            self.place[i] = self.now
-
     def _enqueue(self, i: int) -> None:
-        bisect.insort(self.pending, (-self.jobs[i].priority, self.place[i], i))
+        bisect.insort(self.pending, (-self.jobs[i].priority, self.queued_at[i], i))
         self.waiting[self.kind[i]] = self.waiting.get(self.kind[i], 0) + 1
 
     def _left_queue(self, kind: tuple[int, str]) -> None:
@@ -549,7 +536,6 @@ class _Run:
                 self.team_used[team] = self.team_used.get(team, 0) + room * need.gpus
                 self.backoff[i] = self.retry[0]
                 self.refused_since[i] = None
-                self._made_pods(i)
                 have += room
                 grew |= need.loose  # a pod placed alone may go to its node now
                 room = 0
@@ -557,8 +543,6 @@ class _Run:
                 made = min(need.pods - have, room)
                 self.quota_held[i] += made * need.gpus
                 self.team_used[team] = self.team_used.get(team, 0) + made * need.gpus
-                if self.refused_since[i] is not None or have:
-                    self._made_pods(i)  # made later than it was submitted
                 self.refused_since[i] = None
                 grew = True
             else:
@@ -912,7 +896,7 @@ class _Run:
             if self.state[v] != _TERMINATING:
                 continue  # pods of a pending job, preempted: the job never left the queue
             self.state[v] = _PENDING
-            self.queued_at[v] = self.place[v] = self.now
+            self.queued_at[v] = self.now
             self._enqueue(v)
             if self.placed[v] and self.jobs[v].preemptible:
                 self.partial.add(v)  # its pods left on their nodes, waiting for the ones made again
