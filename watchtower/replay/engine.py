@@ -28,7 +28,12 @@ The model, in kube-scheduler's terms (docs/replay.md says more):
 - Under `quota_retry` a job its quota refused is tried again only when its controller's backoff says
   (the freed room goes to whoever asks first), its pods charged one at a time under `per_pod`. A job the
   trace says was `deleted` before it started leaves the queue and its quota then; a victim with a `grace`
-  of its own holds its GPUs that long.
+  of its own holds its GPUs that long. Under `quota_retry.give_up_after` people delete a job its quota
+  refused that long; a job without a `controller` (bare pods) its quota refuses on arrival is turned away.
+- Under `gangs: declared` a job without a `gang_min` has its pods placed one by one as each fits, each
+  holding its node idle until the last is placed (a pending job's placed pods are victims as any bound
+  pod's); preempted, it loses only its pods on the preemptor's nodes. A preemptor waiting for its victims
+  starts wherever room frees first, their place staying taken until they are gone.
 The engine draws no random numbers: the same trace under the same policy gives the same result.
 
 Size: over 400 lines because placement, quota, preemption and the event heap share one mutable picture
