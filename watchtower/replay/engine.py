@@ -28,7 +28,12 @@ The model, in kube-scheduler's terms (docs/replay.md says more):
 - Under `quota_retry` a job its quota refused is tried again only when its controller's backoff says
   (the freed room goes to whoever asks first), its pods charged one at a time under `per_pod`. A job the
   trace says was `deleted` before it started leaves the queue and its quota then; a victim with a `grace`
-  of its own holds its GPUs that long.
+  of its own holds its GPUs that long. Under `quota_retry.give_up_after` people delete a job its quota
+  refused that long; a job without a `controller` (bare pods) its quota refuses on arrival is turned away.
+- Under `gangs: declared` a job without a `gang_min` has its pods placed one by one as each fits, each
+  holding its node idle until the last is placed (a pending job's placed pods are victims as any bound
+  pod's); preempted, it loses only its pods on the preemptor's nodes. A preemptor waiting for its victims
+  starts wherever room frees first, their place staying taken until they are gone.
 The engine draws no random numbers: the same trace under the same policy gives the same result.
 
 Size: over 400 lines because placement, quota, preemption and the event heap share one mutable picture
@@ -48,7 +53,7 @@ from .policy import ReplayPolicy
 from .trace import TraceJob
 
 # At one instant: capacity freed before new work arrives.
-_FINISH, _GRACE_END, _DELETE, _RETRY, _ARRIVAL = 0, 1, 2, 3, 4
+_FINISH, _GRACE_END, _DELETE, _RETRY, _ARRIVAL, _GIVE_UP = 0, 1, 2, 3, 4, 5
 _PENDING, _RUNNING, _RESERVED, _TERMINATING, _DONE, _REFUSED = range(6)
 _MIB = 2**20
 
@@ -70,6 +75,9 @@ class JobOutcome:
     gpu_hours_lost: float  # work redone after its preemptions, in GPU-hours
     gpu_hours: float  # GPU-hours it held (the ends of its graces included)
     refused: str | None = None  # why it could never run
+    deleted: float | None = (
+        None  # when it left the queue unstarted (the trace's `deleted`, or people gave up)
+    )
 
 
 def as_observed(j: TraceJob, started: float) -> JobOutcome:
@@ -115,6 +123,7 @@ class _Need:
     cpu: float  # millicores per pod (0: not asked)
     memory: float  # bytes per pod (0: not asked)
     least: int = 0  # fewest pods it may start with (a gang's minimum); 0: all of them
+    loose: bool = False  # its pods placed one by one as each fits (no gang: policy `gangs: declared`)
 
     @property
     def fewest(self) -> int:
@@ -122,12 +131,22 @@ class _Need:
 
     def capped(self, pods: int) -> _Need:
         """Return this need with at most `pods` pods (a quota's room), keeping its minimum."""
-        return self if pods >= self.pods else _Need(pods, self.gpus, self.cpu, self.memory, self.fewest)
+        return (
+            self
+            if pods >= self.pods
+            else _Need(pods, self.gpus, self.cpu, self.memory, self.fewest, self.loose)
+        )
+
+    def pod(self) -> _Need:
+        """Return one of its pods, placed alone."""
+        return _Need(1, self.gpus, self.cpu, self.memory)
 
 
 def _covers(failed: _Need, need: _Need) -> bool:
     """Return whether `need` asks at least as much as `failed` in every way, so it cannot fit where `failed`
-    did not."""
+    did not. A job placed pod by pod may place a pod where a gang did not fit."""
+    if need.loose and not failed.loose:
+        return False
     return (
         need.pods >= failed.pods
         and need.fewest >= failed.fewest
@@ -244,6 +263,7 @@ class _Run:
                 float(j.cpu_millis_per_pod or 0),
                 float(j.memory_bytes_per_pod or 0),
                 j.gang_min if j.gang_min is not None and j.gang_min < j.pods else 0,
+                policy.gangs == "declared" and j.gang_min is None and j.pods > 1,
             )
             for j in jobs
         ]
@@ -263,15 +283,26 @@ class _Run:
         self.preempted = [0] * n
         self.lost = [0.0] * n  # GPU-seconds
         self.held = [0.0] * n  # GPU-seconds
+        self.since = [0.0] * n  # when what it holds last changed (held counts up to then)
         self.where: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         self.size = [0] * n  # GPUs it holds now: a partial gang holds fewer than it asks
+        self.placed = [0] * n  # pods it holds now (a job placed pod by pod holds some while it waits)
+        self.reserved = [0] * n  # GPUs of what it holds that its victims still stop on
+        self.reserving: set[int] = set()  # jobs waiting for their victims to stop
+        # A preemption whose preemptor went elsewhere while its victims stopped: the place they leave, taken
+        # until they are gone.
+        self.blocked: dict[int, list[tuple[int, int]]] = {}
         self.token = [0] * n  # a finish event counts only if the run it was made for is still the job's run
         self.refused: list[str | None] = [None] * n
-        self.victims_of: dict[int, list[int]] = {}
+        self.deleted: list[float | None] = [None] * n
+        self.victims_of: dict[int, list[int]] = {}  # a preemption (its event's token) -> its victims
+        self.preemption = [0] * n  # the preemption job i waits on (its token), while reserved
         self.pending: list[tuple[int, float, int]] = []  # (-priority, queued at, index), kept sorted
         self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, job, token)
         self.seq = 0
         self.running: set[int] = set()  # running and preemptible
+        # Pending and preemptible, holding some of its pods placed one by one: as bound pods, they are victims.
+        self.partial: set[int] = set()
         self.team_used: dict[str, int] = {}  # GPUs of the jobs its quota admitted, pending or running
         self.quota_held = [0] * n  # GPUs job i's team quota charges for it, from admission to its end
         self.unadmitted: dict[str, list[int]] = {}  # team -> its jobs waiting for quota, in arrival order
@@ -292,6 +323,8 @@ class _Run:
         self.retry = (retry.initial, retry.max) if retry is not None else None
         self.backoff = [retry.initial if retry is not None else 0.0] * n
         self.next_try = [0.0] * n  # when its controller next tries the pods its quota refused
+        self.give_up = retry.give_up_after if retry is not None else None
+        self.refused_since: list[float | None] = [None] * n  # refused by its quota since, no pod made
         self.per_pod = retry is not None and retry.per_pod
         self.live = 0  # events in the heap other than quota retries
         self.rules = {t.name: policy.may_preempt(t.name) for t in policy.tiers}
@@ -325,18 +358,30 @@ class _Run:
                     retried.add(self.jobs[i].team)
                 elif kind == _DELETE:
                     freed |= self._delete(i)
+                elif kind == _GIVE_UP:
+                    # Its owner deletes it only if its quota has refused it all that time.
+                    since = self.refused_since[i]
+                    if since is not None and self.give_up is not None and t - since >= self.give_up:
+                        freed |= self._delete(i)
                 elif kind == _FINISH:
                     if token == self.token[i] and self.state[i] == _RUNNING:
                         self._finish(i)
                         freed = True
                 else:
-                    self._grace_ends(i)
+                    self._grace_ends(i, token)
                     freed = True
             arrived = [i for i in arrived if self.state[i] == _PENDING]  # not deleted on arrival
             for i in arrived:
                 if (team := self.jobs[i].team) in self.quota:
                     self.unadmitted.setdefault(team, []).append(i)
                     self._admit(team)
+                    if (
+                        not self.jobs[i].controller
+                        and self.quota_held[i] < self.need[i].gpus * self.need[i].pods
+                    ):
+                        # A bare pod its quota refuses is never made (the API server's error is final):
+                        # it leaves at once, with what it was charged.
+                        self._delete(i)
             for team in retried:
                 freed |= self._admit(team)  # quota now held: the pending jobs are tried again
             if freed:
@@ -352,17 +397,19 @@ class _Run:
                 self.waited[i] += self.now - self.queued_at[i]
         return self._result()
 
-    def _push(self, t: float, kind: int, i: int) -> None:
+    def _push(self, t: float, kind: int, i: int, token: int | None = None) -> None:
         self.seq += 1
         if kind != _RETRY:
             self.live += 1
-        heapq.heappush(self.events, (t, kind, self.seq, i, self.token[i]))
+        heapq.heappush(self.events, (t, kind, self.seq, i, self.token[i] if token is None else token))
 
     def _schedule(self) -> None:
         """Try every pending job in order; stop early once nothing is free and no one left may preempt, or
         once every kind of job still pending has failed in this pass."""
         # The queue is not copied (it may hold a backlog of many thousands): the jobs that start are deleted
         # from it afterwards. Nothing joins it during a pass: victims rejoin when their grace ends.
+        for i in sorted(self.reserving, key=lambda i: (-self.jobs[i].priority, self.queued_at[i], i)):
+            self._elsewhere(i)
         pending = self.pending
         started: list[int] = []
         lowest: float | None = None  # the lowest running priority, found when first needed
@@ -376,7 +423,9 @@ class _Run:
                 # Preemptions in this pass only raise the lowest running priority: this bound stays safe
                 # (a reclaim under `Any` may take a job of any priority: then it does not hold).
                 if lowest is None:
-                    lowest = min((self.jobs[v].priority for v in self.running), default=math.inf)
+                    lowest = min(
+                        (self.jobs[v].priority for v in (*self.running, *self.partial)), default=math.inf
+                    )
                 if -entry[0] <= lowest:
                     break
             i = entry[2]
@@ -405,6 +454,36 @@ class _Run:
                 break  # every kind still pending fails: the rest wait (a reclaim would not, by its queue)
         for k in reversed(started):
             del pending[k]
+
+    def _elsewhere(self, i: int) -> None:
+        """A job waiting for its victims to stop starts now on room freed meanwhile, as kube-scheduler binds a
+        nominated pod wherever it fits first; its victims stop all the same (their place stays taken until
+        they are gone)."""
+        if self.reserved[i] != self.size[i]:
+            return  # a job placed pod by pod that holds pods of its own: it waits where it is
+        need = self.need[i]
+        want = _Need(self.placed[i], need.gpus, need.cpu, need.memory)
+        if want.pods * want.gpus > self.cluster.total_free:
+            return
+        where = self.cluster.placement(want)
+        if where is None:
+            return
+        self.cluster.take(need, where)
+        self.blocked[self.preemption[i]] = self.where[i]
+        self.where[i] = where
+        self.reserving.discard(i)
+        self.reserved[i] = 0
+        self.since[i] = self.now
+        self._start(i)
+
+    def _dequeue(self, i: int) -> bool:
+        """Take job i out of the pending queue; False when it was not in it."""
+        entry = (-self.jobs[i].priority, self.queued_at[i], i)
+        k = bisect.bisect_left(self.pending, entry)
+        if k < len(self.pending) and self.pending[k] == entry:
+            del self.pending[k]
+            return True
+        return False
 
     def _enqueue(self, i: int) -> None:
         bisect.insort(self.pending, (-self.jobs[i].priority, self.queued_at[i], i))
@@ -461,14 +540,21 @@ class _Run:
                 self.quota_held[i] += room * need.gpus
                 self.team_used[team] = self.team_used.get(team, 0) + room * need.gpus
                 self.backoff[i] = self.retry[0]
+                self.refused_since[i] = None
                 have += room
+                grew |= need.loose  # a pod placed alone may go to its node now
                 room = 0
             if have + room >= need.fewest:
                 made = min(need.pods - have, room)
                 self.quota_held[i] += made * need.gpus
                 self.team_used[team] = self.team_used.get(team, 0) + made * need.gpus
+                self.refused_since[i] = None
                 grew = True
             else:
+                if self.refused_since[i] is None:
+                    self.refused_since[i] = self.now
+                    if self.give_up is not None:
+                        self._push(self.now + self.give_up, _GIVE_UP, i)
                 self.next_try[i] = self.now + self.backoff[i]
                 self.backoff[i] = min(most, self.backoff[i] * 2)
                 self._push(self.next_try[i], _RETRY, i)
@@ -489,17 +575,18 @@ class _Run:
         if self.state[i] != _PENDING or self.first_start[i] is not None:
             return False
         self.state[i] = _DONE
+        self.deleted[i] = self.now
         self.waited[i] += self.now - self.queued_at[i]
-        entry = (-self.jobs[i].priority, self.queued_at[i], i)
-        k = bisect.bisect_left(self.pending, entry)
-        if k < len(self.pending) and self.pending[k] == entry:
-            del self.pending[k]
+        if self._dequeue(i):
             self._left_queue(self.kind[i])
         team = self.jobs[i].team
         if i in self.unadmitted.get(team, ()):
             self.unadmitted[team].remove(i)
+        placed = bool(self.where[i])
+        if placed:  # pods placed one by one, waiting for their siblings
+            self._release(i)
         if not self.quota_held[i]:
-            return False
+            return placed
         self.team_used[team] -= self.quota_held[i]
         self.quota_held[i] = 0
         self._admit(team)
@@ -509,9 +596,36 @@ class _Run:
         """Start job i, or reserve its place by preempting or reclaiming; False when it stays pending."""
         need = self.need[i]
         room = self._room(i)
+        if need.loose:
+            return self._try_pods(i, room)
         if room >= need.fewest:
             return self._place(i, need.capped(room))
         return self._reclaim(i)
+
+    def _try_pods(self, i: int, room: int) -> bool:
+        """kube-scheduler's turn for each pod of job i, whose pods no gang holds together: each pod its quota
+        admits goes where it fits and holds that node's GPUs while it waits for its siblings; the job runs
+        once its last pod is placed. When the quota admits every pod left but no node has room, they may
+        preempt together (as each would in its turn)."""
+        need = self.need[i]
+        one = need.pod()
+        left = room - self.placed[i]
+        while left > 0 and self.cluster.total_free >= need.gpus:
+            where = self.cluster.placement(one)
+            if where is None:
+                break
+            self._hold(i, where)
+            left -= 1
+        if self.placed[i] == need.pods:
+            self.partial.discard(i)
+            self._start(i)
+            return True
+        if self.placed[i] and self.jobs[i].preemptible:
+            self.partial.add(i)
+        if left <= 0 or left < need.pods - self.placed[i]:
+            return False  # its quota has not admitted the rest yet
+        rest = _Need(left, need.gpus, need.cpu, need.memory)
+        return self._preempt_for(i, rest, self._victims(i, rest))
 
     def _place(self, i: int, need: _Need) -> bool:
         if need.fewest * need.gpus <= self.cluster.total_free:
@@ -526,9 +640,18 @@ class _Run:
         """Give job i these pods on these nodes: the nodes' room, its GPUs, its team's and queue's quota."""
         need = self.need[i]
         self.cluster.take(need, where)
-        self.where[i] = where
-        self.size[i] = sum(p for _, p in where) * need.gpus
-        self._charge(i, 1)
+        self._account(i)
+        pods = sum(p for _, p in where)
+        self.where[i] = [*self.where[i], *where]
+        self.placed[i] += pods
+        self.size[i] += pods * need.gpus
+        if (q := self.queue_of.get(self.jobs[i].team)) is not None:
+            self.queue_used[q] += pods * need.gpus
+
+    def _account(self, i: int) -> None:
+        """Count the GPU-seconds job i held since what it holds last changed."""
+        self.held[i] += self.size[i] * (self.now - self.since[i])
+        self.since[i] = self.now
 
     def _room(self, i: int) -> int:
         """Return the most pods of job i its team's quota and its ClusterQueue admit now."""
@@ -542,15 +665,16 @@ class _Run:
         if (q := self.queue_of.get(j.team)) is not None:
             # Within its nominal quota or borrowing, a queue takes only what the cohort has unused: what
             # another queue borrowed is in use until it is given back (or reclaimed).
+            # What it holds already (a job placed pod by pod) is its own, charged to the queue.
             gpus = min(
                 gpus,
-                self.nominal[q] + self.borrow[q] - self.queue_used[q],
-                self.cohort_nominal - sum(self.queue_used.values()),
+                self.nominal[q] + self.borrow[q] - self.queue_used[q] + self.size[i],
+                self.cohort_nominal - sum(self.queue_used.values()) + self.size[i],
             )
         return need.pods if gpus == math.inf else min(need.pods, max(0, int(gpus // need.gpus)))
 
     def _charge(self, i: int, sign: int) -> None:
-        """Charge (or give back) job i's ClusterQueue for the GPUs it holds (a team's quota is charged from
+        """Give back (or charge) job i's ClusterQueue for the GPUs it holds (a team's quota is charged from
         its admission to its end: _admit, _finish)."""
         if (q := self.queue_of.get(self.jobs[i].team)) is not None:
             self.queue_used[q] += sign * self.size[i]
@@ -570,18 +694,19 @@ class _Run:
         self.state[i] = _DONE
         self.finished[i] = self.now
         self.running.discard(i)
-        self._release(i, self.now)
+        self._release(i)
         if self.quota_held[i]:
             team = self.jobs[i].team
             self.team_used[team] -= self.quota_held[i]
             self.quota_held[i] = 0
             self._admit(team)  # the freed room goes to the jobs due now (the others, when they retry)
 
-    def _release(self, i: int, until: float) -> None:
+    def _release(self, i: int) -> None:
+        self.partial.discard(i)
+        self._account(i)
         self.cluster.take(self.need[i], self.where[i], -1)
-        self.held[i] += self.size[i] * (until - self.run_start[i])
-        self.where[i] = []
         self._charge(i, -1)
+        self.where[i], self.size[i], self.placed[i] = [], 0, 0
 
     def _victims(self, i: int, need: _Need) -> list[int]:
         j = self.jobs[i]
@@ -597,12 +722,18 @@ class _Run:
             own = q
         out = [
             v
-            for v in self.running
+            for v in (*self.running, *self.partial)
             if self.jobs[v].priority < j.priority
             and (allowed is None or self.jobs[v].tier in allowed)
             and (own is None or self.queue_of.get(self.jobs[v].team) in (own, None))
         ]
-        out.sort(key=lambda v: (self.jobs[v].priority, -self.run_start[v], v))
+        out.sort(
+            key=lambda v: (
+                self.jobs[v].priority,
+                -(self.run_start[v] if self.state[v] == _RUNNING else self.since[v]),
+                v,
+            )
+        )
         return out
 
     def _reclaim(self, i: int) -> bool:
@@ -707,21 +838,37 @@ class _Run:
             else:
                 give(v, 1)
         assert where is not None
+        nodes = {n for n, _ in where}
         for v in chosen:
-            self._stop(v)
+            self._stop(v, nodes)
+        before = self.size[i]
         self._hold(i, where)
+        self.reserved[i] = self.size[i] - before  # its victims hold these for the books until they stop
         self.state[i] = _RESERVED
-        self.victims_of[i] = chosen
+        self.reserving.add(i)
+        self.victims_of[self.seq + 1] = chosen
+        self.preemption[i] = self.seq + 1
         # Its nominated place is free once the last victim is gone (kube-scheduler binds it then).
-        self._push(self.now + max(self.grace[v] for v in chosen), _GRACE_END, i)
+        self._push(self.now + max(self.grace[v] for v in chosen), _GRACE_END, i, self.seq + 1)
         return True
 
-    def _stop(self, v: int) -> None:
-        """Preempt v now: it keeps its GPUs (for the books) until the grace ends, its place goes to the preemptor."""
+    def _stop(self, v: int, nodes: set[int] | None = None) -> None:
+        """Preempt v now: it keeps its GPUs (for the books) until the grace ends, its place goes to the preemptor.
+        A job placed pod by pod loses only its pods on `nodes` (the preemptor's): the others stay on their
+        nodes, idle, while its controller makes the lost ones again (kube-scheduler preempts pods, not jobs);
+        a pending one stays in the queue."""
+        loose = nodes is not None and self.need[v].loose
+        gone = [(n, k) for n, k in self.where[v] if not loose or n in nodes]  # type: ignore[operator]
+        self.preempted[v] += 1
+        if v in self.partial:
+            self.partial.discard(v)
+            self._free(v, gone)
+            if self.placed[v]:
+                self.partial.add(v)
+            return
         self.state[v] = _TERMINATING
         self.running.discard(v)
         self.token[v] += 1  # its finish event no longer counts
-        self.preempted[v] += 1
         done = self.now - self.run_start[v]
         if self.resume:
             kept = done
@@ -731,16 +878,39 @@ class _Run:
             kept = 0.0
         self.remaining[v] -= kept
         self.lost[v] += (done - kept) * self.size[v]
-        self.cluster.take(self.need[v], self.where[v], -1)
-        self.held[v] += self.size[v] * (self.now + self.grace[v] - self.run_start[v])
-        self.where[v] = []
-        self._charge(v, -1)
+        self._free(v, gone)
 
-    def _grace_ends(self, i: int) -> None:
-        for v in self.victims_of.pop(i):
+    def _free(self, v: int, gone: list[tuple[int, int]]) -> None:
+        """Take these pods of v off their nodes now, held for the books until its grace ends."""
+        need = self.need[v]
+        gpus = sum(k for _, k in gone) * need.gpus
+        self._account(v)
+        self.held[v] += gpus * self.grace[v]
+        self.cluster.take(need, gone, -1)
+        if (q := self.queue_of.get(self.jobs[v].team)) is not None:
+            self.queue_used[q] -= gpus
+        left = list(self.where[v])
+        for w in gone:
+            left.remove(w)
+        self.where[v] = left
+        self.placed[v] -= gpus // need.gpus
+        self.size[v] -= gpus
+
+    def _grace_ends(self, i: int, token: int) -> None:
+        for v in self.victims_of.pop(token):
+            if self.state[v] != _TERMINATING:
+                continue  # pods of a pending job, preempted: the job never left the queue
             self.state[v] = _PENDING
             self.queued_at[v] = self.now
             self._enqueue(v)
+            if self.placed[v] and self.jobs[v].preemptible:
+                self.partial.add(v)  # its pods left on their nodes, waiting for the ones made again
+        if (gone := self.blocked.pop(token, None)) is not None:
+            self.cluster.take(self.need[i], gone, -1)  # it started elsewhere: its victims are gone now
+            return
+        self.reserving.discard(i)
+        self.held[i] += (self.size[i] - self.reserved[i]) * (self.now - self.since[i])
+        self.since[i], self.reserved[i] = self.now, 0
         self._start(i)
 
     def _refusal(self, i: int) -> str | None:
@@ -761,8 +931,9 @@ class _Run:
         out = []
         for i, j in enumerate(self.jobs):
             held = self.held[i]
-            if self.state[i] == _RUNNING:  # cannot happen once every event ran; kept for a future horizon
-                held += self.size[i] * (end - self.run_start[i])
+            # Running: cannot happen once every event ran (kept for a future horizon); pending: a job whose
+            # pods, placed one by one, never all found room.
+            held += self.size[i] * (end - self.since[i])
             self.busy += held
             out.append(
                 JobOutcome(
@@ -779,6 +950,7 @@ class _Run:
                     gpu_hours_lost=self.lost[i] / 3600.0,
                     gpu_hours=held / 3600.0,
                     refused=self.refused[i],
+                    deleted=self.deleted[i],
                 )
             )
         return Replay(

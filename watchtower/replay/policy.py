@@ -73,6 +73,10 @@ class QuotaRetryConfig(_Section):
     max: PositiveDuration = 60.0
     """The longest wait between two retries, each wait doubling the one before (the Job controller's
     MaxJobApiBackOff: 60 s)."""
+    give_up_after: PositiveDuration | None = None
+    """How long people wait while their team's quota refuses a job's pods before they delete it (one that
+    never started: it leaves the queue and its quota, as the trace's `deleted` jobs did); unset: never. The
+    jobs the trace says were deleted are deleted then all the same."""
     per_pod: bool = False
     """Whether the controller makes a job's pods one at a time, each charged to the quota as it is made
     (as the Job and ReplicaSet controllers and most operators do): a job holding part of its quota waits
@@ -146,6 +150,11 @@ class ReplayPolicy(_Section):
     """Which node a pod goes to among those it fits (kube-scheduler's NodeResourcesFit scoring strategy):
     `MostAllocated`, the fullest, keeping whole nodes free for large pods; `LeastAllocated` (kube-scheduler's
     default profile), the emptiest, spreading the load."""
+    gangs: Literal["all", "declared"] = "all"
+    """Which jobs are placed whole: `all`, every job (its pods at once, or at least its `gang_min`);
+    `declared`, only the jobs whose trace gives a `gang_min` (a PodGroup, Volcano, Kueue), the others' pods
+    one by one as each fits, as kube-scheduler places pods no PodGroup gangs: each pod placed holds its node's
+    GPUs, doing no work, until the job's last pod is placed and the job runs."""
     restart: RestartConfig = RestartConfig()
     """What a preempted job loses."""
     quota_retry: QuotaRetryConfig | None = None

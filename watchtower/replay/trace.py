@@ -17,6 +17,8 @@ Columns (docs/replay.md has the table):
   grace                           optional: how long its pods take to stop when preempted (at most their
                                   terminationGracePeriodSeconds); default: the policy's termination_grace
   deleted                         optional: when it was deleted, if it never started: it leaves the queue then
+  controller                      optional: true/false; false: bare pods (no controller makes them again),
+                                  which a quota refusing them at creation turns away for good
 
 Size: just over 400 lines, most of it the per-column readers and their error words, one per column above.
 """
@@ -56,6 +58,7 @@ COLUMNS = (
     "preemptible",
     "grace",
     "deleted",
+    "controller",
 )
 
 
@@ -80,6 +83,9 @@ class TraceJob:
     preemptible: bool = True
     grace: float | None = None  # seconds its pods take to stop when preempted; None: the policy's
     deleted: float | None = None  # when it was deleted before it ever started (epoch seconds)
+    # Whether a controller makes its pods (a Job, a ReplicaSet, an operator), retrying those a quota refuses;
+    # False: bare pods, which a quota refusing them at creation turns away for good.
+    controller: bool = True
 
     @property
     def gpus(self) -> int:
@@ -194,6 +200,7 @@ def _row(j: TraceJob) -> dict[str, Any]:
         "preemptible": j.preemptible,
         "grace": j.grace,
         "deleted": j.deleted,
+        "controller": j.controller,
     }
 
 
@@ -317,14 +324,7 @@ def _job(line: int, row: Mapping[str, Any], tiers: TierPolicy) -> TraceJob | Non
     gang_min = count("gang_min", 1)
     if gang_min is not None and gang_min > pods:
         raise bad("gang_min", f"{gang_min} is more than the job's {pods} pods")
-    preemptible = True
-    if (p := _cell(row, "preemptible")) is not None:
-        if isinstance(p, bool):
-            preemptible = p
-        elif str(p).lower() in _TRUE | _FALSE:
-            preemptible = str(p).lower() in _TRUE
-        else:
-            raise bad("preemptible", f"{p!r} is neither true nor false")
+    preemptible, controller = _flag(row, "preemptible", bad), _flag(row, "controller", bad)
     grace = None
     if (raw_grace := _cell(row, "grace")) is not None:
         grace = _seconds(raw_grace)
@@ -359,7 +359,19 @@ def _job(line: int, row: Mapping[str, Any], tiers: TierPolicy) -> TraceJob | Non
         preemptible=preemptible,
         grace=grace,
         deleted=instant("deleted"),
+        controller=controller,
     )
+
+
+def _flag(row: Mapping[str, Any], column: str, bad: Any) -> bool:
+    """Return a true/false column's value; unset: true."""
+    if (p := _cell(row, column)) is None:
+        return True
+    if isinstance(p, bool):
+        return p
+    if str(p).lower() in _TRUE | _FALSE:
+        return str(p).lower() in _TRUE
+    raise bad(column, f"{p!r} is neither true nor false")
 
 
 def _tier(row: Mapping[str, Any], tiers: TierPolicy, bad: Any) -> tuple[str, int]:

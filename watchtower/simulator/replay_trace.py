@@ -8,9 +8,13 @@ Pure: it reads workloads and a configuration, never the clock or the store. What
 - duration: its run time plus the image pulls of that first start (the simulator holds the GPUs while the
   images pull, and counts the run only once every pod runs);
 - pods and GPUs per pod: its GPU pods only (a PaddleJob's parameter server asks none), with their CPU and
-  memory; a gang (a PaddleJob, a PodGroup's Job) has `gang_min` = its pods, the rest are placed whole too;
+  memory; a gang (a Job with the Workload API's PodGroup, a PaddleJob Volcano schedules) has `gang_min` = its
+  pods; the others, plain PaddleJobs too, have none: kube-scheduler places their pods one by one (the demo's
+  policy says `gangs: declared`);
 - the tier from its PriorityClass as the service resolves a pod's, the team from its namespace's.
 - deleted: when people deleted a workload that never started (its quota had refused it too long).
+- grace: how long its pods take to stop when preempted, the simulator's average for its grace period.
+- controller: false for a bare pod (a quota refusing it at creation turns it away; nothing retries it).
 Left out and counted: bare pods a ResourceQuota refused (the API server never made them: nothing waited),
 workloads asking their GPUs through a DRA claim (the replay has no device classes, and
 the DRA-only nodes are left out of the policy with them) and workloads without GPUs.
@@ -25,6 +29,7 @@ from watchtower.config.model import SimulatorConfig, TierConfig
 from watchtower.domain.tiers import TierPolicy
 from watchtower.replay.policy import ReplayPolicy, policy_from_mapping
 from watchtower.replay.trace import TraceJob
+from watchtower.simulator.controllers import GIVE_UP_AFTER
 from watchtower.simulator.pods import SimWorkload, memory_bytes
 from watchtower.simulator.workloads import CLASS_BY_NAME
 
@@ -72,11 +77,22 @@ def trace_of(workloads: Iterable[SimWorkload], tiers: TierPolicy) -> SimTrace:
                 started=w.first_bound,
                 cpu_millis_per_pod=int(widest.cpu) * 1000,
                 memory_bytes_per_pod=memory_bytes(widest.memory),
-                gang_min=len(gpu_pods) if spec.gang else None,
+                # Only a PodGroup (the Workload API's, or Volcano's) gangs the pods: a plain PaddleJob's are
+                # placed one by one, as any controller's.
+                gang_min=len(gpu_pods) if spec.pod_group or spec.volcano_queue else None,
                 deleted=w.deleted_at if w.first_bound is None else None,
+                grace=_stop_time(spec.grace),
+                controller=spec.kind != "Pod",
             )
         )
     return out
+
+
+def _stop_time(grace: float) -> float:
+    """Return how long the simulator's pods of this terminationGracePeriodSeconds take to stop when
+    preempted, on average: a training pod checkpoints for 30 to 100 % of its grace, the others stop in 2
+    to 10 s (binding.py). A recorded trace has each job's own, measured."""
+    return 0.65 * grace if grace > 60 else 6.0
 
 
 def _skip(out: SimTrace, why: str) -> None:
@@ -108,9 +124,12 @@ def demo_policy(
         "scoring": "LeastAllocated",  # kube-scheduler's default profile, as the simulator's scheduler
         "termination_grace": termination_grace,
         "restart": {"mode": "resume"},
+        # kube-scheduler gangs only the pods a PodGroup names; the others are placed one by one.
+        "gangs": "declared",
         # The simulator's controllers make pods one at a time and retry one the quota refused after 10 s,
         # doubling to 5 min (simulator/forms/quota/controller.py; the Job controller's own: 1 s to 60 s).
-        "quota_retry": {"initial": 10.0, "max": 300.0, "per_pod": True},
+        # People delete a job their quota refused for two hours (controllers.py GIVE_UP_AFTER).
+        "quota_retry": {"initial": 10.0, "max": 300.0, "per_pod": True, "give_up_after": GIVE_UP_AFTER},
     }
     data.update(changes)
     return policy_from_mapping(data, name)

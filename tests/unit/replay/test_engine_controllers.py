@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from tests.unit.replay.test_engine import job, run
 
 
@@ -44,3 +46,63 @@ def test_the_preemptor_waits_for_its_victims_own_grace() -> None:
     low = replace(job("low", 0, 1000, gpus=8), grace=600.0)
     out = run([low, job("high", 100, 50, gpus=8, tier="high")], termination_grace="30s")
     assert out["high"].started == 700
+
+
+def test_pods_no_gang_holds_together_are_placed_one_by_one_each_holding_its_node() -> None:
+    jobs = [job("one", 0, 100, gpus=1), job("pair", 1, 50, gpus=4, pods=2), job("small", 2, 200, gpus=4)]
+    nodes = {"count": 2, "gpus": 4}
+    whole = run(jobs, nodes=nodes)
+    # Placed whole, the pair waits for two free nodes: small takes the empty one, the pair waits for it.
+    assert (whole["small"].started, whole["pair"].started) == (2, 202)
+    one_by_one = run(jobs, nodes=nodes, gangs="declared")
+    # Its first pod takes the empty node at once and holds it idle: small waits for the pair to end.
+    assert (one_by_one["pair"].started, one_by_one["small"].started) == (100, 150)
+    assert one_by_one["pair"].waited == 99
+    assert one_by_one["pair"].gpu_hours == pytest.approx((4 * 99 + 8 * 50) / 3600)
+
+
+def test_the_placed_pods_of_a_waiting_job_are_preempted_as_any_bound_pod() -> None:
+    jobs = [
+        job("blocker", 0, 1000, gpus=4),
+        job("pair", 1, 50, gpus=4, pods=2),
+        job("high", 10, 100, gpus=4, tier="high"),
+    ]
+    out = run(jobs, gangs="declared", termination_grace="30s")
+    # The pair's lone pod is the newest low pod: it goes, the blocker runs on.
+    assert (out["high"].started, out["pair"].preemptions, out["blocker"].preemptions) == (40, 1, 0)
+    assert out["pair"].started == 1000  # its controller made the pod again; it waits for the blocker
+
+
+def test_people_delete_a_job_their_quota_refused_for_too_long() -> None:
+    jobs = [job("a", 0, 10_000, gpus=4), job("b", 1, 100, gpus=4)]
+    patient = run(jobs, quotas={"t": 4}, quota_retry={"initial": 10, "max": 300})
+    assert patient["b"].started is not None and patient["b"].started >= 10_000
+    out = run(jobs, quotas={"t": 4}, quota_retry={"initial": 10, "max": 300, "give_up_after": "2h"})
+    assert out["b"].started is None and out["b"].finished is None and out["b"].waited == 7200
+
+
+def test_a_preempted_job_placed_pod_by_pod_loses_only_the_pods_in_the_way() -> None:
+    jobs = [
+        job("pair", 0, 1000, gpus=4, pods=2),
+        job("high", 10, 100, gpus=4, tier="high"),
+        job("other", 50, 10, gpus=4),
+    ]
+    nodes = {"count": 2, "gpus": 4}
+    whole = run(jobs, nodes=nodes, termination_grace="30s", restart={"mode": "resume"})
+    # A gang goes whole: its other node is free for `other` at once.
+    assert (whole["high"].started, whole["other"].started) == (40, 50)
+    one_by_one = run(jobs, nodes=nodes, termination_grace="30s", restart={"mode": "resume"}, gangs="declared")
+    # One pod goes; the other holds its node, idle, until the high job ends and the lost pod runs again.
+    assert (one_by_one["high"].started, one_by_one["pair"].preemptions) == (40, 1)
+    assert one_by_one["pair"].finished == 140 + 990 and one_by_one["other"].started == 1130
+
+
+def test_a_bare_pod_its_quota_refuses_is_turned_away_and_a_controllers_pod_waits() -> None:
+    bare = replace(job("bare", 1, 100, gpus=4), controller=False)
+    made = job("made", 1, 100, gpus=4)
+    retry = {"initial": 10, "max": 300}
+    out = run([job("a", 0, 50, gpus=4), bare], quotas={"t": 4}, quota_retry=retry)
+    # `kubectl create` gets the quota's error: the pod is never made, it waits for nothing.
+    assert out["bare"].started is None and out["bare"].deleted == 1 and out["bare"].waited == 0
+    out = run([job("a", 0, 50, gpus=4), made], quotas={"t": 4}, quota_retry=retry)
+    assert out["made"].started == 71  # its controller retries at 11, 31, 71 s

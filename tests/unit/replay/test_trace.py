@@ -179,3 +179,17 @@ def test_a_jobs_grace_and_deletion_are_read_and_written_back() -> None:
         parse_csv(
             ["id,team,tier,submitted,duration,pods,gpus_per_pod,grace\n", "a,t,low,0,1h,1,1,-5\n"], TIERS
         )
+
+
+def test_a_bare_pod_is_read_as_having_no_controller_and_written_back() -> None:
+    trace = parse_csv(
+        ["id,team,tier,submitted,duration,pods,gpus_per_pod,controller\n", "a,t,low,0,1h,1,1,false\n"], TIERS
+    )
+    (a,) = trace.jobs
+    assert not a.controller
+    assert parse_csv("".join(format_csv(trace.jobs)).splitlines(keepends=True), TIERS).jobs == trace.jobs
+    with pytest.raises(TraceError, match="line 2, column controller: 'bare' is neither true nor false"):
+        parse_csv(
+            ["id,team,tier,submitted,duration,pods,gpus_per_pod,controller\n", "a,t,low,0,1h,1,1,bare\n"],
+            TIERS,
+        )

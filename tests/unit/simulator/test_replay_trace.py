@@ -25,8 +25,10 @@ def test_each_workload_becomes_a_row_with_its_start_pods_and_tier() -> None:
     trace = trace_of([gang, pod], policy.tier_policy())
     rows = {j.id: j for j in trace.jobs}
     g, p = rows["team-nlp/g"], rows["team-vision/p"]
-    # Its two GPU workers, not its parameter server; a gang placed whole; the low tier of `batch`.
-    assert (g.pods, g.gpus_per_pod, g.gang_min, g.tier, g.priority) == (2, 4, 2, "low", 100_000)
+    # Its two GPU workers, not its parameter server; no gang (no PodGroup: kube-scheduler places its pods
+    # one by one, as the demo's policy says); the low tier of `batch`.
+    assert (g.pods, g.gpus_per_pod, g.gang_min, g.tier, g.priority) == (2, 4, None, "low", 100_000)
+    assert policy.gangs == "declared"
     assert (p.pods, p.gpus_per_pod, p.gang_min, p.tier) == (1, 2, None, "critical")
     for row, w in ((g, gang), (p, pod)):
         assert row.submitted == w.created == t0
