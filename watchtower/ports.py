@@ -294,6 +294,12 @@ class EstimateRecords(Protocol):
     def prune_estimates(self, before: float) -> int: ...
 
 
+class EstimateMetrics(Protocol):
+    """Where each checked start estimate is counted (`/metrics`)."""
+
+    def estimate_checked(self, tier: str, relative_error: float) -> None: ...
+
+
 class FairnessMetrics(Protocol):
     """The week's usage from Prometheus, aggregated on the server (sum_over_time, subqueries)."""
 
