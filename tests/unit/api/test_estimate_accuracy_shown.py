@@ -1,6 +1,6 @@
 """How good the start estimates were, through the service: a week of checked estimates in a real SQLite store,
-the estimate recorder the service runs at each tick, then what the workload's JSON, the status page and
-`/metrics` show (issue 33)."""
+the estimate recorder the service runs at each tick, then what the workload's JSON, the status page,
+`kubectl watchtower why` (on the same JSON) and `/metrics` show (issue 33)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tests.fixtures.scenario import NOW, ManualClock, ReplaySource, demo_cluster
 from watchtower.adapters.history.sqlite import SQLiteFairnessHistory
 from watchtower.api.app import create_app
 from watchtower.bootstrap import build_container, estimate_recorder
+from watchtower.commands.kubectl.render import why
 from watchtower.config import Settings
 from watchtower.domain.estimate_accuracy import GivenEstimate
 from watchtower.simulator import objects as o
@@ -79,8 +80,8 @@ async def test_the_estimate_shows_its_range_and_the_tiers_record_and_a_start_is_
     s = Service(tmp_path, [checked(i, 10 * MIN if i < 7 else 30 * MIN) for i in range(10)])
     await s.tick(NOW)  # gives the first estimates and reads the week's figures
     await s.tick(NOW)  # this tick's estimates carry them (at the same time: the figures are round)
-    w = (await s.get("/api/v1/workloads/nlp/serve-canary")).json()["workload"]
-    e = w["start_estimate"]
+    detail = (await s.get("/api/v1/workloads/nlp/serve-canary")).json()
+    e = detail["workload"]["start_estimate"]
     assert e["text"] == (
         "estimate: starts in 20m-1h (from 5 high pods scheduled in the last 6 h that waited longer than its "
         "10m: median 30m); estimates for this tier were within ±50 % for 7 in 10 workloads last week"
@@ -96,6 +97,8 @@ async def test_the_estimate_shows_its_range_and_the_tiers_record_and_a_start_is_
     }
     page = (await s.get("/")).text
     assert str(escape("within ±50 % for 7 in 10 workloads last week")) in page
+    # `kubectl watchtower why` on the same body.
+    assert f"Estimate:    {e['text']}" in why(detail, wide=False)
     # Its first estimate (given at NOW: starts at NOW + 20 min) is in the store, once.
     (mine,) = [g for g in s.store.estimates_open() if g.workload == "Pod/serve-canary"]
     assert (mine.given_at, mine.estimated_start) == (NOW, NOW + 20 * MIN)
@@ -133,10 +136,12 @@ async def test_when_the_tiers_estimates_were_poor_the_page_and_the_json_say_so_i
     s = Service(tmp_path, [checked(i, 10 * MIN if i < 3 else 40 * MIN) for i in range(10)])
     await s.tick(NOW)
     await s.tick(NOW)
-    e = (await s.get("/api/v1/workloads/nlp/serve-canary")).json()["workload"]["start_estimate"]
+    detail = (await s.get("/api/v1/workloads/nlp/serve-canary")).json()
+    e = detail["workload"]["start_estimate"]
     poor = "estimates for this tier were poor last week: within ±50 % for only 3 of 10 workloads"
     assert e["text"] == f"no estimate: {poor}"
     assert e["range_seconds"] is None and e["accuracy"]["verdict"] == "poor"
     page = (await s.get("/")).text
     assert str(escape(poor)) in page and "starts in about 20m" not in page
+    assert f"Estimate:    no estimate: {poor}" in why(detail, wide=False)
     s.store.close()
