@@ -48,7 +48,7 @@ from watchtower.ports import (
     ReportSource,
 )
 from watchtower.services.alerting import AlertingMetrics, build_alerting
-from watchtower.services.estimate_record import EstimateRecorder
+from watchtower.services.estimate_record import EstimateRecorder, estimates_of
 from watchtower.services.fairness_record import FairnessRecorder
 from watchtower.services.fairness_report import ClusterNow, FairnessReports
 from watchtower.services.fairness_send import FairnessMailer, FairnessSendMetrics
@@ -236,7 +236,12 @@ def fairness_reports(
     metrics = build_fairness_metrics(settings)
     what_if = what_if_replays(settings, records_of(history), pool)
     return FairnessReports(
-        settings=settings, history=history, metrics=metrics, cluster=cluster, what_if=what_if
+        settings=settings,
+        history=history,
+        metrics=metrics,
+        cluster=cluster,
+        what_if=what_if,
+        estimates=estimates_of(history),
     )
 
 

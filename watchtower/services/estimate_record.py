@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from watchtower.domain.estimate_accuracy import TierAccuracy, accuracy, errors_of
 from watchtower.domain.estimate_record import EstimateBook, book_from_store, record_estimates
@@ -88,3 +89,18 @@ class EstimateRecorder:
         self.figures = accuracy(errors_of(rows))
         self.publish(self.figures)
         return self.figures
+
+
+def estimates_of(*stores: object) -> EstimateRecords | None:
+    """Return the first of `stores` that keeps the start estimates (EstimateRecords); None when none does."""
+    for store in stores:
+        if callable(getattr(store, "estimates_started", None)) and callable(
+            getattr(store, "record_estimates", None)
+        ):
+            return cast(EstimateRecords, store)
+    return None
+
+
+def week_figures(store: EstimateRecords, start: float, end: float) -> tuple[TierAccuracy, ...]:
+    """Return each tier's figures of the estimates whose work started in [start, end), by tier."""
+    return tuple(accuracy(errors_of(store.estimates_started(start, end))).values())
