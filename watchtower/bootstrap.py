@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import zoneinfo
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -327,6 +328,11 @@ def estimate_recorder(container: Container, *, start_empty: bool = False) -> Est
     def publish(figures: Mapping[str, TierAccuracy]) -> None:
         schedule.accuracy = figures
 
+    tz = zoneinfo.ZoneInfo(container.settings.fairness.timezone)
+
+    def window_start(now: float) -> float:
+        return IsoWeek.containing(now, tz).previous().bounds(tz)[0]
+
     m = container.metrics
     return EstimateRecorder(
         store=reports.history,
@@ -335,6 +341,7 @@ def estimate_recorder(container: Container, *, start_empty: bool = False) -> Est
         publish=publish,
         metrics=m if isinstance(m, WatchtowerMetrics) else None,
         retention_weeks=container.settings.fairness.retention_weeks,
+        window_start=window_start,
         start_empty=start_empty,
     )
 

@@ -2,6 +2,8 @@
 upserted in the store, its start (or its going away) when a tick sees it; each checked estimate is counted
 in `/metrics`; every few minutes the last week's checked estimates are read back into each tier's figures,
 which the next ticks' estimates carry (their range and "within ±50 % for 7 in 10 workloads last week").
+"Last week" is, in the service, from the start of the last complete ISO week (`fairness.timezone`) until
+now: 7 to 14 days, never less than the week the weekly report's line is about.
 
 Every replica may record, as with the fairness history: the rows are keyed by the wait (its workload and
 the second it began) and merge by rule, so two replicas (or a restart) leave one row per wait, and every
@@ -39,6 +41,7 @@ class EstimateRecorder:
         publish: Callable[[Mapping[str, TierAccuracy]], None],
         metrics: EstimateMetrics | None,
         retention_weeks: int,
+        window_start: Callable[[float], float] | None = None,
         start_empty: bool = False,
     ) -> None:
         self.store = store
@@ -47,6 +50,9 @@ class EstimateRecorder:
         self.publish = publish
         self.metrics = metrics
         self.retention = retention_weeks * WEEK
+        # Where the figures' window begins for a tick at `now` (default: 7 days before it). The service's
+        # is the start of the last complete ISO week: "last week" is then at least that whole week.
+        self.window_start = window_start or (lambda now: now - WEEK)
         # A recorder of another cluster's past (the demo's simulated week) starts from nothing.
         self.start_empty = start_empty
         self.figures: Mapping[str, TierAccuracy] = {}
@@ -85,7 +91,7 @@ class EstimateRecorder:
 
     async def refresh(self, now: float) -> Mapping[str, TierAccuracy]:
         """Read the last week's checked estimates into each tier's figures, and hand them on."""
-        rows = await asyncio.to_thread(self.store.estimates_started, now - WEEK, now + 1)
+        rows = await asyncio.to_thread(self.store.estimates_started, self.window_start(now), now + 1)
         self.figures = accuracy(errors_of(rows))
         self.publish(self.figures)
         return self.figures
