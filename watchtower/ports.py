@@ -2,6 +2,10 @@
 
 Services receive these and never build an adapter; the composition root (watchtower.bootstrap) picks the
 adapters and hands them in.
+
+Size: over 400 lines: one short Protocol per thing the services need from outside, in one module so that
+what an adapter must provide is read in one place; split by feature, the shared ones (the clock, the
+stores) would sit apart from their users all the same.
 """
 
 from __future__ import annotations
