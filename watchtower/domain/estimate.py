@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from watchtower.domain.forms.kueue.records import SOURCE_KUEUE
-from watchtower.domain.queue_values import WorkloadState, WorkloadStatus
+from watchtower.domain.queue_values import WorkloadFacts, WorkloadState, WorkloadStatus
 from watchtower.domain.records import Pod
 
 from .estimate_accuracy import TierAccuracy, range_words
@@ -131,12 +131,43 @@ class TierWaits:
                 f"only {n} of {len(waits)} {tier} pods scheduled in the last {span} waited longer than "
                 f"its {_spoken(waited)} (at least {self.min_samples} needed)",
             )
-        mid = n // 2
-        median = longer[mid] if n % 2 else (longer[mid - 1] + longer[mid]) / 2
+        median = _median(longer)
         left = max(0.0, median - waited)
         longer_words = f" that waited longer than its {_spoken(waited)}" if n < len(waits) else ""
         basis = f"from {n} {tier} pods scheduled in the last {span}{longer_words}: median {_spoken(median)}"
         return StartEstimate(position, left, self.at + left, n, basis, accuracy=self.accuracy.get(tier))
+
+    def start_at(self, f: WorkloadFacts) -> float | None:
+        """Return the start the estimate of a workload with these facts says (`estimate(w).at`), without its
+        words or position: None wherever `estimate` gives no number. Asked of the facts alone, so that the
+        estimate recorder needs no workload's status."""
+        if not from_waits(f):
+            return None
+        waited = f.wait_at(self.at)
+        waits = self.waits.get(f.tier, ())
+        i = bisect_right(waits, waited)
+        n = len(waits) - i
+        if n < self.min_samples or n == 0:
+            return None
+        mid = i + n // 2  # the median of waits[i:], without copying it
+        median = waits[mid] if n % 2 else (waits[mid - 1] + waits[mid]) / 2
+        return self.at + max(0.0, median - waited)
+
+
+def from_waits(f: WorkloadFacts) -> bool:
+    """Whether the estimate of a workload with these facts is read from its tier's waits (so it has a
+    number once there are enough of them): not for running, gated, quota-refused, never-startable work or
+    a job Kueue has not admitted, whose estimates change only when their facts do."""
+    if f.state is not WorkloadState.PENDING and f.state is not WorkloadState.PARTIAL:
+        return False
+    k = f.kueue
+    return f.never is None and not (f.source == SOURCE_KUEUE and k is not None and not k.admitted)
+
+
+def _median(xs: tuple[float, ...]) -> float:
+    n = len(xs)
+    mid = n // 2
+    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 @dataclass(slots=True)

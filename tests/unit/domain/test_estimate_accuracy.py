@@ -184,3 +184,26 @@ def test_after_a_restart_the_stores_open_estimates_are_checked_at_the_first_tick
     assert [(x.key, x.outcome, x.started) for x in ended] == [
         ("wait:vision/Pod/r@1", OUTCOME_STARTED, T0 + 700)
     ]
+
+
+def test_a_wait_without_a_number_is_asked_again_later_and_its_first_number_is_remembered() -> None:
+    b = Book()
+    b.history = ScheduleHistory(window=6 * 3600, min_samples=3)  # no low waits yet: no number
+    apply(b.state, pending_pod("late", created=T0))
+    assert b.tick(T0 + 10) == ((), ())
+    for i, w in enumerate((600.0, 1200.0, 1800.0)):  # then three low pods are scheduled
+        b.history.record("low", at=T0 + 20 + i, wait=w)
+    assert b.tick(T0 + 60) == ((), ())  # not asked again before RETRY_EVERY (5 min)
+    g, _ = b.tick(T0 + 10 + 300)
+    # Waited 310 s; the longer recent waits 10, 20, 30 min: median 20 min → starts at T0 + 1200.
+    assert [(x.workload, x.given_at, x.estimated_start) for x in g] == [("Pod/late", T0 + 310, T0 + 1200)]
+
+
+def test_the_number_recorded_is_the_one_the_estimate_shows() -> None:
+    b = Book()
+    for i in range(4):
+        apply(b.state, pending_pod(f"w{i}", created=T0 - 200 * i))
+    snap = b.evaluator.evaluate(b.state, now=T0 + 10)
+    waits = b.history.waits(T0 + 10)
+    shown = {w.name: e.at for w in snap.workloads if (e := waits.estimate(w)) is not None}
+    assert shown and {w.name: waits.start_at(w.facts) for w in snap.workloads} == shown
