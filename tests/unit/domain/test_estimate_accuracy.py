@@ -15,7 +15,7 @@ from watchtower.domain.estimate_accuracy import (
     accuracy,
     errors_of,
 )
-from watchtower.domain.estimate_record import EstimateBook, book_from_store, record_estimates
+from watchtower.domain.estimate_record import RETRY_EVERY, EstimateBook, book_from_store, record_estimates
 from watchtower.domain.queue import QueueEvaluator
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import Tick
@@ -191,12 +191,12 @@ def test_a_wait_without_a_number_is_asked_again_later_and_its_first_number_is_re
     b.history = ScheduleHistory(window=6 * 3600, min_samples=3)  # no low waits yet: no number
     apply(b.state, pending_pod("late", created=T0))
     assert b.tick(T0 + 10) == ((), ())
-    for i, w in enumerate((600.0, 1200.0, 1800.0)):  # then three low pods are scheduled
+    for i, w in enumerate((1200.0, 1800.0, 2400.0)):  # then three low pods are scheduled
         b.history.record("low", at=T0 + 20 + i, wait=w)
-    assert b.tick(T0 + 60) == ((), ())  # not asked again before RETRY_EVERY (5 min)
-    g, _ = b.tick(T0 + 10 + 300)
-    # Waited 310 s; the longer recent waits 10, 20, 30 min: median 20 min → starts at T0 + 1200.
-    assert [(x.workload, x.given_at, x.estimated_start) for x in g] == [("Pod/late", T0 + 310, T0 + 1200)]
+    assert b.tick(T0 + 60) == ((), ())  # not asked again before RETRY_EVERY (15 min)
+    g, _ = b.tick(T0 + 10 + RETRY_EVERY)
+    # Waited 910 s; the longer recent waits 20, 30, 40 min: median 30 min → starts at T0 + 1800.
+    assert [(x.workload, x.given_at, x.estimated_start) for x in g] == [("Pod/late", T0 + 910, T0 + 1800)]
 
 
 def test_the_number_recorded_is_the_one_the_estimate_shows() -> None:
