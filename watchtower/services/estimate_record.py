@@ -78,7 +78,9 @@ class EstimateRecorder:
             for e in errors_of(ended):
                 self.metrics.estimate_checked(e.tier, e.relative)
         now = tick.at
-        if self._refreshed_at is None or now - self._refreshed_at >= REFRESH_EVERY:
+        # A recorder of another cluster's past shows no estimate: its figures are not read (in the demo's
+        # simulated week they were a tenth of its recording).
+        if not self.start_empty and (self._refreshed_at is None or now - self._refreshed_at >= REFRESH_EVERY):
             self._refreshed_at = now
             await self.refresh(now)
         if self._pruned_at is None or now - self._pruned_at >= PRUNE_EVERY:
