@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import zoneinfo
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from watchtower.adapters.metrics.registry import WatchtowerMetrics
 from watchtower.api.container import Container
 from watchtower.api.documents import DocumentCache
 from watchtower.config.model import Settings
+from watchtower.domain.estimate_accuracy import TierAccuracy
 from watchtower.domain.fairness.report import FairnessReport
 from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.health import SourceHealth
@@ -47,6 +49,7 @@ from watchtower.ports import (
     ReportSource,
 )
 from watchtower.services.alerting import AlertingMetrics, build_alerting
+from watchtower.services.estimate_record import EstimateRecorder, estimates_of
 from watchtower.services.fairness_record import FairnessRecorder
 from watchtower.services.fairness_report import ClusterNow, FairnessReports
 from watchtower.services.fairness_send import FairnessMailer, FairnessSendMetrics
@@ -242,7 +245,12 @@ def fairness_reports(
     metrics = build_fairness_metrics(settings)
     what_if = what_if_replays(settings, records_of(history), pool)
     return FairnessReports(
-        settings=settings, history=history, metrics=metrics, cluster=cluster, what_if=what_if
+        settings=settings,
+        history=history,
+        metrics=metrics,
+        cluster=cluster,
+        what_if=what_if,
+        estimates=estimates_of(history),
     )
 
 
@@ -310,6 +318,38 @@ def replay_recorder(container: Container, *, start_empty: bool = False) -> Repla
         tiers=tracker.policy.tiers,
         team_of=st.team_of,
         retention_weeks=container.settings.replay.retention_weeks,
+        start_empty=start_empty,
+    )
+
+
+def estimate_recorder(container: Container, *, start_empty: bool = False) -> EstimateRecorder | None:
+    """Return the tick consumer that checks the start estimates against the starts (docs/reading-the-cluster.md),
+    when the container's fairness history is a store of ours (its table is beside the history's)."""
+    from watchtower.adapters.history.estimate_rows import SqlEstimateHistory
+
+    reports = container.fairness
+    if reports is None or not isinstance(reports.history, SqlEstimateHistory):
+        return None
+    st = container.queue_tracker.state
+    schedule = container.queue_tracker.history
+
+    def publish(figures: Mapping[str, TierAccuracy]) -> None:
+        schedule.accuracy = figures
+
+    tz = zoneinfo.ZoneInfo(container.settings.fairness.timezone)
+
+    def window_start(now: float) -> float:
+        return IsoWeek.containing(now, tz).previous().bounds(tz)[0]
+
+    m = container.metrics
+    return EstimateRecorder(
+        store=reports.history,
+        # As the fairness recorder's: still there (started) or deleted while waiting (gone).
+        present=lambda k: k in st.by_workload or st.control.controller(k) is not None,
+        publish=publish,
+        metrics=m if isinstance(m, WatchtowerMetrics) else None,
+        retention_weeks=container.settings.fairness.retention_weeks,
+        window_start=window_start,
         start_empty=start_empty,
     )
 

@@ -2,6 +2,10 @@
 
 Services receive these and never build an adapter; the composition root (watchtower.bootstrap) picks the
 adapters and hands them in.
+
+Size: over 400 lines: one short Protocol per thing the services need from outside, in one module so that
+what an adapter must provide is read in one place; split by feature, the shared ones (the clock, the
+stores) would sit apart from their users all the same.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from watchtower.domain.alerts.model import TrackedAlert
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import DeliveryResult, DisabledIntegration, OutboxMessage, PruneResult
 from watchtower.domain.alerts.silences import Silence
+from watchtower.domain.estimate_accuracy import GivenEstimate
 from watchtower.domain.fairness.history import Incident, PreemptionRecord, WaitEpisode
 from watchtower.domain.fairness.live import TeamNow
 from watchtower.domain.fairness.mail import ReportMail
@@ -275,6 +280,28 @@ class ReplayRecordStore(Protocol):
         ...
 
     def prune_replay(self, before: float) -> int: ...
+
+
+class EstimateRecords(Protocol):
+    """The start estimates given, in the state store (issue 33, adapters/history/estimate_rows.py): one row
+    per wait, upserted by its key and merged by rule, so every replica may write the same waits."""
+
+    def record_estimates(self, rows: Iterable[GivenEstimate]) -> None: ...
+    def estimates_open(self) -> list[GivenEstimate]:
+        """The estimates whose wait has not ended: what a restarted recorder starts from."""
+        ...
+
+    def estimates_started(self, start: float, end: float) -> list[GivenEstimate]:
+        """The estimates whose work started in [start, end): the window the figures are read from."""
+        ...
+
+    def prune_estimates(self, before: float) -> int: ...
+
+
+class EstimateMetrics(Protocol):
+    """Where each checked start estimate is counted (`/metrics`)."""
+
+    def estimate_checked(self, tier: str, relative_error: float) -> None: ...
 
 
 class FairnessMetrics(Protocol):

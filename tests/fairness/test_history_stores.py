@@ -68,8 +68,8 @@ def test_the_week_sees_what_overlaps_it_and_pruning_keeps_what_is_open(store_bac
 
 def test_the_history_is_migration_4_of_either_store() -> None:
     assert (
-        latest(SQLITE) == latest(POSTGRES) == 6
-    )  # 5: the preemptions' outcome (issue 30); 6: replay records (issue 31)
+        latest(SQLITE) == latest(POSTGRES) == 7
+    )  # 5: the preemptions' outcome (issue 30); 6: replay records (issue 31); 7: start estimates (issue 33)
     for migrations in (SQLITE, POSTGRES):
         assert any("fairness_episodes" in s for s in migrations[3].statements)
 

@@ -20,7 +20,7 @@ from watchtower.adapters.prometheus.fairness import PrometheusFairness
 from watchtower.commands.demo.past_week import past_week_of, record_past_week
 from watchtower.commands.demo.run import DemoOptions, DemoRun, run_demo
 from watchtower.commands.demo.warm import demo_cluster
-from watchtower.commands.report import report_once
+from watchtower.commands.report import render_report, report_once
 from watchtower.config import settings_from_mapping
 from watchtower.config.model import SimulatorConfig
 from watchtower.domain.fairness.history import WaitEpisode
@@ -53,11 +53,19 @@ async def test_the_past_week_is_recorded_closed_at_its_end_and_reported(tmp_path
     # The waits still open when the past cluster ended are closed there (with the whole week: at its end,
     # where the report counts them as censored), so none stays open for the live recorder.
     assert [e for e in h.episodes(start, end) if e.ended == start + SPAN and e.outcome == "gone"]
+    # Each wait's first start estimate was checked against its start; those still waiting at the end are
+    # closed there too (issue 33).
+    checked = h.estimates_started(start, end)
+    assert checked and all(start < g.given_at <= g.started <= start + SPAN for g in checked if g.started)
+    assert h.estimates_open() == []
     h.close()
 
     report = await report_once(settings, week, team=None, now=DEFAULT_START)
     assert sum(w.finished for t in report.teams for w in t.waits) > 0
     assert sum(t.preemptions_suffered.get("low", 0) for t in report.teams) > 0
+    # The report's line per tier counts every checked estimate of the week.
+    assert sum(a.n for a in report.estimates) == len(checked)
+    assert "START ESTIMATES" in render_report(report, "text")
     # The week after has none of the past cluster's waits: only the live one is still waiting.
     nxt = await report_once(settings, week.previous(-1), team=None, now=DEFAULT_START + 3600)
     assert sum(w.censored for t in nxt.teams for w in t.waits) == 1
@@ -148,7 +156,8 @@ async def test_the_demos_past_week_report_reads_the_simulators_gpu_hours_backfil
 async def test_the_demo_offers_a_ready_replay_of_its_past_week_linked_from_status_and_report() -> None:
     """The demo with a shortened past week and no Prometheus: once the week is recorded, its replay runs in
     the service's replay pool (real worker processes) under the demo's policy and the one without medium
-    preemption, and the status page and the week's report link its page, which shows both runs."""
+    preemption, and the status page and the week's report link its page, which shows both runs; the week's
+    report has its start-estimate lines and the status page says how good the estimates were."""
     lines: list[str] = []
     runs: list[DemoRun] = []
     offered = asyncio.Event()
@@ -187,6 +196,16 @@ async def test_the_demo_offers_a_ready_replay_of_its_past_week_linked_from_statu
         assert "medium without preemption" in page.text
         assert "observed" in page.text  # the simulator's own waits, beside the replays
         assert report.status_code == 200 and page_path in report.text
+        # How good the start estimates were in the past week (issue 33): a line per tier in the report, and
+        # on the status page beside the waiting work's estimates, once the live recorder has read them.
+        assert '<section id="estimates">' in report.text
+        async with httpx.AsyncClient(base_url=run.url, timeout=120) as c:
+            for _ in range(120):  # the figures are read every 5 simulated minutes: 5 s at the demo's 60x
+                status = await c.get("/")
+                if "estimates for this tier" in status.text:
+                    break
+                await asyncio.sleep(0.5)
+        assert "estimates for this tier" in status.text
     finally:
         demo.cancel()
         with contextlib.suppress(asyncio.CancelledError):

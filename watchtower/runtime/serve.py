@@ -13,7 +13,7 @@ from typing import Any
 
 from watchtower.adapters.scheduled_jobs import ScheduledJobs
 from watchtower.api.container import Container
-from watchtower.bootstrap import fairness_recorder, loop_lag_recorder, replay_recorder
+from watchtower.bootstrap import estimate_recorder, fairness_recorder, loop_lag_recorder, replay_recorder
 from watchtower.ports import ClusterSource
 from watchtower.runtime.config_reload import config_reloader
 from watchtower.runtime.delivery import wire_delivery
@@ -82,7 +82,7 @@ async def serve(
         tasks.append(t)
         return t
 
-    recorders = (fairness_recorder(container), replay_recorder(container))
+    recorders = (fairness_recorder(container), replay_recorder(container), estimate_recorder(container))
     loop = TickLoop(container, extra=[r.on_tick for r in recorders if r is not None])
     container.queue_tracker.on_listed = loop.kick
     scheduler = ScheduledJobs()

@@ -24,8 +24,9 @@ from watchtower.domain.fairness.report import FairnessReport, Method
 from watchtower.domain.fairness.usage import UsageFigures, usage_path_words
 from watchtower.domain.fairness.week import IsoWeek
 from watchtower.domain.tick import Tick
-from watchtower.ports import FairnessHistory, FairnessMetrics, PromReadError
+from watchtower.ports import EstimateRecords, FairnessHistory, FairnessMetrics, PromReadError
 
+from .estimate_record import week_figures
 from .what_if import WhatIfReplays
 
 log = logging.getLogger("watchtower.fairness")
@@ -77,6 +78,7 @@ class FairnessReports:
         metrics: FairnessMetrics | None,
         cluster: ClusterNow | None = None,
         what_if: WhatIfReplays | None = None,
+        estimates: EstimateRecords | None = None,
     ) -> None:
         self.settings = settings
         self.cfg = settings.fairness
@@ -84,6 +86,7 @@ class FairnessReports:
         self.metrics = metrics
         self.cluster = cluster
         self.what_if = what_if
+        self.estimates = estimates  # the start estimates checked (issue 33); None: not kept
         self.tz = zoneinfo.ZoneInfo(self.cfg.timezone)
         self._settled: dict[tuple[float, float, float], UsageFigures] = {}  # (start, end, step) → figures
 
@@ -157,6 +160,10 @@ class FairnessReports:
         report = compute_report(inp)
         if self.what_if is not None:
             report = replace(report, what_if=await self.what_if.section(start, end, now=now))
+        if self.estimates is not None:
+            report = replace(
+                report, estimates=await asyncio.to_thread(week_figures, self.estimates, start, end)
+            )
         if team is None:
             return report
         if report.team(team) is None:

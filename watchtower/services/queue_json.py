@@ -7,6 +7,7 @@ from typing import Any
 
 from watchtower.domain.disruptions import Preemption
 from watchtower.domain.estimate import StartEstimate, TierWaits
+from watchtower.domain.estimate_accuracy import TierAccuracy
 from watchtower.domain.forms import registry
 from watchtower.domain.latency import Distribution, TierLatency
 from watchtower.domain.never import NeverStart
@@ -30,6 +31,21 @@ def estimate_dict(e: StartEstimate | None) -> dict[str, Any] | None:
         "samples": e.samples,
         "basis": e.basis,
         "text": e.text,
+        "range_seconds": [round(x, 3) for x in r] if (r := e.range) is not None else None,
+        "accuracy": accuracy_dict(e.accuracy),
+    }
+
+
+def accuracy_dict(a: TierAccuracy | None) -> dict[str, Any] | None:
+    if a is None:
+        return None
+    return {
+        "checked": a.n,
+        "within": a.within,
+        "share_within": round(a.share_within, 4),
+        "median_error": round(a.median_abs_relative, 4),
+        "verdict": a.verdict,
+        "text": a.words,
     }
 
 

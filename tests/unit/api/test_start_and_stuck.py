@@ -45,6 +45,9 @@ async def test_the_queue_json_gives_position_estimate_and_stuck() -> None:
         "basis": "from 5 high pods scheduled in the last 6 h that waited longer than its 10m: median 30m",
         "text": "estimate: starts in about 20m (from 5 high pods scheduled in the last 6 h that waited "
         "longer than its 10m: median 30m)",
+        # No estimate of its tier checked yet (issue 33): no range, no record.
+        "range_seconds": None,
+        "accuracy": None,
     }
     # It has waited exactly queue.stuck_after (10 min), and spare-1 has room for it too.
     assert canary["stuck_despite_capacity"]["node"] == "spare-1"

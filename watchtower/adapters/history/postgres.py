@@ -11,15 +11,17 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .estimate_rows import SqlEstimateHistory, estimate_statements
 from .replay_rows import SqlReplayHistory, replay_statements
 from .rows import statements
 
 Transaction = Callable[[], contextlib.AbstractContextManager[Any]]
 
 
-class PostgresFairnessHistory(SqlReplayHistory):
+class PostgresFairnessHistory(SqlReplayHistory, SqlEstimateHistory):
     _sql = statements("%s")
     _replay_sql = replay_statements("%s")
+    _estimate_sql = estimate_statements("%s")
 
     def __init__(self, transaction: Transaction, *, on_close: Callable[[], None] | None = None) -> None:
         self._transaction = transaction

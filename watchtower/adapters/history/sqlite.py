@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from ..store.migrations import migrate_sqlite
+from .estimate_rows import SqlEstimateHistory, estimate_statements
 from .replay_rows import SqlReplayHistory, replay_statements
 from .rows import statements
 
 log = logging.getLogger(__name__)
 
 
-class SQLiteFairnessHistory(SqlReplayHistory):
+class SQLiteFairnessHistory(SqlReplayHistory, SqlEstimateHistory):
     _sql = statements("?")
     _replay_sql = replay_statements("?")
+    _estimate_sql = estimate_statements("?")
 
     def __init__(self, path: str | Path, *, sync_each_commit: bool = True) -> None:
         """`sync_each_commit` False: commits do not wait for the disk (synchronous=NORMAL under WAL; a

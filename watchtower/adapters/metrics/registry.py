@@ -25,6 +25,7 @@ from watchtower.domain.promql.names import (
     PREEMPTIONS_UNHELPFUL,
     PREEMPTIONS_UNHELPFUL_GPU_HOURS,
     SNAPSHOT_CONSUMER_FAILURES,
+    START_ESTIMATE_ERROR,
     STARTUP_LATENCY,
     TEAM_PREEMPTION_GPU_HOURS_LOST,
     TEAM_PREEMPTIONS,
@@ -64,6 +65,10 @@ STARTUP_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800
 EVALUATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 # A free loop wakes within a millisecond or two; the issue's budget for one step on the loop is 100 ms; a
 # stall of seconds is what operators page on.
+# A start estimate's relative error (estimated - actual start, over the actual wait from the estimate,
+# domain/estimate_accuracy.py): at least -1 (it cannot say "before now"), unbounded above. ±0.5 are
+# bounds, so "within ±50 %" is a difference of two buckets.
+ESTIMATE_ERROR_BUCKETS = (-0.9, -0.75, -0.5, -0.25, -0.1, 0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
 LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -203,6 +208,14 @@ class WatchtowerMetrics:
             buckets=LOOP_LAG_BUCKETS,
             registry=registry,
         )
+        self.estimate_error = Histogram(
+            START_ESTIMATE_ERROR,
+            "Start estimates checked against the start that followed: (estimated - actual start) / the actual"
+            " wait from the estimate, once per started wait whose first estimate gave a number, by tier.",
+            ["tier"],
+            buckets=ESTIMATE_ERROR_BUCKETS,
+            registry=registry,
+        )
         self._queue = QueueCollector(feed_health)
         registry.register(self._queue)
 
@@ -257,6 +270,10 @@ class WatchtowerMetrics:
 
     def consumer_failed(self, consumer: str) -> None:
         self.consumer_failures.labels(consumer).inc()
+
+    def estimate_checked(self, tier: str, relative_error: float) -> None:
+        """Record one start estimate checked against its start (the EstimateMetrics port)."""
+        self.estimate_error.labels(tier).observe(relative_error)
 
     def config_reloaded(self, result: str, *, valid: bool) -> None:
         """Count one look at a changed configuration file (`applied` or `invalid`) and say if it was valid."""

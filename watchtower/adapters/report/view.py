@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from watchtower.domain.estimate_accuracy import TierAccuracy
 from watchtower.domain.fairness.report import FairnessReport, TeamReport, TierWaits, WorkloadLine
 from watchtower.domain.fairness.what_if import WhatIf
 from watchtower.domain.timefmt import format_duration
@@ -188,6 +189,17 @@ def what_if_view(w: WhatIf | None) -> dict[str, Any] | None:
     }
 
 
+def estimate_view(a: TierAccuracy) -> dict[str, Any]:
+    return {
+        "tier": a.tier,
+        "checked": a.n,
+        "within": pct(a.share_within),
+        "median": pct(a.median_abs_relative),
+        "poor": a.poor,
+        "line": a.report_line,
+    }
+
+
 def report_view(r: FairnessReport) -> dict[str, Any]:
     """Return the template context of a report: every figure as text, "missing" where it is None."""
     c = r.cluster
@@ -240,6 +252,7 @@ def report_view(r: FairnessReport) -> dict[str, Any]:
         },
         "teams": [team_view(t) for t in r.teams],
         "what_if": what_if_view(r.what_if),
+        "estimates": [estimate_view(a) for a in r.estimates],
         "method": {
             "theta": f"{m.idle_threshold:g}",
             "critical": critical or "none configured",

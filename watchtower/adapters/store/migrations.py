@@ -1,4 +1,5 @@
-"""The state store's schema (alerts, the outbox, the fairness history, the replay records) as numbered migrations, per database, and the rule that applies them.
+"""The state store's schema (alerts, the outbox, the fairness history, the replay records, the start
+estimates) as numbered migrations, per database, and the rule that applies them.
 
 A store records the last migration applied in `schema_version`. At start the ones after it are applied in
 order, in one transaction with the version's update, so a crash mid-way leaves the old version whole. A
@@ -98,6 +99,17 @@ SQLITE: tuple[Migration, ...] = (
             " last_seen REAL NOT NULL)",
         ),
     ),
+    Migration(
+        7,
+        "the start estimates given: each wait's first estimate and, once known, when the work started",
+        (
+            "CREATE TABLE IF NOT EXISTS start_estimates (key TEXT PRIMARY KEY, namespace TEXT NOT NULL,"
+            " workload TEXT NOT NULL, tier TEXT NOT NULL, waiting_since REAL NOT NULL, given_at REAL NOT NULL,"
+            " estimated_start REAL NOT NULL, started REAL, outcome TEXT NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS start_estimates_started ON start_estimates (started)",
+            "CREATE INDEX IF NOT EXISTS start_estimates_given ON start_estimates (given_at)",
+        ),
+    ),
 )
 
 POSTGRES: tuple[Migration, ...] = (
@@ -180,6 +192,18 @@ POSTGRES: tuple[Migration, ...] = (
             "CREATE TABLE replay_nodes (name TEXT PRIMARY KEY, gpus INTEGER NOT NULL,"
             " cpu_millis BIGINT NOT NULL, memory_bytes BIGINT NOT NULL, first_seen DOUBLE PRECISION NOT NULL,"
             " last_seen DOUBLE PRECISION NOT NULL)",
+        ),
+    ),
+    Migration(
+        7,
+        "the start estimates given: each wait's first estimate and, once known, when the work started",
+        (
+            "CREATE TABLE start_estimates (key TEXT PRIMARY KEY, namespace TEXT NOT NULL,"
+            " workload TEXT NOT NULL, tier TEXT NOT NULL, waiting_since DOUBLE PRECISION NOT NULL,"
+            " given_at DOUBLE PRECISION NOT NULL, estimated_start DOUBLE PRECISION NOT NULL,"
+            " started DOUBLE PRECISION, outcome TEXT NOT NULL)",
+            "CREATE INDEX start_estimates_started ON start_estimates (started)",
+            "CREATE INDEX start_estimates_given ON start_estimates (given_at)",
         ),
     ),
 )

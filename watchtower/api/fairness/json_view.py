@@ -104,6 +104,20 @@ def _cluster(c: ClusterReport) -> dict[str, Any]:
     }
 
 
+def estimates_list(r: FairnessReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "tier": a.tier,
+            "checked": a.n,
+            "within": a.within,
+            "share_within": _round(a.share_within),
+            "median_error": _round(a.median_abs_relative),
+            "verdict": a.verdict,
+        }
+        for a in r.estimates
+    ]
+
+
 def what_if_dict(w: WhatIf | None) -> dict[str, Any] | None:
     if w is None:
         return None
@@ -180,6 +194,7 @@ def report_dict(r: FairnessReport) -> dict[str, Any]:
         "cluster": _cluster(r.cluster),
         "teams": [team_dict(t) for t in r.teams],
         "what_if": what_if_dict(r.what_if),
+        "estimates": estimates_list(r),
         "method": {
             "idle_threshold_percent": m.idle_threshold,
             "critical_after_seconds": dict(m.critical_after),

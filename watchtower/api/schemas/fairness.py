@@ -3,6 +3,8 @@ report"). A null figure is missing (its source had no data), never zero."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .common import Body, Number, Time
 
 
@@ -228,6 +230,23 @@ class WhatIfTeam(Body):
     """one per run, in the runs' order"""
 
 
+class FairnessEstimates(Body):
+    """How good one tier's start estimates were over the week (docs/fairness.md, "Start estimates")."""
+
+    tier: str
+    """the tier, as `tiers[].name` names it"""
+    checked: int
+    """estimates whose work started this week (each wait's first estimate with a number)"""
+    within: int
+    """of those, within ±50 % of the actual wait from the estimate"""
+    share_within: Number
+    """`within` / `checked`"""
+    median_error: Number
+    """the median absolute relative error (0.25: a quarter of the wait)"""
+    verdict: Literal["fair", "poor"]
+    """`poor`: fewer than 10 checked or fewer than half within ±50 %"""
+
+
 class FairnessWhatIf(Body):
     """The week's recorded jobs replayed under each policy of `replay.what_if` (docs/fairness.md)."""
 
@@ -270,5 +289,8 @@ class FairnessReport(Body):
     """by team name (only the one asked for with `team=`)"""
     what_if: FairnessWhatIf | None
     """the configured policies replayed over the week; null when `replay.what_if` names none"""
+    estimates: list[FairnessEstimates]
+    """per tier, how good the start estimates were for the work that started this week; empty when none
+    was checked (or the store keeps none)"""
     method: Method
     """the thresholds and formulas in force"""

@@ -48,6 +48,24 @@ class WorkloadQuota(Body):
     """the latest refusal"""
 
 
+class EstimateAccuracy(Body):
+    """How good its tier's start estimates were over the last 7 days: each wait's first estimate checked
+    against the start that followed (docs/reading-the-cluster.md, "How good the estimates are")."""
+
+    checked: int
+    """estimates of its tier whose work started in the last 7 days"""
+    within: int
+    """of those, within ±50 % (|estimated - actual start| at most half the actual wait from the estimate)"""
+    share_within: Number
+    """`within` / `checked`"""
+    median_error: Number
+    """the median |relative error| (0.25: a quarter of the wait)"""
+    verdict: Literal["fair", "poor"]
+    """`poor`: fewer than 10 checked or fewer than half within ±50 %; then no number is given in `text`"""
+    text: str
+    """the figure in words: "estimates for this tier were within ±50 % for 7 in 10 workloads last week" """
+
+
 class StartEstimate(Body):
     """When a waiting workload may start: an estimate from its tier's recent time to schedule."""
 
@@ -61,7 +79,16 @@ class StartEstimate(Body):
     """what the estimate rests on ("from 37 medium pods scheduled in the last 6 h: median 12m"), or why
     there is none"""
     text: str
-    """the estimate in words, labelled as one: "estimate: starts in about 8m (...)" or "no estimate: ..." """
+    """the estimate in words, labelled as one: "estimate: starts in about 8m (...)" or "no estimate: ...";
+    with the tier's record when its estimates were checked: "estimate: starts in 20m-45m (...); estimates
+    for this tier were within ±50 % for 7 in 10 workloads last week", and "no estimate: estimates for this
+    tier were poor last week: ..." instead of a number when they were poor"""
+    range_seconds: list[Number] | None
+    """[low, high] seconds from `at`: the estimate times the 20th and 80th percentiles of actual/estimated
+    waits of its tier's checked estimates; null without a number, without checked estimates, or when they
+    were poor"""
+    accuracy: EstimateAccuracy | None
+    """how good its tier's estimates were over the last 7 days; null while none of its tier was checked"""
 
 
 class NeverStarts(Body):

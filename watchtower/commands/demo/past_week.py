@@ -113,8 +113,16 @@ async def _record(
     from watchtower.adapters.metrics.registry import WatchtowerMetrics
     from watchtower.adapters.prometheus.backfill import Backfill
     from watchtower.adapters.prometheus.fairness import PIECE
-    from watchtower.bootstrap import build_container, fairness_recorder, open_history, replay_recorder
+    from watchtower.bootstrap import (
+        build_container,
+        estimate_recorder,
+        fairness_recorder,
+        open_history,
+        replay_recorder,
+    )
     from watchtower.commands.demo.warm import demo_cluster
+    from watchtower.domain.estimate_accuracy import OUTCOME_GONE
+    from watchtower.services.estimate_record import estimates_of
     from watchtower.simulator.cluster import KINDS
     from watchtower.simulator.exporter import render_metrics
 
@@ -137,6 +145,7 @@ async def _record(
         recorder = fairness_recorder(c, start_empty=True)
         assert recorder is not None  # the history was given
         replays = replay_recorder(c, start_empty=True)
+        estimates = estimate_recorder(c, start_empty=True)
         w = c.queue_tracker
         for kind in KINDS:
             w.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
@@ -183,6 +192,8 @@ async def _record(
                 await recorder.on_tick(first)
                 if replays is not None:
                     await replays.on_tick(first)
+                if estimates is not None:
+                    await estimates.on_tick(first)
                 ticks += 1
             while sim.now() < end and not stop.is_set():
                 until = min(sim.now() + STEP, end)
@@ -203,6 +214,8 @@ async def _record(
                 await recorder.on_tick(tick)
                 if replays is not None:
                     await replays.on_tick(tick)
+                if estimates is not None:
+                    await estimates.on_tick(tick)
                 ticks += 1
                 if grid == now:  # a grid point on a tick: sampled after its evaluation, as scraped then
                     sample(grid)
@@ -224,6 +237,16 @@ async def _record(
             [dataclasses.replace(e, ended=end, outcome="gone") for e in episodes if e.started < end],
             incidents=[dataclasses.replace(i, ended=end) for i in incidents if i.started < end],
         )
+        # Likewise its estimates still waiting: nothing to check them against (the live ones, given after
+        # the week, are left to the live recorder).
+        if (kept := estimates_of(history)) is not None:
+            kept.record_estimates(
+                [
+                    dataclasses.replace(g, outcome=OUTCOME_GONE)
+                    for g in kept.estimates_open()
+                    if g.given_at <= end
+                ]
+            )
         return PastWeek(week, ticks, True, blocks, _trace(settings, seen.values()))
     finally:
         history.close()

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from ..estimate_accuracy import TierAccuracy
 from .usage import SourceCoverage
 from .what_if import WhatIf
 
@@ -130,6 +131,8 @@ class FairnessReport:
     method: Method
     notes: tuple[str, ...] = field(default=())  # what is missing or partial, in words
     what_if: WhatIf | None = None  # the configured policies replayed over the week; None: none configured
+    # How good the start estimates were: per tier, the estimates whose work started this week (by tier).
+    estimates: tuple[TierAccuracy, ...] = ()
 
     def team(self, name: str) -> TeamReport | None:
         return next((t for t in self.teams if t.team == name), None)

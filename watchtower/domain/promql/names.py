@@ -50,6 +50,7 @@ OWNER_NOTICES_REFUSED = "watchtower_owner_notices_refused"
 TEAM_PREEMPTIONS = "watchtower_team_preemptions"
 TEAM_PREEMPTION_GPU_HOURS_LOST = "watchtower_team_preemption_gpu_hours_lost"
 PREEMPTION_TO_RUNNING = "watchtower_preemption_to_running_seconds"
+START_ESTIMATE_ERROR = "watchtower_start_estimate_error_ratio"
 # What preemptions came to (domain/preemption_outcome.py): every judged victim by outcome, those that did not
 # help by reason, the GPU-hours those threw away, and the records that could not be judged.
 PREEMPTION_OUTCOMES = "watchtower_preemption_outcomes"
