@@ -25,13 +25,23 @@ from watchtower.domain.alerts.outbox import OutboxMessage
 
 from . import migrations
 from .rows import message
-from .sql import SqlAlertStore, locked, statements
+from .sql import MESSAGE_COLUMNS, SqlAlertStore, locked, statements
 from .url import masked, password_of, scrub
 
 log = logging.getLogger(__name__)
 
 # Any constant: replicas starting together take it so that one migrates and the others wait.
 _MIGRATION_LOCK = 0x57415443  # "WATC"
+
+# The messages of `following` this session may claim: due, and held by no other live session (as `due`).
+_FOLLOWING = (
+    f"{MESSAGE_COLUMNS} WHERE id = ANY(%(ids)s) AND status = 'pending' AND next_attempt <= %(now)s"  # noqa: S608
+    " AND (claim_pid IS NULL OR claimed_until < %(now)s"
+    "  OR (claim_pid = %(pid)s AND claim_started IS NOT DISTINCT FROM %(started)s)"
+    "  OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = outbox.claim_pid"
+    "   AND (a.backend_start IS NULL OR a.backend_start = outbox.claim_started)))"
+    " ORDER BY id FOR UPDATE SKIP LOCKED"
+)
 
 
 class StoreConnectError(Exception):
@@ -159,6 +169,33 @@ class PostgresAlertStore(SqlAlertStore):
                     (pid, started, now + self.claim_for, [r[0] for r in rows]),
                 )
         return [message(r) for r in rows]
+
+    @locked
+    def following(self, head: OutboxMessage, now: float, limit: int) -> list[OutboxMessage]:
+        """Return up to `limit` pending messages of `head`'s integration after it, in order, as long as
+        each is due and no other live session holds it, claimed for this session (as `due` claims heads):
+        what its lane may send next, in one batch with `head`, which this session holds already."""
+        with self._tx() as db:
+            pid, started = self._session
+            order = [r[0] for r in db.execute(self._sql.following_ids, (head.integration, head.id, limit))]
+            rows = db.execute(
+                _FOLLOWING,
+                {"ids": order, "now": now, "pid": pid, "started": started},
+            ).fetchall()
+            # Only the unbroken run after the head: a message skipped (held elsewhere, not yet due) keeps
+            # every later one of its integration waiting, as the lane's order says.
+            got = {r[0]: r for r in rows}
+            run = []
+            for i in order:
+                if i not in got:
+                    break
+                run.append(got[i])
+            if run:
+                db.execute(
+                    "UPDATE outbox SET claim_pid = %s, claim_started = %s, claimed_until = %s WHERE id = ANY(%s)",
+                    (pid, started, now + self.claim_for, [r[0] for r in run]),
+                )
+        return [message(r) for r in run]
 
     @locked
     def recorded(self, keys: Iterable[str]) -> set[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Concatenate, Literal, ParamSpec, TypeVar
 
@@ -74,6 +74,9 @@ class Statements:
     insert_message: str  # rows.new_message_row
     next_attempt_at: str
     begin_attempt: str  # (id,)
+    unbegin_attempt: str  # (id,)
+    following: str  # (integration, after id, limit)
+    following_ids: str  # (integration, after id, limit)
     delivered: str  # (now, id)
     retry_at: str  # (when, error, id)
     failed: str  # (error, id)
@@ -115,6 +118,15 @@ def statements(dialect: Dialect) -> Statements:
         ),
         next_attempt_at=f"SELECT MIN({next_due}) FROM outbox WHERE status = 'pending' AND {enabled}",
         begin_attempt=f"UPDATE outbox SET attempts = attempts + 1, last_error = '' WHERE id = {m}",
+        # A message begun with its batch but never sent: its attempt did not happen.
+        unbegin_attempt=f"UPDATE outbox SET attempts = attempts - 1{release} WHERE id = {m} AND attempts > 0",
+        following=(
+            f"{MESSAGE_COLUMNS} WHERE integration = {m} AND status = 'pending' AND id > {m} ORDER BY id LIMIT {m}"
+        ),
+        following_ids=(
+            f"SELECT id FROM outbox WHERE integration = {m} AND status = 'pending' AND id > {m}"
+            f" ORDER BY id LIMIT {m}"
+        ),
         delivered=f"UPDATE outbox SET status = 'delivered', delivered_at = {m}{release} WHERE id = {m}",
         retry_at=f"UPDATE outbox SET next_attempt = {m}, last_error = {m}{release} WHERE id = {m}",
         failed=f"UPDATE outbox SET status = 'failed', last_error = {m}{release} WHERE id = {m}",
@@ -283,6 +295,26 @@ class SqlAlertStore:
     @locked
     def delivered(self, msg_id: int, now: float) -> None:
         self._run(self._sql.delivered, (now, msg_id))
+
+    # A lane that sends many messages (owner notices in a storm) records them a batch at a time: one synced
+    # transaction for a batch's attempts and one for its outcomes, not two per message.
+
+    @locked
+    def begin_attempts(self, msg_ids: Sequence[int], now: float) -> None:
+        """Record the attempts of a batch before any of them is made (`begin_attempt`, all at once)."""
+        with self._tx() as db:
+            db.cursor().executemany(self._sql.begin_attempt, [(i,) for i in msg_ids])
+
+    @locked
+    def settle(self, delivered: Sequence[int], now: float, unattempted: Sequence[int] = ()) -> None:
+        """Record a batch's outcome in one transaction: `delivered` were sent; `unattempted` were begun with
+        the batch but not sent (their attempt is taken back; they stay pending, in their order)."""
+        with self._tx() as db:
+            cur = db.cursor()
+            if delivered:
+                cur.executemany(self._sql.delivered, [(now, i) for i in delivered])
+            if unattempted:
+                cur.executemany(self._sql.unbegin_attempt, [(i,) for i in unattempted])
 
     @locked
     def retry_at(self, msg_id: int, when: float, error: str) -> None:

@@ -80,6 +80,19 @@ class SQLiteAlertStore(SqlAlertStore):
         return [message(r) for r in rows]
 
     @locked
+    def following(self, head: OutboxMessage, now: float, limit: int) -> list[OutboxMessage]:
+        """Return up to `limit` pending messages of `head`'s integration after it, in order, as long as
+        each is due: what its lane may send next, in one batch with `head`."""
+        rows = self.db.execute(self._sql.following, (head.integration, head.id, limit)).fetchall()
+        out: list[OutboxMessage] = []
+        for r in rows:
+            m = message(r)
+            if m.next_attempt > now:
+                break
+            out.append(m)
+        return out
+
+    @locked
     def recorded(self, keys: Iterable[str]) -> set[str]:
         wanted = set(keys)
         # One read of the table: a week's keys number the recipients, the table a few hundred weeks of them.

@@ -20,6 +20,7 @@ import contextlib
 import functools
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping
 
 from watchtower.config.alerting import AlertingConfig
@@ -31,6 +32,13 @@ from .integrations import integration_configs
 from .metrics import AlertingMetrics
 
 log = logging.getLogger(__name__)
+
+# Integrations whose messages go out in batches (`_attempt_batch`): the owner notices' lanes, which a storm
+# fills with thousands of messages, each to one owner. On-call's integrations carry a few group
+# notifications at a time and keep their one-message guarantee: a crash re-sends at most the one in flight.
+BATCHED = ("owner-notices/",)
+BATCH_SIZE = 64
+BATCH_FLUSH = 1.0  # seconds: a batch's deliveries are written at least this often while it sends
 
 
 class DeliveryWorker:
@@ -120,6 +128,8 @@ class DeliveryWorker:
             await asyncio.to_thread(store.failed, msg.id, "no such integration in the configuration any more")
             self._count("failed", msg.integration)
             return True
+        if msg.integration.startswith(BATCHED):
+            return await self._attempt_batch(msg, sender, term, now)
         await asyncio.to_thread(store.begin_attempt, msg.id, now)
         if not self._may_send(term):
             # Lost the lease while recording the attempt: the message stays pending and due, and the new
@@ -127,19 +137,62 @@ class DeliveryWorker:
             log.info("not leading any more: %s to %s left for the new leader", msg.key, msg.integration)
             self.handed_back += 1
             return False
-        self.sending += 1
-        try:
-            res = await sender.send(msg, now=now)
-        except Exception as e:  # a sender bug must not kill the worker; the message is retried
-            log.exception("sender for %s failed", msg.integration)
-            res = DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
-        finally:
-            self.sending -= 1
+        res = await self._send(sender, msg, now)
         done = self.clock.now()
         if res.outcome is Outcome.SENT:
             await asyncio.to_thread(store.delivered, msg.id, done)
             self._count("sent", msg.integration)
             return True
+        return await self._not_sent(msg, res, done)
+
+    async def _attempt_batch(self, head: OutboxMessage, sender: Sender, term: int | None, now: float) -> bool:
+        """Send `head` and the due messages after it in its integration, in order, up to `BATCH_SIZE`: their
+        attempts recorded in one transaction before the first send, their deliveries in one after the last
+        (or every `BATCH_FLUSH` seconds), so a crash re-sends at most the messages sent since the last write,
+        each under its own idempotency key. The first one not sent ends the batch; the rest stay pending."""
+        store = self.store
+        batch = [head, *await asyncio.to_thread(store.following, head, now, BATCH_SIZE - 1)]
+        await asyncio.to_thread(store.begin_attempts, [m.id for m in batch], now)
+        sent: list[int] = []
+        flushed = time.monotonic()
+        for i, msg in enumerate(batch):
+            if self.stopping or not self._may_send(term):
+                if not self._may_send(term):
+                    log.info(
+                        "not leading any more: %d messages to %s left for the new leader",
+                        len(batch) - i,
+                        msg.integration,
+                    )
+                    self.handed_back += len(batch) - i
+                await asyncio.to_thread(store.settle, sent, self.clock.now(), [m.id for m in batch[i:]])
+                return False
+            res = await self._send(sender, msg, self.clock.now())
+            done = self.clock.now()
+            if res.outcome is Outcome.SENT:
+                sent.append(msg.id)
+                self._count("sent", msg.integration)
+                if time.monotonic() - flushed >= BATCH_FLUSH:
+                    await asyncio.to_thread(store.settle, sent, done)
+                    sent, flushed = [], time.monotonic()
+                continue
+            await asyncio.to_thread(store.settle, sent, done, [m.id for m in batch[i + 1 :]])
+            return await self._not_sent(msg, res, done)
+        await asyncio.to_thread(store.settle, sent, self.clock.now())
+        return True
+
+    async def _send(self, sender: Sender, msg: OutboxMessage, now: float) -> DeliveryResult:
+        self.sending += 1
+        try:
+            return await sender.send(msg, now=now)
+        except Exception as e:  # a sender bug must not kill the worker; the message is retried
+            log.exception("sender for %s failed", msg.integration)
+            return DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
+        finally:
+            self.sending -= 1
+
+    async def _not_sent(self, msg: OutboxMessage, res: DeliveryResult, done: float) -> bool:
+        """Record an attempt that did not deliver: disabled (410), given up, or retried later."""
+        store = self.store
         if res.outcome is Outcome.GONE:
             log.warning("%s answered 410 Gone: disabled (%s)", msg.integration, res.detail)
             await asyncio.to_thread(
