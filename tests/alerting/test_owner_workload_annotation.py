@@ -14,6 +14,7 @@ from tests.alerting.test_owner_notices import Lease, Replica, oncall, owner_sett
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.reading import parse_time
 from watchtower.simulator import objects as o
+from watchtower.simulator.objects.meta import owner_ref
 
 __all__ = ["oncall", "smtp", "team_hook"]  # the fixtures, used by name
 
@@ -82,3 +83,40 @@ def test_the_decoder_reads_a_controllers_annotation_only_for_owner_notices_and_c
     assert ObjectDecoder().decode("PaddleJob", raw).notify == ""
     got = ObjectDecoder(read_notify=True).decode("PaddleJob", raw).notify
     assert 0 < len(got) <= 2048 and got.startswith("x@corp.example,")
+
+
+async def test_a_deployments_annotation_copied_to_its_replicaset_names_the_owner(
+    store_backend, smtp, oncall, team_hook
+):
+    """The Deployment controller copies the Deployment's annotations to its ReplicaSets; Watchtower holds
+    the ReplicaSet (not the Deployment), so the owner is read there for the Deployment's workload."""
+    ctl, inbox = smtp
+    s = owner_settings(ctl.port, oncall.url, team_hook.url)
+    _, created = waiting_paddle_job("team-d", job_notify=None, pod_notify={})
+    rs = o.replica_set(
+        name="serve-7d9f",
+        namespace="team-d",
+        created=created,
+        template={
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]}
+        },
+        replicas=1,
+        deployment="serve",
+    )
+    rs["metadata"]["annotations"][NOTIFY] = "dep-owner@corp.example"
+    ref = owner_ref("ReplicaSet", "serve-7d9f", api_version="apps/v1", uid=rs["metadata"]["uid"])
+    p = o.pod(
+        name="serve-7d9f-abcde",
+        namespace="team-d",
+        created=created,
+        gpus=2,
+        owner=ref,
+        conditions=[o.unschedulable(created + 1, NO_FIT)],
+    )
+    lease, clock = Lease(), Clock()
+    lease.give("a")
+    a = Replica(s, store_backend, clock, lease, "a")
+    await a.tick([rs, p], created + 2 * 86400)
+    assert [m[1] for m in inbox.messages] == [["dep-owner@corp.example"]]
+    assert "serve" in inbox.parsed()[0]["Subject"]
+    await a.close()
