@@ -51,9 +51,11 @@ from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import AlertStore
 from watchtower.services.alerting.notify import GroupNotifier
 
-from .owner_outbox import LEDGER, OwnerMetrics, lane_of, ledger_entry, load_ledger, message_key
+from .owner_outbox import LEDGER, OwnerMetrics, lane_of, ledger_entry, ledger_of, load_ledger, message_key
 
 log = logging.getLogger(__name__)
+
+LEDGERS_AT_ONCE = 16  # owners without a ledger in memory from which one read of all of them is cheaper
 
 
 def owner_notifier(
@@ -279,6 +281,15 @@ class OwnerNotifier:
             led = self._ledgers[owner] = load_ledger(self.store, owner)
         return led
 
+    def _load_ledgers(self, owners: set[str]) -> None:
+        """Read the ledgers of many owners not in memory in one read of the store, not one each."""
+        missing = owners - self._ledgers.keys()
+        if len(missing) < LEDGERS_AT_ONCE:
+            return  # `_ledger` reads the few one by one
+        stored = self.store.nflogs(LEDGER)
+        for oid in missing:
+            self._ledgers[oid] = ledger_of(stored.get(oid))
+
     def _enqueue(self, found: Iterable[tuple[Notice, Owner]], now: float) -> int:
         self._tick_targets = {}
         waited = list(self._pending.values())
@@ -296,6 +307,7 @@ class OwnerNotifier:
             if new
             else set()
         )
+        self._load_ledgers({o.id for _, o in todo})
         messages: list[OutboxMessage] = []
         touched: set[str] = set()
         sent_notices: list[Notice] = []

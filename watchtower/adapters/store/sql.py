@@ -7,7 +7,11 @@ every call in one), and what only one of them does: PostgreSQL's claims on the m
 (`FOR UPDATE SKIP LOCKED`), and `recorded`'s lookup (PostgreSQL matches an array; SQLite has none).
 
 Every method is one transaction, so a crash leaves either the old or the new state, never half; and a
-message is marked as attempted before it is sent, so a crash resends at most that one.
+message is marked as attempted before it is sent, so a crash resends at most that one (a batched lane:
+at most the messages sent since its last write).
+
+Size: one statement table and one class for the whole store, so that both databases run the very same
+logic; split by table, each part would need the shell's connection and lock all the same.
 """
 
 # The statements are put together from constant table and column names and the marker, once, at import;
@@ -70,6 +74,7 @@ class Statements:
     silences: str
     upsert_silence: str  # (id, body, ends_at)
     nflog: str  # (integration, group_key)
+    nflogs: str  # (integration,)
     upsert_nflog: str  # (integration, group_key, firing, resolved, at)
     insert_message: str  # rows.new_message_row
     next_attempt_at: str
@@ -112,6 +117,7 @@ def statements(dialect: Dialect) -> Statements:
         silences="SELECT body FROM silences ORDER BY ends_at DESC",
         upsert_silence=_upsert(dialect, m, "silences", ("id",), ("body", "ends_at")),
         nflog=f"SELECT firing, resolved, at FROM nflog WHERE integration = {m} AND group_key = {m}",
+        nflogs=f"SELECT group_key, firing, resolved, at FROM nflog WHERE integration = {m}",
         upsert_nflog=_upsert(dialect, m, "nflog", ("integration", "group_key"), ("firing", "resolved", "at")),
         insert_message=_insert_new(
             dialect, m, "outbox", ("integration", "group_key", "payload", "created", "next_attempt", "status")
@@ -260,6 +266,15 @@ class SqlAlertStore:
         if row is None:
             return None
         return NotifyEntry(frozenset(orjson.loads(row[0])), frozenset(orjson.loads(row[1])), row[2])
+
+    @locked
+    def nflogs(self, integration: str) -> dict[str, NotifyEntry]:
+        """Return every entry of one integration's log by group key, in one read (owner notices' ledgers:
+        a storm touches thousands of owners at once)."""
+        return {
+            g: NotifyEntry(frozenset(orjson.loads(f)), frozenset(orjson.loads(r)), at)
+            for g, f, r, at in self._read(self._sql.nflogs, (integration,))
+        }
 
     @locked
     def enqueue(self, items: Iterable[tuple[OutboxMessage | None, str, str, NotifyEntry]]) -> int:
