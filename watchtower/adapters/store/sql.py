@@ -281,20 +281,23 @@ class SqlAlertStore:
         """Store notifications and the log entries that record them, all or nothing; a message whose key
         is already stored is not stored twice. Items: (message or None, integration, group key, entry)."""
         n = 0
+        logs: list[tuple[Any, ...]] = []
         with self._tx() as db:
             for msg, integration, group_key, entry in items:
                 if msg is not None:
                     n += db.execute(self._sql.insert_message, new_message_row(msg)).rowcount
-                db.execute(
-                    self._sql.upsert_nflog,
+                logs.append(
                     (
                         integration,
                         group_key,
                         orjson.dumps(sorted(entry.firing)),
                         orjson.dumps(sorted(entry.resolved)),
                         entry.at,
-                    ),
+                    )
                 )
+            # All at once (one round trip on PostgreSQL): a storm writes 2,000 owners' ledgers in one call.
+            if logs:
+                db.cursor().executemany(self._sql.upsert_nflog, logs)
         return n
 
     @locked
