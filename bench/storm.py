@@ -15,8 +15,9 @@ With --owners N (issue 33), the same storm runs again with owner notices on: eac
 of N owners (`watchtower.dev/notify`), whose emails go to a real SMTP server (aiosmtpd) in a process of its
 own; printed beside the owners-off run: on-call's first notification against group_wait + 1 s, the time
 until every owner notice was delivered against a minute, and the loop's longest stall against 100 ms.
+With --store postgresql, every run's alert store is a fresh database on a real PostgreSQL (fsync on).
 Run: .venv/bin/python -m bench.storm [--workloads 10000] [--namespaces 20] [--group-wait 2] [--tick 15]
-     [--alertmanager current] [--receiver process] [--owners 2000]
+     [--alertmanager current] [--receiver process] [--owners 2000] [--store sqlite|postgresql]
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from prometheus_client import CollectorRegistry
 
 from tests.alerting.helpers import CLASSES, NO_FIT, SECRET, pending, settings, snapshot
 from tests.alerting.servers import Receiver, plain_smtp_server
+from tests.fixtures import postgres
+from tests.fixtures.stores import open_spec
 from watchtower.adapters.clock import SystemClock
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.senders import build_report_sender, build_senders
@@ -54,6 +57,10 @@ from watchtower.services.analyze import analyze
 from watchtower.services.owner_notices import owner_notifier
 from watchtower.services.owner_outbox import owner_lanes
 from watchtower.simulator import objects as o
+
+# With --store postgresql: one fresh database per storm run, on a real PostgreSQL the bench starts
+# (tests/fixtures/postgres.py, fsync on as in life); empty: each run its own SQLite file.
+STORES: list[str] = []
 
 
 def reference_fingerprints(snap: QueueSnapshot) -> float:
@@ -284,7 +291,7 @@ async def storm(
     """Run one storm through the service's alerting; return its figures. With `smtp`, owner notices are on
     and the run lasts until `owner_notices` emails arrived (or two minutes)."""
     clock = SystemClock()
-    store = SQLiteAlertStore(db)
+    store = open_spec(STORES.pop(0)) if STORES else SQLiteAlertStore(db)
     stalls: list[float] = []
     reevaluations: list[float] = []
     async with httpx.AsyncClient() as http:
@@ -520,5 +527,21 @@ if __name__ == "__main__":
     ap.add_argument(
         "--owners", type=int, default=0, help="also run the storm with owner notices on, to this many owners"
     )
+    ap.add_argument(
+        "--store",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="the alert store: a SQLite file, or a real PostgreSQL the bench starts on 127.0.0.1",
+    )
     a = ap.parse_args()
-    asyncio.run(main(a.workloads, a.namespaces, a.group_wait, a.tick, a.alertmanager, a.receiver, a.owners))
+    server = postgres.start(fsync=True) if a.store == "postgresql" else None
+    try:
+        if server is not None:
+            STORES.extend(server.url(server.database(), with_password=True) for _ in range(3))
+        print(f"alert store: {a.store}")
+        asyncio.run(
+            main(a.workloads, a.namespaces, a.group_wait, a.tick, a.alertmanager, a.receiver, a.owners)
+        )
+    finally:
+        if server is not None:
+            server.stop()

@@ -90,7 +90,7 @@ def workload_facts(
         quota=draft.refusal if draft.state is WorkloadState.QUOTA_BLOCKED else None,
         preemptions_recent=thrash.get(key, 0),
         annotations=draft.annotations,
-        notify=draft.notify,
+        notify=_notify(state, key, pods, draft.notify),
         source=draft.source,
         pods_expected=draft.pods_expected,
         pods_existing=draft.pods_existing,
@@ -193,3 +193,18 @@ def _steps(forms: tuple[QueueForm, ...]) -> tuple[FactsStep, ...]:
 def pod_less() -> tuple[PodLess, ...]:
     """Return how each registered form holds work with no pod queued (`FactsStep.pod_less`)."""
     return tuple(s.pod_less for s in _steps(registry.FORMS) if s.pod_less is not None)
+
+
+def _notify(state: ClusterState, key: WorkloadKey, pods: list[Pod], from_pods: str) -> str:
+    """Return the owner-notice annotation of a workload: its own object's (a PaddleJob's, a Job's, a
+    JobSet's; for a Deployment, its pods' ReplicaSet's, which carries the Deployment's annotations), else
+    its pods' (`from_pods`); the workload's is the one its author wrote for the whole of it."""
+    own = state.control.controller(key)
+    if own is None:
+        # A workload whose object is not held (a Deployment): the controller its pods name.
+        refs = {p.owner for p in pods if p.owner is not None}
+        for r in sorted(refs, key=lambda r: (r.kind, r.name)):
+            c = state.control.controller(WorkloadKey(key.namespace, r.kind, r.name))
+            if c is not None and c.notify:
+                return c.notify
+    return own.notify if own is not None and own.notify else from_pods

@@ -114,7 +114,7 @@ class WorkloadFacts(msgspec.Struct, frozen=True, gc=False):
     form_facts: Mapping[str, object] = msgspec.field(default_factory=dict)
     # Why it can never start as the cluster is configured (never.py); None: it may start once room frees.
     never: NeverStart | None = None
-    notify: str = ""  # its pods' `watchtower.dev/notify` annotation (owner notices), "" when none
+    notify: str = ""  # `watchtower.dev/notify` of its own object, else of its pods (owner notices); "": none
 
     @property
     def scheduler_queued(self) -> bool:

@@ -77,6 +77,8 @@ class Controller(msgspec.Struct, frozen=True, gc=False):
     pods_reported: int = 0  # the pods its per-role status counts (pending + starting + running + ...)
     min_available: int | None = None  # spec.schedulingPolicy.minAvailable (Volcano's minMember)
     queue: str = ""  # spec.schedulingPolicy.queue (a Volcano Queue)
+    # Its own `watchtower.dev/notify` annotation (owner notices), cut as a pod's is; it wins over its pods'.
+    notify: str = ""
 
 
 def api_group(api_version: str) -> str:

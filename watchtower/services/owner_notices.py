@@ -5,12 +5,16 @@ episode, its owner and its integration, and are recorded once (`AlertStore.enque
 new leader derives the same notices again and stores none twice; the delivery worker sends them as any
 notification, with the same key on every attempt. The rate-limit ledger of each owner is kept in the
 notification log (`nflog`), so a new leader starts from the old one's counts.
+
+Size: one tick's derivation (threshold, never, started, preempted) and its storing (rate limits, digests,
+silences, the outbox) share the service's memory of what was handled; apart, each would need all of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -51,9 +55,12 @@ from watchtower.domain.workloads import WorkloadKey
 from watchtower.ports import AlertStore
 from watchtower.services.alerting.notify import GroupNotifier
 
-from .owner_outbox import LEDGER, OwnerMetrics, lane_of, ledger_entry, load_ledger, message_key
+from .owner_outbox import LEDGER, OwnerMetrics, lane_of, ledger_entry, ledger_of, load_ledger, message_key
 
 log = logging.getLogger(__name__)
+
+STORE_AT_ONCE = 500  # messages stored in one transaction
+LEDGERS_AT_ONCE = 16  # owners without a ledger in memory from which one read of all of them is cheaper
 
 
 def owner_notifier(
@@ -279,6 +286,15 @@ class OwnerNotifier:
             led = self._ledgers[owner] = load_ledger(self.store, owner)
         return led
 
+    def _load_ledgers(self, owners: set[str]) -> None:
+        """Read the ledgers of many owners not in memory in one read of the store, not one each."""
+        missing = owners - self._ledgers.keys()
+        if len(missing) < LEDGERS_AT_ONCE:
+            return  # `_ledger` reads the few one by one
+        stored = self.store.nflogs(LEDGER)
+        for oid in missing:
+            self._ledgers[oid] = ledger_of(stored.get(oid))
+
     def _enqueue(self, found: Iterable[tuple[Notice, Owner]], now: float) -> int:
         self._tick_targets = {}
         waited = list(self._pending.values())
@@ -296,6 +312,7 @@ class OwnerNotifier:
             if new
             else set()
         )
+        self._load_ledgers({o.id for _, o in todo})
         messages: list[OutboxMessage] = []
         touched: set[str] = set()
         sent_notices: list[Notice] = []
@@ -345,7 +362,14 @@ class OwnerNotifier:
         ledger_rows: list[tuple[OutboxMessage | None, str, str, NotifyEntry]] = [
             (None, LEDGER, oid, ledger_entry(self._ledgers[oid], now, self.limits)) for oid in sorted(touched)
         ]
-        stored = self.store.enqueue_once(messages, now) if messages else 0
+        stored = 0
+        for i in range(0, len(messages), STORE_AT_ONCE):
+            if i:
+                # Between two parts the store is free a moment: on-call's flush, due now in a storm, waits
+                # for one part, not for all 10,000 (a lock is not fair: without the pause, this thread
+                # would take it again at once).
+                time.sleep(0.002)
+            stored += self.store.enqueue_once(messages[i : i + STORE_AT_ONCE], now)
         if ledger_rows:
             self.store.enqueue(ledger_rows)
         for n in sent_notices:

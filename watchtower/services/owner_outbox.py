@@ -47,8 +47,12 @@ def message_key(integration: str, ident: str, owner: str) -> str:
 def load_ledger(store: AlertStore, owner: str) -> Ledger:
     """Return an owner's ledger as the store keeps it (what the former leader, or this process before a
     restart, sent it lately); empty when none."""
+    return ledger_of(store.nflog(LEDGER, owner))
+
+
+def ledger_of(entry: NotifyEntry | None) -> Ledger:
+    """Return the ledger a notification-log row keeps (`ledger_entry`'s); empty for none."""
     led = Ledger()
-    entry = store.nflog(LEDGER, owner)
     if entry is not None:
         led.sends = sorted(float(t.partition("#")[0]) for t in entry.firing)
         for item in entry.resolved:

@@ -145,7 +145,7 @@ class Reading:
     gpu_device_classes: frozenset[str] = frozenset({GPU_DEVICE_CLASS})
     kueue_gpu_resources: frozenset[str] = frozenset()
     report_annotation: str = ""
-    read_notify: bool = False  # read the owner-notice annotation into Pod.notify
+    read_notify: bool = False  # read the owner-notice annotation into Pod.notify and Controller.notify
     # One object per distinct value (namespaces, node names, owners, messages, label sets): 150,000
     # pods repeat a few thousand of them, and a separate copy each would cost ~1 KB per pod.
     shared: dict[object, Any] = field(default_factory=dict)
@@ -206,6 +206,8 @@ class Reading:
             if g > top:
                 top, pclass, priority = g, tspec.priorityClassName or "", tspec.priority
         ns = m.namespace or ""
+        # Cut as a pod's is: a hostile value is refused whole later (domain/owners/resolve.py).
+        notify = m.annotations.notify if self.read_notify and m.annotations is not None else None
         return Controller(
             share(ns, ns),
             kind,
@@ -217,4 +219,5 @@ class Reading:
             per_pod,
             gpus,
             pods,
+            notify=(notify or "")[: self.annotation_limit],
         )

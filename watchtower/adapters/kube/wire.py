@@ -162,14 +162,21 @@ def pod_types(
     return cast(type[Pod], pod), cast(type[PodPage], page)
 
 
+class ControllerAnnotations(msgspec.Struct, gc=False):
+    """The one annotation of a controller that is read: its owner for owner notices; the rest is skipped."""
+
+    notify: str | None = msgspec.field(default=None, name="watchtower.dev/notify")
+
+
 class ControllerMeta(msgspec.Struct, gc=False):
-    """A controller's metadata without its labels and annotations: nothing of them is read."""
+    """A controller's metadata without its labels, and of its annotations only the owner notices' one."""
 
     name: str | None = None
     namespace: str | None = None
     uid: str | None = None
     creationTimestamp: str | None = None
     ownerReferences: list[Owner] | None = None
+    annotations: ControllerAnnotations | None = None
 
 
 class Template(msgspec.Struct, gc=False):

@@ -7,7 +7,11 @@ every call in one), and what only one of them does: PostgreSQL's claims on the m
 (`FOR UPDATE SKIP LOCKED`), and `recorded`'s lookup (PostgreSQL matches an array; SQLite has none).
 
 Every method is one transaction, so a crash leaves either the old or the new state, never half; and a
-message is marked as attempted before it is sent, so a crash resends at most that one.
+message is marked as attempted before it is sent, so a crash resends at most that one (a batched lane:
+at most the messages sent since its last write).
+
+Size: one statement table and one class for the whole store, so that both databases run the very same
+logic; split by table, each part would need the shell's connection and lock all the same.
 """
 
 # The statements are put together from constant table and column names and the marker, once, at import;
@@ -19,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Concatenate, Literal, ParamSpec, TypeVar
 
@@ -70,10 +74,14 @@ class Statements:
     silences: str
     upsert_silence: str  # (id, body, ends_at)
     nflog: str  # (integration, group_key)
+    nflogs: str  # (integration,)
     upsert_nflog: str  # (integration, group_key, firing, resolved, at)
     insert_message: str  # rows.new_message_row
     next_attempt_at: str
     begin_attempt: str  # (id,)
+    unbegin_attempt: str  # (id,)
+    following: str  # (integration, after id, limit)
+    following_ids: str  # (integration, after id, limit)
     delivered: str  # (now, id)
     retry_at: str  # (when, error, id)
     failed: str  # (error, id)
@@ -109,12 +117,22 @@ def statements(dialect: Dialect) -> Statements:
         silences="SELECT body FROM silences ORDER BY ends_at DESC",
         upsert_silence=_upsert(dialect, m, "silences", ("id",), ("body", "ends_at")),
         nflog=f"SELECT firing, resolved, at FROM nflog WHERE integration = {m} AND group_key = {m}",
+        nflogs=f"SELECT group_key, firing, resolved, at FROM nflog WHERE integration = {m}",
         upsert_nflog=_upsert(dialect, m, "nflog", ("integration", "group_key"), ("firing", "resolved", "at")),
         insert_message=_insert_new(
             dialect, m, "outbox", ("integration", "group_key", "payload", "created", "next_attempt", "status")
         ),
         next_attempt_at=f"SELECT MIN({next_due}) FROM outbox WHERE status = 'pending' AND {enabled}",
         begin_attempt=f"UPDATE outbox SET attempts = attempts + 1, last_error = '' WHERE id = {m}",
+        # A message begun with its batch but never sent: its attempt did not happen.
+        unbegin_attempt=f"UPDATE outbox SET attempts = attempts - 1{release} WHERE id = {m} AND attempts > 0",
+        following=(
+            f"{MESSAGE_COLUMNS} WHERE integration = {m} AND status = 'pending' AND id > {m} ORDER BY id LIMIT {m}"
+        ),
+        following_ids=(
+            f"SELECT id FROM outbox WHERE integration = {m} AND status = 'pending' AND id > {m}"
+            f" ORDER BY id LIMIT {m}"
+        ),
         delivered=f"UPDATE outbox SET status = 'delivered', delivered_at = {m}{release} WHERE id = {m}",
         retry_at=f"UPDATE outbox SET next_attempt = {m}, last_error = {m}{release} WHERE id = {m}",
         failed=f"UPDATE outbox SET status = 'failed', last_error = {m}{release} WHERE id = {m}",
@@ -250,24 +268,36 @@ class SqlAlertStore:
         return NotifyEntry(frozenset(orjson.loads(row[0])), frozenset(orjson.loads(row[1])), row[2])
 
     @locked
+    def nflogs(self, integration: str) -> dict[str, NotifyEntry]:
+        """Return every entry of one integration's log by group key, in one read (owner notices' ledgers:
+        a storm touches thousands of owners at once)."""
+        return {
+            g: NotifyEntry(frozenset(orjson.loads(f)), frozenset(orjson.loads(r)), at)
+            for g, f, r, at in self._read(self._sql.nflogs, (integration,))
+        }
+
+    @locked
     def enqueue(self, items: Iterable[tuple[OutboxMessage | None, str, str, NotifyEntry]]) -> int:
         """Store notifications and the log entries that record them, all or nothing; a message whose key
         is already stored is not stored twice. Items: (message or None, integration, group key, entry)."""
         n = 0
+        logs: list[tuple[Any, ...]] = []
         with self._tx() as db:
             for msg, integration, group_key, entry in items:
                 if msg is not None:
                     n += db.execute(self._sql.insert_message, new_message_row(msg)).rowcount
-                db.execute(
-                    self._sql.upsert_nflog,
+                logs.append(
                     (
                         integration,
                         group_key,
                         orjson.dumps(sorted(entry.firing)),
                         orjson.dumps(sorted(entry.resolved)),
                         entry.at,
-                    ),
+                    )
                 )
+            # All at once (one round trip on PostgreSQL): a storm writes 2,000 owners' ledgers in one call.
+            if logs:
+                db.cursor().executemany(self._sql.upsert_nflog, logs)
         return n
 
     @locked
@@ -283,6 +313,26 @@ class SqlAlertStore:
     @locked
     def delivered(self, msg_id: int, now: float) -> None:
         self._run(self._sql.delivered, (now, msg_id))
+
+    # A lane that sends many messages (owner notices in a storm) records them a batch at a time: one synced
+    # transaction for a batch's attempts and one for its outcomes, not two per message.
+
+    @locked
+    def begin_attempts(self, msg_ids: Sequence[int], now: float) -> None:
+        """Record the attempts of a batch before any of them is made (`begin_attempt`, all at once)."""
+        with self._tx() as db:
+            db.cursor().executemany(self._sql.begin_attempt, [(i,) for i in msg_ids])
+
+    @locked
+    def settle(self, delivered: Sequence[int], now: float, unattempted: Sequence[int] = ()) -> None:
+        """Record a batch's outcome in one transaction: `delivered` were sent; `unattempted` were begun with
+        the batch but not sent (their attempt is taken back; they stay pending, in their order)."""
+        with self._tx() as db:
+            cur = db.cursor()
+            if delivered:
+                cur.executemany(self._sql.delivered, [(now, i) for i in delivered])
+            if unattempted:
+                cur.executemany(self._sql.unbegin_attempt, [(i,) for i in unattempted])
 
     @locked
     def retry_at(self, msg_id: int, when: float, error: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from watchtower.domain.alerts.outbox import OutboxMessage
 
 from . import migrations
-from .rows import message
+from .rows import message, new_message_row
 from .sql import SqlAlertStore, locked, statements
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,38 @@ class SQLiteAlertStore(SqlAlertStore):
             (now,),
         )
         return [message(r) for r in rows]
+
+    @locked
+    def following(self, head: OutboxMessage, now: float, limit: int) -> list[OutboxMessage]:
+        """Return up to `limit` pending messages of `head`'s integration after it, in order, as long as
+        each is due: what its lane may send next, in one batch with `head`."""
+        rows = self.db.execute(self._sql.following, (head.integration, head.id, limit)).fetchall()
+        out: list[OutboxMessage] = []
+        for r in rows:
+            m = message(r)
+            if m.next_attempt > now:
+                break
+            out.append(m)
+        return out
+
+    @locked
+    def enqueue_once(self, messages: Iterable[OutboxMessage], now: float) -> int:
+        """`SqlAlertStore.enqueue_once` in three statements, not two per message: the transaction holds
+        the file's write lock (BEGIN IMMEDIATE), so the keys read in it cannot be recorded by another
+        process before its inserts; a storm's 10,000 owner notices held the store for seconds."""
+        msgs = list(messages)
+        if not msgs:
+            return 0
+        with self._tx() as db:
+            stored = {k for (k,) in db.execute("SELECT key FROM sent_once")}
+            new: dict[str, OutboxMessage] = {}
+            for m in msgs:
+                if m.key not in stored:
+                    new.setdefault(m.key, m)
+            cur = db.cursor()
+            cur.executemany(self._sql.record_key, [(k, now) for k in new])
+            cur.executemany(self._sql.insert_message, [new_message_row(m) for m in new.values()])
+        return len(new)
 
     @locked
     def recorded(self, keys: Iterable[str]) -> set[str]:

@@ -20,6 +20,7 @@ import contextlib
 import functools
 import logging
 import random
+import time
 from collections.abc import Callable, Iterable, Mapping
 
 from watchtower.config.alerting import AlertingConfig
@@ -31,6 +32,13 @@ from .integrations import integration_configs
 from .metrics import AlertingMetrics
 
 log = logging.getLogger(__name__)
+
+# Integrations whose messages go out in batches (`_attempt_batch`): the owner notices' lanes, which a storm
+# fills with thousands of messages, each to one owner. On-call's integrations carry a few group
+# notifications at a time and keep their one-message guarantee: a crash re-sends at most the one in flight.
+BATCHED = ("owner-notices/",)
+BATCH_SIZE = 64
+BATCH_FLUSH = 1.0  # seconds: a batch's deliveries are written at least this often while it sends
 
 
 class DeliveryWorker:
@@ -143,6 +151,8 @@ class DeliveryWorker:
             await asyncio.to_thread(store.failed, msg.id, "no such integration in the configuration any more")
             self._count("failed", msg.integration)
             return True
+        if msg.integration.startswith(BATCHED):
+            return await self._attempt_batch(msg, sender, term, now)
         await asyncio.to_thread(store.begin_attempt, msg.id, now)
         if not self._may_send(term):
             # Lost the lease while recording the attempt: the message stays pending and due, and the new
@@ -151,19 +161,101 @@ class DeliveryWorker:
             await self._hand_back(msg, now, "not sent: leadership was lost before the send")
             self.handed_back += 1
             return False
-        self.sending += 1
-        try:
-            res = await sender.send(msg, now=now)
-        except Exception as e:  # a sender bug must not kill the worker; the message is retried
-            log.exception("sender for %s failed", msg.integration)
-            res = DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
-        finally:
-            self.sending -= 1
+        res = await self._send(sender, msg, now)
         done = self.clock.now()
         if res.outcome is Outcome.SENT:
             await asyncio.to_thread(store.delivered, msg.id, done)
             self._count("sent", msg.integration)
             return True
+        return await self._not_sent(msg, res, done)
+
+    async def _attempt_batch(self, head: OutboxMessage, sender: Sender, term: int | None, now: float) -> bool:
+        """Send `head` and the due messages after it in its integration, in order, up to `BATCH_SIZE`: their
+        attempts recorded in one transaction before the first send, their deliveries in one after the last
+        (or every `BATCH_FLUSH` seconds), so a crash re-sends at most the messages sent since the last write,
+        each under its own idempotency key. The first one not sent ends the batch; the rest stay pending."""
+        store = self.store
+        # Cancelled (leadership lost, stopping) while the store claims the batch, or while it is sent: its
+        # claims are released at once, as `_due` and `run` release the heads', rather than held from the next
+        # leader by this replica's live session for `store.claim_for`.
+        setup = asyncio.ensure_future(asyncio.to_thread(self._begin_batch, head, now))
+        try:
+            batch = await asyncio.shield(setup)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                taken = await setup
+                await asyncio.to_thread(store.settle, [], self.clock.now(), [m.id for m in taken])
+            raise
+        sent: list[int] = []
+        at = [0]
+        try:
+            return await self._send_batch(batch, sender, term, sent, at)
+        except asyncio.CancelledError:
+            # The one being sent may or may not have arrived: it goes again, under its id.
+            rest = [m.id for m in batch[at[0] :] if m.id not in sent]
+            try:
+                await asyncio.shield(asyncio.to_thread(store.settle, sent, self.clock.now(), rest))
+            except Exception as e:
+                log.warning(
+                    "could not release %d messages to %s for the next leader: %s",
+                    len(rest),
+                    head.integration,
+                    e,
+                )
+            raise
+
+    def _begin_batch(self, head: OutboxMessage, now: float) -> list[OutboxMessage]:
+        batch = [head, *self.store.following(head, now, BATCH_SIZE - 1)]
+        self.store.begin_attempts([m.id for m in batch], now)
+        return batch
+
+    async def _send_batch(
+        self, batch: list[OutboxMessage], sender: Sender, term: int | None, sent: list[int], at: list[int]
+    ) -> bool:
+        """The sends of `_attempt_batch`; `sent` holds the ids sent and not yet recorded as delivered, `at[0]`
+        the index of the message in hand."""
+        store = self.store
+        flushed = time.monotonic()
+        for i, msg in enumerate(batch):
+            at[0] = i
+            if self.stopping or not self._may_send(term):
+                if not self._may_send(term):
+                    log.info(
+                        "not leading any more: %d messages to %s left for the new leader",
+                        len(batch) - i,
+                        msg.integration,
+                    )
+                    self.handed_back += len(batch) - i
+                await asyncio.to_thread(store.settle, sent, self.clock.now(), [m.id for m in batch[i:]])
+                return False
+            res = await self._send(sender, msg, self.clock.now())
+            done = self.clock.now()
+            if res.outcome is Outcome.SENT:
+                sent.append(msg.id)
+                self._count("sent", msg.integration)
+                if time.monotonic() - flushed >= BATCH_FLUSH:
+                    await asyncio.to_thread(store.settle, list(sent), done)
+                    sent.clear()
+                    flushed = time.monotonic()
+                continue
+            await asyncio.to_thread(store.settle, sent, done, [m.id for m in batch[i + 1 :]])
+            return await self._not_sent(msg, res, done)
+        await asyncio.to_thread(store.settle, sent, self.clock.now())
+        return True
+
+    async def _send(self, sender: Sender, msg: OutboxMessage, now: float) -> DeliveryResult:
+        self.sending += 1
+        try:
+            return await sender.send(msg, now=now)
+        except Exception as e:  # a sender bug must not kill the worker; the message is retried
+            log.exception("sender for %s failed", msg.integration)
+            return DeliveryResult(Outcome.RETRY, f"{type(e).__name__}: {e}")
+        finally:
+            self.sending -= 1
+
+    async def _not_sent(self, msg: OutboxMessage, res: DeliveryResult, done: float) -> bool:
+        """Record an attempt that did not deliver: disabled (410), given up, or retried later."""
+        store = self.store
         if res.outcome is Outcome.GONE:
             log.warning("%s answered 410 Gone: disabled (%s)", msg.integration, res.detail)
             await asyncio.to_thread(
