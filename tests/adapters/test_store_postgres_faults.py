@@ -35,7 +35,7 @@ from watchtower.config import settings_from_mapping
 from watchtower.domain.alerts.notify import NotifyEntry
 from watchtower.domain.alerts.outbox import OutboxMessage, OutboxStatus
 from watchtower.runtime.leader_jobs import again_after_failure
-from watchtower.services.alerting import DeliveryWorker
+from watchtower.services.alerting import DeliveryWorker, delivery
 
 pytest.importorskip("psycopg", reason="PostgreSQL cannot run here: psycopg is not installed")
 from watchtower.adapters.store.postgres import PostgresAlertStore  # noqa: E402
@@ -249,3 +249,68 @@ def test_a_leader_whose_delivery_is_cancelled_mid_send_leaves_the_message_to_the
         a.close()
         b.close()
     assert taken == ["first"], "the next leader must not wait for the claim of a replica that stopped"
+
+
+def test_a_batched_lane_cancelled_mid_send_leaves_the_whole_batch_to_the_next_leader_at_once(
+    own_server: postgres.PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, on a lane that sends in batches (the owner notices' lanes, `BATCHED`; here the webhook lane
+    is made one so the test's receiver can hold the batch's first message). The batch claimed all three
+    messages; cancelled, every claim goes, so the next leader's session takes the head and the two after it
+    at once instead of after `store.claim_for`."""
+    monkeypatch.setattr(delivery, "BATCHED", (INTEGRATION,))
+    url = own_server.url(own_server.database(), with_password=True)
+    holding = threading.Event()
+    release = threading.Event()
+
+    def on_arrival(n: int, key: str) -> None:
+        holding.set()
+        release.wait(30)
+
+    receiver = Receiver(on_arrival)
+    a, b = PostgresAlertStore(url), PostgresAlertStore(url)
+    keys = ("first", "second", "third")
+    try:
+        now = time.time()
+        a.enqueue(
+            (
+                OutboxMessage(0, key, INTEGRATION, key, {"alerts": [], "n": i}, now, next_attempt=now),
+                INTEGRATION,
+                key,
+                NotifyEntry(frozenset(), frozenset(), now),
+            )
+            for i, key in enumerate(keys)
+        )
+        cfg = settings_from_mapping(
+            {
+                "alerting": {
+                    "route": {"receiver": "ops"},
+                    "receivers": [{"name": "ops", "webhooks": [{"url": receiver.url, "timeout": "20s"}]}],
+                }
+            },
+            env={},
+        ).alerting
+
+        async def lead_then_lose() -> None:
+            async with httpx.AsyncClient() as http:
+                worker = DeliveryWorker(
+                    store=a, senders=build_senders(cfg, http=http), clock=SystemClock(), cfg=cfg
+                )
+                task = asyncio.create_task(worker.run())
+                assert await asyncio.to_thread(holding.wait, 20), (
+                    "the first message never reached the receiver"
+                )
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+        asyncio.run(lead_then_lose())
+        heads = b.due(time.time())
+        after = b.following(heads[0], time.time(), 10) if heads else []
+    finally:
+        release.set()
+        receiver.stop()
+        a.close()
+        b.close()
+    assert [m.key for m in heads] == ["first"], "the next leader must not wait for a cancelled batch's claims"
+    assert [m.key for m in after] == ["second", "third"]
+    assert all(m.attempts == 0 for m in after), "an attempt never made must not count"
