@@ -72,7 +72,7 @@ async def test_the_paddlejobs_own_annotation_names_the_owner_over_its_pods_and_i
     await a.tick([*named, *hostile, *pods_only], at + 30)
     got = sorted((tuple(m[1]), p["Subject"]) for m, p in zip(inbox.messages, inbox.parsed(), strict=True))
     assert [to for to, _ in got] == [("pj-owner@corp.example",), ("pods-owner@corp.example",)]
-    assert "ctr" in got[0][1] and "past its" in got[0][1]
+    assert "ctr" in got[0][1] and "tier's warning threshold" in got[0][1]
     assert a.refused("url") == 1
     await a.close()
 
