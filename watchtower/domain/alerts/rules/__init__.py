@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..model import AlertCandidate
 from . import (
     config_invalid,
@@ -52,11 +54,20 @@ ALERTNAMES = {
 }
 
 
-def evaluate_rules(inp: RuleInput) -> list[AlertCandidate]:
-    """Return every active alert, in rule order; a rule named in `disabled` (or its alertnames) is skipped."""
+def evaluate_rules(
+    inp: RuleInput, *, blockers: priority_inversion.BlockerIndex | None = None
+) -> list[AlertCandidate]:
+    """Return every active alert, in rule order; a rule named in `disabled` (or its alertnames) is skipped.
+
+    `blockers`: the priority-inversion rule's index, kept by a caller that evaluates tick after tick (the
+    service's alerting), so that the rule costs what changed since the last tick; the same alerts either way.
+    """
     out: list[AlertCandidate] = []
     off = inp.settings.disabled
-    for name, rule in RULES.items():
+    rules = RULES
+    if blockers is not None:
+        rules = {**RULES, "priority_inversion": partial(priority_inversion.evaluate, index=blockers)}
+    for name, rule in rules.items():
         if name in off:
             continue
         out.extend(c for c in rule(inp) if c.alertname not in off)
