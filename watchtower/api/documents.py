@@ -1,18 +1,22 @@
-"""The queue as JSON bytes, built once per evaluation and shared by every request until the next one.
+"""The queue as JSON bytes, built per evaluation as requests ask for them and shared until the next one.
 
-Serialising 20,000 workloads per request would cost tens of milliseconds each; here each workload is
-serialised once per evaluation and a response only joins the pieces that pass its filters.
+A workload's JSON (with its start estimate) is made the first time a response needs it and kept for the
+tick: the default page needs 100 of 40,000, and making all of them once a tick (a second and more at
+150,000 pods, in a worker thread that under the GIL slowed every request) served rows nobody asked for.
+A response joins the pieces of the rows that pass its filters; a body is kept per query for the tick.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from watchtower.domain.estimate import TierWaits
+from watchtower.domain.queue import WorkloadStatus
+from watchtower.domain.stuck import StuckHead
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
 from watchtower.services.queue_json import (
@@ -28,21 +32,56 @@ MAX_LIMIT = 100_000
 CACHED_BODIES = 64
 
 
-@dataclass(frozen=True, slots=True)
 class Row:
-    tier: str
-    namespace: str
-    team: str
-    state: str
-    name: str
-    kind: str
-    doc: dict[str, Any]
-    json: bytes
+    """One workload of a tick: what the filters read, and its JSON made when first asked for (by any
+    thread: two making it at once make the same, and either is kept)."""
+
+    __slots__ = (
+        "_doc",
+        "_json",
+        "_stuck",
+        "_waits",
+        "kind",
+        "name",
+        "namespace",
+        "state",
+        "status",
+        "team",
+        "tier",
+    )
+
+    def __init__(self, w: WorkloadStatus, waits: TierWaits | None, stuck: StuckHead | None) -> None:
+        self.status = w
+        self.tier = w.tier
+        self.namespace = w.namespace
+        self.team = w.team
+        self.state = w.state.value
+        self.name = w.name
+        self.kind = w.kind
+        self._waits = waits
+        self._stuck = stuck
+        self._doc: dict[str, Any] | None = None
+        self._json: bytes | None = None
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        d = self._doc
+        if d is None:
+            w, waits = self.status, self._waits
+            d = self._doc = workload_dict(w, waits.estimate(w) if waits is not None else None, self._stuck)
+        return d
+
+    @property
+    def json(self) -> bytes:
+        j = self._json
+        if j is None:
+            j = self._json = orjson.dumps(self.doc)
+        return j
 
 
 class QueueDocuments:
-    """One tick's workloads in display order (tier, waiting first, longest wait), with their JSON, and its
-    preemptions and quotas as the API shows them: presented once per tick, shared by every request."""
+    """One tick's workloads in display order (tier, waiting first, longest wait), with their JSON as asked
+    for, and its preemptions and quotas as the API shows them: shared by every request of the tick."""
 
     def __init__(self, tick: Tick, tiers: TierPolicy) -> None:
         self.tick = tick
@@ -51,15 +90,9 @@ class QueueDocuments:
             snap.workloads,
             key=lambda w: (tiers.rank(w.tier), not w.waiting, -w.wait_seconds, w.namespace, w.name),
         )
-        rows = []
         waits = tick.waits
         stuck = {s.status.key: s for s in tick.stuck}
-        for w in order:
-            doc = workload_dict(w, waits.estimate(w) if waits is not None else None, stuck.get(w.key))
-            rows.append(
-                Row(w.tier, w.namespace, w.team, w.state.value, w.name, w.kind, doc, orjson.dumps(doc))
-            )
-        self.rows: tuple[Row, ...] = tuple(rows)
+        self.rows: tuple[Row, ...] = tuple(Row(w, waits, stuck.get(w.key)) for w in order)
         self._by_name: dict[tuple[str, str], list[Row]] = {}
         for r in self.rows:
             self._by_name.setdefault((r.namespace, r.name), []).append(r)
@@ -98,14 +131,14 @@ class QueueDocuments:
         if body is not None:
             return body
         picked = [
-            r.json
+            r
             for r in self.rows
             if (not tiers or r.tier in tiers)
             and (not namespaces or r.namespace in namespaces)
             and (not teams or r.team in teams)
             and (not states or r.state in states)
         ]
-        page = picked[offset : offset + limit]
+        page = [r.json for r in picked[offset : offset + limit]]
         head = orjson.dumps(
             {
                 "schema_version": SCHEMA_VERSION,
@@ -125,7 +158,7 @@ class QueueDocuments:
 class DocumentCache:
     """Holds the documents of the latest tick; a new tick replaces them once they are built.
 
-    Building takes a second or so at 20,000 workloads. While one request (or the prebuild after a tick)
+    Building (the display order; the JSON comes as asked for) takes tens of ms at 40,000 workloads. While one request (or the prebuild after a tick)
     builds the new documents, other requests are answered from the previous tick instead of queueing.
     """
 
