@@ -52,6 +52,7 @@ from _kinds import Kinds, build_kinds, naive_extras, raw_kinds
 from _kueue import KueueKinds, build_kueue, load_kueue, naive_kueue, raw_workloads, traced_bytes_per_workload
 from msgspec.structs import replace
 
+from watchtower.api.documents import QueueDocuments
 from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import priority_inversion
@@ -620,6 +621,22 @@ def main() -> None:
             tick.waits.estimate(w)
 
     estimated = median_ms(estimates, args.runs)
+
+    # The API's documents of a tick (issue 34): the display order with each workload's JSON made as asked
+    # for, and the first page; beside them, making every workload's JSON (what the prebuild did each tick).
+    def documents_first_page() -> None:
+        tick = tracker.latest
+        assert tick is not None
+        QueueDocuments(tick, tiers).queue_json()
+
+    def documents_all() -> None:
+        tick = tracker.latest
+        assert tick is not None
+        for row in QueueDocuments(tick, tiers).rows:
+            row.json  # noqa: B018 (made on first read)
+
+    docs_page = median_ms(documents_first_page, args.runs)
+    docs_all = median_ms(documents_all, 3)
     running = median_ms(lambda: tracker._running_by_tier(first.snapshot), 3)
     # The priority-inversion rule over the tick's holders, evaluated from scratch (alerting runs it in a
     # worker thread, which under the GIL still slows the loop; below, as alerting runs it, index kept).
@@ -808,6 +825,10 @@ def main() -> None:
     )
     print(
         f"start estimates, all      median {estimated:8.1f} ms over {r} runs (the queue JSON's, once a tick)"
+    )
+    print(
+        f"API documents, first page median {docs_page:7.1f} ms over {r} runs (once a tick: order, 100 rows' JSON), "
+        f"beside every row's JSON {docs_all:.1f} ms over 3 runs (what the prebuild made once a tick before)"
     )
     print(f"reference: dict loops     median {naive:8.1f} ms over {r} runs (pods: grouping, messages, GPUs)")
     if not args.no_kinds:

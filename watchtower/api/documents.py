@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from watchtower.domain.estimate import TierWaits
-from watchtower.domain.queue import WorkloadStatus
+from watchtower.domain.queue import WAITING_STATES, WorkloadState, WorkloadStatus
 from watchtower.domain.stuck import StuckHead
 from watchtower.domain.tick import Tick
 from watchtower.domain.tiers import TierPolicy
@@ -30,6 +30,8 @@ from watchtower.services.queue_json import (
 DEFAULT_LIMIT = 100  # a workload is ~1.3 KB of JSON: pages keep answers small (20,000 would be 27 MB)
 MAX_LIMIT = 100_000
 CACHED_BODIES = 64
+# An enum member's `.value` is a descriptor call (~1 µs; a tick of 40,000 rows spent most of its build there).
+_STATE_VALUE = {s: s.value for s in WorkloadState}
 
 
 class Row:
@@ -51,13 +53,16 @@ class Row:
     )
 
     def __init__(self, w: WorkloadStatus, waits: TierWaits | None, stuck: StuckHead | None) -> None:
+        # Read from the facts directly, not through the status' properties: 40,000 rows a tick.
+        f = w.facts
+        k = f.key
         self.status = w
-        self.tier = w.tier
-        self.namespace = w.namespace
-        self.team = w.team
-        self.state = w.state.value
-        self.name = w.name
-        self.kind = w.kind
+        self.tier = f.tier
+        self.namespace = k.namespace
+        self.team = f.team
+        self.state = _STATE_VALUE[f.state]
+        self.name = k.name
+        self.kind = k.kind
         self._waits = waits
         self._stuck = stuck
         self._doc: dict[str, Any] | None = None
@@ -86,16 +91,25 @@ class QueueDocuments:
     def __init__(self, tick: Tick, tiers: TierPolicy) -> None:
         self.tick = tick
         snap = tick.snapshot
+        rank = {t.name: tiers.rank(t.name) for t in tiers.tiers}
+        unknown = len(rank)
         order = sorted(
             snap.workloads,
-            key=lambda w: (tiers.rank(w.tier), not w.waiting, -w.wait_seconds, w.namespace, w.name),
+            key=lambda w: (
+                rank.get((f := w.facts).tier, unknown),
+                f.state not in WAITING_STATES,
+                -w.wait_seconds,
+                f.key.namespace,
+                f.key.name,
+            ),
         )
-        waits = tick.waits
-        stuck = {s.status.key: s for s in tick.stuck}
-        self.rows: tuple[Row, ...] = tuple(Row(w, waits, stuck.get(w.key)) for w in order)
-        self._by_name: dict[tuple[str, str], list[Row]] = {}
-        for r in self.rows:
-            self._by_name.setdefault((r.namespace, r.name), []).append(r)
+        self._order: tuple[WorkloadStatus, ...] = tuple(order)
+        self._waits = tick.waits
+        self._stuck = {s.status.key: s for s in tick.stuck}
+        # Rows are made as they are read (a page, a lookup): most ticks most are never read.
+        self._row_at: list[Row | None] = [None] * len(order)
+        self._all: tuple[Row, ...] | None = None
+        self._by_name: dict[tuple[str, str], list[int]] | None = None
         self.at = rfc3339(snap.at)
         self.preemptions: tuple[dict[str, Any], ...] = tuple(
             preemption_dict(p, tiers) for p in snap.preemptions
@@ -112,8 +126,30 @@ class QueueDocuments:
             tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str], int, int], bytes
         ] = {}
 
+    def _row(self, i: int) -> Row:
+        r = self._row_at[i]
+        if r is None:
+            w = self._order[i]
+            r = self._row_at[i] = Row(w, self._waits, self._stuck.get(w.facts.key))
+        return r
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        """Every row in display order (the status page counts them)."""
+        rows = self._all
+        if rows is None:
+            rows = self._all = tuple(self._row(i) for i in range(len(self._order)))
+        return rows
+
     def find(self, namespace: str, name: str) -> list[Row]:
-        return self._by_name.get((namespace, name), [])
+        by_name = self._by_name
+        if by_name is None:
+            by_name = {}
+            for i, w in enumerate(self._order):
+                k = w.facts.key
+                by_name.setdefault((k.namespace, k.name), []).append(i)
+            self._by_name = by_name
+        return [self._row(i) for i in by_name.get((namespace, name), ())]
 
     def queue_json(
         self,
@@ -130,15 +166,20 @@ class QueueDocuments:
         body = self._bodies.get(key)
         if body is not None:
             return body
-        picked = [
-            r
-            for r in self.rows
-            if (not tiers or r.tier in tiers)
-            and (not namespaces or r.namespace in namespaces)
-            and (not teams or r.team in teams)
-            and (not states or r.state in states)
-        ]
-        page = [r.json for r in picked[offset : offset + limit]]
+        order = self._order
+        picked: range | list[int]
+        if tiers or namespaces or teams or states:
+            picked = [
+                i
+                for i, f in enumerate([w.facts for w in order])
+                if (not tiers or f.tier in tiers)
+                and (not namespaces or f.key.namespace in namespaces)
+                and (not teams or f.team in teams)
+                and (not states or _STATE_VALUE[f.state] in states)
+            ]
+        else:
+            picked = range(len(order))
+        page = [self._row(i).json for i in picked[offset : offset + limit]]
         head = orjson.dumps(
             {
                 "schema_version": SCHEMA_VERSION,
@@ -158,8 +199,8 @@ class QueueDocuments:
 class DocumentCache:
     """Holds the documents of the latest tick; a new tick replaces them once they are built.
 
-    Building (the display order; the JSON comes as asked for) takes tens of ms at 40,000 workloads. While one request (or the prebuild after a tick)
-    builds the new documents, other requests are answered from the previous tick instead of queueing.
+    Building (the display order; rows and their JSON come as asked for) takes tens of ms at 40,000
+    workloads. While one request (or the prebuild after a tick) builds the new documents, other requests are answered from the previous tick instead of queueing.
     """
 
     def __init__(self, tiers: TierPolicy) -> None:

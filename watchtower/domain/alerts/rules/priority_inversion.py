@@ -80,6 +80,10 @@ class _Blockers:
         return [(k, -g, t) for g, k, t in top], len(found), frozenset(found)
 
 
+# Updates a (rank, need) is kept after the last stuck workload that asked for it: one that comes back soon
+# (its last stuck workload flapping) is not built anew, one gone for good is not kept up for ever.
+KEEP_UNASKED = 10
+_NEVER = 1 << 62  # a threshold no holder's GPUs reach: an unschedulable node has no holder qualify
 Held = tuple[int, str, int]  # GPUs one workload holds on one node, the holder's tier and its rank
 Combo = tuple[int, int]  # a stuck workload's tier rank and the GPUs it needs per pod
 
@@ -119,16 +123,17 @@ class BlockerIndex:
         self._keys_on: dict[str, set[WorkloadKey]] = {}
         self.free: dict[str, int] = {}
         self._combos: dict[Combo, _Found] = {}
-        self._used: set[Combo] = set()
+        self._used: dict[Combo, int] = {}  # combo → the update after which it was last asked for
+        self._updates = 0
 
     def update(self, inp: RuleInput) -> bool:
         """Move to this evaluation's holders and nodes; return False when the input lists a workload's GPUs
         on one node twice (only hand-made inputs do), which the full evaluation adds up in list order."""
         if inp.tiers is not self._tiers:
             self._reset(inp.tiers)
-        for combo in [c for c in self._combos if c not in self._used]:
-            del self._combos[combo]  # no stuck workload asked for it last time
-        self._used = set()
+        self._updates += 1
+        for combo in [c for c, at in self._used.items() if self._updates - at > KEEP_UNASKED]:
+            del self._combos[combo], self._used[combo]  # no stuck workload has asked for it for a while
         free = {n.name: n.free for n in inp.snapshot.capacity.nodes if n.schedulable}
         old_free, self.free = self.free, free
         moved = {n for n, _ in free.items() ^ old_free.items()}
@@ -146,16 +151,27 @@ class BlockerIndex:
                     return False
                 touched.add(h.workload)
             self._by_id, self._holders = by_id, holders
+        if not self._combos:
+            return True
+        # Per node whose free GPUs changed: its holders' (key, GPUs, rank), read once for every combo, and
+        # the free GPUs before and now (None: not schedulable, where nothing qualifies).
+        on_moved = []
+        held = self._held
+        for node in moved:
+            keys = self._keys_on.get(node)
+            if keys:
+                entries = [(k, *held[(k, node)][::2]) for k in keys]
+                on_moved.append((old_free.get(node), free.get(node), entries))
         for (rank, need), c in self._combos.items():
             redo = set(touched)
-            for node in moved:
-                before, now = old_free.get(node), free.get(node)
-                for key in self._keys_on.get(node, ()):
-                    g, _, r = self._held[(key, node)]
-                    if r > rank and (before is not None and before + g >= need) != (
-                        now is not None and now + g >= need
-                    ):
-                        redo.add(key)
+            for before, now, entries in on_moved:
+                # A holder there qualifies with `free` when free + its GPUs >= need: only those whose GPUs
+                # lie between the two thresholds changed side.
+                lo = need - before if before is not None else _NEVER
+                hi = need - now if now is not None else _NEVER
+                if lo > hi:
+                    lo, hi = hi, lo
+                redo.update(k for k, g, r in entries if lo <= g < hi and r > rank)
             for key in redo:
                 self._redo(c, key, rank, need)
         return True
@@ -230,7 +246,7 @@ class BlockerIndex:
     def of(self, w: WorkloadStatus) -> tuple[list[Blocker], int]:
         """Return what `_Blockers.of` returns for `w`, from the kept entries."""
         combo = (self.rank(w.tier), max(1, w.gpus_per_pod))
-        self._used.add(combo)
+        self._used[combo] = self._updates
         c = self._combos.get(combo)
         if c is None:
             c = self._combos[combo] = self._build(*combo)
