@@ -151,6 +151,7 @@ class AlertEvaluator:
             tiers=self.tiers,
             settings=self.rule_settings,
             holders=tick.holders,
+            holder_changes=tick.holder_changes,
             health=health,
             gone_receivers=self.store.disabled(),
             gpu_alerts=tick.gpu_alerts,

@@ -19,7 +19,7 @@ from . import (
     stuck_capacity,
     tiered_wait,
 )
-from .base import GpuHolder, Rule, RuleInput, RuleSettings, WatchHealth
+from .base import GpuHolder, HolderChanges, Rule, RuleInput, RuleSettings, WatchHealth
 
 RULES: dict[str, Rule] = {
     "tiered_wait": tiered_wait.evaluate,
@@ -78,6 +78,7 @@ __all__ = [
     "ALERTNAMES",
     "RULES",
     "GpuHolder",
+    "HolderChanges",
     "Rule",
     "RuleInput",
     "RuleSettings",

@@ -104,9 +104,9 @@ class BlockerIndex:
     A stall of 3,000 urgent workloads over 80,000 holders cost the rule most of a second a tick (one walk
     of every holder per tier and size asked), although between two ticks a few hundred holders and nodes
     change. This keeps each (rank, need)'s blockers and, per evaluation, re-derives only the workloads
-    whose records changed (the holders the tracker's HolderIndex hands on keep their identity while their
-    workload's pods do not change, so the difference is a set operation on ids) or that hold GPUs on a node
-    whose free GPUs changed across the size asked. Pure: an evaluation's input in, lookups out; the caller
+    whose records changed (as the tracker's HolderIndex says in `holder_changes`; when it does not say, the
+    holders it hands on keep their identity while their workload's pods do not change, so the difference is
+    a set operation on ids) or that hold GPUs on a node whose free GPUs changed across the size asked. Pure: an evaluation's input in, lookups out; the caller
     keeps one per evaluator and calls it from one thread at a time."""
 
     def __init__(self) -> None:
@@ -115,8 +115,11 @@ class BlockerIndex:
     def _reset(self, tiers: TierPolicy | None) -> None:
         """Forget everything: the next update adds every holder (the first, or the tiers changed)."""
         self._tiers = tiers
-        self._by_id: dict[int, GpuHolder] = {}  # the last holders, kept alive so that their ids stay theirs
         self._holders: Sequence[GpuHolder] | None = None
+        self._generation: int | None = None  # the HolderChanges generation `_holders` are at, when known
+        # (workload, node) → its record: kept alive so that, when no changes are given, the difference with
+        # the next holders is one on ids
+        self._records: dict[tuple[WorkloadKey, str], GpuHolder] = {}
         self._rank: dict[str, int] = {}
         self._held: dict[tuple[WorkloadKey, str], Held] = {}
         self._nodes_of: dict[WorkloadKey, set[str]] = {}
@@ -138,19 +141,33 @@ class BlockerIndex:
         old_free, self.free = self.free, free
         moved = {n for n, _ in free.items() ^ old_free.items()}
         touched: set[WorkloadKey] = set()
-        holders = inp.holders
+        holders, changes = inp.holders, inp.holder_changes
         if holders is not self._holders:
-            by_id = dict(zip(map(id, holders), holders, strict=True))
-            old = self._by_id
-            for i in old.keys() - by_id.keys():
-                touched.add(self._drop(old[i]))
-            for i in by_id.keys() - old.keys():
-                h = by_id[i]
-                if not self._put(h):
-                    self._reset(inp.tiers)
-                    return False
-                touched.add(h.workload)
-            self._by_id, self._holders = by_id, holders
+            if changes is not None and self._holders is not None and changes.since == self._generation:
+                # The tracker says which workloads changed: the tick costs what they hold.
+                for key, records in changes.records.items():
+                    for node in list(self._nodes_of.get(key, ())):
+                        self._drop(self._records[(key, node)])
+                    touched.add(key)
+                    for h in records:
+                        if not self._put(h):
+                            self._reset(inp.tiers)
+                            return False
+            else:
+                # Not told (the first, a skipped tick, other tiers asked for): the difference on ids, a
+                # set operation over every holder, still no walk of the records that did not change.
+                by_id = dict(zip(map(id, holders), holders, strict=True))
+                old = {id(h): h for h in self._records.values()}
+                for i in old.keys() - by_id.keys():
+                    touched.add(self._drop(old[i]))
+                for i in by_id.keys() - old.keys():
+                    h = by_id[i]
+                    if not self._put(h):
+                        self._reset(inp.tiers)
+                        return False
+                    touched.add(h.workload)
+            self._holders = holders
+        self._generation = changes.upto if changes is not None else None
         if not self._combos:
             return True
         # Per node whose free GPUs changed: its holders' (key, GPUs, rank), read once for every combo, and
@@ -178,7 +195,7 @@ class BlockerIndex:
 
     def _drop(self, h: GpuHolder) -> WorkloadKey:
         key, node = h.workload, h.node
-        del self._held[(key, node)]
+        del self._held[(key, node)], self._records[(key, node)]
         nodes = self._nodes_of[key]
         nodes.discard(node)
         if not nodes:
@@ -197,6 +214,7 @@ class BlockerIndex:
         if r is None:
             r = self._rank[h.tier] = self.rank(h.tier)
         self._held[(key, node)] = (h.gpus, h.tier, r)
+        self._records[(key, node)] = h
         self._nodes_of.setdefault(key, set()).add(node)
         self._keys_on.setdefault(node, set()).add(key)
         return True
