@@ -1,5 +1,10 @@
 """WorkloadPriorityInversion: urgent work waits while lower-tier pods hold GPUs it could use, and
-preemption will not free them (preemptionPolicy Never, no eligible victims, or not helpful)."""
+preemption will not free them (preemptionPolicy Never, no eligible victims, or not helpful).
+
+Size: over 400 lines because the blockers found anew (`_Blockers`, analyze and hand-made input) and kept
+from tick to tick (`BlockerIndex`, the service) must find the same, and are checked against each other
+best side by side; the index's state is the rule's own and nothing else reads it.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.workloads import WorkloadKey
 
 from ..model import AlertCandidate
-from .base import GpuHolder, RuleInput, human, links, workload_labels
+from .base import GpuHolder, RuleInput, RuleSettings, human, links, workload_labels
 
 NAME = "WorkloadPriorityInversion"
 WAITING = frozenset({WorkloadState.PENDING, WorkloadState.PARTIAL})
@@ -84,6 +89,10 @@ class _Blockers:
 # (its last stuck workload flapping) is not built anew, one gone for good is not kept up for ever.
 KEEP_UNASKED = 10
 _NEVER = 1 << 62  # a threshold no holder's GPUs reach: an unschedulable node has no holder qualify
+# An alert's labels, its summary and description around the wait, then its other annotations (`_text`).
+_Text = tuple[dict[str, str], tuple[str, str], tuple[str, str], dict[str, str], dict[str, str]]
+# Per stuck workload, the facts, blockers, count and settings its text was made from, and the text.
+_Kept = tuple[WorkloadFacts, list[Blocker], int, RuleSettings, _Text]
 Held = tuple[int, str, int]  # GPUs one workload holds on one node, the holder's tier and its rank
 Combo = tuple[int, int]  # a stuck workload's tier rank and the GPUs it needs per pod
 
@@ -126,6 +135,7 @@ class BlockerIndex:
         self._keys_on: dict[str, set[WorkloadKey]] = {}
         self.free: dict[str, int] = {}
         self._combos: dict[Combo, _Found] = {}
+        self.texts: dict[WorkloadKey, _Kept] = {}  # the rule's alert texts but the wait, kept by `evaluate`
         self._used: dict[Combo, int] = {}  # combo → the update after which it was last asked for
         self._updates = 0
 
@@ -317,6 +327,34 @@ def holders_needed_below(
     return best
 
 
+def _text(w: WorkloadStatus, blockers: list[Blocker], count: int, inp: RuleInput) -> _Text:
+    """Return an alert's labels and annotations but the wait: the summary and description each as the
+    text before and after it, then the annotations that follow them."""
+    top, top_gpus, top_tier = blockers[0]
+    named = ", ".join(f"{k} ({g} GPU, tier {t})" for k, g, t in blockers[:5])
+    if count > 5:
+        named += f" and {count - 5} more"
+    words = PREEMPTION_WORDS[w.preemption]
+    severity = "critical" if inp.tiers.rank(w.tier) == 0 else "warning"
+    return (
+        workload_labels(w, NAME, severity),
+        (
+            f"{w.kind} {w.namespace}/{w.name} ({w.tier}) waits ",
+            f" while lower-tier {top} holds {top_gpus} GPU(s) it could use",
+        ),
+        (
+            f"{w.kind} {w.namespace}/{w.name} of tier {w.tier} needs {max(1, w.gpus_per_pod)} "
+            "GPU(s) per pod and has waited ",
+            ". Lower-tier workloads hold "
+            f"GPUs on nodes where it would fit: {named}. "
+            f"{words[:1].upper()}{words[1:]}, so it will not get them "
+            "until they finish or someone moves them.",
+        ),
+        {"blocker": str(top), "blocker_tier": top_tier, "preemption": w.preemption.value},
+        links(inp.settings, NAME, w.key),
+    )
+
+
 def evaluate(inp: RuleInput, index: BlockerIndex | None = None) -> list[AlertCandidate]:
     """Return the rule's alerts; with `index` (kept by the caller across evaluations) the blockers are
     looked up from it, moved by what changed since its last evaluation, rather than found anew."""
@@ -325,40 +363,45 @@ def evaluate(inp: RuleInput, index: BlockerIndex | None = None) -> list[AlertCan
     if not stuck:
         return out
     found: _Blockers | BlockerIndex
+    kept: dict[WorkloadKey, _Kept] | None = None
     if index is not None and index.update(inp):
-        found = index
+        found, kept = index, index.texts
     else:
         found = _Blockers(inp, min(inp.tiers.rank(w.tier) for w in stuck))
+    texts: dict[WorkloadKey, _Kept] = {}
     for w in stuck:
         blockers, count = found.of(w)
         if not blockers:
             continue
-        top, top_gpus, top_tier = blockers[0]
-        named = ", ".join(f"{k} ({g} GPU, tier {t})" for k, g, t in blockers[:5])
-        if count > 5:
-            named += f" and {count - 5} more"
-        words = PREEMPTION_WORDS[w.preemption]
-        severity = "critical" if inp.tiers.rank(w.tier) == 0 else "warning"
-        labels = workload_labels(w, NAME, severity)
+        f = w.facts
+        was = kept.get(f.key) if kept is not None else None
+        # What does not change with the wait is kept while the facts, blockers and settings stay the same:
+        # a stall of thousands alerts on every tick with text that differs only by the wait.
+        if (
+            was is not None
+            and was[0] is f
+            and was[1] == blockers
+            and was[2] == count
+            and was[3] is inp.settings
+        ):
+            text = was[4]
+        else:
+            text = _text(w, blockers, count, inp)
+        texts[f.key] = (f, blockers, count, inp.settings, text)
+        labels, summary, description, fixed, link = text
+        waited = human(w.wait_seconds)
         out.append(
             AlertCandidate(
-                labels,
+                dict(labels),
                 {
-                    "summary": f"{w.kind} {w.namespace}/{w.name} ({w.tier}) waits {human(w.wait_seconds)} "
-                    f"while lower-tier {top} holds {top_gpus} GPU(s) it could use",
-                    "description": (
-                        f"{w.kind} {w.namespace}/{w.name} of tier {w.tier} needs {max(1, w.gpus_per_pod)} "
-                        f"GPU(s) per pod and has waited {human(w.wait_seconds)}. Lower-tier workloads hold "
-                        f"GPUs on nodes where it would fit: {named}. "
-                        f"{words[:1].upper()}{words[1:]}, so it will not get them "
-                        "until they finish or someone moves them."
-                    ),
-                    "blocker": str(top),
-                    "blocker_tier": top_tier,
-                    "preemption": w.preemption.value,
+                    "summary": summary[0] + waited + summary[1],
+                    "description": description[0] + waited + description[1],
+                    **fixed,
                     "wait_seconds": str(round(w.wait_seconds)),
-                    **links(inp.settings, NAME, w.key),
+                    **link,
                 },
             )
         )
+    if index is not None and kept is not None:
+        index.texts = texts
     return out
