@@ -733,7 +733,14 @@ def main() -> None:
 
     def rule_input_now() -> RuleInput:
         t = tracker.evaluate(NOW)
-        return RuleInput(snapshot=t.snapshot, now=NOW, tiers=tiers, settings=settings_in, holders=t.holders)
+        return RuleInput(
+            snapshot=t.snapshot,
+            now=NOW,
+            tiers=tiers,
+            settings=settings_in,
+            holders=t.holders,
+            holder_changes=t.holder_changes,
+        )
 
     t0 = time.perf_counter()
     priority_inversion.evaluate(rule_input_now(), blockers)

@@ -89,10 +89,9 @@ class _Blockers:
 # (its last stuck workload flapping) is not built anew, one gone for good is not kept up for ever.
 KEEP_UNASKED = 10
 _NEVER = 1 << 62  # a threshold no holder's GPUs reach: an unschedulable node has no holder qualify
-# An alert's labels, its summary and description around the wait, then its other annotations (`_text`).
-_Text = tuple[dict[str, str], tuple[str, str], tuple[str, str], dict[str, str], dict[str, str]]
-# Per stuck workload, the facts, blockers, count and settings its text was made from, and the text.
-_Kept = tuple[WorkloadFacts, list[Blocker], int, RuleSettings, _Text]
+# What an alert says of its workload itself (`_own_text`): labels, the summary's and description's text
+# before the wait, why preemption will not help, the verdict, the links.
+_Text = tuple[dict[str, str], str, str, str, str, dict[str, str]]
 Held = tuple[int, str, int]  # GPUs one workload holds on one node, the holder's tier and its rank
 Combo = tuple[int, int]  # a stuck workload's tier rank and the GPUs it needs per pod
 
@@ -135,7 +134,10 @@ class BlockerIndex:
         self._keys_on: dict[str, set[WorkloadKey]] = {}
         self.free: dict[str, int] = {}
         self._combos: dict[Combo, _Found] = {}
-        self.texts: dict[WorkloadKey, _Kept] = {}  # the rule's alert texts but the wait, kept by `evaluate`
+        # What the rule's alerts say of each stuck workload itself, with the facts and settings it is from:
+        # kept by `evaluate`.
+        self.texts: dict[WorkloadKey, tuple[WorkloadFacts, _Text]] = {}
+        self.text_settings: RuleSettings | None = None
         self._used: dict[Combo, int] = {}  # combo → the update after which it was last asked for
         self._updates = 0
 
@@ -327,32 +329,29 @@ def holders_needed_below(
     return best
 
 
-def _text(w: WorkloadStatus, blockers: list[Blocker], count: int, inp: RuleInput) -> _Text:
-    """Return an alert's labels and annotations but the wait: the summary and description each as the
-    text before and after it, then the annotations that follow them."""
-    top, top_gpus, top_tier = blockers[0]
-    named = ", ".join(f"{k} ({g} GPU, tier {t})" for k, g, t in blockers[:5])
-    if count > 5:
-        named += f" and {count - 5} more"
+def _own_text(w: WorkloadStatus, inp: RuleInput) -> _Text:
+    """Return what an alert says of its workload itself: labels, the summary's and description's text
+    before the wait, why preemption will not help, the preemption verdict and links."""
     words = PREEMPTION_WORDS[w.preemption]
     severity = "critical" if inp.tiers.rank(w.tier) == 0 else "warning"
     return (
         workload_labels(w, NAME, severity),
-        (
-            f"{w.kind} {w.namespace}/{w.name} ({w.tier}) waits ",
-            f" while lower-tier {top} holds {top_gpus} GPU(s) it could use",
-        ),
-        (
-            f"{w.kind} {w.namespace}/{w.name} of tier {w.tier} needs {max(1, w.gpus_per_pod)} "
-            "GPU(s) per pod and has waited ",
-            ". Lower-tier workloads hold "
-            f"GPUs on nodes where it would fit: {named}. "
-            f"{words[:1].upper()}{words[1:]}, so it will not get them "
-            "until they finish or someone moves them.",
-        ),
-        {"blocker": str(top), "blocker_tier": top_tier, "preemption": w.preemption.value},
+        f"{w.kind} {w.namespace}/{w.name} ({w.tier}) waits ",
+        f"{w.kind} {w.namespace}/{w.name} of tier {w.tier} needs {max(1, w.gpus_per_pod)} "
+        "GPU(s) per pod and has waited ",
+        f"{words[:1].upper()}{words[1:]}, so it will not get them until they finish or someone moves them.",
+        w.preemption.value,
         links(inp.settings, NAME, w.key),
     )
+
+
+def _blocker_text(blockers: list[Blocker], count: int) -> tuple[str, str, str, str]:
+    """Return what an alert says of its blockers: the summary's end, the ones named, the first and its tier."""
+    top, top_gpus, top_tier = blockers[0]
+    named = ", ".join(f"{k} ({g} GPU, tier {t})" for k, g, t in blockers[:5])
+    if count > 5:
+        named += f" and {count - 5} more"
+    return f" while lower-tier {top} holds {top_gpus} GPU(s) it could use", named, str(top), top_tier
 
 
 def evaluate(inp: RuleInput, index: BlockerIndex | None = None) -> list[AlertCandidate]:
@@ -363,45 +362,50 @@ def evaluate(inp: RuleInput, index: BlockerIndex | None = None) -> list[AlertCan
     if not stuck:
         return out
     found: _Blockers | BlockerIndex
-    kept: dict[WorkloadKey, _Kept] | None = None
+    kept: dict[WorkloadKey, tuple[WorkloadFacts, _Text]] = {}
     if index is not None and index.update(inp):
-        found, kept = index, index.texts
+        found = index
+        if index.text_settings == inp.settings:
+            kept = index.texts
     else:
         found = _Blockers(inp, min(inp.tiers.rank(w.tier) for w in stuck))
-    texts: dict[WorkloadKey, _Kept] = {}
+    texts: dict[WorkloadKey, tuple[WorkloadFacts, _Text]] = {}
+    # Stuck workloads of one tier and size share their blockers: their words are made once an evaluation.
+    said: dict[tuple[tuple[Blocker, ...], int], tuple[str, str, str, str]] = {}
     for w in stuck:
         blockers, count = found.of(w)
         if not blockers:
             continue
         f = w.facts
-        was = kept.get(f.key) if kept is not None else None
-        # What does not change with the wait is kept while the facts, blockers and settings stay the same:
-        # a stall of thousands alerts on every tick with text that differs only by the wait.
-        if (
-            was is not None
-            and was[0] is f
-            and was[1] == blockers
-            and was[2] == count
-            and was[3] is inp.settings
-        ):
-            text = was[4]
-        else:
-            text = _text(w, blockers, count, inp)
-        texts[f.key] = (f, blockers, count, inp.settings, text)
-        labels, summary, description, fixed, link = text
+        # What an alert says of its workload is kept while its facts stay the same: a stall of thousands
+        # alerts on every tick, with text that differs by the wait and the blockers.
+        was = kept.get(f.key)
+        own = was[1] if was is not None and was[0] is f else _own_text(w, inp)
+        texts[f.key] = (f, own)
+        them = (tuple(blockers), count)
+        theirs = said.get(them)
+        if theirs is None:
+            theirs = said[them] = _blocker_text(blockers, count)
+        labels, summary, description, why_not, preemption, link = own
+        summary_end, named, blocker, blocker_tier = theirs
         waited = human(w.wait_seconds)
         out.append(
             AlertCandidate(
                 dict(labels),
                 {
-                    "summary": summary[0] + waited + summary[1],
-                    "description": description[0] + waited + description[1],
-                    **fixed,
+                    "summary": summary + waited + summary_end,
+                    "description": (
+                        f"{description}{waited}. Lower-tier workloads hold GPUs on nodes where it would fit: "
+                        f"{named}. {why_not}"
+                    ),
+                    "blocker": blocker,
+                    "blocker_tier": blocker_tier,
+                    "preemption": preemption,
                     "wait_seconds": str(round(w.wait_seconds)),
                     **link,
                 },
             )
         )
-    if index is not None and kept is not None:
-        index.texts = texts
+    if index is not None:
+        index.texts, index.text_settings = texts, inp.settings
     return out
