@@ -228,5 +228,6 @@ class DocumentCache:
             self._lock.release()
 
     async def prebuild(self, tick: Tick) -> None:
-        """Build a new tick's documents off the event loop, before the first request wants them."""
-        await asyncio.to_thread(self.for_tick, tick)
+        """Build a new tick's documents, and the default page most requests ask for, off the event loop
+        before the first request wants them."""
+        await asyncio.to_thread(lambda: self.for_tick(tick).queue_json())
