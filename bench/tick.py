@@ -52,6 +52,7 @@ from _kinds import Kinds, build_kinds, naive_extras, raw_kinds
 from _kueue import KueueKinds, build_kueue, load_kueue, naive_kueue, raw_workloads, traced_bytes_per_workload
 from msgspec.structs import replace
 
+from watchtower.api.documents import QueueDocuments
 from watchtower.bootstrap import object_decoder
 from watchtower.config.model import Settings
 from watchtower.domain.alerts.rules import priority_inversion
@@ -620,8 +621,25 @@ def main() -> None:
             tick.waits.estimate(w)
 
     estimated = median_ms(estimates, args.runs)
+
+    # The API's documents of a tick (issue 34): the display order with each workload's JSON made as asked
+    # for, and the first page; beside them, making every workload's JSON (what the prebuild did each tick).
+    def documents_first_page() -> None:
+        tick = tracker.latest
+        assert tick is not None
+        QueueDocuments(tick, tiers).queue_json()
+
+    def documents_all() -> None:
+        tick = tracker.latest
+        assert tick is not None
+        for row in QueueDocuments(tick, tiers).rows:
+            row.json  # noqa: B018 (made on first read)
+
+    docs_page = median_ms(documents_first_page, args.runs)
+    docs_all = median_ms(documents_all, 3)
     running = median_ms(lambda: tracker._running_by_tier(first.snapshot), 3)
-    # The priority-inversion rule over the tick's holders (alerting runs it on the event loop too).
+    # The priority-inversion rule over the tick's holders, evaluated from scratch (alerting runs it in a
+    # worker thread, which under the GIL still slows the loop; below, as alerting runs it, index kept).
     settings_in = rule_settings(settings)
     tick_now = tracker.evaluate(NOW)
     stuck_n = sum(1 for w in tick_now.snapshot.workloads if priority_inversion._stuck(w, inversion))
@@ -684,9 +702,10 @@ def main() -> None:
         record_times.append((time.perf_counter() - t0) * 1000)
     churn_record = statistics.median(record_times)
     # Pods bound and finished too (what moves the holders and the running counts): 100 of each a tick.
-    to_bind = pending[-100 * args.runs :]
-    del pending[-100 * args.runs :]  # not churned back to pending once bound
-    to_finish = [p for p in pods if p.node and p.gpus and p.deleted_at is None][: 100 * args.runs]
+    # Enough for the churned ticks below and the kept priority-inversion index's runs after them.
+    to_bind = pending[-200 * args.runs :]
+    del pending[-200 * args.runs :]  # not churned back to pending once bound
+    to_finish = [p for p in pods if p.node and p.gpus and p.deleted_at is None][: 200 * args.runs]
     free = [n.name for n in nodes if n.name.startswith("gpu-free")] or [nodes[0].name]
 
     def binds() -> None:
@@ -707,6 +726,44 @@ def main() -> None:
         return statistics.median(times)
 
     bind_service = churned_binds()
+
+    # The priority-inversion rule as alerting runs it (issue 34): its BlockerIndex kept from tick to tick,
+    # each tick after churn + 100 binds + 100 finishes; beside it the full evaluation of the same input.
+    blockers = priority_inversion.BlockerIndex()
+
+    def rule_input_now() -> RuleInput:
+        t = tracker.evaluate(NOW)
+        return RuleInput(
+            snapshot=t.snapshot,
+            now=NOW,
+            tiers=tiers,
+            settings=settings_in,
+            holders=t.holders,
+            holder_changes=t.holder_changes,
+        )
+
+    t0 = time.perf_counter()
+    priority_inversion.evaluate(rule_input_now(), blockers)
+    kept_first = (time.perf_counter() - t0) * 1000  # builds the index (and the tick before it)
+    kept_times: list[float] = []
+    full_times: list[float] = []
+    update_times: list[float] = []
+    for _ in range(args.runs):
+        churn()
+        binds()
+        inp = rule_input_now()
+        t0 = time.perf_counter()
+        blockers.update(inp)  # alone, to say what it costs: the evaluation's own update then finds no change
+        t1 = time.perf_counter()
+        kept_out = priority_inversion.evaluate(inp, blockers)
+        kept_times.append((time.perf_counter() - t0) * 1000)
+        update_times.append((t1 - t0) * 1000)
+        t0 = time.perf_counter()
+        full_out = priority_inversion.evaluate(inp)
+        full_times.append((time.perf_counter() - t0) * 1000)
+        assert [(a.labels, a.annotations) for a in kept_out] == [(a.labels, a.annotations) for a in full_out]
+    kept_rule, full_rule = statistics.median(kept_times), statistics.median(full_times)
+    kept_update = statistics.median(update_times)
     outcome_service, outcome_settle, outcome_resolved, outcome_open = preemption_outcomes(
         tracker, nodes, args.preemptions, args.runs, churn
     )
@@ -775,7 +832,19 @@ def main() -> None:
         f"{len(tick_now.holders):,} holders below them; alerting's, once a tick)"
     )
     print(
+        f"  kept index (alerting's)  median {kept_rule:8.1f} ms over {r} runs after churn + 100 binds, 100 "
+        f"finishes, beside the full evaluation of the same input {full_rule:.1f} ms (first, building it: "
+        f"{kept_first:.1f} ms with its tick); same alerts"
+    )
+    print(
+        f"    of it, the index's update median {kept_update:6.1f} ms (the rest: the alerts' text, the lookups)"
+    )
+    print(
         f"start estimates, all      median {estimated:8.1f} ms over {r} runs (the queue JSON's, once a tick)"
+    )
+    print(
+        f"API documents, first page median {docs_page:7.1f} ms over {r} runs (once a tick: order, 100 rows' JSON), "
+        f"beside every row's JSON {docs_all:.1f} ms over 3 runs (what the prebuild made once a tick before)"
     )
     print(f"reference: dict loops     median {naive:8.1f} ms over {r} runs (pods: grouping, messages, GPUs)")
     if not args.no_kinds:

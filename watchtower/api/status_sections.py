@@ -149,10 +149,9 @@ def page_context(
     ctx["unreachable"] = _unreachable(tick.health, readiness, now)
     sections = []
     for t in tiers:
+        # Rows, not their JSON: only the rows shown are presented (the others are only counted).
         waiting = [
-            r.doc
-            for r in docs.rows
-            if r.tier == t.name and r.state in ("pending", "partial", "quota_blocked")
+            r for r in docs.rows if r.tier == t.name and r.state in ("pending", "partial", "quota_blocked")
         ]
         running = tick.running_by_tier.get(t.name, 0)
         gated = sum(1 for r in docs.rows if r.tier == t.name and r.state == "gated")
@@ -162,10 +161,10 @@ def page_context(
                 "warn": format_duration(t.warn_after),
                 "critical": format_duration(t.critical_after),
                 "waiting": len(waiting),
-                "over_warn": sum(1 for d in waiting if d["severity"]),
+                "over_warn": sum(1 for r in waiting if r.status.severity),
                 "running": running,
                 "gated": gated,
-                "rows": [_row(d) for d in waiting[:ROWS_PER_TIER]],
+                "rows": [_row(r.doc) for r in waiting[:ROWS_PER_TIER]],
                 "more": max(0, len(waiting) - ROWS_PER_TIER),
             }
         )
@@ -192,7 +191,7 @@ def page_context(
                 "outcome_class": p["outcome"]["verdict"] if p["outcome"] else "open",
             }
         )
-    partial = [_row(r.doc) for r in docs.rows if r.state == "partial" and r.doc["gang"]]
+    partial = [_row(r.doc) for r in docs.rows if r.state == "partial" and r.status.gang]
     quota = [
         {
             **q,

@@ -15,7 +15,7 @@ from typing import Any
 from watchtower.domain.forms.dra.records import UnresolvedClaim
 from watchtower.domain.forms.kueue.queues import KueueQueueLine
 
-from .alerts.rules.base import GpuHolder
+from .alerts.rules.base import GpuHolder, HolderChanges
 from .entitlement import QueueLine
 from .estimate import TierWaits
 from .gpu_usage import GpuAlert
@@ -43,6 +43,9 @@ class Tick:
     health: SourceHealth = HEALTHY
     # GPUs each workload's bound pods hold, per node: while urgent work is stuck, those ranked below it.
     holders: tuple[GpuHolder, ...] = ()
+    # How `holders` differ from the tracker's previous holders (the priority-inversion rule's index applies
+    # it); None when not known. How the Tick was made, not what it says.
+    holder_changes: HolderChanges | None = field(default=None, compare=False)
     # Running workloads are not evaluated each tick (they are most of a big cluster); those a consumer
     # named beforehand (GPU usage's idle holders) are, and travel here, apart from the queue.
     holder_statuses: tuple[WorkloadStatus, ...] = ()

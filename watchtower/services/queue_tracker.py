@@ -243,6 +243,7 @@ class QueueTracker:
                 among=listed.longest_waiting(snap),
             )
             holders = self._holders.below(st, below) if below is not None else ()
+            holder_changes = self._holders.changes if below is not None else None
             self._forget_read_changes(st)
             self.preemptions.settle(now=now, latest=st.ledger.preemptions)
             gauges = queue_gauges(snap, listed, st, self.policy.tiers, thrash_count=self._thrash_count)
@@ -273,6 +274,7 @@ class QueueTracker:
             snapshot=snap,
             health=health,
             holders=holders,
+            holder_changes=holder_changes,
             holder_statuses=holder_statuses,
             quota=quota,
             running_by_tier=running,

@@ -156,3 +156,35 @@ def test_running_counts_leave_out_the_listed_workloads():
     assert running.by_tier(state, ())["low"] == 1
     assert running.by_tier(state, [key]) == {"critical": 0, "high": 0, "medium": 0, "low": 0}
     assert pod(worker(0)).node == "gpu-1"
+
+
+def test_the_changes_it_hands_on_turn_its_last_answer_into_the_next():
+    """The priority-inversion rule's index applies `changes` to the holders it kept instead of comparing
+    every holder: the last answer with each changed workload's records replaced must be the new answer,
+    and when the tiers asked for change there are no changes to apply (None)."""
+    state = ClusterState()
+    index = HolderIndex(TIERS)
+    apply(state, o.node("gpu-1"))
+    apply(state, o.node("gpu-2"))
+    before = index.below(state, -1)
+    steps = [
+        worker(0),
+        worker(1, node="gpu-2", prio=1_000_000),
+        worker(2),
+        worker(2, phase="Succeeded"),
+        worker(3, node="gpu-2"),
+    ]
+    for p in steps:
+        apply(state, p)
+        now = index.below(state, -1)
+        ch = index.changes
+        assert ch is not None and ch.upto == ch.since + 1
+        kept = [h for h in before if h.workload not in ch.records]
+        kept += [h for records in ch.records.values() for h in records]
+        assert sorted(kept, key=lambda h: (h.workload, h.node)) == indexed(index, state)
+        assert sorted(now, key=lambda h: (h.workload, h.node)) == walked(state)
+        before = now
+    index.below(state, 0)  # other tiers asked for: the answer is not the last one moved
+    assert index.changes is None
+    index.below(state, 0)
+    assert index.changes is not None and index.changes.records == {}

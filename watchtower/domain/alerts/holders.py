@@ -11,7 +11,7 @@ from watchtower.domain.state import ClusterState
 from watchtower.domain.tiers import TierPolicy
 from watchtower.domain.workloads import WorkloadKey
 
-from .rules.base import GpuHolder
+from .rules.base import GpuHolder, HolderChanges
 
 
 def _holders_of(
@@ -77,6 +77,8 @@ class HolderIndex:
         ]
         self._rank = {t.name: i for i, t in enumerate(tiers.tiers)}
         self._last: tuple[int, tuple[GpuHolder, ...]] | None = None  # (rank, the tuple it returned)
+        self._generation = 0  # one per call of `below`
+        self.changes: HolderChanges | None = None  # how the last call's answer differs from the one before
 
     def needs(self, state: ClusterState) -> int:
         """Return the position of `state`'s change log from which this still needs its entries."""
@@ -92,13 +94,28 @@ class HolderIndex:
                 d.clear()
             changed = set(state.by_workload)
             self._last = None
-        moved = False
-        for key in changed:
-            moved |= self._put(key, _workload_holders(state, key, self.tiers, self._tier_memo))
+        moved = [
+            key
+            for key in changed
+            if self._put(key, _workload_holders(state, key, self.tiers, self._tier_memo))
+        ]
         last = self._last
+        self._generation += 1
+        below = self._by_rank[rank + 1 :]
+        # What moved, as the records of the tiers asked for: the answer's difference from the last one,
+        # unless that was for other tiers or there was none.
+        self.changes = (
+            HolderChanges(
+                self._generation - 1,
+                self._generation,
+                {k: tuple(chain.from_iterable(d[k] for d in below if k in d)) for k in moved},
+            )
+            if last is not None and last[0] == rank
+            else None
+        )
         if last is not None and last[0] == rank and not moved:
             return last[1]
-        out = tuple(chain.from_iterable(chain.from_iterable(d.values() for d in self._by_rank[rank + 1 :])))
+        out = tuple(chain.from_iterable(chain.from_iterable(d.values() for d in below)))
         self._last = (rank, out)
         return out
 

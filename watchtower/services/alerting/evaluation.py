@@ -20,6 +20,7 @@ from watchtower.domain.alerts.holders import gpu_holders
 from watchtower.domain.alerts.lifecycle import advance
 from watchtower.domain.alerts.model import AlertState, TrackedAlert, with_cluster
 from watchtower.domain.alerts.rules import RuleInput, RuleSettings, WatchHealth, evaluate_rules
+from watchtower.domain.alerts.rules.priority_inversion import BlockerIndex
 from watchtower.domain.estimate import TierWaits
 from watchtower.domain.health import SourceHealth
 from watchtower.domain.queue import QueueSnapshot
@@ -114,6 +115,8 @@ class AlertEvaluator:
         self._restored = False
         self._unhealthy_since: float | None = None
         self._evaluating = asyncio.Lock()
+        # The priority-inversion rule's blockers, moved tick by tick; used under `_evaluating` only.
+        self._blockers = BlockerIndex()
         self.last_tick_at: float | None = None
         # Problems of a configuration file that changed and was not applied (WatchtowerConfigInvalid).
         self.config_problems: tuple[str, ...] = ()
@@ -148,6 +151,7 @@ class AlertEvaluator:
             tiers=self.tiers,
             settings=self.rule_settings,
             holders=tick.holders,
+            holder_changes=tick.holder_changes,
             health=health,
             gone_receivers=self.store.disabled(),
             gpu_alerts=tick.gpu_alerts,
@@ -160,7 +164,7 @@ class AlertEvaluator:
         """Off the loop: the rules, the lifecycle, the store write, and where each alert goes; what is
         left for the loop is to swap the alerts in and file them (`_apply`)."""
         inp = self._rule_input(tick, health)
-        found = with_cluster(evaluate_rules(inp), *self.cluster)
+        found = with_cluster(evaluate_rules(inp, blockers=self._blockers), *self.cluster)
         after, changes = advance(before, found, now=inp.now, policy=self.lifecycle)
         gone = [fp for fp in before if fp not in after]
         self.store.save_alerts(

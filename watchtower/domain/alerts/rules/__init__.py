@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..model import AlertCandidate
 from . import (
     config_invalid,
@@ -17,7 +19,7 @@ from . import (
     stuck_capacity,
     tiered_wait,
 )
-from .base import GpuHolder, Rule, RuleInput, RuleSettings, WatchHealth
+from .base import GpuHolder, HolderChanges, Rule, RuleInput, RuleSettings, WatchHealth
 
 RULES: dict[str, Rule] = {
     "tiered_wait": tiered_wait.evaluate,
@@ -52,11 +54,20 @@ ALERTNAMES = {
 }
 
 
-def evaluate_rules(inp: RuleInput) -> list[AlertCandidate]:
-    """Return every active alert, in rule order; a rule named in `disabled` (or its alertnames) is skipped."""
+def evaluate_rules(
+    inp: RuleInput, *, blockers: priority_inversion.BlockerIndex | None = None
+) -> list[AlertCandidate]:
+    """Return every active alert, in rule order; a rule named in `disabled` (or its alertnames) is skipped.
+
+    `blockers`: the priority-inversion rule's index, kept by a caller that evaluates tick after tick (the
+    service's alerting), so that the rule costs what changed since the last tick; the same alerts either way.
+    """
     out: list[AlertCandidate] = []
     off = inp.settings.disabled
-    for name, rule in RULES.items():
+    rules = RULES
+    if blockers is not None:
+        rules = {**RULES, "priority_inversion": partial(priority_inversion.evaluate, index=blockers)}
+    for name, rule in rules.items():
         if name in off:
             continue
         out.extend(c for c in rule(inp) if c.alertname not in off)
@@ -67,6 +78,7 @@ __all__ = [
     "ALERTNAMES",
     "RULES",
     "GpuHolder",
+    "HolderChanges",
     "Rule",
     "RuleInput",
     "RuleSettings",

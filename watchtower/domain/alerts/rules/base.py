@@ -53,6 +53,17 @@ class GpuHolder:
 
 
 @dataclass(frozen=True, slots=True)
+class HolderChanges:
+    """How one tick's holders differ from those the same index handed on before (`HolderIndex.below`):
+    generation `since` to `upto`, and each workload whose records changed with all its records now (empty:
+    it holds none any more). A consumer that kept generation `since` applies this and reads nothing else."""
+
+    since: int
+    upto: int
+    records: Mapping[WorkloadKey, tuple[GpuHolder, ...]]
+
+
+@dataclass(frozen=True, slots=True)
 class WatchHealth:
     """How the Kubernetes watch is doing: `unhealthy_since` is None while it is fine."""
 
@@ -67,6 +78,8 @@ class RuleInput:
     tiers: TierPolicy
     settings: RuleSettings
     holders: Sequence[GpuHolder] = ()
+    # How `holders` differ from the index's previous ones (None: not known, e.g. it started over).
+    holder_changes: HolderChanges | None = None
     health: WatchHealth | None = None
     gone_receivers: Mapping[str, str] = field(default_factory=dict)  # integration → why it was disabled
     # GPU findings from Prometheus (services.gpu_usage.GpuUsageService.alerts()): held while figures are stale

@@ -3,6 +3,9 @@ preemption will not free them."""
 
 from __future__ import annotations
 
+import dataclasses
+import random
+
 import pytest
 
 from tests.unit.domain.alerts.builders import (
@@ -10,6 +13,7 @@ from tests.unit.domain.alerts.builders import (
     MINUTE,
     WARN_AFTER,
     holder,
+    key,
     names,
     node,
     rule_input,
@@ -18,8 +22,10 @@ from tests.unit.domain.alerts.builders import (
     workload,
 )
 from watchtower.domain.alerts.rules import priority_inversion
+from watchtower.domain.alerts.rules.base import GpuHolder, HolderChanges
 from watchtower.domain.messages.scheduler import PreemptionVerdict
-from watchtower.domain.queue import WorkloadState
+from watchtower.domain.queue import WorkloadState, WorkloadStatus
+from watchtower.domain.workloads import WorkloadKey
 
 NAME = "WorkloadPriorityInversion"
 FULL = [node("gpu-0", gpus=8, used=8), node("gpu-1", gpus=8, used=8)]
@@ -175,3 +181,81 @@ def test_each_stuck_workload_names_its_own_blockers_from_one_read_of_the_holders
         # 4 needed: mid is its own tier, small's 2 beside 4 free would fit it
         "serve-c": "nlp/PaddleJob/big (8 GPU, tier low), nlp/PaddleJob/small (2 GPU, tier medium)",
     }
+
+
+def test_the_kept_index_finds_what_a_full_evaluation_finds_over_a_random_run_of_changes():
+    """The service keeps the rule's blockers from tick to tick (`BlockerIndex`) and moves them by what
+    changed; over 400 seeded random ticks of holders starting, growing, moving and finishing, nodes filling,
+    emptying and being cordoned, and stuck workloads coming and going, every tick's alerts equal those of
+    the rule evaluated from scratch. The ticks hand on which workloads' records changed, as the tracker's
+    HolderIndex does, except some that do not say (the index then compares the holders themselves) and
+    some the index does not see (as when nothing was stuck: the next change it is given does not follow)."""
+    rnd = random.Random(34)
+    tiers = ["critical", "high", "medium", "low"]
+    verdicts = [PreemptionVerdict.POLICY_NEVER, PreemptionVerdict.NO_VICTIMS, PreemptionVerdict.NOT_HELPFUL]
+    node_names = [f"gpu-{i}" for i in range(10)]
+    nodes = {n: node(n, gpus=8, used=rnd.randrange(9)) for n in node_names}
+    # (workload name, node) → its record, kept as the tracker's holder index keeps it: the same object until
+    # that workload's pods change, so the index sees most records unchanged from one tick to the next.
+    records: dict[tuple[str, str], GpuHolder] = {}
+    stuck: dict[str, WorkloadStatus] = {}
+    index = priority_inversion.BlockerIndex()
+    holders: tuple[GpuHolder, ...] = ()
+    fired_at_all = 0
+    generation = 0
+    since_tuple: set[str] = set()  # workloads whose records changed since the last tuple was handed on
+    for step in range(400):
+        for _ in range(rnd.randrange(4)):
+            what = rnd.random()
+            if what < 0.45:  # a holder starts or changes on some node (a new record for that workload)
+                name, n = f"w{rnd.randrange(25)}", rnd.choice(node_names)
+                records[(name, n)] = holder(name, n, rnd.randrange(1, 9), tier=rnd.choice(tiers))
+                since_tuple.add(name)
+            elif what < 0.6 and records:  # a holder's pods on one node finish
+                gone = rnd.choice(sorted(records))
+                del records[gone]
+                since_tuple.add(gone[0])
+            elif what < 0.85:  # a node's free GPUs change, or it is cordoned or uncordoned
+                n = rnd.choice(node_names)
+                nodes[n] = node(n, gpus=8, used=rnd.randrange(9), schedulable=rnd.random() > 0.15)
+            else:  # an urgent workload gets stuck (some hold GPUs themselves: they never block themselves)
+                name = f"w{rnd.randrange(25)}" if rnd.random() < 0.3 else f"s{rnd.randrange(12)}"
+                stuck[name] = workload(
+                    name,
+                    ns="nlp",
+                    tier=rnd.choice(["critical", "high"]),
+                    wait=2 * HOUR,
+                    gpus=rnd.choice([1, 2, 4, 8]),
+                    preemption=rnd.choice(verdicts),
+                )
+        if rnd.random() < 0.1 and stuck:
+            del stuck[rnd.choice(sorted(stuck))]
+        generation += 1
+        changed: dict[WorkloadKey, tuple[GpuHolder, ...]] = {}
+        if rnd.random() < 0.8:  # most ticks hand on a new tuple; some the very same one (nothing moved)
+            holders = tuple(records[k] for k in sorted(records))
+            changed = {
+                key(n, ns="nlp"): tuple(records[k] for k in sorted(records) if k[0] == n) for n in since_tuple
+            }
+            since_tuple = set()
+        told = HolderChanges(generation - 1, generation, changed) if rnd.random() < 0.9 else None
+        inp = dataclasses.replace(
+            rule_input(snapshot(*stuck.values(), nodes=nodes.values()), holders=holders), holder_changes=told
+        )
+        full = priority_inversion.evaluate(inp)
+        if rnd.random() < 0.05:
+            continue  # a tick the index does not see
+        kept = priority_inversion.evaluate(inp, index)
+        assert [(a.labels, a.annotations) for a in kept] == [(a.labels, a.annotations) for a in full], step
+        fired_at_all += len(full)
+    assert fired_at_all > 400  # the run is not one where nothing ever fires
+
+
+def test_a_workload_listed_twice_on_one_node_is_added_up_with_the_index_too():
+    """Hand-made input may list a workload's GPUs on one node twice: the kept index gives way to the full
+    evaluation, which adds them up."""
+    twice = [holder("batch-eval", "gpu-0", 4), holder("batch-eval", "gpu-0", 4)]
+    inp = rule_input(snapshot(urgent(), nodes=FULL), holders=twice)
+    (a,) = priority_inversion.evaluate(inp, priority_inversion.BlockerIndex())
+    assert a.annotations["summary"] == priority_inversion.evaluate(inp)[0].annotations["summary"]
+    assert "holds 8 GPU(s)" in a.annotations["summary"]
