@@ -259,7 +259,9 @@ def test_an_unreadable_quota_quantity_is_a_counted_skip_not_a_crash() -> None:
     w = only(ev, st)
     assert w.state is WorkloadState.QUOTA_BLOCKED and w.never is None
     news = ev.odd_news()
-    assert [(k, kind) for k, kind, _ in news] == [(WorkloadKey(NS, "Job", "train"), "ResourceQuota")]
+    assert [(k, kind, reason) for k, kind, _, reason in news] == [
+        (WorkloadKey(NS, "Job", "train"), "ResourceQuota", "never_undecided")
+    ]
     assert "requests.nvidia.com/gpu" in news[0][2]
     only(ev, st, T0 + 700)
     assert ev.odd_news() == []  # told once
@@ -317,7 +319,7 @@ def test_kueue_exceeds_max_quota_with_an_odd_message_is_still_never_and_the_oddi
     w = only(ev, kueue_picture("ExceedsMaxQuota", "something Kueue never wrote"))
     assert w.never is not None and w.never.reason == "kueue_max_quota"
     assert w.never.asks == "8 GPUs"  # its pod sets' ask, as the Workload says
-    assert [kind for _, kind, _ in ev.odd_news()] == ["Workload"]
+    assert [(kind, reason) for _, kind, _, reason in ev.odd_news()] == [("Workload", "never_undecided")]
 
 
 def test_kueue_no_matching_flavor_is_never() -> None:
