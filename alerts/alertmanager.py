@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from watchtower.config import Settings
 from watchtower.config.alerting import EmailConfig, InhibitConfig, ReceiverConfig, RouteConfig, WebhookConfig
-from watchtower.domain.alerts.inhibition import critical_inhibits_warning
+from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_warning, never_inhibits_waits
 from watchtower.domain.alerts.routing import workload_grouping
-from watchtower.domain.alerts.rules import quota_blocked, tiered_wait
+from watchtower.domain.alerts.rules import never_start, quota_blocked, tiered_wait
 from watchtower.domain.promql.syntax import duration
 
-from .alerting import DEGRADED_PICTURE, INFO, INFO_INHIBITOR
+from .alerting import DEGRADED_PICTURE, INFO, INFO_INHIBITOR, NEVER_START
 
 # The service's default inhibition keys on the workload; the per-tier rules carry no workload, so without
 # `tier` a critical wait in one tier would mute the warning of every other tier.
@@ -163,10 +163,19 @@ def quota_blocked_inhibits_wait() -> dict[str, object]:
     }
 
 
+def from_policy(r: InhibitRule) -> dict[str, object]:
+    """Return one of the service's inhibitions as Alertmanager writes it: the same matchers and labels."""
+    return {
+        "source_matchers": [str(m) for m in r.source],
+        "target_matchers": [str(m) for m in r.target],
+        "equal": list(r.equal),
+    }
+
+
 def inhibit_rules(settings: Settings) -> list[dict[str, object]]:
     """Return the configured inhibitions; by default the service's "critical mutes warning", keyed on the tier
-    as well (it changes nothing for workload alerts: one workload has one tier), and "quota-blocked mutes
-    the same team's waits". Either way last the InfoInhibitor's, which the info rules need to stay quiet
+    as well (it changes nothing for workload alerts: one workload has one tier), the service's "never mutes
+    the same workload's waits", and "quota-blocked mutes the same team's waits". Either way last the InfoInhibitor's, which the info rules need to stay quiet
     alone."""
     rules = _inhibit_rules(settings)
     if settings.artefacts.fleet:  # one cluster's alert never mutes another's
@@ -184,17 +193,22 @@ def _inhibit_rules(settings: Settings) -> list[dict[str, object]]:
         return [*(_inhibit(i) for i in settings.alerting.inhibit_rules), info_inhibition()]
     # The per-tier Prometheus alerts name no workload, so the severity matchers alone: `tier` in `equal`
     # keeps a critical wait in one tier from muting another tier's warning.
+    # The never alerts are no target, the service's and the rules' per-tier one alike: a tier's critical
+    # wait must not mute the news that some of its work can never start.
     d = critical_inhibits_warning()
-    severity_only = (
-        [str(m) for m in d.source if m.name == "severity"],
-        [str(m) for m in d.target if m.name == "severity"],
-    )
+    nevers = "|".join((never_start.NAME, NEVER_START))
     return [
         {
-            "source_matchers": severity_only[0],
-            "target_matchers": severity_only[1],
+            "source_matchers": [str(m) for m in d.source if m.name == "severity"],
+            "target_matchers": [
+                *(str(m) for m in d.target if m.name == "severity"),
+                f'alertname!~"{nevers}"',
+            ],
             "equal": [*d.equal, TIER_LABEL],
         },
+        # Keyed on the workload: the per-tier WatchtowerWorkloadCanNeverStart names none, and muting a
+        # tier's waits for one workload that can never start would hide the tier's real waits.
+        from_policy(never_inhibits_waits()),
         quota_blocked_inhibits_wait(),
         info_inhibition(),
     ]

@@ -16,6 +16,7 @@ from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.health import HEALTHY
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
+from watchtower.simulator import objects as o
 
 
 @pytest.fixture
@@ -153,6 +154,38 @@ async def test_critical_inhibits_the_warning_of_the_same_workload_only(store_bac
     assert [alerts_in(r) for r in receiver.requests] == [
         [("WorkloadWaitCritical", "late", "firing"), ("WorkloadWaitWarning", "early", "firing")]
     ]
+    await rig.close()
+
+
+async def test_work_that_can_never_start_is_told_once_and_its_waits_resume_when_the_verdict_clears(
+    store_backend, tmp_path, receiver
+):
+    """On-call hears of a 16-GPU pod on 8-GPU nodes as "can never start", not also as a wait past its
+    thresholds; once a 16-GPU node is listed it may start, and its wait alert follows at its real wait."""
+    rig = Rig(hook_settings(receiver.url), store_backend, Clock())
+    huge = pending("huge", "critical", T0 - 16 * 60, gpus=16)  # past its critical threshold (15m)
+    await rig.tick([huge], T0)
+    await rig.tick([huge], T0 + 30)
+    assert [alerts_in(r) for r in receiver.requests] == [[("WorkloadCanNeverStart", "huge", "firing")]]
+    # Both wait alerts fire all the same (the API lists them), muted by the never alert.
+    listed = {a.alertname: (a, m) for a, m in rig.svc.admin.listed_alerts(T0 + 30)}
+    assert set(listed) == {"WorkloadCanNeverStart", "WorkloadWaitWarning", "WorkloadWaitCritical"}
+    never_fp = listed["WorkloadCanNeverStart"][0].fingerprint
+    assert listed["WorkloadWaitCritical"][1].inhibited_by == (never_fp,)
+    assert listed["WorkloadCanNeverStart"][1].inhibited_by == ()  # not muted by the critical wait
+
+    # A 16-GPU node: the pod may start once it is free. The never alert resolves; its wait, 16 minutes and
+    # more, is notified at the next group interval, with no new wait from the moment the verdict cleared.
+    big = o.node("big", gpus=16)
+    await rig.tick([big, huge], T0 + 60)
+    await rig.tick([big, huge], T0 + 330)
+    sent = [alerts_in(r) for r in receiver.requests[1:]]
+    assert sorted(sent) == [
+        [("WorkloadCanNeverStart", "huge", "resolved")],
+        [("WorkloadWaitCritical", "huge", "firing")],  # its warning muted by the critical, as ever
+    ]
+    crit = next(r for r in receiver.requests if "WorkloadWaitCritical" in str(r["body"]))
+    assert int(crit["body"]["alerts"][0]["annotations"]["wait_seconds"]) == 16 * 60 + 330
     await rig.close()
 
 

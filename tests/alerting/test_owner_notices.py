@@ -321,3 +321,27 @@ async def test_work_that_can_never_start_gets_one_notice_per_wait_in_its_own_num
     assert len(mails) == 1, [m["Subject"] for m in inbox.parsed()]
     assert "asks 16 GPUs per pod" in mails[0].get_body(("plain",)).get_content()
     await a.close()
+
+
+async def test_work_that_can_never_start_is_not_also_told_past_its_threshold_until_the_verdict_clears(
+    store_backend, smtp, oncall, team_hook
+):
+    """The owner of a 16-GPU pod on 8-GPU nodes hears "can never start" and not, once its wait passes the
+    tier's warning threshold, "past its threshold" for the same wait; a 16-GPU node clears the verdict, and
+    the threshold notice follows at its real wait."""
+    ctl, inbox = smtp
+    s = owner_settings(ctl.port, oncall.url, team_hook.url)
+    warn = next(t.warn_after for t in s.tiers if t.name == "low")
+    lease, clock = Lease(), Clock()
+    lease.give("a")
+    a = Replica(s, store_backend, clock, lease, "a")
+    huge = pod("huge", "team-f", T0, gpus=16)
+    await a.tick([huge], T0 + 60)
+    await a.tick([huge], T0 + warn + 60)
+    await a.tick([huge], T0 + warn + 120)
+    subjects = [m["Subject"] for m in inbox.parsed()]
+    assert len(subjects) == 1 and "can never start" in subjects[0], subjects
+    await a.tick([o.node("big", gpus=16), huge], T0 + warn + 180)
+    subjects = [m["Subject"] for m in inbox.parsed()]
+    assert len(subjects) == 2 and "past its low threshold" in subjects[1], subjects
+    await a.close()

@@ -175,7 +175,12 @@ def test_critical_inhibits_warning_of_the_same_workload_and_tier() -> None:
     doc = yaml.safe_load((ROOT / "alerts" / generate.ALERTMANAGER).read_text())
     (rule,) = [r for r in doc["inhibit_rules"] if r["source_matchers"] == ['severity="critical"']]
     assert rule["source_matchers"] == ['severity="critical"']
-    assert rule["target_matchers"] == ['severity="warning"']
+    # The never alerts are left out: a critical wait must not mute the news that the work can never start
+    # (which in turn mutes that wait: each would mute the other).
+    assert rule["target_matchers"] == [
+        'severity="warning"',
+        f'alertname!~"WorkloadCanNeverStart|{alerting.NEVER_START}"',
+    ]
     assert {"namespace", "workload", "tier"} <= set(rule["equal"])
 
 
@@ -235,6 +240,58 @@ def test_alertmanager_mutes_a_quota_blocked_teams_waits_and_info_alerts_while_th
     assert got["WorkloadQuotaBlocked/vision"] == []
     assert got[f"{alerting.OBJECTS_UNREADABLE}/"] != []
     assert got[f"{alerting.INFO_INHIBITOR}/"] == []
+
+
+def test_alertmanager_tells_work_that_can_never_start_once_not_also_as_waiting(
+    flavour: str, tmp_path: Path
+) -> None:
+    """The service's never alert and wait alerts, pushed to the real Alertmanager with the committed
+    configuration: the never alert mutes its own workload's waits, nobody else's, and no critical wait (of the
+    workload or of its tier in the generated rules) mutes a never alert."""
+    from tests.alerting.alertmanager import Alertmanager, binaries
+
+    exe, _ = binaries(flavour)
+    config = tmp_path / "alertmanager.yml"
+    config.write_text((ROOT / "alerts" / generate.ALERTMANAGER).read_text())
+    am = Alertmanager(exe, config, tmp_path / "data").start()
+    huge = {"kind": "Pod", "tier": "critical", "team": "vision", "namespace": "vision", "workload": "huge"}
+    alerts = [
+        {**huge, "alertname": "WorkloadCanNeverStart", "severity": "warning", "reason": "node_resources"},
+        {**huge, "alertname": "WorkloadWaitWarning", "severity": "warning"},
+        {**huge, "alertname": "WorkloadWaitCritical", "severity": "critical"},
+        # another workload of the same team and tier waits for room: told as ever
+        {**huge, "workload": "small", "alertname": "WorkloadWaitWarning", "severity": "warning"},
+        # the generated rules' own pair, per tier: the tier's critical wait does not mute its never alert
+        {"alertname": alerting.NEVER_START, "severity": "warning", "tier": "critical", "reason": "gang"},
+        {"alertname": alerting.QUEUE_WAIT_CRITICAL, "severity": "critical", "tier": "critical"},
+    ]
+    try:
+        httpx.post(
+            am.url + "/api/v2/alerts", json=[{"labels": a} for a in alerts], timeout=5
+        ).raise_for_status()
+        deadline = time.monotonic() + 20
+        while True:
+            got = {
+                (a["labels"]["alertname"], a["labels"].get("workload", "")): a["status"]["inhibitedBy"]
+                for a in httpx.get(am.url + "/api/v2/alerts", timeout=5).json()
+            }
+            muted = {k for k, v in got.items() if v}
+            if len(got) == len(alerts) and len(muted) >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        time.sleep(0.5)  # one more read: inhibitions may still be arriving
+        got = {
+            (a["labels"]["alertname"], a["labels"].get("workload", "")): a["status"]["inhibitedBy"]
+            for a in httpx.get(am.url + "/api/v2/alerts", timeout=5).json()
+        }
+    finally:
+        am.stop()
+    assert got[("WorkloadWaitWarning", "huge")] != []
+    assert got[("WorkloadWaitCritical", "huge")] != []
+    assert got[("WorkloadCanNeverStart", "huge")] == []
+    assert got[("WorkloadWaitWarning", "small")] == []
+    assert got[(alerting.NEVER_START, "")] == []
+    assert got[(alerting.QUEUE_WAIT_CRITICAL, "")] == []
 
 
 def test_the_info_inhibitor_is_routed_to_a_receiver_that_notifies_nobody(amtool: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_warning
+from watchtower.domain.alerts.inhibition import InhibitRule, default_inhibitions
 from watchtower.domain.alerts.integration import IntegrationId
 from watchtower.domain.alerts.lifecycle import LifecyclePolicy
 from watchtower.domain.alerts.matchers import Matcher, MatcherError
@@ -318,7 +318,8 @@ class AlertingConfig(Section):
     receivers: list[ReceiverConfig] = [ReceiverConfig(name="default")]
     """Named receivers, each with email and webhook integrations; the default is one receiver `default` with none."""
     inhibit_rules: list[InhibitConfig] | None = None
-    """Inhibitions; none: a critical alert mutes the warning of the same workload."""
+    """Inhibitions; none: a critical alert mutes the warning of the same workload, and WorkloadCanNeverStart
+    mutes the same workload's wait and quota-blocked alerts."""
     delivery: DeliveryConfig = DeliveryConfig()
     """Retries of failed notifications, and who notifies (`mode`)."""
     alertmanagers: list[str] = []
@@ -371,5 +372,5 @@ class AlertingConfig(Section):
 
     def inhibitions(self) -> tuple[InhibitRule, ...]:
         if self.inhibit_rules is None:
-            return (critical_inhibits_warning(),)
+            return default_inhibitions()
         return tuple(i.build() for i in self.inhibit_rules)

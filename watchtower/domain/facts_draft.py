@@ -65,6 +65,13 @@ class FactsState(Protocol):
     def inventory(self) -> NodeInventory: ...
 
 
+# Why a step left something out: none of them is a malformed object (an object the decoder could not read,
+# counted apart), so they are counted by their own reason, and page nobody as unreadable objects would.
+NOT_REAL_WORK = "not_real_work"  # a Kueue group Workload no job owns, whose pods do not exist: not listed
+NEVER_UNDECIDED = "never_undecided"  # whether it can never start could not be read: left unsaid, still listed
+LEFT_OUT_REASONS = (NOT_REAL_WORK, NEVER_UNDECIDED)
+
+
 class FactsContext(NamedTuple):
     """What every step of one evaluation reads and none changes (a tuple: one is made per workload)."""
 
@@ -72,9 +79,9 @@ class FactsContext(NamedTuple):
     policy: QueuePolicy
     diagnose: Callable[[str], SchedulingDiagnosis]
     now: float
-    # Hears of input a step skips (workload, kind, what, in words): the evaluator hands each out once, to be
-    # counted and logged where logging is.
-    odd: Callable[[WorkloadKey, str, str], None] | None = None
+    # Hears of what a step leaves out (workload, kind, what in words, one of LEFT_OUT_REASONS): the evaluator
+    # hands each out once, to be counted and logged where logging is.
+    odd: Callable[[WorkloadKey, str, str, str], None] | None = None
 
 
 @dataclass(slots=True)

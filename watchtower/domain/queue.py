@@ -80,19 +80,19 @@ class QueueEvaluator:
         # without its numbers), once per workload and wording: `odd_news` hands each out once, to be
         # counted and logged where logging is.
         self._odd_told: dict[WorkloadKey, str] = {}
-        self._odd_news: list[tuple[WorkloadKey, str, str]] = []
+        self._odd_news: list[tuple[WorkloadKey, str, str, str]] = []
 
-    def _odd(self, key: WorkloadKey, kind: str, what: str) -> None:
+    def _odd(self, key: WorkloadKey, kind: str, what: str, reason: str) -> None:
         if self._odd_told.get(key) == what:
             return
         if len(self._odd_told) > 10_000:
             self._odd_told.clear()
         self._odd_told[key] = what
-        self._odd_news.append((key, kind, what))
+        self._odd_news.append((key, kind, what, reason))
 
-    def odd_news(self) -> list[tuple[WorkloadKey, str, str]]:
-        """Return the input skipped while telling never since last asked: (workload, kind, what), each
-        once."""
+    def odd_news(self) -> list[tuple[WorkloadKey, str, str, str]]:
+        """Return what was left out since last asked: (workload, kind, what, reason: one of
+        facts_draft.LEFT_OUT_REASONS), each once."""
         news, self._odd_news = self._odd_news, []
         return news
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsStep, PodLess
+from watchtower.domain.facts_draft import NEVER_UNDECIDED, FactsContext, FactsDraft, FactsStep, PodLess
 from watchtower.domain.forms import registry
 from watchtower.domain.forms.form import QueueForm
 from watchtower.domain.forms.gangs.records import SOURCE_PODGROUP, SOURCE_VOLCANO
@@ -39,7 +39,7 @@ def workload_facts(
     *,
     policy: QueuePolicy,
     diagnose: Callable[[str], SchedulingDiagnosis],
-    odd: Callable[[WorkloadKey, str, str], None] | None = None,
+    odd: Callable[[WorkloadKey, str, str, str], None] | None = None,
 ) -> WorkloadFacts | None:
     """Return a workload's facts from its pods (`pods`, finished ones included) and its quota refusal;
     None when nothing of it is tracked or waits. `odd` hears of input that could not be read while
@@ -111,7 +111,7 @@ def workload_facts(
 
 
 def _never(
-    ctx: FactsContext, draft: FactsDraft, odd: Callable[[WorkloadKey, str, str], None] | None
+    ctx: FactsContext, draft: FactsDraft, odd: Callable[[WorkloadKey, str, str, str], None] | None
 ) -> NeverStart | None:
     """Return why a waiting workload can never start as configured: what Kueue or a quota says of it
     first (their own numbers), else what the nodes say of its pods' shape (never.py)."""
@@ -124,6 +124,7 @@ def _never(
                 "Workload",
                 f"cannot tell whether it can never start: Kueue {k.reason} message without the numbers it should"
                 f" carry: {k.message!r}",
+                NEVER_UNDECIDED,
             )
         if said is not None:
             return said
@@ -138,6 +139,7 @@ def _never(
                 "ResourceQuota",
                 f"cannot tell whether it can never start: ResourceQuota {refusal.quota}: unreadable quantity of"
                 f" {', '.join(unreadable)}",
+                NEVER_UNDECIDED,
             )
         if said is not None:
             return said

@@ -178,7 +178,9 @@ class OwnerNotifier:
                 self._done.add(f"never\x00{k}\x00{f.since}")
                 if (whom := self._owner(f)) is not None:
                     found.append((never_notice(f, never, now=now), whom))
-            if f.since is None or w.wait_seconds < f.warn_after:
+            # Work that can never start was told so: "passed its warning threshold" would say it waits for
+            # room. Once the verdict clears, the threshold notice of this wait follows at its real wait.
+            if never or f.since is None or w.wait_seconds < f.warn_after:
                 continue
             past_now[k] = f
             ident_hint = f"threshold\x00{k}\x00{f.since:.0f}"

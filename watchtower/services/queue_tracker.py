@@ -264,10 +264,11 @@ class QueueTracker:
             sections = form_sections(st, now)
         duration = time.perf_counter() - started
         self.metrics.evaluated(gauges, duration)
-        for key, kind, what in self.evaluator.odd_news():
-            # Skipped, not fatal: what could not be read is left unsaid (whether it can never start), or a
-            # workload with nothing behind it is left out of the queue; `what` says which.
-            self.metrics.skipped_object(kind)
+        for key, kind, what, reason in self.evaluator.odd_news():
+            # Left out, not fatal: what could not be read is left unsaid (whether it can never start), or a
+            # workload with nothing behind it is left out of the queue; `what` says which. Not a malformed
+            # object: counted apart, so WatchtowerObjectsUnreadable does not call it one.
+            self.metrics.left_out(kind, reason)
             log.warning("%s: skipped, %s", key, what)
         tick = Tick(
             at=now,

@@ -203,6 +203,7 @@ def test_a_group_workload_naming_pods_that_do_not_exist_is_not_waiting_work_and_
             WorkloadKey(NS, "KueueWorkload", GROUP),
             "KueueWorkload",
             "a Kueue Workload no job owns, naming pods that do not exist: not listed",
+            "not_real_work",
         )
     ]
     ev.evaluate(st, now=T0 + 660, include_running=True)

@@ -18,7 +18,9 @@ import pytest
 from tests.fixtures import FIXTURES
 from tests.unit.domain.helpers import NS, POLICY, T0, apply, pending_pod, running_pod, state_of
 from watchtower.config.model import Settings
-from watchtower.domain.alerts.lifecycle import LifecyclePolicy
+from watchtower.domain.alerts.lifecycle import LifecyclePolicy, advance
+from watchtower.domain.alerts.model import AlertState
+from watchtower.domain.alerts.muting import muted
 from watchtower.domain.alerts.rules import RuleInput, evaluate_rules
 from watchtower.domain.estimate import ScheduleHistory
 from watchtower.domain.never import NodeInventory, PodShape, quantity
@@ -257,7 +259,9 @@ def test_an_unreadable_quota_quantity_is_a_counted_skip_not_a_crash() -> None:
     w = only(ev, st)
     assert w.state is WorkloadState.QUOTA_BLOCKED and w.never is None
     news = ev.odd_news()
-    assert [(k, kind) for k, kind, _ in news] == [(WorkloadKey(NS, "Job", "train"), "ResourceQuota")]
+    assert [(k, kind, reason) for k, kind, _, reason in news] == [
+        (WorkloadKey(NS, "Job", "train"), "ResourceQuota", "never_undecided")
+    ]
     assert "requests.nvidia.com/gpu" in news[0][2]
     only(ev, st, T0 + 700)
     assert ev.odd_news() == []  # told once
@@ -315,7 +319,7 @@ def test_kueue_exceeds_max_quota_with_an_odd_message_is_still_never_and_the_oddi
     w = only(ev, kueue_picture("ExceedsMaxQuota", "something Kueue never wrote"))
     assert w.never is not None and w.never.reason == "kueue_max_quota"
     assert w.never.asks == "8 GPUs"  # its pod sets' ask, as the Workload says
-    assert [kind for _, kind, _ in ev.odd_news()] == ["Workload"]
+    assert [(kind, reason) for _, kind, _, reason in ev.odd_news()] == [("Workload", "never_undecided")]
 
 
 def test_kueue_no_matching_flavor_is_never() -> None:
@@ -373,6 +377,41 @@ def test_the_older_pending_reason_keeps_its_words() -> None:
 
 
 # ---- the alert and the JSON ----------------------------------------------------------------------------
+
+
+def _told(ev: QueueEvaluator, st: ClusterState, alerts: dict, now: float) -> tuple[dict, set[str]]:
+    """Return the alerts after evaluating at `now` (rules, lifecycle) and the names of the firing ones that
+    are not muted by the default inhibitions: what on-call is told."""
+    s = Settings()
+    snap = ev.evaluate(st, now=now)
+    found = evaluate_rules(
+        RuleInput(snapshot=snap, now=now, settings=s.rule_settings(), tiers=s.queue_policy().tiers)
+    )
+    after, _ = advance(alerts, found, now=now, policy=s.alerting.rules.lifecycle(3600.0))
+    mutes = muted(list(after.values()), (), s.alerting.inhibitions(), now=now)
+    told = {a.alertname for fp, a in after.items() if a.state is AlertState.FIRING and fp not in mutes}
+    return after, told
+
+
+def test_work_that_can_never_start_is_told_as_never_not_also_as_waiting_until_the_verdict_clears() -> None:
+    """Rules, lifecycle and the default inhibitions: a 16-GPU pod on 8-GPU nodes past both its thresholds
+    fires its wait alerts (listed, muted) under the never alert; a 16-GPU node clears the verdict and the
+    wait alert, firing all along, is what on-call is told, at its real wait."""
+    ev = QueueEvaluator(POLICY)
+    st = state_of(node("gpu-1"), big_pod())
+    alerts: dict = {}
+    day = 24 * 3600.0  # past any tier's critical threshold
+    for t in (T0 + day, T0 + day + 600):
+        alerts, told = _told(ev, st, alerts, t)
+    names = {a.alertname for a in alerts.values() if a.state is AlertState.FIRING}
+    assert {"WorkloadCanNeverStart", "WorkloadWaitWarning", "WorkloadWaitCritical"} <= names
+    assert told == {"WorkloadCanNeverStart"}
+    apply(st, node("gpu-big", gpus=16))
+    alerts, told = _told(ev, st, alerts, T0 + day + 1200)
+    assert "WorkloadCanNeverStart" not in told
+    assert told == {"WorkloadWaitCritical"}  # the warning muted by the critical, as for any wait
+    crit = next(a for a in alerts.values() if a.alertname == "WorkloadWaitCritical")
+    assert crit.annotations["wait_seconds"] == str(round(day + 1200))
 
 
 def test_work_that_can_never_start_fires_its_alert_at_once_and_says_so_in_json() -> None:

@@ -70,3 +70,42 @@ def test_the_tracker_on_the_simulator_lists_both_gated_groups_as_waiting_in_the_
     assert workload_dict(k)["gated"]["owner"] == "kueue"
     assert workload_dict(v)["gated"]["owner"] == "volcano"
     assert workload_dict(k)["pods_gated"] == workload_dict(v)["pods_gated"] == 2
+
+
+def test_a_kueue_group_workload_whose_pods_are_gone_is_left_out_and_counted_apart_from_malformed_objects() -> (
+    None
+):
+    """Its pods deleted under it, a group's Workload is not real work: not listed, counted in
+    watchtower_objects_left_out_total, not in the malformed objects' counter WatchtowerObjectsUnreadable reads."""
+    cfg = SimulatorConfig(
+        seed=4, nodes=2, cordoned_nodes=0, arrivals_per_hour=0, teams=["a"], warm_start=False, dra_nodes=0
+    )
+    sim = SimulatedCluster(cfg)
+    sim.form(KueueStandIn).setup(4, [NS])
+    sim.submit(bare_pods("k-first", 2, kueue_queue="research", kueue_class="kueue-low"))
+    sim.step(1)
+    sim.submit(bare_pods("k-held", 2, kueue_queue="research", kueue_class="kueue-low"))
+    clock = ManualClock(sim.now())
+    c = build_container(Settings(), clock=clock, source_health=sim.feed_health, source_name="test")
+    tracker = c.queue_tracker
+    sim.drain()
+    for kind in KINDS:
+        tracker.on_list(kind, [msgspec.Raw(b) for b in sim.list_objects(kind)])
+    sim.step(300)
+    for kind, type_, b in sim.drain():
+        tracker.on_change(kind, type_, b)
+    clock.t = sim.now()
+    assert "k-held" in {w.key.name for w in tracker.evaluate(clock.now()).snapshot.waiting()}
+    held = [b for b in sim.list_objects("Pod") if b"k-held" in b]
+    assert held
+    for b in held:  # the pods go (deleted by hand); Kueue's Workload for the group stays
+        tracker.on_change("Pod", "DELETED", msgspec.Raw(b))
+    assert "k-held" not in {w.key.name for w in tracker.evaluate(clock.now()).snapshot.waiting()}
+    tracker.evaluate(clock.now() + 60)
+    registry = c.metrics.registry
+    left_out = {"kind": "KueueWorkload", "reason": "not_real_work"}
+    assert registry.get_sample_value("watchtower_objects_left_out_total", left_out) == 1  # said once
+    assert (
+        registry.get_sample_value("watchtower_malformed_objects_skipped_total", {"kind": "KueueWorkload"})
+        is None
+    )

@@ -341,6 +341,8 @@ def test_a_quota_refusal_with_an_unreadable_quantity_is_a_counted_logged_skip_of
         w.evaluate(clock.now() + 1)
     job = next(x for x in snap.waiting() if x.name == "odd")
     assert job.state.value == "quota_blocked" and job.never is None
-    assert sample(c, "watchtower_malformed_objects_skipped_total", kind="ResourceQuota") == 1
+    # Read well and left out (the never verdict), not a malformed object: no WatchtowerObjectsUnreadable.
+    assert sample(c, "watchtower_objects_left_out_total", kind="ResourceQuota", reason="never_undecided") == 1
+    assert sample(c, "watchtower_malformed_objects_skipped_total", kind="ResourceQuota") is None
     told = [r.getMessage() for r in caplog.records if "can never start" in r.getMessage()]
     assert len(told) == 1 and "vision/Job/odd" in told[0] and "requests.nvidia.com/gpu" in told[0]

@@ -17,6 +17,7 @@ from watchtower.domain.promql.names import (
     EVENT_LOOP_LAG,
     EVENT_LOOP_LAGS,
     MALFORMED_OBJECTS_SKIPPED,
+    OBJECTS_LEFT_OUT,
     PREEMPTION_GPU_HOURS_LOST,
     PREEMPTION_OUTCOME_SKIPS,
     PREEMPTION_OUTCOMES,
@@ -184,6 +185,14 @@ class WatchtowerMetrics:
             ["kind"],
             registry=registry,
         )
+        self.left_out_objects = Counter(
+            OBJECTS_LEFT_OUT,
+            "Objects read well and left out on purpose, per kind and reason: not_real_work (a Kueue group "
+            "Workload whose pods do not exist, not listed), never_undecided (whether it can never start "
+            "could not be read from a quota's or Kueue's words; the work is listed all the same).",
+            ["kind", "reason"],
+            registry=registry,
+        )
         self.evaluation = Histogram(
             EVALUATION_DURATION,
             "Wall time of one queue evaluation.",
@@ -263,6 +272,9 @@ class WatchtowerMetrics:
 
     def skipped_object(self, kind: str) -> None:
         self.skipped.labels(kind).inc()
+
+    def left_out(self, kind: str, reason: str) -> None:
+        self.left_out_objects.labels(kind, reason).inc()
 
     def evaluated(self, gauges: QueueGauges, duration: float) -> None:
         self.set_queue(gauges)

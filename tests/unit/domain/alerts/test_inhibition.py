@@ -1,11 +1,17 @@
-"""Inhibition: a firing critical alert mutes the warning of the same workload, and nothing else."""
+"""Inhibition: a firing critical alert mutes the warning of the same workload, and nothing else; work that can
+never start mutes its own wait alerts."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.unit.domain.alerts.builders import alert_labels, tracked
-from watchtower.domain.alerts.inhibition import InhibitRule, critical_inhibits_warning, inhibited
+from watchtower.domain.alerts.inhibition import (
+    InhibitRule,
+    critical_inhibits_warning,
+    default_inhibitions,
+    inhibited,
+)
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.model import AlertState
 
@@ -96,3 +102,48 @@ def test_watchtowers_own_critical_alert_does_not_mute_its_unrelated_warnings():
         }
     )
     assert inhibited([watch_down, gone], DEFAULT) == {}
+
+
+# ---- work that can never start: one notification for one misconfigured workload -----------------------
+
+DEFAULTS = default_inhibitions()
+
+
+def never(name="train", **kw):
+    return alert_labels(name, alertname="WorkloadCanNeverStart", severity="warning", **kw)
+
+
+@pytest.mark.parametrize(
+    ("alertname", "severity"),
+    [
+        ("WorkloadWaitWarning", "warning"),
+        ("WorkloadWaitCritical", "critical"),
+        ("WorkloadQuotaBlocked", "warning"),
+        ("WorkloadQuotaBlocked", "critical"),
+    ],
+)
+def test_work_that_can_never_start_mutes_its_own_wait_alerts(alertname, severity):
+    source = tracked(never())
+    wait = tracked(alert_labels("train", alertname=alertname, severity=severity))
+    assert inhibited([source, wait], DEFAULTS) == {wait.fingerprint: source.fingerprint}
+
+
+def test_a_critical_wait_does_not_mute_the_never_alert_of_its_workload():
+    # Else each would mute the other and on-call would be told of neither.
+    source, warn, crit = tracked(never()), tracked(warning()), tracked(critical())
+    muted = inhibited([source, warn, crit], DEFAULTS)
+    assert source.fingerprint not in muted
+    assert muted[crit.fingerprint] == source.fingerprint
+    assert warn.fingerprint in muted
+
+
+def test_the_never_alert_does_not_mute_another_workloads_wait_nor_its_other_alerts():
+    source = tracked(never())
+    other = tracked(warning("eval"))
+    stall = tracked(alert_labels("train", alertname="WorkloadGangStalled", severity="warning"))
+    assert inhibited([source, other, stall], DEFAULTS) == {}
+
+
+@pytest.mark.parametrize("state", [AlertState.PENDING, AlertState.RESOLVED])
+def test_waits_are_told_again_once_the_never_alert_stops_firing(state):
+    assert inhibited([tracked(never(), state=state), tracked(warning())], DEFAULTS) == {}

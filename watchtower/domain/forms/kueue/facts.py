@@ -5,7 +5,15 @@ sets' DRA claims stand for its pods' while it has none.
 
 from __future__ import annotations
 
-from watchtower.domain.facts_draft import FactsContext, FactsDraft, FactsPass, FactsState, FactsStep, PodLess
+from watchtower.domain.facts_draft import (
+    NOT_REAL_WORK,
+    FactsContext,
+    FactsDraft,
+    FactsPass,
+    FactsState,
+    FactsStep,
+    PodLess,
+)
 from watchtower.domain.forms.kueue.dra import pod_set_gpu_claims
 from watchtower.domain.forms.kueue.records import KueueWorkload
 from watchtower.domain.forms.kueue.wait import kueue_wait
@@ -64,6 +72,7 @@ def _begin(ctx: FactsContext, draft: FactsDraft) -> FactsPass | None:
                 key,
                 "KueueWorkload",
                 "a Kueue Workload no job owns, naming pods that do not exist: not listed",
+                NOT_REAL_WORK,
             )
         return None
     if ctx.policy.selector.require_gpu and kw.gpus_asked <= 0 and not draft.tracked:
