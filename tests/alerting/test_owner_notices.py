@@ -343,5 +343,5 @@ async def test_work_that_can_never_start_is_not_also_told_past_its_threshold_unt
     assert len(subjects) == 1 and "can never start" in subjects[0], subjects
     await a.tick([o.node("big", gpus=16), huge], T0 + warn + 180)
     subjects = [m["Subject"] for m in inbox.parsed()]
-    assert len(subjects) == 2 and "past its low threshold" in subjects[1], subjects
+    assert len(subjects) == 2 and "past the low tier's warning threshold" in subjects[1], subjects
     await a.close()
