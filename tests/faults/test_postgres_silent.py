@@ -108,6 +108,7 @@ def test_a_silent_connection_is_cut_within_the_bound_and_the_call_says_why(
             proxy.heal()
             assert caught.value.transient, "a silent connection is a lost one: worth trying again"
             assert "no answer within 3s" in str(caught.value)
+            print(f"\na call on a silent connection cut after {took:.1f}s (store.timeout {TIMEOUT:g}s)")
             assert TIMEOUT + 1.5 < took < TIMEOUT + 4, f"cut after {took:.1f}s"
             assert store.due(time.time()) == [], "the next call reconnects"
         finally:

@@ -179,9 +179,12 @@ class PostgresAlertStore(SqlAlertStore):
         try:
             with self._deadline.bound(db.fileno(), self._bound + _GRACE), db.transaction():
                 yield db
-        except psycopg.OperationalError as e:
-            # The database went away: say so without the URL's secrets; the next call reconnects.
+        except psycopg.Error as e:
+            # The database went away: say so without the URL's secrets; the next call reconnects. A cut
+            # connection may surface as another psycopg error, depending on where the call was.
             cut = self._deadline.fired
+            if not cut and not isinstance(e, psycopg.OperationalError):
+                raise
             raise StoreConnectError(
                 f"the alert store {self.shown} failed: {self._failure(e)}", transient=cut or _transient(e)
             ) from None
