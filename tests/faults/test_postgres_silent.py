@@ -128,7 +128,7 @@ def test_deliveries_resume_after_the_store_connection_went_silent_and_nothing_is
         if n == SILENT_AT:
             # The worker's next store call (marking this message delivered) meets a silent connection.
             proxy.blackhole(new=True)
-            silenced["at"] = time.monotonic()
+            silenced["at"], silenced["wall"] = time.monotonic(), time.time()
             threading.Timer(HEAL_AFTER, heal).start()
 
     def heal() -> None:
@@ -146,7 +146,7 @@ def test_deliveries_resume_after_the_store_connection_went_silent_and_nothing_is
         },
         env={},
     )
-    store = PostgresAlertStore(
+    store = PostgresAlertStore(  # connect_timeout: each reconnection through the silent path
         direct.replace(f":{own_server.port}/", f":{proxy.port}/"), timeout=TIMEOUT, connect_timeout=2
     )
     now = time.time()
@@ -188,13 +188,19 @@ def test_deliveries_resume_after_the_store_connection_went_silent_and_nothing_is
         hooks.stop()
         proxy.stop()
     got = hooks.received()
-    failures = [r.getMessage() for r in caplog.records if r.getMessage().startswith("delivery failed")]
+    # The call cut is the lane's (marking message 3 delivered); the delivery's next claim, waiting behind
+    # it for the store's lock, then meets the silent path again while reconnecting, and the pass fails
+    # with whichever of the two it raises first.
+    logged = [r for r in caplog.records if r.levelno >= 30]
+    failures = [r.getMessage() for r in logged]
+    noticed = logged[0].created - silenced["wall"] if logged else float("nan")
     print(
         f"\nstore connection silent after arrival {SILENT_AT}: {len(failures)} failure(s), first: "
-        f"{failures[0] if failures else None!r}; healed {healed['at'] - silenced['at']:.1f}s in; "
+        f"{failures[0] if failures else None!r} {noticed:.1f}s in; healed {healed['at'] - silenced['at']:.1f}s in; "
         f"all delivered {done['at'] - healed['at']:.1f}s after; {len(got)} arrivals for {MESSAGES} messages"
     )
-    assert any("no answer within 3s" in f for f in failures), failures
+    assert any("no answer within 3s" in f or "connection timeout expired" in f for f in failures), failures
+    assert noticed < TIMEOUT + 2 + 2 + 1.5, "the delivery noticed the silence within the bounds"
     assert set(got) == set(keys), "nothing lost"
     assert [k for k in dict.fromkeys(got)] == keys, "in order"
     assert len(got) - len(set(got)) <= 1, "at most the message the silence caught is sent again (same id)"

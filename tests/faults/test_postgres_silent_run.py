@@ -124,10 +124,13 @@ def test_deliveries_resume_after_the_store_connection_of_a_running_process_went_
     print(
         f"\nstore connection of a running process silent {SILENCE:g}s: all delivered {resumed:.1f}s after heal;"
         f" /healthz max {max(health) * 1000:.0f} ms over {len(health)} probes; /readyz codes {dict(ready)};"
-        f" cut {log.count('no answer within')} time(s); {sum(got.values())} arrivals for {len(got)} messages"
+        f" cut {log.count('no answer within')} time(s) (logged), reconnections timed out"
+        f" {log.count('connection timeout expired')} time(s); {sum(got.values())} arrivals for {len(got)} messages"
     )
     assert "Traceback" not in log, log[-3000:]
-    assert "no answer within" in log, log[-3000:]
+    # The cut call's own error, or the reconnection's that waited behind it on the store's lock (the
+    # delivery reports whichever it meets first).
+    assert "no answer within" in log or "connection timeout expired" in log, log[-3000:]
     assert set(got) == set(before + during), "nothing lost"
     assert all(n <= 2 for n in got.values()), got
     assert {k: rows.get(k) for k in before + during} == dict.fromkeys(before + during, OutboxStatus.DELIVERED)

@@ -73,7 +73,8 @@ class Deadline:
                 if left > 0:
                     self._cond.wait(left)
                     continue
+                # Said before the cut: the call wakes at the cut and asks at once whether it was one.
+                self.fired = True
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                self.fired = True
                 self._armed = None
