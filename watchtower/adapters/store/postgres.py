@@ -65,17 +65,6 @@ class StoreConnectError(Exception):
 # `idle_in_transaction_session_timeout` (25P03).
 _TRANSIENT_STATES = ("57P01", "57P02", "57P03", "53300", "57014", "25P03")
 
-# libpq's TCP settings, derived from the call's bound unless the URL names them: a peer gone without a word
-# is noticed within about `timeout` (keepalive probes from half of it, three of them a sixth apart; unsent
-# data unacknowledged for `timeout`).
-_TCP_SETTINGS = (
-    "keepalives",
-    "keepalives_idle",
-    "keepalives_interval",
-    "keepalives_count",
-    "tcp_user_timeout",
-)
-
 
 def _transient(e: BaseException) -> bool:
     state = getattr(e, "sqlstate", None)
@@ -101,7 +90,7 @@ class PostgresAlertStore(SqlAlertStore):
         self.claim_for = claim_for
         self.timeout, self.migration_timeout = timeout, migration_timeout
         self._deadline = Deadline()
-        self._bound = timeout
+        self._bound, self._bound_name = timeout, "store.timeout"
         self._url, self._password, self._timeout = url, password, connect_timeout
         self._secrets = tuple(s for s in (password or "", password_of(url)) if s)
         self._lock = threading.RLock()
@@ -130,7 +119,7 @@ class PostgresAlertStore(SqlAlertStore):
             db = psycopg.connect(self._url, **kw)
             ms = str(max(1, round(self.timeout * 1000)))
             # Inside the try: a server shutting down can drop the connection as soon as it is made.
-            with self._deadline.bound(db.fileno(), self.timeout + _GRACE):
+            with self._deadline.bound(db.fileno(), self._bound + _GRACE):
                 row = db.execute(
                     "SELECT pg_backend_pid(),"
                     " (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()),"
@@ -150,6 +139,9 @@ class PostgresAlertStore(SqlAlertStore):
         return db
 
     def _tcp_settings(self) -> dict[str, Any]:
+        """libpq's TCP settings, derived from the call's bound unless the URL names them: a peer gone
+        without a word is noticed within about `timeout` (keepalive probes from half of it, three of them
+        a sixth apart; sent data left unacknowledged for `timeout`)."""
         named = psycopg.conninfo.conninfo_to_dict(self._url)
         derived = {
             "keepalives": 1,
@@ -166,8 +158,8 @@ class PostgresAlertStore(SqlAlertStore):
     def _failure(self, e: BaseException) -> str:
         if self._deadline.fired:
             return (
-                f"no answer within {self._bound:g}s (store.timeout and a {_GRACE:g}s grace): the connection"
-                " was taken for lost and cut"
+                f"no answer within {self._bound:g}s ({self._bound_name} and a {_GRACE:g}s grace): the"
+                " connection was taken for lost and cut"
             )
         return self._scrub(e)
 
@@ -205,7 +197,7 @@ class PostgresAlertStore(SqlAlertStore):
         and under an advisory lock: a replica starting beside one that migrates waits, then finds nothing
         to do; a connection lost mid-way rolls the whole of it back (the server sees no COMMIT)."""
         applied: list[str] = []
-        self._bound = self.migration_timeout
+        self._bound, self._bound_name = self.migration_timeout, "store.migration_timeout"
         try:
             with self._tx() as db:
                 # Its statements may take longer than a call at run time: the waits on the migration lock
@@ -216,7 +208,7 @@ class PostgresAlertStore(SqlAlertStore):
                 )
                 version = self._migrate_in(db, applied)
         finally:
-            self._bound = self.timeout
+            self._bound, self._bound_name = self.timeout, "store.timeout"
         # Said once committed: a migration the database rolled back (the connection cut) is not "migrated".
         for line in applied:
             log.info("%s", line)
