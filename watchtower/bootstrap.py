@@ -216,7 +216,13 @@ def _connect_postgres(settings: Settings, where: StoreLocation) -> PostgresAlert
     cfg = settings.store
     password = cfg.password.get_secret_value() if cfg.password is not None else None
     try:
-        return PostgresAlertStore(where.location, password=password, claim_for=cfg.claim_for)
+        return PostgresAlertStore(
+            where.location,
+            password=password,
+            claim_for=cfg.claim_for,
+            timeout=cfg.timeout,
+            migration_timeout=cfg.migration_timeout,
+        )
     except StoreConnectError as e:
         raise (StoreUnavailable if e.transient else StartupError)(str(e)) from None
     except StoreVersionError as e:

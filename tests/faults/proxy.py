@@ -88,6 +88,15 @@ class FaultProxy:
         self._loop.close()
         self._thread = None
 
+    def upstream_ports(self) -> set[int]:
+        """The local ports of the proxy's open connections to the dependency: what the dependency sees as
+        its clients' ports (PostgreSQL's `pg_stat_activity.client_port`), to tell whose session is whose."""
+
+        async def ports() -> set[int]:
+            return {c.upstream.get_extra_info("sockname")[1] for c in self._conns if c.upstream is not None}
+
+        return asyncio.run_coroutine_threadsafe(ports(), self._loop).result(10)
+
     def __enter__(self) -> FaultProxy:
         return self.start()
 

@@ -249,6 +249,10 @@ class StoreConfig(Section):
     """PostgreSQL: how long a replica's claim on a message it is sending holds if that replica loses the database (a replica that dies releases its claims at once); longer than the slowest send's timeout."""
     start_wait: Duration = Field(90.0, ge=0)
     """PostgreSQL, `watchtower run`: how long to keep trying at start while the database cannot be reached or drops the connection (a migration cut short is rolled back whole and done again), every 1-10 s; 0: give up at once. Shorter than the liveness probe's two minutes."""
+    timeout: PositiveDuration = 20.0
+    """PostgreSQL: the longest a call to the store may take (each statement on the server, `statement_timeout`; a transaction left idle, `idle_in_transaction_session_timeout`; the whole call on the client, plus 2 s); past it a connection that stays open and carries nothing is cut and taken for lost (retried as any lost connection), and the server ends a session whose client went silent, releasing its locks. Also sets libpq's TCP keepalives and `tcp_user_timeout` unless the URL names them."""
+    migration_timeout: PositiveDuration = 60.0
+    """PostgreSQL: the same bound for the schema migration at start, which may wait for another replica's; shorter than `start_wait`, so a replica whose connection went silent mid-migration tries again in time."""
 
     @field_validator("url")
     @classmethod

@@ -9,6 +9,13 @@ still be sending).
 
 One connection, guarded by a lock (the store is used from the event loop and from worker threads). A
 connection that broke is opened again at the next call; the call that met the break raises.
+
+A connection that stays open and carries nothing is a broken one too: each call is bounded by `timeout`
+(the migration by `migration_timeout`), past which the connection is cut (deadline.py); libpq's TCP
+keepalives and `tcp_user_timeout` notice a peer that vanished sooner. The server is told the same bounds
+for the session (`statement_timeout`, `idle_in_transaction_session_timeout`), so a transaction whose client
+went silent (a migration holding the migration lock, a claim's row locks) is ended and its locks released
+rather than kept until the server's own TCP gives up.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import psycopg
 from watchtower.domain.alerts.outbox import OutboxMessage
 
 from . import migrations
+from .deadline import Deadline
 from .rows import message, new_message_row
 from .sql import MESSAGE_COLUMNS, SqlAlertStore, locked, statements
 from .url import masked, password_of, scrub
@@ -43,6 +51,10 @@ _FOLLOWING = (
     " ORDER BY id FOR UPDATE SKIP LOCKED"
 )
 
+# Added to a call's bound before the client cuts the connection: the server's own `statement_timeout`
+# answers first when the server is only slow, leaving the connection usable.
+_GRACE = 2.0
+
 
 class StoreConnectError(Exception):
     """The database cannot be reached or refused us; the message shows the URL with its password masked.
@@ -58,7 +70,10 @@ class StoreConnectError(Exception):
 # SQLSTATEs of a server going or coming back: connection exceptions (08), an operator or crash shutdown,
 # "the database system is starting up", too many connections. No SQLSTATE at all is libpq's own failure
 # (refused, timed out, closed unexpectedly).
-_TRANSIENT_STATES = ("57P01", "57P02", "57P03", "53300")
+# Also a statement the server cancelled at the session's `statement_timeout` (57014: a lock held too long by
+# a session whose client went silent, which the server ends in its turn) and our session ended by
+# `idle_in_transaction_session_timeout` (25P03).
+_TRANSIENT_STATES = ("57P01", "57P02", "57P03", "53300", "57014", "25P03")
 
 
 def _transient(e: BaseException) -> bool:
@@ -78,9 +93,14 @@ class PostgresAlertStore(SqlAlertStore):
         password: str | None = None,
         claim_for: float = 120.0,
         connect_timeout: float = 10.0,
+        timeout: float = 20.0,
+        migration_timeout: float = 60.0,
     ) -> None:
         self.shown = masked(url)
         self.claim_for = claim_for
+        self.timeout, self.migration_timeout = timeout, migration_timeout
+        self._deadline = Deadline()
+        self._bound, self._bound_name = timeout, "store.timeout"
         self._url, self._password, self._timeout = url, password, connect_timeout
         self._secrets = tuple(s for s in (password or "", password_of(url)) if s)
         self._lock = threading.RLock()
@@ -103,25 +123,55 @@ class PostgresAlertStore(SqlAlertStore):
         if self._password is not None:
             kw["password"] = self._password
         db = None
+        self._deadline.fired = False  # said of the call that cut the last connection, not of this one
         try:
+            kw |= self._tcp_settings()
             db = psycopg.connect(self._url, **kw)
+            ms = str(max(1, round(self.timeout * 1000)))
             # Inside the try: a server shutting down can drop the connection as soon as it is made.
-            row = db.execute(
-                "SELECT pg_backend_pid(), backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
-            ).fetchone()
+            with self._deadline.bound(db.fileno(), self._bound + _GRACE):
+                row = db.execute(
+                    "SELECT pg_backend_pid(),"
+                    " (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()),"
+                    " set_config('statement_timeout', %s, false),"
+                    " set_config('idle_in_transaction_session_timeout', %s, false)",
+                    (ms, ms),
+                ).fetchone()
         except psycopg.Error as e:
             if db is not None:
                 db.close()
             raise StoreConnectError(
-                f"cannot open the alert store {self.shown}: {self._scrub(e)}", transient=_transient(e)
+                f"cannot open the alert store {self.shown}: {self._failure(e)}", transient=_transient(e)
             ) from None
         except Exception as e:  # a malformed URL: the message may quote it
             raise StoreConnectError(f"cannot open the alert store {self.shown}: {self._scrub(e)}") from None
         self._db, self._session = db, (row[0], row[1]) if row else (0, None)
         return db
 
+    def _tcp_settings(self) -> dict[str, Any]:
+        """libpq's TCP settings, derived from the call's bound unless the URL names them: a peer gone
+        without a word is noticed within about `timeout` (keepalive probes from half of it, three of them
+        a sixth apart; sent data left unacknowledged for `timeout`)."""
+        named = psycopg.conninfo.conninfo_to_dict(self._url)
+        derived = {
+            "keepalives": 1,
+            "keepalives_idle": max(1, round(self.timeout / 2)),
+            "keepalives_interval": max(1, round(self.timeout / 6)),
+            "keepalives_count": 3,
+            "tcp_user_timeout": max(1, round(self.timeout * 1000)),
+        }
+        return {k: v for k, v in derived.items() if k not in named}
+
     def _scrub(self, e: BaseException) -> str:
         return scrub(masked(str(e).strip()), *self._secrets)
+
+    def _failure(self, e: BaseException) -> str:
+        if self._deadline.fired:
+            return (
+                f"no answer within {self._bound:g}s ({self._bound_name} and a {_GRACE:g}s grace): the"
+                " connection was taken for lost and cut"
+            )
+        return self._scrub(e)
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -129,12 +179,16 @@ class PostgresAlertStore(SqlAlertStore):
         else rolled back."""
         db = self._conn()
         try:
-            with db.transaction():
+            with self._deadline.bound(db.fileno(), self._bound + _GRACE), db.transaction():
                 yield db
-        except psycopg.OperationalError as e:
-            # The database went away: say so without the URL's secrets; the next call reconnects.
+        except psycopg.Error as e:
+            # The database went away: say so without the URL's secrets; the next call reconnects. A cut
+            # connection may surface as another psycopg error, depending on where the call was.
+            cut = self._deadline.fired
+            if not cut and not isinstance(e, psycopg.OperationalError):
+                raise
             raise StoreConnectError(
-                f"the alert store {self.shown} failed: {self._scrub(e)}", transient=_transient(e)
+                f"the alert store {self.shown} failed: {self._failure(e)}", transient=cut or _transient(e)
             ) from None
 
     def _transaction(self, db: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[Any]:
@@ -153,27 +207,42 @@ class PostgresAlertStore(SqlAlertStore):
         and under an advisory lock: a replica starting beside one that migrates waits, then finds nothing
         to do; a connection lost mid-way rolls the whole of it back (the server sees no COMMIT)."""
         applied: list[str] = []
-        with self._tx() as db:
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = db.execute("SELECT version FROM schema_version").fetchone()
-            current = row[0] if row else 0
-            version = migrations.apply(
-                current, migrations.POSTGRES, where=self.shown, execute=db.execute, log=applied.append
-            )
-            if row is None:
-                db.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
-            elif version != current:
-                db.execute("UPDATE schema_version SET version = %s", (version,))
+        self._bound, self._bound_name = self.migration_timeout, "store.migration_timeout"
+        try:
+            with self._tx() as db:
+                # Its statements may take longer than a call at run time: the waits on the migration lock
+                # behind another replica's migration among them.
+                db.execute(
+                    "SELECT set_config('statement_timeout', %s, true)",
+                    (str(max(1, round(self.migration_timeout * 1000))),),
+                )
+                version = self._migrate_in(db, applied)
+        finally:
+            self._bound, self._bound_name = self.timeout, "store.timeout"
         # Said once committed: a migration the database rolled back (the connection cut) is not "migrated".
         for line in applied:
             log.info("%s", line)
+        return version
+
+    def _migrate_in(self, db: psycopg.Connection[Any], applied: list[str]) -> int:
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = db.execute("SELECT version FROM schema_version").fetchone()
+        current = row[0] if row else 0
+        version = migrations.apply(
+            current, migrations.POSTGRES, where=self.shown, execute=db.execute, log=applied.append
+        )
+        if row is None:
+            db.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+        elif version != current:
+            db.execute("UPDATE schema_version SET version = %s", (version,))
         return version
 
     @locked
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
+        self._deadline.close()
 
     @locked
     def due(self, now: float) -> list[OutboxMessage]:
