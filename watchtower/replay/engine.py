@@ -26,7 +26,8 @@ The model, in kube-scheduler's terms (docs/replay.md says more):
 - A job that could never run (larger than any node or the whole cluster, or than its quota) is refused with
   the reason, and takes no part in the run.
 - Under `quota_retry` a job its quota refused is tried again only when its controller's backoff says
-  (the freed room goes to whoever asks first), its pods charged one at a time under `per_pod`. A job the
+  (the freed room goes to whoever asks first), its pods charged one at a time under `per_pod`; a preempted
+  pod gives its quota back when it is gone and is charged again when its controller makes it anew. A job the
   trace says was `deleted` before it started leaves the queue and its quota then; a victim with a `grace`
   of its own holds its GPUs that long. Under `quota_retry.give_up_after` people delete a job its quota
   refused that long; a job without a `controller` (bare pods) its quota refuses on arrival is turned away.

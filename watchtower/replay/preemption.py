@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from .placement import Need, fit
-from .state import GRACE_END, PENDING, RESERVED, RUNNING, TERMINATING, RunState
+from .state import GRACE_END, PENDING, RESERVED, RETRY, RUNNING, TERMINATING, RunState
 
 
 class Preemption(RunState):
@@ -199,9 +199,13 @@ class Preemption(RunState):
         self.where[v] = left
         self.placed[v] -= gpus // need.gpus
         self.size[v] -= gpus
+        if self.retry is not None and self.jobs[v].team in self.quota:
+            self.uncharged[v] += gpus  # given back to its quota when they are gone (its grace's end)
 
     def _grace_ends(self, i: int, token: int) -> None:
         for v in self.victims_of.pop(token):
+            if self.uncharged[v]:
+                self._made_anew(v)
             if self.state[v] != TERMINATING:
                 continue  # pods of a pending job, preempted: the job never left the queue
             self.state[v] = PENDING
@@ -216,6 +220,22 @@ class Preemption(RunState):
         self.held[i] += (self.size[i] - self.reserved[i]) * (self.now - self.since[i])
         self.since[i], self.reserved[i] = self.now, 0
         self._start(i)
+
+    def _made_anew(self, v: int) -> None:
+        """Under `quota_retry`: v's preempted pods are gone, their quota given back; its controller makes
+        them again at once, each charged as it is made, and refused (its other pods idle meanwhile) when
+        the room went to another job first, as a ResourceQuota charges a pod from its creation."""
+        team, gone = self.jobs[v].team, min(self.uncharged[v], self.quota_held[v])
+        self.uncharged[v] = 0
+        if self.state[v] not in (PENDING, TERMINATING) or not gone:
+            return  # deleted, or its pods placed again (still charged) and started meanwhile
+        self.quota_held[v] -= gone
+        self.team_used[team] -= gone
+        if v not in self.unadmitted.setdefault(team, []):
+            self.unadmitted[team].append(v)
+        assert self.retry is not None
+        self.next_try[v], self.backoff[v] = self.now, self.retry[0]
+        self._push(self.now, RETRY, v)  # taken in this instant's events: its team is admitted again
 
     def _elsewhere(self, i: int) -> None:
         """A job waiting for its victims to stop starts now on room freed meanwhile, as kube-scheduler binds a

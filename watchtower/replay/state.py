@@ -79,6 +79,7 @@ class RunState:
         self.partial: set[int] = set()
         self.team_used: dict[str, int] = {}  # GPUs of the jobs its quota admitted, pending or running
         self.quota_held = [0] * n  # GPUs job i's team quota charges for it, from admission to its end
+        self.uncharged = [0] * n  # GPUs of its preempted pods, charged until they are gone (quota_retry)
         self.unadmitted: dict[str, list[int]] = {}  # team -> its jobs waiting for quota, in arrival order
         self.quota = dict(policy.quotas)
         self.queue_of: dict[str, str] = {t: q.name for q in policy.cluster_queues for t in q.teams}
