@@ -106,3 +106,24 @@ def test_a_bare_pod_its_quota_refuses_is_turned_away_and_a_controllers_pod_waits
     assert out["bare"].started is None and out["bare"].deleted == 1 and out["bare"].waited == 0
     out = run([job("a", 0, 50, gpus=4), made], quotas={"t": 4}, quota_retry=retry)
     assert out["made"].started == 71  # its controller retries at 11, 31, 71 s
+
+
+def test_a_preempted_pod_made_again_is_charged_again_and_the_room_may_go_to_another_job_first() -> None:
+    jobs = [
+        job("low", 0, 1000, gpus=8),
+        job("high", 100, 100, gpus=8, tier="high", team="u"),
+        job("new", 120, 10, gpus=8),  # same team as low: its quota (8) is full while low's pod stops
+    ]
+    policy = {
+        "quotas": {"t": 8},
+        "quota_retry": {"initial": 10, "max": 300},
+        "termination_grace": "30s",
+        "restart": {"mode": "resume"},
+    }
+    out = run(jobs, **policy)
+    # low's pod is gone at 130 and its quota with it; new's controller, due at 130 too and first in line,
+    # is charged for it: new runs once high ends (230-240), and low's controller, refused at 130, makes its
+    # pod again at its retry at 280 (10, 20, 40, 80 s after) and runs its 900 s left.
+    assert out["high"].started == 130
+    assert (out["new"].started, out["new"].finished) == (230, 240)
+    assert out["low"].finished == 280 + 900
