@@ -20,6 +20,7 @@ from watchtower.adapters.senders import build_report_sender, build_senders
 from watchtower.domain.alerts.matchers import Matcher
 from watchtower.domain.alerts.silences import Silence
 from watchtower.domain.health import HEALTHY
+from watchtower.domain.queue_facts import notify_of
 from watchtower.domain.tick import Tick
 from watchtower.services.alerting import DeliveryWorker, build_alerting
 from watchtower.services.analyze import analyze
@@ -90,6 +91,7 @@ class Replica:
             present=lambda k: self.state is not None and k in self.state.by_workload,
             tier_of=lambda p, c: tiers.tier_of(p, c).name,
             team_of=lambda ns: ns,
+            notify_of=lambda k: notify_of(self.state, k) if self.state is not None else "",
             metrics=OwnerMetrics(registry=self.registry),
         )
         senders = build_senders(s.alerting, http=self.http)

@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.alerting.helpers import NO_FIT, Clock
+from tests.alerting.helpers import CLASSES, NO_FIT, T0, Clock
 from tests.alerting.test_owner_notices import Lease, Replica, oncall, owner_settings, smtp, team_hook
 from watchtower.adapters.kube.decoder import ObjectDecoder
 from watchtower.adapters.kube.reading import parse_time
@@ -119,4 +119,79 @@ async def test_a_deployments_annotation_copied_to_its_replicaset_names_the_owner
     await a.tick([rs, p], created + 2 * 86400)
     assert [m[1] for m in inbox.messages] == [["dep-owner@corp.example"]]
     assert "serve" in inbox.parsed()[0]["Subject"]
+    await a.close()
+
+
+def preempted_job(namespace: str, name: str, *, notify: str, at: float) -> list[dict]:
+    """A low-tier Job whose one pod kube-scheduler preempted at `at` (terminating, DisruptionTarget, the
+    scheduler's Preempted event) for a critical pod of team-z: the Job is not waiting again."""
+    prio, pclass = CLASSES["low"]
+    created = at - 5000
+    j = o.job(name=name, namespace=namespace, created=created, template={"spec": {}})
+    j["metadata"]["annotations"] = {NOTIFY: notify}
+    victim = o.pod(
+        name=f"{name}-0",
+        namespace=namespace,
+        created=created,
+        gpus=8,
+        priority=prio,
+        priority_class=pclass,
+        owner=owner_ref("Job", name, api_version="batch/v1", uid=j["metadata"]["uid"]),
+        node="n0",
+        phase="Running",
+        conditions=[
+            o.scheduled(created + 10),
+            o.condition(
+                "DisruptionTarget",
+                "True",
+                at,
+                reason="PreemptionByScheduler",
+                message="Preempted by a pod on node n0",
+            ),
+        ],
+        start_time=created + 11,
+        deletion=at,
+    )
+    cprio, cclass = CLASSES["critical"]
+    preemptor = o.pod(
+        name=f"debug-for-{name}",
+        namespace="team-z",
+        created=at - 5,
+        gpus=8,
+        priority=cprio,
+        priority_class=cclass,
+        nominated_node="n0",
+        conditions=[o.unschedulable(at - 4, NO_FIT)],
+    )
+    event = o.scheduler_event(
+        namespace=namespace,
+        reason="Preempted",
+        note=f"Preempted by pod {preemptor['metadata']['uid']} on node n0",
+        regarding=o.pod_ref(victim),
+        related=o.pod_ref(preemptor),
+        at=at,
+    )
+    return [j, victim, preemptor, event]
+
+
+async def test_a_preempted_job_not_waiting_again_is_told_as_its_own_annotation_says(
+    store_backend, smtp, oncall, team_hook
+):
+    """A victim's workload that is not waiting again has no queue facts: its annotation is read from its
+    object (and remaining pods). team-f has a contact; one Job names its own owner, one opts out: neither
+    may fall back to the team contact."""
+    ctl, inbox = smtp
+    s = owner_settings(ctl.port, oncall.url, team_hook.url)
+    at = T0 + 86400
+    objs = [
+        *preempted_job("team-f", "named", notify="eva@corp.example", at=at),
+        *preempted_job("team-f", "quiet", notify="off", at=at + 1),
+    ]
+    lease, clock = Lease(), Clock()
+    lease.give("a")
+    a = Replica(s, store_backend, clock, lease, "a")
+    await a.tick(objs, at + 10)
+    await a.tick(objs, at + 40)
+    got = [(tuple(m[1]), p["Subject"]) for m, p in zip(inbox.messages, inbox.parsed(), strict=True)]
+    assert got == [(("eva@corp.example",), "Job team-f/named was preempted")], got
     await a.close()

@@ -197,6 +197,16 @@ def pod_less() -> tuple[PodLess, ...]:
     return tuple(s.pod_less for s in _steps(registry.FORMS) if s.pod_less is not None)
 
 
+def notify_of(state: ClusterState, key: WorkloadKey) -> str:
+    """Return the owner-notice annotation of a workload that need not be waiting (a preemption's victim):
+    its own object's, else that of its oldest pod still held that carries one; "" when none."""
+    pods = sorted(
+        (p for u in state.by_workload.get(key, ()) if (p := state.pods.get(u)) is not None),
+        key=lambda p: p.created,
+    )
+    return _notify(state, key, pods, next((p.notify for p in pods if p.notify), ""))
+
+
 def _notify(state: ClusterState, key: WorkloadKey, pods: list[Pod], from_pods: str) -> str:
     """Return the owner-notice annotation of a workload: its own object's (a PaddleJob's, a Job's, a
     JobSet's; for a Deployment, its pods' ReplicaSet's, which carries the Deployment's annotations), else

@@ -48,6 +48,7 @@ from watchtower.domain.owners.resolve import (
     Resolution,
     resolve_owner,
 )
+from watchtower.domain.queue_facts import notify_of
 from watchtower.domain.queue_values import WorkloadFacts, WorkloadStatus
 from watchtower.domain.state import ClusterState
 from watchtower.domain.tick import Tick
@@ -82,6 +83,7 @@ def owner_notifier(
         tier_of=lambda priority, cls: tiers.tier_of(priority, cls).name,
         tier_rank=tiers.rank,
         team_of=state.team_of,
+        notify_of=lambda k: notify_of(state, k),
         external_url=settings.server.external_url,
         preempted_within=owners.preempted_within,
         metrics=OwnerMetrics(registry=registry),
@@ -100,6 +102,7 @@ class OwnerNotifier:
         tier_of: Callable[[int, str], str],
         team_of: Callable[[str], str],
         tier_rank: Callable[[str], int] = lambda _: 0,  # 0 the highest tier
+        notify_of: Callable[[WorkloadKey], str] = lambda _: "",  # a workload's annotation, waiting or not
         external_url: str = "",
         preempted_within: float = 900.0,
         metrics: OwnerMetrics | None = None,
@@ -107,6 +110,7 @@ class OwnerNotifier:
         self.policy, self.limits, self.store = policy, limits, store
         self.integrations = integrations
         self.present, self.tier_of, self.team_of, self.tier_rank = present, tier_of, team_of, tier_rank
+        self.notify_of = notify_of
         self.external_url = external_url
         self.preempted_within = preempted_within
         self.metrics = metrics
@@ -215,9 +219,13 @@ class OwnerNotifier:
             self._preemptions_seen.add(pid)
             again = waiting.get(vk)
             team = again.facts.team if again is not None else self.team_of(vk.namespace)
-            owner = (
-                self._owner(again.facts) if again is not None else self._resolved(vk, vk.namespace, team, {})
-            )
+            if again is not None:
+                owner = self._owner(again.facts)
+            else:
+                # Not waiting again: its object's or remaining pods' annotation still names (or opts out) its
+                # owner; the team contact only where none does.
+                named = self.notify_of(vk)
+                owner = self._resolved(vk, vk.namespace, team, {NOTIFY_ANNOTATION: named} if named else {})
             if owner is None:
                 self._count("preempted", "no_owner")
                 continue
