@@ -244,6 +244,9 @@ def test_through_the_service_proxy_with_kubeconfig_and_context(server: str, kube
     )
     r = plugin("--context", "nope", "queue", "-A", env=env)
     assert r.returncode == 1 and "no context 'nope'" in r.stderr
+    # A --kubeconfig that is not there: kubectl's words, not the service's configuration key.
+    r = plugin("--kubeconfig", "/nonexistent/config", "queue", "-A")
+    assert (r.returncode, r.stderr) == (1, "error: stat /nonexistent/config: no such file or directory\n")
 
 
 def test_no_watchtower_installed_says_so_in_one_line(kubeconfig: Path) -> None:

@@ -4,6 +4,7 @@ work the user may be shown (`may_read`)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -173,6 +174,9 @@ def connect(
 ) -> Reach:
     if server:
         return Direct(server)
+    if kubeconfig and not os.path.exists(os.path.expanduser(kubeconfig)):
+        # As kubectl says it; the service's own wording names its configuration key and service account.
+        raise PluginError(f"stat {kubeconfig}: no such file or directory")
     try:
         proxy = ServiceProxy.connect(
             kubeconfig=kubeconfig, context=context, namespace=namespace, service=service, port=port
