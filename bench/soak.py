@@ -189,8 +189,20 @@ def serve_cluster(port_file: Path, n: int, rate: float, seed: int) -> None:
                 until = time.monotonic() + float(q.get("timeoutSeconds", "3600"))
                 try:
                     if u.path != "/api/v1/pods":
+                        # As kube-apiserver's watch cache does for a watch that asked for bookmarks: one a
+                        # minute (`defaultBookmarkFrequency`), so an idle kind is not taken for a silent, dead watch.
+                        bookmark = (
+                            b'{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"v1",'
+                            % (required[u.path].encode())
+                            + b'"metadata":{"resourceVersion":"1000"}}}'
+                        )
+                        next_mark = time.monotonic() + 60
                         while time.monotonic() < until:
                             time.sleep(1)
+                            if time.monotonic() >= next_mark and q.get("allowWatchBookmarks") == "true":
+                                self.wfile.write(b"%x\r\n%s\n\r\n" % (len(bookmark) + 1, bookmark))
+                                self.wfile.flush()
+                                next_mark += 60
                     else:
                         self._churn(until)
                     self.wfile.write(b"0\r\n\r\n")
