@@ -154,12 +154,15 @@ def test_a_kueue_pod_group_is_one_waiting_workload_held_by_kueue_then_admitted_a
         # ---- train: 2 pods x 2 GPUs, gated while the ClusterQueue's 4 GPUs are taken ------------------------
         for i in range(2):
             s.pod(ns, _group_pod(f"train-{i}", group="train", total=2, queue=lq, gpus=2))
+        # Until the ClusterQueue has seen the whole group, Kueue's first words may be others (seen once in CI,
+        # on a busy machine): wait for the quota's refusal itself, checked word for word below.
         pending = wait_for(
             "Kueue's Workload for group train waiting for quota",
             lambda: (
                 (w := _kueue_workload(api, ns, "train")) is not None
                 and (c := k.condition(w, "QuotaReserved")) is not None
                 and c["status"] == "False"
+                and "insufficient unused quota" in c.get("message", "")
                 and w
             ),
         )
