@@ -154,8 +154,8 @@ def test_a_kueue_pod_group_is_one_waiting_workload_held_by_kueue_then_admitted_a
         # ---- train: 2 pods x 2 GPUs, gated while the ClusterQueue's 4 GPUs are taken ------------------------
         for i in range(2):
             s.pod(ns, _group_pod(f"train-{i}", group="train", total=2, queue=lq, gpus=2))
-        # Until the ClusterQueue has seen the whole group, Kueue's first words may be others (seen once in CI,
-        # on a busy machine): wait for the quota's refusal itself, checked word for word below.
+        # Wait for the quota's refusal itself, not for any QuotaReserved=False: a refusal in other words before
+        # it (the group not yet whole) would fail the check below only when the machine is slow.
         pending = wait_for(
             "Kueue's Workload for group train waiting for quota",
             lambda: (
