@@ -142,9 +142,10 @@ def owner_message(msg: OutboxMessage, *, sender: str, to: list[str], at: float) 
     domain = _domain(sender)
     subject = one_line(str(p.get("subject", "")))[:200]
     lines = [str(x) for x in p.get("lines", [])]
-    url = str(p.get("externalURL") or "")
+    url = str(p.get("workloadURL") or p.get("externalURL") or "")
+    words = "Its page on Watchtower" if p.get("workloadURL") else "Watchtower"
     link = (
-        f'<p><a href="{html.escape(url, quote=True)}">Watchtower</a></p>'
+        f'<p><a href="{html.escape(url, quote=True)}">{words}</a></p>'
         if url.startswith(("http://", "https://"))
         else ""
     )

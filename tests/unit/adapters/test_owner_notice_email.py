@@ -77,3 +77,22 @@ def test_without_owner_notices_the_annotation_is_not_read():
         orjson.dumps(o.pod(name="p", namespace="ns", created=0, annotations={NOTIFY_ANNOTATION: "a@b.c"})),
     )
     assert pod.notify == "" and pod.annotations == {}
+
+
+def test_each_body_links_the_workloads_own_page_quoted():
+    """An owner's first question is which workload and what now: each body links its page, its name quoted."""
+    odd = Notice(
+        "threshold", WorkloadKey("team-a", "Job", "train|x>y"), "1", {}, "Job team-a/train waits", (), 0.0
+    )
+    payload = notice_payload(odd, to=[], external_url="https://wt.corp.example/")
+    url = "https://wt.corp.example/workloads/team-a/train%7Cx%3Ey?kind=Job"
+    assert payload["workloadURL"] == url
+    msg = OutboxMessage(0, "own_l", "owner-notices/email/0", "g", payload, 0.0)
+    em = build_owner_message(msg, sender="wt@corp.example", to=["team@corp.example"], at=0)
+    assert f"Its page on Watchtower: {url}" in em.get_body(("plain",)).get_content()
+    assert f'<a href="{url}">Its page on Watchtower</a>' in em.get_body(("html",)).get_content()
+    sender = WebhookSender(url="http://127.0.0.1:9/", client=None, slack_compatible=True)  # type: ignore[arg-type]
+    body, _ = sender.request_parts(msg, now=0)
+    assert orjson.loads(body)["text"].endswith(f"\n<{url}|Its page on Watchtower>")
+    # Without external_url there is no page to link.
+    assert notice_payload(odd, to=[])["workloadURL"] == ""

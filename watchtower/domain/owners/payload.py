@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from watchtower.domain.alerts.rules.base import workload_path
+
 from .notices import Digest, Notice
 
 OWNER_NOTICE_VERSION = "watchtower.owner-notice/v1"
@@ -25,6 +27,12 @@ def notice_payload(n: Notice, *, to: Sequence[str], external_url: str = "") -> d
         "workload": {"namespace": n.workload.namespace, "kind": n.workload.kind, "name": n.workload.name},
         "at": n.at,
         "externalURL": external_url,
+        # The owner's first question is "which one, and what now": the workload's own page, not the front page.
+        "workloadURL": (
+            external_url.rstrip("/") + workload_path(n.workload.namespace, n.workload.name, n.workload.kind)
+            if external_url
+            else ""
+        ),
     }
 
 
@@ -57,8 +65,9 @@ def is_owner_notice(payload: Mapping[str, Any]) -> bool:
 def notice_text(payload: Mapping[str, Any]) -> str:
     """Return the plain text of a notice: its subject, then one line each."""
     lines = [str(x) for x in payload.get("lines", [])]
-    url = payload.get("externalURL") or ""
-    tail = ["", f"Watchtower: {url}"] if url else []
+    url = payload.get("workloadURL") or ""
+    base = payload.get("externalURL") or ""
+    tail = ["", f"Its page on Watchtower: {url}"] if url else (["", f"Watchtower: {base}"] if base else [])
     return "\n".join([str(payload.get("subject", "")), "", *lines, *tail]) + "\n"
 
 
@@ -68,6 +77,10 @@ def slack_notice(payload: Mapping[str, Any]) -> dict[str, Any]:
     text = f"*{_slack_escape(str(payload.get('subject', '')))}*\n" + "\n".join(
         _slack_escape(x) for x in lines
     )
+    url = str(payload.get("workloadURL") or "")
+    if url.startswith(("http://", "https://")):
+        # Ours (external_url and a quoted path): no character of Slack's link syntax can be in it unquoted.
+        text += f"\n<{_slack_escape(url)}|Its page on Watchtower>"
     return {"text": text}
 
 
