@@ -21,12 +21,12 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.faults.hooks import IdReceiver as Receiver
 from tests.faults.proxy import FaultProxy
 from tests.fixtures import postgres
 from watchtower.adapters.clock import SystemClock
@@ -53,46 +53,6 @@ def own_server() -> Iterator[postgres.PostgresServer]:
         pytest.skip(f"PostgreSQL cannot run here: {e}")
     yield server
     server.stop()
-
-
-class Receiver:
-    """A webhook receiver that records each webhook-id as it arrives and runs `on_arrival(n, id)` before it
-    answers (n counts arrivals from 1)."""
-
-    def __init__(self, on_arrival: Any) -> None:
-        self.arrivals: list[str] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    receiver.arrivals.append(self.headers.get("webhook-id", ""))
-                    n = len(receiver.arrivals)
-                on_arrival(n, self.headers.get("webhook-id", ""))
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def seen(self) -> list[str]:
-        with self.lock:
-            return list(self.arrivals)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_a_cut_during_the_commit_and_a_restart_mid_claim_lose_nothing(
@@ -148,7 +108,7 @@ def test_a_cut_during_the_commit_and_a_restart_mid_claim_lose_nothing(
         receiver.stop()
         store.close()
         proxy.stop()
-    seen = receiver.seen()
+    seen = receiver.received()
     twice = sorted(k for k in set(seen) if seen.count(k) > 1)
     print(
         f"\nPostgreSQL faults {[f for f, _ in faults]}: {len(seen)} arrivals for {MESSAGES} messages, sent twice: {twice} (the faults caught {caught}), all delivered in {took:.1f}s"

@@ -27,17 +27,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.faults.hooks import IdReceiver as Receiver
 from tests.faults.proxy import FaultProxy
 from tests.fixtures import postgres
 from watchtower.adapters.store import migrations
@@ -71,43 +70,6 @@ def _wait(what: str, probe: Any, timeout: float) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(0.1)
-
-
-class Receiver:
-    """A webhook receiver that keeps the webhook-id of each POST and answers 204."""
-
-    def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    receiver.ids.append(self.headers.get("webhook-id", ""))
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def received(self) -> list[str]:
-        with self.lock:
-            return list(self.ids)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Replica:

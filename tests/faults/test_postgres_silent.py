@@ -16,12 +16,11 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import httpx
 import pytest
 
+from tests.faults.hooks import IdReceiver as Receiver
 from tests.faults.proxy import FaultProxy
 from tests.fixtures import postgres
 from watchtower.adapters.clock import SystemClock
@@ -50,45 +49,6 @@ def own_server() -> Iterator[postgres.PostgresServer]:
         pytest.skip(f"PostgreSQL cannot run here: {e}")
     yield server
     server.stop()
-
-
-class Receiver:
-    """A webhook receiver that records each webhook-id and runs `on_arrival(n)` before it answers."""
-
-    def __init__(self, on_arrival: Any) -> None:
-        self.ids: list[str] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    receiver.ids.append(self.headers.get("webhook-id", ""))
-                    n = len(receiver.ids)
-                on_arrival(n)
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def received(self) -> list[str]:
-        with self.lock:
-            return list(self.ids)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_a_silent_connection_is_cut_within_the_bound_and_the_call_says_why(
@@ -124,7 +84,7 @@ def test_deliveries_resume_after_the_store_connection_went_silent_and_nothing_is
     silenced: dict[str, float] = {}
     healed: dict[str, float] = {}
 
-    def on_arrival(n: int) -> None:
+    def on_arrival(n: int, key: str) -> None:
         if n == SILENT_AT:
             # The worker's next store call (marking this message delivered) meets a silent connection.
             proxy.blackhole(new=True)
